@@ -1,0 +1,32 @@
+# Two commands set everything up on a fresh machine:
+#   make case   - reproduce the chapter's case study (data/, figures/, reports/)
+#   make test   - run the test suite
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: setup case test test-slow corpus clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[web,test]'
+	touch $(STAMP)
+
+case: setup
+	$(BIN)/attnlab case
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow
+
+corpus: setup
+	$(BIN)/attnlab build-corpus --source ../shared/data/chinese-poetry --out data/corpus.txt
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,79 @@
+"""Checkpoints: everything needed to rebuild a model or resume its training.
+
+A checkpoint is one ``torch.save`` file holding only tensors and plain Python
+containers, so it loads with ``weights_only=True`` (no pickled code runs on
+load). It is written atomically: an interrupted save leaves the previous file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import Config
+from .errors import CheckpointError, ConfigError
+from .io import save_torch
+from .model import TinyGPT
+from .tokenizer import CharTokenizer
+
+FORMAT = "attnlab-checkpoint-v1"
+
+
+def save_checkpoint(path: str | Path, model: TinyGPT, tok: CharTokenizer, **extra: Any) -> Path:
+    payload = {
+        "format": FORMAT,
+        "config": model.cfg.to_dict(),
+        "itos": list(tok.itos),
+        "model": model.state_dict(),
+        **extra,
+    }
+    return save_torch(path, payload)
+
+
+def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path} (train one with `attnlab train --out DIR`)")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises many types for damaged files
+        raise CheckpointError(f"checkpoint {path} is corrupt or not an attnlab checkpoint "
+                              f"({type(e).__name__}); delete it and train again") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not an attnlab checkpoint (missing format tag {FORMAT!r})")
+    return payload
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
+                    expect: Config | None = None) -> tuple[TinyGPT, CharTokenizer, Config]:
+    """Rebuild (model, tokenizer, config) from a checkpoint file.
+
+    ``expect``: if given, the checkpoint's model shape must match it.
+    """
+    payload = read_checkpoint(path, map_location=device)
+    try:
+        cfg = Config.from_dict(payload["config"])
+    except (ConfigError, TypeError, KeyError) as e:
+        raise CheckpointError(f"checkpoint {path} has an invalid config: {e}") from None
+    if expect is not None:
+        diff = config_diff(cfg, expect, ignore=("device",))
+        if diff:
+            raise CheckpointError(f"checkpoint {path} does not match the requested config: {diff}")
+    tok = CharTokenizer.from_itos(payload["itos"])
+    if len(tok) > cfg.vocab_size:
+        raise CheckpointError(f"checkpoint {path}: tokenizer has {len(tok)} entries but "
+                              f"vocab_size is {cfg.vocab_size}")
+    model = TinyGPT(cfg)
+    try:
+        model.load_state_dict(payload["model"])
+    except (RuntimeError, KeyError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise CheckpointError(f"checkpoint {path} does not fit its model: {first}") from None
+    return model.to(device).eval(), tok, cfg
+
+
+def config_diff(a: Config, b: Config, ignore: tuple[str, ...] = ()) -> str:
+    da, db = a.to_dict(), b.to_dict()
+    parts = [f"{k}={da[k]!r} vs {db[k]!r}" for k in da if k not in ignore and da[k] != db[k]]
+    return ", ".join(parts)

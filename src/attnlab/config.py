@@ -1,0 +1,200 @@
+"""Typed, frozen configuration for the chapter's tiny GPT and its trainer.
+
+Field names and defaults follow the chapter (§1.1, §1.18.4). ``Config`` is
+immutable: derive variants with ``cfg.replace(**changes)`` or build one from
+``key=value`` strings with ``Config.from_overrides``. Every impossible value
+raises :class:`~attnlab.errors.ConfigError` naming the field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+from .errors import ConfigError
+
+POS_KINDS = ("learned", "sinusoidal", "rope", "none")
+NORM_KINDS = ("layernorm", "rmsnorm", "none")
+BUGS = ("mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k")
+DTYPES = ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class Config:
+    # model (chapter §1.1, §1.18.4)
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 128
+    d_ff: Optional[int] = None          # None -> 2 * d_model, as in the book
+    block_size: int = 64
+    vocab_size: int = 1200
+    scaled: bool = True                 # divide scores by sqrt(d_head): the case study's one variable
+    tie_weights: bool = True
+    init_std: float = 0.02
+    # model variants (later experiments)
+    pos: str = "learned"                # learned | sinusoidal | rope | none
+    norm: str = "layernorm"             # layernorm | rmsnorm | none
+    residual: bool = True
+    qk_norm: bool = False
+    n_kv_head: Optional[int] = None     # None -> n_head (MHA); 1 -> MQA; else GQA
+    bug: Optional[str] = None           # injected bug of §1.11.7, None = correct
+    # optimisation (§1.18.3)
+    batch_size: int = 32
+    lr: float = 3e-3
+    warmup: int = 100
+    max_steps: int = 1500
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0              # 0 disables clipping
+    seed: int = 20261014
+    device: str = "auto"                # auto -> cuda when present, else cpu
+    dtype: str = "fp32"                 # fp32 | bf16 (autocast; softmax and loss stay fp32)
+    # evaluation and bookkeeping
+    val_fraction: float = 0.1
+    eval_every: int = 100
+    eval_batches: int = 8
+    record_every: int = 1               # per-layer attention diagnostics every N steps (0 = never)
+    ckpt_every: int = 500
+
+    def __post_init__(self) -> None:
+        if self.d_ff is None:
+            object.__setattr__(self, "d_ff", 2 * self.d_model)
+        self._check_types()
+        self._check_values()
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_head if self.n_kv_head is None else self.n_kv_head
+
+    # ---------------------------------------------------------------- checking
+    def _check_types(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            want = hints[f.name]
+            optional = typing.get_origin(want) is typing.Union
+            base = [a for a in typing.get_args(want) if a is not type(None)][0] if optional else want
+            if value is None and optional:
+                continue
+            ok = isinstance(value, base) and not (base is int and isinstance(value, bool))
+            if base is float and isinstance(value, int) and not isinstance(value, bool):
+                object.__setattr__(self, f.name, float(value))
+                ok = True
+            if not ok:
+                raise ConfigError(
+                    f"config field '{f.name}' must be {base.__name__}, got {value!r} "
+                    f"({type(value).__name__})")
+
+    def _check_values(self) -> None:
+        def need(cond: bool, name: str, why: str) -> None:
+            if not cond:
+                raise ConfigError(f"config field '{name}' = {getattr(self, name)!r}: {why}")
+
+        for name in ("n_layer", "n_head", "d_model", "d_ff", "block_size", "batch_size"):
+            need(getattr(self, name) > 0, name, "must be positive")
+        need(self.d_model % self.n_head == 0, "d_model",
+             f"must be divisible by n_head={self.n_head} (each head gets d_model/n_head dims)")
+        need(self.vocab_size >= 3, "vocab_size", "must be at least 3 (<pad>, <unk> and one character)")
+        need(self.max_steps >= 0, "max_steps", "must be >= 0")
+        need(self.warmup >= 0, "warmup", "must be >= 0")
+        need(self.lr > 0, "lr", "must be positive")
+        need(self.weight_decay >= 0, "weight_decay", "must be >= 0")
+        need(self.grad_clip >= 0, "grad_clip", "must be >= 0 (0 disables clipping)")
+        need(self.init_std > 0, "init_std", "must be positive")
+        need(0 < self.val_fraction < 1, "val_fraction", "must be between 0 and 1")
+        need(self.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
+        need(self.eval_batches > 0, "eval_batches", "must be positive")
+        need(self.record_every >= 0, "record_every", "must be >= 0 (0 = never)")
+        need(self.ckpt_every >= 0, "ckpt_every", "must be >= 0")
+        need(self.pos in POS_KINDS, "pos", f"must be one of {', '.join(POS_KINDS)}")
+        need(self.norm in NORM_KINDS, "norm", f"must be one of {', '.join(NORM_KINDS)}")
+        need(self.bug is None or self.bug in BUGS, "bug", f"must be None or one of {', '.join(BUGS)}")
+        need(self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}")
+        need(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"),
+             "device", "must be auto, cpu, cuda or cuda:N")
+        if self.pos == "rope":
+            need(self.d_head % 2 == 0, "d_model", "RoPE needs an even head size (d_model/n_head)")
+        if self.n_kv_head is not None:
+            need(self.n_kv_head > 0 and self.n_head % self.n_kv_head == 0, "n_kv_head",
+                 f"must divide n_head={self.n_head} (GQA groups of equal size)")
+
+    # ----------------------------------------------------------- construction
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with ``changes``; d_ff follows d_model unless given or set explicitly."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}; "
+                              f"known keys: {', '.join(f.name for f in fields(self))}")
+        if "d_model" in changes and "d_ff" not in changes and self.d_ff == 2 * self.d_model:
+            changes["d_ff"] = None
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Config":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_overrides(cls, items: list[str], base: "Config | None" = None) -> "Config":
+        """Parse ``["key=value", ...]`` (the CLI's ``--set``) into a Config."""
+        base = base or cls()
+        hints = typing.get_type_hints(cls)
+        changes: dict[str, Any] = {}
+        for item in items:
+            if "=" not in item:
+                raise ConfigError(f"--set expects key=value, got {item!r}")
+            key, raw = item.split("=", 1)
+            key = key.strip()
+            if key not in hints:
+                raise ConfigError(f"unknown config key '{key}'; known keys: "
+                                  f"{', '.join(f.name for f in fields(cls))}")
+            changes[key] = _parse_value(key, raw.strip(), hints[key])
+        return base.replace(**changes)
+
+
+def _parse_value(key: str, raw: str, hint: Any) -> Any:
+    optional = typing.get_origin(hint) is typing.Union
+    base = [a for a in typing.get_args(hint) if a is not type(None)][0] if optional else hint
+    if optional and raw.lower() in ("none", "null", ""):
+        return None
+    try:
+        if base is bool:
+            low = raw.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if base is int:
+            return int(raw)
+        if base is float:
+            return float(raw)
+        return raw
+    except ValueError:
+        raise ConfigError(f"config key '{key}' expects {base.__name__}, got {raw!r}") from None
+
+
+# Named presets: dicts of overrides on top of the defaults.
+PRESETS: dict[str, dict[str, Any]] = {
+    "small": {},                                     # d_head 32, the chapter's model
+    "big": {"d_model": 256, "n_head": 1},            # d_head 256, the case's second pair
+    "tiny": {"n_layer": 1, "n_head": 2, "d_model": 32, "block_size": 32,
+             "vocab_size": 200, "batch_size": 8, "max_steps": 50, "warmup": 5},
+}
+
+
+def preset(name: str, **changes: Any) -> Config:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset '{name}'; known: {', '.join(PRESETS)}")
+    return Config().replace(**{**PRESETS[name], **changes})

@@ -1,0 +1,76 @@
+"""The training text: building the Tang-poem corpus and loading any UTF-8 corpus.
+
+``data/corpus.txt`` is built from the four ``poet.tang.*.json`` files of the
+chinese-poetry project (MIT): poems in file order 0, 1000, 2000, 3000, one line
+per paragraph, lines joined by a newline (no trailing newline).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from .errors import CorpusError
+from .io import write_text
+
+TANG_FILES = ("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json", "poet.tang.3000.json")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CORPUS = REPO_ROOT / "data" / "corpus.txt"
+
+
+def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
+    """Return (text, number of poems) built from the four JSON files in ``source_dir``."""
+    source_dir = Path(source_dir)
+    lines: list[str] = []
+    poems = 0
+    for name in TANG_FILES:
+        path = source_dir / name
+        if not path.is_file():
+            raise CorpusError(f"missing source file {path}; expected the chinese-poetry files "
+                              f"{', '.join(TANG_FILES)} in {source_dir}")
+        for poem in json.loads(path.read_text(encoding="utf-8")):
+            poems += 1
+            lines.extend(poem["paragraphs"])
+    return "\n".join(lines), poems
+
+
+def write_tang_corpus(source_dir: str | Path, out: str | Path) -> dict:
+    text, poems = build_tang_corpus(source_dir)
+    write_text(out, text)
+    return {"path": str(out), "poems": poems, **corpus_stats(text)}
+
+
+def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
+    """Read a UTF-8 corpus, failing with a message that says what to do."""
+    path = Path(path) if path is not None else DEFAULT_CORPUS
+    if not path.exists():
+        raise CorpusError(f"corpus not found: {path} (pass --corpus PATH to a UTF-8 text file)")
+    if not path.is_file():
+        raise CorpusError(f"corpus path is not a file: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"corpus {path} is not valid UTF-8 (byte {e.start}); "
+                          f"convert it, e.g. iconv -f GBK -t UTF-8") from None
+    if not text.strip():
+        raise CorpusError(f"corpus {path} is empty; give a text file with some content")
+    if len(text) < min_chars:
+        raise CorpusError(f"corpus {path} has {len(text)} characters, fewer than the "
+                          f"{min_chars} needed (block_size + 1); use a longer text or a smaller block_size")
+    return text
+
+
+def corpus_stats(text: str, top: tuple[int, ...] = (1198,)) -> dict:
+    """Characters (newlines included), distinct characters (newline excluded,
+    as the book counts them) and the share of non-newline characters covered by
+    the ``top`` most frequent ones."""
+    counts = Counter(text.replace("\n", ""))
+    total = sum(counts.values())
+    ranked = [n for _, n in counts.most_common()]
+    coverage = {int(k): (sum(ranked[:k]) / total if total else 0.0) for k in top}
+    return {
+        "chars": len(text),
+        "distinct": len(counts),
+        "lines": text.count("\n") + 1 if text else 0,
+        "coverage": coverage,
+    }

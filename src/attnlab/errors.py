@@ -1,0 +1,21 @@
+"""Exceptions that carry a message meant for the user.
+
+Library code raises these; the CLI turns them into one line on stderr and a
+non-zero exit, without a traceback.
+"""
+
+
+class AttnlabError(Exception):
+    """Base class: the message names the problem and what to do about it."""
+
+
+class ConfigError(AttnlabError, ValueError):
+    """An impossible or unknown configuration value."""
+
+
+class CorpusError(AttnlabError):
+    """A corpus that is missing, empty, not UTF-8 or too short."""
+
+
+class CheckpointError(AttnlabError):
+    """A checkpoint that is missing, corrupt or does not match the config."""

@@ -1,0 +1,341 @@
+"""The chapter's tiny character-level GPT, in the order data flows through it.
+
+    token ids -> token embedding + positions -> N x Block -> final norm -> head (tied) -> logits
+    Block:  x = x + Attention(LN(x));  x = x + MLP(LN(x))          (Pre-LN, §1.18.2)
+
+Shape vocabulary, used in the comments on every reshape:
+    B batch, T time (sequence), C channels (d_model), nh heads, hs head size (d_head),
+    nkv key/value heads (GQA/MQA), V vocabulary.
+
+Attention has two paths that compute the same function. The fast one calls
+``torch.nn.functional.scaled_dot_product_attention``. The explicit one writes
+scores, mask, softmax and weighted sum out, and passes the intermediate tensors
+through named taps (``blocks.0.attn.tap_scores``, ``...tap_pattern``, ...) that
+cost nothing when nobody listens. Recording diagnostics (``record=True``),
+listening on a tap or an injected bug (``Config.bug``) selects the explicit
+path; tests check that both paths give the same logits and gradients.
+
+Deliberately left out: dropout (the book's model has none), biases in the
+attention projections, flash kernels of our own.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention.positions import apply_rope, sinusoidal_table
+from .config import Config
+from .diagnostics import pattern_summary
+from .errors import AttnlabError
+
+
+class SequenceTooLongError(AttnlabError, ValueError):
+    """A sequence longer than block_size with learned positions."""
+
+
+class Tap(nn.Module):
+    """Identity with a name in the module tree; forward hooks observe the value."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    @property
+    def active(self) -> bool:
+        return bool(self._forward_hooks)
+
+
+@dataclass
+class KVCache:
+    """Keys and values of the positions seen so far, one per attention layer."""
+    k: Tensor | None = None   # (B, nkv, T_past, hs)
+    v: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+
+def make_norm(kind: str, dim: int) -> nn.Module:
+    if kind == "layernorm":
+        return nn.LayerNorm(dim)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(dim)
+    return nn.Identity()
+
+
+# --------------------------------------------------------------------------- attention
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.cfg = cfg
+        self.n_head, self.d_head, self.n_kv = cfg.n_head, cfg.d_head, cfg.kv_heads
+        kv_dim = self.n_kv * self.d_head
+        # One matrix for q, k and v (MHA: C -> 3C); GQA/MQA shrink the k, v part.
+        self.qkv = nn.Linear(cfg.d_model, cfg.d_model + 2 * kv_dim, bias=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        if cfg.qk_norm:   # §1.7.8: fix the scale of q and k explicitly
+            self.q_norm = nn.LayerNorm(self.d_head)
+            self.k_norm = nn.LayerNorm(self.d_head)
+        self.tap_q, self.tap_k, self.tap_v = Tap(), Tap(), Tap()
+        self.tap_scores, self.tap_pattern = Tap(), Tap()
+        self.last_diag: dict[str, float] | None = None
+
+    @property
+    def scale(self) -> float:
+        """Factor applied to q·k before the softmax: 1/sqrt(d_head), or 1 without scaling."""
+        return 1.0 / math.sqrt(self.d_head) if self.cfg.scaled else 1.0
+
+    def forward(self, x: Tensor, pos: Tensor, record: bool = False,
+                cache: KVCache | None = None) -> Tensor:
+        B, T, C = x.shape
+        nh, nkv, hs = self.n_head, self.n_kv, self.d_head
+        q, k, v = self.qkv(x).split([C, nkv * hs, nkv * hs], dim=2)
+        q = q.view(B, T, nh, hs).transpose(1, 2)           # (B, nh, T, hs)
+        k = k.view(B, T, nkv, hs).transpose(1, 2)          # (B, nkv, T, hs)
+        v = v.view(B, T, nkv, hs).transpose(1, 2)          # (B, nkv, T, hs)
+        if self.cfg.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if self.cfg.pos == "rope":
+            q, k = apply_rope(q, pos), apply_rope(k, pos)
+        if cache is not None:
+            if cache.k is not None:
+                k = torch.cat([cache.k, k], dim=2)         # (B, nkv, T_past + T, hs)
+                v = torch.cat([cache.v, v], dim=2)
+            cache.k, cache.v = k, v
+        if nkv != nh:                                      # share each k, v among nh/nkv query heads
+            k = k.repeat_interleave(nh // nkv, dim=1)      # (B, nh, Tk, hs)
+            v = v.repeat_interleave(nh // nkv, dim=1)
+
+        explicit = (record or self.cfg.bug is not None
+                    or any(t.active for t in (self.tap_q, self.tap_k, self.tap_v,
+                                              self.tap_scores, self.tap_pattern)))
+        if explicit:
+            y = self._explicit(q, k, v, record)
+        else:
+            y = self._fast(q, k, v)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)   # (B, T, C): heads side by side
+        return self.proj(y)
+
+    def _fast(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        Tq, Tk = q.shape[2], k.shape[2]
+        if Tq == Tk:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        mask = _causal_mask(Tq, Tk, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+
+    def _explicit(self, q: Tensor, k: Tensor, v: Tensor, record: bool) -> Tensor:
+        bug = self.cfg.bug
+        q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
+        Tq, Tk, hs = q.shape[2], k.shape[2], self.d_head
+        scores = q @ k.transpose(-2, -1)                   # (B, nh, Tq, Tk)
+        if bug == "divide_by_d_k":                         # §1.11.4: d_k instead of sqrt(d_k)
+            scores = scores / hs
+        elif bug != "scale_after_softmax":
+            scores = scores * self.scale
+        scores = self.tap_scores(scores.float())           # softmax in float32 (§1.17.5)
+        mask = _causal_mask(Tq, Tk, q.device)
+        if bug == "mask_zero":         # §1.11.1: filling with 0 still gives the future weight
+            masked = scores * mask
+        else:                          # adding -inf above the diagonal: exactly 0 after softmax
+            masked = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, float("-inf"))
+        if bug == "no_max_subtraction":                    # §1.11.3: exp without the max shift
+            e = masked.exp()
+            p = e / e.sum(-1, keepdim=True)
+        else:
+            p = masked.softmax(-1)
+        if bug == "scale_after_softmax" and self.cfg.scaled:   # §1.11.2: rows no longer sum to 1
+            p = p * self.scale
+        p = self.tap_pattern(p)
+        if record:
+            with torch.no_grad():
+                summary = pattern_summary(scores, p, q.float(), k.float())
+                values = torch.stack(list(summary.values())).tolist()
+            self.last_diag = dict(zip(summary.keys(), values))
+        return p.to(v.dtype) @ v                           # (B, nh, Tq, hs)
+
+
+def _causal_mask(Tq: int, Tk: int, device) -> Tensor:
+    """(Tq, Tk) bool, True = may look; query i sits at absolute position Tk - Tq + i."""
+    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(diagonal=Tk - Tq)
+
+
+# ------------------------------------------------------------------------------- block
+class Block(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.residual = cfg.residual
+        self.ln1 = make_norm(cfg.norm, cfg.d_model)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = make_norm(cfg.norm, cfg.d_model)
+        self.mlp = nn.Sequential(                          # mlp[2] is the residual output layer
+            nn.Linear(cfg.d_model, cfg.d_ff),
+            nn.GELU(),
+            nn.Linear(cfg.d_ff, cfg.d_model),
+        )
+
+    def forward(self, x: Tensor, pos: Tensor, record: bool = False,
+                cache: KVCache | None = None) -> Tensor:
+        a = self.attn(self.ln1(x), pos, record=record, cache=cache)
+        x = x + a if self.residual else a
+        m = self.mlp(self.ln2(x))
+        return x + m if self.residual else m
+
+
+# ------------------------------------------------------------------------------- model
+class TinyGPT(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.pos == "learned":
+            self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
+        elif cfg.pos == "sinusoidal":
+            self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model),
+                                 persistent=False)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = make_norm(cfg.norm, cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._init_weights()
+        if cfg.tie_weights:        # "word -> vector" and "vector -> word" share one table
+            self.head.weight = self.tok_emb.weight
+
+    def _init_weights(self) -> None:
+        std = self.cfg.init_std
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, mean=0.0, std=std)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
+        # GPT-2's residual scaling: two residual branches per layer add up their variance.
+        resid_std = std / math.sqrt(2 * self.cfg.n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("attn.proj.weight") or name.endswith("mlp.2.weight"):
+                nn.init.normal_(p, mean=0.0, std=resid_std)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def positions(self, start: int, T: int, device) -> tuple[Tensor, Tensor | None]:
+        """(position ids (T,), additive position vectors (T, C) or None)."""
+        pos = torch.arange(start, start + T, device=device)
+        if self.cfg.pos == "learned":
+            if start + T > self.cfg.block_size:
+                raise SequenceTooLongError(
+                    f"sequence reaches position {start + T - 1} but block_size is "
+                    f"{self.cfg.block_size} with learned positions; crop the input to "
+                    f"{self.cfg.block_size} tokens (positions past it were never trained)")
+            return pos, self.pos_emb(pos)
+        if self.cfg.pos == "sinusoidal":
+            table = self.pos_table if start + T <= self.pos_table.shape[0] else \
+                sinusoidal_table(start + T, self.cfg.d_model, device=device)
+            return pos, table[start:start + T]
+        return pos, None                                   # rope (inside attention) or none
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None, record: bool = False,
+                kv_cache: list[KVCache] | None = None) -> tuple[Tensor, Tensor | None]:
+        """idx (B, T) token ids -> (logits (B, T, V), mean cross-entropy or None).
+
+        record=True takes the explicit attention path and fills
+        ``blocks[i].attn.last_diag``. Targets equal to -100 are ignored by the loss.
+        """
+        if idx.dim() != 2:
+            raise ValueError(f"idx must be (B, T) token ids, got shape {tuple(idx.shape)}")
+        B, T = idx.shape
+        start = kv_cache[0].length if kv_cache else 0
+        pos, pos_vec = self.positions(start, T, idx.device)
+        x = self.tok_emb(idx)                              # (B, T, C)
+        if pos_vec is not None:
+            x = x + pos_vec
+        for i, block in enumerate(self.blocks):
+            x = block(x, pos, record=record, cache=kv_cache[i] if kv_cache else None)
+        x = self.ln_f(x)
+        logits = self.head(x)                              # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+    # ------------------------------------------------------------------ observation
+    @contextmanager
+    def capture(self, *tap_names: str) -> Iterator[dict[str, list[Tensor]]]:
+        """Record what passes through taps, e.g. ``capture("tap_pattern")``.
+
+        Yields {"blocks.0.attn.tap_pattern": [tensor, ...], ...}; hooks are
+        removed when the context ends, even on error.
+        """
+        store: dict[str, list[Tensor]] = {}
+        handles = []
+        for name, module in self.named_modules():
+            if isinstance(module, Tap) and name.rsplit(".", 1)[-1] in tap_names:
+                store[name] = []
+                handles.append(module.register_forward_hook(
+                    lambda m, args, out, key=name: store[key].append(out.detach())))
+        try:
+            yield store
+        finally:
+            for h in handles:
+                h.remove()
+
+    @torch.no_grad()
+    def attention_patterns(self, idx: Tensor) -> list[Tensor]:
+        """Attention weights of every layer: list of (B, nh, T, T)."""
+        with self.capture("tap_pattern") as store:
+            self(idx)
+        return [store[f"blocks.{i}.attn.tap_pattern"][0] for i in range(len(self.blocks))]
+
+    def diagnostics(self) -> list[dict[str, float]]:
+        """``last_diag`` of every layer from the latest ``record=True`` forward."""
+        return [b.attn.last_diag for b in self.blocks]
+
+
+# ---------------------------------------------------------------------------- generate
+@torch.no_grad()
+def generate(model: TinyGPT, tok, prompt: str, max_new_tokens: int = 50,
+             temperature: float = 1.0, top_k: int | None = None, seed: int | None = 0,
+             use_cache: bool = True) -> str:
+    """Sample a continuation of ``prompt``. Same seed, same model -> same text.
+
+    Prompt characters outside the vocabulary become <unk> (with a warning). The
+    KV cache is used while the text fits in block_size; past it the context is
+    cropped to the last block_size tokens and recomputed, as without a cache.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    ids = tok.encode_warn(prompt) or [1]
+    gen = torch.Generator(device=device)
+    if seed is not None:
+        gen.manual_seed(seed)
+    block = model.cfg.block_size
+    idx = torch.tensor([ids], dtype=torch.long, device=device)
+    if idx.shape[1] > block:
+        idx = idx[:, -block:]
+    cache = [KVCache() for _ in model.blocks] if use_cache else None
+    logits, _ = model(idx, kv_cache=cache)
+    out = list(ids)
+    for _ in range(max_new_tokens):
+        next_logits = logits[0, -1].float() / temperature
+        if top_k is not None:
+            kth = torch.topk(next_logits, min(top_k, next_logits.numel())).values[-1]
+            next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))
+        probs = next_logits.softmax(-1)
+        nxt = int(torch.multinomial(probs, 1, generator=gen))
+        out.append(nxt)
+        step = torch.tensor([[nxt]], device=device)
+        if cache is not None and cache[0].length + 1 <= block:
+            logits, _ = model(step, kv_cache=cache)
+        else:
+            cache = None
+            logits, _ = model(torch.tensor([out[-block:]], device=device))
+    model.train(was_training)
+    return tok.decode(out)

@@ -1,0 +1,322 @@
+"""Training loop with attention diagnostics at every step, checkpoints and resume.
+
+``train(text, cfg)`` is the whole story: tokenizer, split, model, AdamW with
+weight decay on matrices only, warmup + cosine schedule, gradient clipping,
+per-step records, validation, atomic checkpoints, Ctrl-C and resume. A run
+resumed from a checkpoint finishes bit for bit equal to one never interrupted:
+the batch generator's state, the optimizer and the history travel in the
+checkpoint, and the validation batches are fixed by the seed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import signal
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+import torch
+from torch import Tensor
+
+from .checkpoint import config_diff, read_checkpoint, save_checkpoint
+from .config import Config
+from .errors import CheckpointError, CorpusError
+from .io import write_json, write_text
+from .model import TinyGPT
+from .tokenizer import CharTokenizer
+
+
+# ------------------------------------------------------------------- schedule, batches
+def lr_at(step: int, cfg: Config) -> float:
+    """Linear warmup to cfg.lr over cfg.warmup steps, then cosine down to 10% of lr."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    span = max(1, cfg.max_steps - cfg.warmup)
+    progress = min(1.0, (step - cfg.warmup) / span)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
+def get_batch(data: Tensor, block_size: int, batch_size: int,
+              gen: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Random windows of ``data`` (1-D LongTensor); ``gen`` fixes every batch."""
+    if len(data) < block_size + 1:
+        raise CorpusError(f"data has {len(data)} tokens, fewer than block_size + 1 = {block_size + 1}")
+    ix = torch.randint(len(data) - block_size, (batch_size,), generator=gen)
+    x = torch.stack([data[i:i + block_size] for i in ix.tolist()])       # (B, T)
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix.tolist()])
+    return x, y
+
+
+def split_data(ids: Tensor, cfg: Config) -> tuple[Tensor, Tensor]:
+    """Contiguous split: the last ``val_fraction`` of the text is validation.
+
+    A corpus too short for two windows validates on its last window (which the
+    training split also contains); the record says so (``val_overlaps_train``).
+    """
+    need = cfg.block_size + 1
+    if len(ids) < need:
+        raise CorpusError(f"corpus has {len(ids)} characters, fewer than block_size + 1 = {need}; "
+                          f"use a longer text or --set block_size=N with a smaller N")
+    n_val = max(int(len(ids) * cfg.val_fraction), need)
+    if len(ids) - n_val < need:
+        return ids, ids[-need:]
+    return ids[:-n_val], ids[-n_val:]
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
+    """AdamW (0.9, 0.95); weight decay on matrices (dim >= 2) only, not on norms and biases."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
+
+
+# ------------------------------------------------------------------------- callbacks
+class Callback(Protocol):
+    """Named training events; implement only the ones you need."""
+
+    def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None: ...
+    def on_nonfinite(self, step: int, batch: tuple[Tensor, Tensor], model: TinyGPT) -> None: ...
+
+
+def _fire(callbacks: Iterable[Any], event: str, *args) -> None:
+    for cb in callbacks:
+        fn = getattr(cb, event, None)
+        if fn is not None:
+            fn(*args)
+
+
+@dataclass
+class History:
+    """Everything recorded during training, one entry per step."""
+    records: list[dict] = field(default_factory=list)
+    diverged_at: int | None = None
+
+    def __getitem__(self, key: str) -> list:
+        return [r.get(key) for r in self.records]
+
+    @property
+    def val(self) -> list[tuple[int, float]]:
+        return [(r["step"], r["val_loss"]) for r in self.records if "val_loss" in r]
+
+    def layer_series(self, layer: int, key: str) -> tuple[list[int], list[float]]:
+        pts = [(r["step"], r["layers"][layer][key]) for r in self.records if r.get("layers")]
+        return [s for s, _ in pts], [v for _, v in pts]
+
+    def to_dict(self) -> dict:
+        return {"records": self.records, "diverged_at": self.diverged_at}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "History":
+        return cls(records=list(d["records"]), diverged_at=d.get("diverged_at"))
+
+
+class _StopRequest:
+    """Turns SIGINT into a flag checked between steps, so a checkpoint is never
+    written from a half-finished optimizer update."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    @contextmanager
+    def installed(self):
+        try:
+            previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:            # not in the main thread: Ctrl-C stays default
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:            # second Ctrl-C: stop right away
+            raise KeyboardInterrupt
+        self.requested = True
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised after Ctrl-C once the checkpoint is safely on disk."""
+
+    def __init__(self, step: int, path: Path | None):
+        super().__init__(f"interrupted at step {step}" + (f"; checkpoint {path}" if path else ""))
+        self.step, self.path = step, path
+
+
+# --------------------------------------------------------------------------- training
+def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = None,
+          resume: bool = False, progress: bool = False, callbacks: Iterable[Any] = (),
+          tok: CharTokenizer | None = None, stop_after: int | None = None,
+          ) -> tuple[TinyGPT, CharTokenizer, History]:
+    """Train the tiny GPT on ``text``; returns (model, tokenizer, history).
+
+    out_dir: where metrics.jsonl, ckpt.pt, config.json, tokenizer.json and
+    summary.json go (nothing is written when None). resume: continue from
+    out_dir/ckpt.pt. stop_after: stop (with a checkpoint) after this many steps,
+    as Ctrl-C would — used by tests of resume.
+    """
+    cfg = cfg or Config()
+    callbacks = list(callbacks)
+    device = resolve_device(cfg.device)
+    out = Path(out_dir) if out_dir is not None else None
+    ckpt_path = out / "ckpt.pt" if out else None
+
+    payload = None
+    if resume:
+        if ckpt_path is None:
+            raise CheckpointError("--resume needs an output directory holding ckpt.pt")
+        payload = read_checkpoint(ckpt_path)
+        saved = Config.from_dict(payload["config"])
+        diff = config_diff(saved, cfg, ignore=("device",))
+        if diff:
+            raise CheckpointError(f"cannot resume {ckpt_path}: it was trained with a different "
+                                  f"config ({diff}); use the same --set values or a new --out")
+        tok = CharTokenizer.from_itos(payload["itos"])
+    tok = tok or CharTokenizer(text, cfg.vocab_size)
+    if len(tok) > cfg.vocab_size:
+        raise CorpusError(f"tokenizer has {len(tok)} entries but vocab_size is {cfg.vocab_size}")
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    train_ids, val_ids = split_data(ids, cfg)
+
+    torch.manual_seed(cfg.seed)
+    model = TinyGPT(cfg).to(device)
+    opt = make_optimizer(model, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    val_gen = torch.Generator().manual_seed(cfg.seed + 1)
+    val_batches = [get_batch(val_ids, cfg.block_size, cfg.batch_size, val_gen)
+                   for _ in range(cfg.eval_batches)]
+    history = History()
+    start = 0
+    if payload is not None:
+        try:
+            model.load_state_dict(payload["model"])
+            opt.load_state_dict(payload["optimizer"])
+            gen.set_state(payload["gen_state"])
+            history = History.from_dict(payload["history"])
+            start = int(payload["step"])
+        except (KeyError, RuntimeError, ValueError) as e:
+            raise CheckpointError(f"cannot resume from {ckpt_path}: {e}") from None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "config.json", cfg.to_dict())
+        tok.save(out / "tokenizer.json")
+        # metrics.jsonl mirrors the history exactly up to the resume point
+        write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history.records))
+
+    def checkpoint(step: int) -> None:
+        if ckpt_path is not None:
+            save_checkpoint(ckpt_path, model, tok, optimizer=opt.state_dict(),
+                            gen_state=gen.get_state(), history=history.to_dict(), step=step)
+
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
+                else nullcontext())
+    bar = _progress(start, cfg.max_steps, progress)
+    metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8") if out else None
+    stopper = _StopRequest()
+    step = start
+    try:
+        with stopper.installed():
+            for step in range(start, cfg.max_steps):
+                if stopper.requested or (stop_after is not None and step >= start + stop_after):
+                    checkpoint(step)
+                    raise TrainingInterrupted(step, ckpt_path)
+                record = _train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
+                if not math.isfinite(record["loss"]):
+                    history.diverged_at = step
+                    x, y = record.pop("_batch")
+                    _fire(callbacks, "on_nonfinite", step, (x, y), model)
+                    history.records.append(record)
+                    break
+                record.pop("_batch")
+                last = step == cfg.max_steps - 1
+                if (cfg.eval_every and (step + 1) % cfg.eval_every == 0) or last:
+                    record["val_loss"] = evaluate(model, val_batches, device, autocast)
+                history.records.append(record)
+                if metrics_file:
+                    metrics_file.write(json.dumps(record) + "\n")
+                    metrics_file.flush()
+                _fire(callbacks, "on_step_end", step, record, model)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", refresh=False)
+                if cfg.ckpt_every and (step + 1) % cfg.ckpt_every == 0 and not last:
+                    checkpoint(step + 1)
+        final_step = len(history.records)
+        checkpoint(final_step if history.diverged_at is None else history.diverged_at)
+    finally:
+        if metrics_file:
+            metrics_file.close()
+        if bar is not None:
+            bar.close()
+    if out is not None:
+        write_json(out / "summary.json", summarize(history, cfg, model))
+    model.eval()
+    return model, tok, history
+
+
+def _train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config,
+                step: int, device: torch.device, autocast) -> dict:
+    lr = lr_at(step, cfg)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    x, y = get_batch(data, cfg.block_size, cfg.batch_size, gen)
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    record_now = cfg.record_every > 0 and step % cfg.record_every == 0
+    model.train()
+    with autocast:
+        _, loss = model(x, y, record=record_now)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    max_norm = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    opt.step()
+    record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": grad_norm.item(),
+              "_batch": (x, y)}
+    if record_now:
+        record["layers"] = model.diagnostics()
+    return record
+
+
+@torch.no_grad()
+def evaluate(model: TinyGPT, batches: list[tuple[Tensor, Tensor]], device, autocast=None) -> float:
+    was = model.training
+    model.eval()
+    total = 0.0
+    with autocast or nullcontext():
+        for x, y in batches:
+            total += model(x.to(device), y.to(device))[1].item()
+    model.train(was)
+    return total / len(batches)
+
+
+def summarize(history: History, cfg: Config, model: TinyGPT) -> dict:
+    recs = history.records
+    val = history.val
+    return {
+        "steps": len(recs),
+        "loss_start": recs[0]["loss"] if recs else None,
+        "loss_end": recs[-1]["loss"] if recs else None,
+        "val_loss_end": val[-1][1] if val else None,
+        "diverged_at": history.diverged_at,
+        "params": model.num_params(),
+        "config": cfg.to_dict(),
+        "final_layers": next((r["layers"] for r in reversed(recs) if r.get("layers")), None),
+    }
+
+
+def _progress(start: int, total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, leave=False)
