@@ -1,0 +1,92 @@
+// Runs page: curves of the case study JSON and of runs/<name>/metrics.jsonl.
+"use strict";
+
+(() => {
+  const { el, fmt, json, lineChart } = UI;
+  const $ = (id) => document.getElementById(id);
+  const CASE = "__case__";
+  const PAIRS = [
+    ["small_unscaled", "小 d32 不缩放", "#e08a83", "5 3"],
+    ["small_scaled", "小 d32 缩放", "#7f9fd3", "5 3"],
+    ["big_unscaled", "大 d256 不缩放", "#c8372d", ""],
+    ["big_scaled", "大 d256 缩放", "#2456a6", ""],
+  ];
+  const LAYER_COLORS = ["#2456a6", "#c8372d", "#2f8f5b", "#8a5cc2", "#c9861a", "#4a4a4a"];
+  let current = null;
+
+  function setLayers(count) {
+    const sel = $("layer"), keep = sel.value;
+    sel.replaceChildren(el("option", { value: "all", text: "全部 all" }),
+      ...Array.from({ length: count }, (_, i) => el("option", { value: String(i), text: `层 ${i}` })));
+    if ([...sel.options].some((o) => o.value === keep)) sel.value = keep;
+  }
+
+  function drawCase(pairs) {
+    const charts = $("charts");
+    charts.replaceChildren();
+    const present = PAIRS.filter(([k]) => pairs[k] && pairs[k].trace);
+    const nLayers = Math.max(0, ...present.map(([k]) => (pairs[k].trace.layers || []).length));
+    setLayers(nLayers);
+    const layerSel = $("layer").value === "all" ? 0 : Number($("layer").value);
+    $("runs-summary").replaceChildren(...present.map(([k, name]) => {
+      const p = pairs[k];
+      return el("div", { text: `${name}: loss ${fmt(p.loss_start, 2)} → ${fmt(p.loss_end, 2)}，val ${fmt(p.val_loss_end, 2)}` });
+    }));
+    const series = (field) => present.map(([k, name, color, dash]) => {
+      const t = pairs[k].trace;
+      const y = field === "loss" ? t.loss : ((t.layers || [])[layerSel] || {})[field] || [];
+      return { name, x: t.step, y, color, dash };
+    });
+    const L = `（层 ${layerSel} · layer ${layerSel}）`;
+    lineChart(charts, { title: "loss", series: series("loss"), testid: "chart-loss" });
+    lineChart(charts, { title: `权重熵 weight entropy ${L}`, series: series("weight_entropy"), testid: "chart-entropy" });
+    lineChart(charts, { title: `‖J‖_F 雅可比范数 ${L}`, series: series("jacobian_fro"), logY: true, testid: "chart-jacobian" });
+    lineChart(charts, { title: `logit 标准差 logit std ${L}`, series: series("logit_std"), logY: true, testid: "chart-logit-std" });
+  }
+
+  function drawRun(m) {
+    const charts = $("charts");
+    charts.replaceChildren();
+    setLayers(m.layers.length);
+    const pick = $("layer").value;
+    const layers = m.layers.map((c, i) => [c, i]).filter(([, i]) => pick === "all" || String(i) === pick);
+    $("runs-summary").textContent = `${m.name}: ${m.rows} 行 rows` +
+      (m.skipped_lines ? `，跳过 ${m.skipped_lines} 行无法解析 · skipped ${m.skipped_lines} unreadable lines` : "") +
+      (m.loss.length ? `；loss ${fmt(m.loss[0], 2)} → ${fmt(m.loss[m.loss.length - 1], 2)}` : "");
+    lineChart(charts, {
+      title: "loss", testid: "chart-loss",
+      series: [{ name: "train", x: m.step, y: m.loss, color: "#2456a6" },
+        { name: "val", x: m.val_step, y: m.val_loss, color: "#c8372d", dots: true }],
+    });
+    const per = (field) => layers.map(([c, i]) => ({ name: `层 ${i}`, x: m.step, y: c[field], color: LAYER_COLORS[i % LAYER_COLORS.length] }));
+    lineChart(charts, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "chart-entropy" });
+    lineChart(charts, { title: "‖J‖_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "chart-jacobian" });
+    lineChart(charts, { title: "logit 标准差 logit std", series: per("logit_std"), logY: true, testid: "chart-logit-std" });
+  }
+
+  async function load() {
+    const src = $("source").value;
+    $("runs-msg").textContent = "";
+    if (!src) { $("charts").replaceChildren(); return; }
+    const r = src === CASE ? await json("/api/case") : await json(`/api/runs/${encodeURIComponent(src)}`);
+    if (!r.ok) { $("runs-msg").textContent = r.detail; $("charts").replaceChildren(); $("runs-summary").textContent = ""; current = null; return; }
+    current = { src, data: r.data };
+    redraw();
+  }
+
+  function redraw() {
+    if (!current) return;
+    if (current.src === CASE) drawCase(current.data.pairs); else drawRun(current.data);
+  }
+
+  document.addEventListener("DOMContentLoaded", async () => {
+    const r = await json("/api/runs");
+    const names = r.ok ? r.data.runs : [];
+    $("source").replaceChildren(el("option", { value: CASE, text: "本章案例 case study (data/ch1_case.json)" }),
+      ...names.map((nm) => el("option", { value: nm, text: `runs/${nm}` })));
+    if (!r.ok) $("runs-msg").textContent = r.detail;
+    $("source").addEventListener("change", () => { $("layer").value = "all"; load(); });
+    $("layer").addEventListener("change", redraw);
+    load();
+  });
+})();
