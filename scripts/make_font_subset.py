@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "attnlab" / "web"
 OUT = WEB / "static" / "fonts" / "NotoSansCJKsc-subset.woff"
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
-EXTRA = "0123456789—–−×·…√∞←→↵‖₂ₖ²³ΣᵀαβΔ≈≤≥「」『』（）【】：；，。、！？“”‘’"
+EXTRA = "—–−×·…√∞←→⏎‖²³Σ≈≤≥「」（）：；，。、！？“”‘’"
 
 
 def page_chars(web: Path = WEB) -> set[str]:

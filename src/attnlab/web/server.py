@@ -23,16 +23,25 @@ import json
 import math
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
-from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from attnlab.errors import AttnlabError
+
+# fastapi/uvicorn are the optional "web" extra: `attnlab --help` must work without them.
+try:
+    from fastapi import FastAPI, HTTPException, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import FileResponse, JSONResponse
+    from fastapi.staticfiles import StaticFiles
+    from pydantic import BaseModel, ConfigDict, Field
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ModuleNotFoundError as e:
+    WEB_MISSING: Optional[str] = e.name
+else:
+    WEB_MISSING = None
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {
@@ -56,9 +65,10 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "frame-ancestors 'none'; form-action 'self'")
 
 
-class AttentionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    text: str = Field(max_length=MAX_TEXT_CHARS)
+if WEB_MISSING is None:
+    class AttentionRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        text: str = Field(max_length=MAX_TEXT_CHARS)
 
 
 @dataclass
@@ -186,6 +196,8 @@ def read_metrics(path: Path) -> dict:
 def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
                case_json: str = "data/ch1_case.json") -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here."""
+    if WEB_MISSING:
+        raise AttnlabError(f"the web playground needs {WEB_MISSING}: pip install 'attnlab[web]'")
     loaded = _load(checkpoint) if checkpoint else None
     runs_root = Path(runs_dir)
     case_path = Path(case_json)
@@ -266,7 +278,9 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
             layers = []
             for li, p in enumerate(patterns):
                 p = p.float().cpu()
-                m = loaded.head_metrics(p)
+                with warnings.catch_warnings():   # one-token text: std over nothing
+                    warnings.simplefilter("ignore", UserWarning)
+                    m = loaded.head_metrics(p)
                 heads = []
                 for h in range(p.shape[1]):
                     heads.append({
@@ -316,11 +330,17 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
 
 
 # --------------------------------------------------------------------------- CLI
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"port must be an integer in 1-65535, got {text!r}")
+    return int(text)
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "serve", help="interactive attention playground in the browser (local only)",
         description="Serve the attention playground. Listens on 127.0.0.1 unless --host says otherwise.")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000)
     p.add_argument("--host", default="127.0.0.1",
                    help="interface to listen on (default 127.0.0.1; anything else exposes the server)")
     p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
@@ -331,7 +351,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError:
+        raise AttnlabError("the web playground needs uvicorn: pip install 'attnlab[web]'") from None
 
     app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json)
     if args.host not in ("127.0.0.1", "localhost", "::1"):

@@ -43,7 +43,7 @@
       const u = sweep.map((s) => s.unscaled[field]), s = sweep.map((t) => t.scaled[field]);
       const i = DKS.indexOf(dk);
       lineChart(charts, {
-        title, logY, xLabel: "log₂ d_k", width: 370, height: 240, testid,
+        title, logY, xLabel: "log2 d_k", width: 370, height: 240, testid,
         series: [
           { name: "不缩放 unscaled", x, y: u, color: RED },
           { name: "除以 √d_k scaled", x, y: s, color: BLUE },

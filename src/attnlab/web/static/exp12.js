@@ -29,7 +29,7 @@
     g.font = `${Math.min(13, cell - 1)}px ${FONT}`;
     g.textAlign = "center"; g.textBaseline = "middle";
     tokens.forEach((t, i) => {
-      const label = t.unk ? "?" : t.text === "\n" ? "↵" : t.text;
+      const label = t.unk ? "?" : t.text === "\n" ? "⏎" : t.text;
       g.fillStyle = t.unk ? "#b3261e" : "#1d2330";
       g.fillText(label, margin + i * cell + cell / 2, margin / 2);        // keys along the top
       g.fillText(label, margin / 2, margin + i * cell + cell / 2);        // queries down the side
@@ -74,7 +74,7 @@
       el("span", { class: "note", text: `${toks.length} 个 token` + (data.n_unk ? `，其中 ${data.n_unk} 个不在字表里（<unk>） · ${data.n_unk} out of vocabulary` : "") }),
       el("br"),
       ...toks.map((t) => el("span", { class: t.unk ? "unk" : null, title: t.unk ? `「${t.char}」→ <unk>` : null,
-        text: t.unk ? "<unk>" : t.text === "\n" ? "↵" : t.text })));
+        text: t.unk ? "<unk>" : t.text === "\n" ? "⏎" : t.text })));
 
     const table = $("metrics-table");
     table.replaceChildren(el("thead", {}, el("tr", {},

@@ -93,7 +93,7 @@
       { scale, causal, qOk: rowOk.q, kOk: rowOk.k, vOk: rowOk.v });
 
     $("sqrt-dk").textContent = `(√${d} = ${fmt(Math.sqrt(d))})`;
-    $("score-formula").textContent = scale ? `QKᵀ / √${d}` : "QKᵀ";
+    $("score-formula").replaceChildren("QK", el("sup", { text: "T" }), scale ? ` / √${d}` : "");
     $("out-scores").replaceChildren(matrixTable(r.scores, (td, i, j) => {
       const s = r.scores[i];
       if (!r.visible[i][j]) { td.textContent = "−∞"; td.classList.add("masked"); }

@@ -1,0 +1,1 @@
+"""Local browser playground for chapter 1 (``attnlab serve``); see server.py."""
