@@ -16,13 +16,16 @@ const UI = (() => {
     return node;
   }
 
-  function fmt(x, digits = 3) {
+  // `fixed`: always `digits` decimals, as the book prints its hand-computed tables;
+  // otherwise very small or large magnitudes switch to exponent notation.
+  function fmt(x, digits = 3, fixed = false) {
     if (x === null || x === undefined || Number.isNaN(x)) return "—";
     if (x === -Infinity) return "−∞";
     if (x === Infinity) return "∞";
     const a = Math.abs(x);
-    if (a !== 0 && (a < 1e-3 || a >= 1e5)) return x.toExponential(2).replace("-", "−");
-    return x.toFixed(digits).replace("-", "−");
+    if (!fixed && a !== 0 && (a < 1e-3 || a >= 1e5)) return x.toExponential(2).replace(/-/g, "−");
+    const s = x.toFixed(digits);
+    return (Number(s) === 0 ? s.replace("-", "") : s).replace("-", "−");
   }
 
   // White -> deep blue, for weights in [0, 1].

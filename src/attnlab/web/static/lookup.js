@@ -2,7 +2,8 @@
 "use strict";
 
 (() => {
-  const { el, fmt, heat, inkOn } = UI;
+  const { el, heat, inkOn } = UI;
+  const fmt = (x) => UI.fmt(x, 3, true);
   const MAX_N = 16, MAX_D = 8;
   const BOOK_V = [[2, 0], [0, 2], [1, 1]];
   const PRESETS = {
