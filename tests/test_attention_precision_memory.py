@@ -104,3 +104,11 @@ def test_cli_memory(capsys):
     args = ap.parse_args(["memory", "kv-cache", "--seq-len", "0"])
     assert args.func(args) == 2
     assert "seq_len" in capsys.readouterr().err
+
+
+def test_registered_in_the_main_cli(capsys):
+    cli = pytest.importorskip("attnlab.cli")
+    assert cli.main(["memory", "kv-cache", "--n-kv-head", "1", "--seq-len", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"]["bytes"] == 40960
+    assert cli.main(["precision", "--section", "bf16"]) == 0
+    assert "bfloat16" in capsys.readouterr().out

@@ -19,8 +19,8 @@ COMMAND_MODULES = [
     "attnlab.experiments.ablate",    # ablate
     "attnlab.experiments.sweep",     # sweep
     "attnlab.experiments.bench",     # bench
-    "attnlab.attention.precision",   # precision
-    "attnlab.attention.memory",      # memory
+    "attnlab.cli_precision",         # precision
+    "attnlab.cli_memory",            # memory
     "attnlab.web.server",            # serve
 ]
 
