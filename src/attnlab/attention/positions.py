@@ -65,12 +65,12 @@ def rope_angles(pos: torch.Tensor, hs: int, dtype: torch.dtype = torch.float32) 
     """Rotation angles pos * theta_i, shape pos.shape + (hs // 2,)."""
     if hs <= 0 or hs % 2:
         raise ValueError(f"hs (head size) must be a positive even number, got hs={hs}")
-    i = torch.arange(hs // 2, device=pos.device, dtype=torch.float64)
+    i = torch.arange(hs // 2, dtype=torch.float64)  # built on the CPU, where float64 always exists
     theta = _BASE ** (-2.0 * i / hs)  # (hs/2,)
-    # Angles are formed in float64 where the device allows it: at pos ~ 1e4 a float32
-    # product already loses the third decimal of the angle.
-    work = torch.float64 if pos.device.type == "cpu" or dtype == torch.float64 else torch.float32
-    return (pos.to(work)[..., None] * theta.to(work)).to(dtype)
+    # Angles are formed in float64 where the device has it: at pos ~ 1e4 a float32
+    # product already loses the third decimal of the angle. (MPS has no float64.)
+    work = torch.float32 if pos.device.type == "mps" else torch.float64
+    return (pos.to(work)[..., None] * theta.to(pos.device, work)).to(dtype)
 
 
 def apply_rope(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
