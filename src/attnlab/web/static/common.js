@@ -54,8 +54,19 @@ const UI = (() => {
     return { ok: true, status: res.status, data };
   }
 
-  // Line chart in SVG. series: [{name, x: [], y: [], color, dash, dots}], nulls are gaps.
-  function lineChart(container, { title, series, logY = false, xLabel = "step", width = 540, height = 260, testid }) {
+  // About `count` round tick values (1, 2, 5 x 10^k steps) covering [a, b].
+  function niceTicks(a, b, count = 5) {
+    const raw = (b - a) / count, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((st) => st >= raw) || raw;
+    const out = [];
+    for (let t = Math.ceil(a / step) * step; t <= b + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+    return out;
+  }
+
+  // Line chart in SVG. series: [{name, x: [], y: [], color, dash, dots, noLegend}], nulls are gaps.
+  // xTicks: optional [[value, label], ...] instead of automatic ticks.
+  function lineChart(container, { title, series, logY = false, xLabel = "step", xTicks = null,
+                                  width = 540, height = 270, testid }) {
     const NS = "http://www.w3.org/2000/svg";
     const s = (tag, attrs = {}, text) => {
       const n = document.createElementNS(NS, tag);
@@ -63,7 +74,20 @@ const UI = (() => {
       if (text !== undefined) n.textContent = text;
       return n;
     };
-    const pad = { l: 58, r: 12, t: 26, b: 34 };
+    const svg = s("svg", { width, height, class: "chart", viewBox: `0 0 ${width} ${height}` });
+    if (testid) svg.setAttribute("data-testid", testid);
+    svg.append(s("text", { x: 10, y: 17, "font-size": 13, fill: "#1d2330" }, title));
+    // legend: one row (wrapping) under the title, so it never covers the curves
+    let lx = 10, ly = 33;
+    for (const se of series) {
+      if (se.noLegend) continue;
+      const w = 26 + [...se.name].reduce((a, c) => a + (c.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+      if (lx + w > width - 6) { lx = 10; ly += 15; }
+      svg.append(s("line", { x1: lx, x2: lx + 18, y1: ly - 4, y2: ly - 4, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash || "" }));
+      svg.append(s("text", { x: lx + 22, y: ly, "font-size": 11, fill: "#1d2330", class: "legend" }, se.name));
+      lx += w + 10;
+    }
+    const pad = { l: 58, r: 14, t: ly + 10, b: 34 };
     const W = width - pad.l - pad.r, H = height - pad.t - pad.b;
     const tr = (v) => (logY ? (v > 0 ? Math.log10(v) : null) : v);
     let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
@@ -74,9 +98,6 @@ const UI = (() => {
         x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
       });
     }
-    const svg = s("svg", { width, height, class: "chart", viewBox: `0 0 ${width} ${height}` });
-    if (testid) svg.setAttribute("data-testid", testid);
-    svg.append(s("text", { x: pad.l, y: 17, "font-size": 13, fill: "#1d2330" }, title));
     if (!Number.isFinite(x0)) {
       svg.append(s("text", { x: pad.l + 10, y: pad.t + H / 2, "font-size": 12, fill: "#5d6675" }, "无数据 no data"));
       container.append(svg);
@@ -84,41 +105,43 @@ const UI = (() => {
     }
     if (x1 === x0) x1 = x0 + 1;
     if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
-    if (!logY) { const m = (y1 - y0) * 0.05; y0 -= m; y1 += m; }
+    const m = (y1 - y0) * 0.05; y0 -= m; y1 += m;
     const X = (x) => pad.l + ((x - x0) / (x1 - x0)) * W;
     const Y = (y) => pad.t + H - ((y - y0) / (y1 - y0)) * H;
     svg.append(s("rect", { x: pad.l, y: pad.t, width: W, height: H, fill: "none", stroke: "#d6dae1" }));
-    // y ticks: decades on a log axis, 5 even ticks otherwise
-    const ticks = [];
-    if (logY) { for (let e = Math.ceil(y0); e <= Math.floor(y1); e++) ticks.push(e); if (ticks.length < 2) ticks.push(y0, y1); }
-    else for (let i = 0; i <= 4; i++) ticks.push(y0 + ((y1 - y0) * i) / 4);
-    for (const t of ticks) {
-      svg.append(s("line", { x1: pad.l, x2: pad.l + W, y1: Y(t), y2: Y(t), stroke: "#eef0f3" }));
-      const label = logY ? fmt(Math.pow(10, t), 2) : fmt(t, Math.abs(y1 - y0) < 2 ? 2 : 1);
-      svg.append(s("text", { x: pad.l - 5, y: Y(t) + 4, "font-size": 11, "text-anchor": "end", fill: "#5d6675" }, label));
+    let yt = niceTicks(y0, y1, 4);
+    if (logY) {   // 1, 2, 5 x 10^k inside the range; only the decades when there are many
+      const all = [];
+      for (let e = Math.floor(y0); e <= Math.ceil(y1); e++) {
+        for (const mm of [1, 2, 5]) {
+          const t = e + Math.log10(mm);
+          if (t >= y0 && t <= y1) all.push([t, mm]);
+        }
+      }
+      yt = (all.length > 6 ? all.filter(([, mm]) => mm === 1) : all).map(([t]) => t);
     }
-    for (let i = 0; i <= 4; i++) {
-      const t = x0 + ((x1 - x0) * i) / 4;
-      svg.append(s("text", { x: X(t), y: pad.t + H + 15, "font-size": 11, "text-anchor": "middle", fill: "#5d6675" },
-        Math.abs(x1 - x0) > 20 ? String(Math.round(t)) : fmt(t, 1)));
+    for (const t of yt) {
+      svg.append(s("line", { x1: pad.l, x2: pad.l + W, y1: Y(t), y2: Y(t), stroke: "#eef0f3" }));
+      const v = logY ? Math.pow(10, t) : t;
+      svg.append(s("text", { x: pad.l - 5, y: Y(t) + 4, "font-size": 11, "text-anchor": "end", fill: "#5d6675" },
+        String(Number(v.toPrecision(logY ? 2 : 6)))));
+    }
+    const xt = xTicks || niceTicks(x0, x1, 5).map((t) => [t, String(t)]);
+    for (const [t, label] of xt) {
+      svg.append(s("text", { x: X(t), y: pad.t + H + 15, "font-size": 11, "text-anchor": "middle", fill: "#5d6675" }, label));
     }
     svg.append(s("text", { x: pad.l + W / 2, y: height - 4, "font-size": 11, "text-anchor": "middle", fill: "#5d6675" }, xLabel));
-    let k = 0;
-    series.forEach((se) => {
+    for (const se of series) {
       let d = "", pen = false;
       se.x.forEach((x, i) => {
         const y = se.y[i] === null || se.y[i] === undefined ? null : tr(se.y[i]);
         if (y === null || !Number.isFinite(y)) { pen = false; return; }
         d += `${pen ? "L" : "M"}${X(x).toFixed(1)},${Y(y).toFixed(1)}`;
         pen = true;
-        if (se.dots) svg.append(s("circle", { cx: X(x), cy: Y(y), r: 2.5, fill: se.color }));
+        if (se.dots) svg.append(s("circle", { cx: X(x), cy: Y(y), r: 3, fill: se.color }));
       });
       if (!se.dots) svg.append(s("path", { d, fill: "none", stroke: se.color, "stroke-width": 1.6, "stroke-dasharray": se.dash || "" }));
-      if (se.noLegend) return;
-      const ly = pad.t + 12 + k++ * 14;
-      svg.append(s("line", { x1: pad.l + W - 150, x2: pad.l + W - 132, y1: ly - 4, y2: ly - 4, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash || "" }));
-      svg.append(s("text", { x: pad.l + W - 128, y: ly, "font-size": 11, fill: "#1d2330", class: "legend" }, se.name));
-    });
+    }
     container.append(svg);
     return svg;
   }

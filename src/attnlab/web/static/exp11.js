@@ -43,7 +43,8 @@
       const u = sweep.map((s) => s.unscaled[field]), s = sweep.map((t) => t.scaled[field]);
       const i = DKS.indexOf(dk);
       lineChart(charts, {
-        title, logY, xLabel: "log2 d_k", width: 370, height: 240, testid,
+        title, logY, xLabel: "d_k（对数轴 log scale）", width: 370, height: 250, testid,
+        xTicks: [1, 3, 5, 7, 9].map((e) => [e, String(2 ** e)]),
         series: [
           { name: "不缩放 unscaled", x, y: u, color: RED },
           { name: "除以 √d_k scaled", x, y: s, color: BLUE },
@@ -54,7 +55,7 @@
     };
     draw("logit 标准差 logit std", "logitStd", true, "chart-std");
     draw("归一化熵 entropy", "entropy", false, "chart-ent");
-    draw("‖J‖_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
+    draw("||J||_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
   }
 
   document.addEventListener("DOMContentLoaded", () => {

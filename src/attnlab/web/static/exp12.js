@@ -9,7 +9,7 @@
 
   function drawMap(canvas, weights, tokens) {
     const T = weights.length;
-    const cell = Math.max(8, Math.min(26, Math.floor(300 / T)));
+    const cell = Math.max(8, Math.min(26, Math.floor(230 / T)));
     const margin = 22, size = margin + cell * T;
     const ratio = window.devicePixelRatio || 1;
     canvas.width = size * ratio; canvas.height = size * ratio;

@@ -40,7 +40,7 @@
     const L = `（层 ${layerSel} · layer ${layerSel}）`;
     lineChart(charts, { title: "loss", series: series("loss"), testid: "chart-loss" });
     lineChart(charts, { title: `权重熵 weight entropy ${L}`, series: series("weight_entropy"), testid: "chart-entropy" });
-    lineChart(charts, { title: `‖J‖_F 雅可比范数 ${L}`, series: series("jacobian_fro"), logY: true, testid: "chart-jacobian" });
+    lineChart(charts, { title: `||J||_F 雅可比范数 ${L}`, series: series("jacobian_fro"), logY: true, testid: "chart-jacobian" });
     lineChart(charts, { title: `logit 标准差 logit std ${L}`, series: series("logit_std"), logY: true, testid: "chart-logit-std" });
   }
 
@@ -60,7 +60,7 @@
     });
     const per = (field) => layers.map(([c, i]) => ({ name: `层 ${i}`, x: m.step, y: c[field], color: LAYER_COLORS[i % LAYER_COLORS.length] }));
     lineChart(charts, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "chart-entropy" });
-    lineChart(charts, { title: "‖J‖_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "chart-jacobian" });
+    lineChart(charts, { title: "||J||_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "chart-jacobian" });
     lineChart(charts, { title: "logit 标准差 logit std", series: per("logit_std"), logY: true, testid: "chart-logit-std" });
   }
 
@@ -87,6 +87,13 @@
     if (!r.ok) $("runs-msg").textContent = r.detail;
     $("source").addEventListener("change", () => { $("layer").value = "all"; load(); });
     $("layer").addEventListener("change", redraw);
-    load();
+    await load();
+    // No case data yet but some runs: show the first run rather than an empty page.
+    if (!current && names.length) {
+      const why = $("runs-msg").textContent;
+      $("source").value = names[0];
+      await load();
+      $("runs-msg").textContent = why;
+    }
   });
 })();

@@ -1,0 +1,105 @@
+"""Take the README's screenshots of the playground pages (docs/screenshots/*.png).
+
+Starts the server on a free 127.0.0.1 port in this process and drives Debian's
+Chromium with Playwright. Experiment 1-2 needs a checkpoint: pass one with
+--checkpoint, otherwise a tiny model is trained on data/corpus.txt for a few
+hundred steps (about a minute on a CPU) in a temporary folder.
+
+    .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt]
+"""
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+def tiny_checkpoint(out: Path, steps: int) -> Path:
+    from attnlab import Config, train
+
+    corpus = ROOT / "data" / "corpus.txt"
+    text = corpus.read_text(encoding="utf-8")[:200_000]
+    cfg = Config(n_layer=2, n_head=4, d_model=64, block_size=32, vocab_size=600,
+                 max_steps=steps, batch_size=16, warmup=20, eval_every=0, device="cpu")
+    train(text, cfg, out_dir=out)
+    return out / "ckpt.pt"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="screenshots of the playground pages")
+    ap.add_argument("--checkpoint", default=None)
+    ap.add_argument("--steps", type=int, default=300, help="training steps when no checkpoint is given")
+    ap.add_argument("--runs-dir", default=str(ROOT / "runs"))
+    ap.add_argument("--case-json", default=str(ROOT / "data" / "ch1_case.json"))
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    args = ap.parse_args(argv)
+
+    import uvicorn
+    from playwright.sync_api import sync_playwright
+
+    from attnlab.web.server import create_app
+
+    tmp = tempfile.TemporaryDirectory()
+    ckpt = args.checkpoint or str(tiny_checkpoint(Path(tmp.name) / "tiny", args.steps))
+    app = create_app(ckpt, runs_dir=args.runs_dir, case_json=args.case_json)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        shots = []
+
+        def shot(name: str) -> None:
+            page.evaluate("document.fonts.ready")
+            path = out / f"{name}.png"
+            page.screenshot(path=str(path), full_page=True)
+            shots.append(path)
+
+        page.goto(f"{base}/")
+        shot("index")
+        page.goto(f"{base}/lookup")
+        page.get_by_test_id("preset-book").click()
+        shot("lookup")
+        page.goto(f"{base}/exp1-1")
+        page.get_by_test_id("dk-slider").fill("8")
+        shot("exp1-1")
+        page.goto(f"{base}/exp1-2")
+        page.get_by_test_id("text-input").fill("秦川雄帝宅，函谷壯皇居。")
+        page.get_by_test_id("run-attention").click()
+        page.get_by_test_id("map-L0H0").wait_for()
+        page.wait_for_timeout(300)
+        shot("exp1-2")
+        page.goto(f"{base}/runs")
+        page.get_by_test_id("chart-loss").wait_for()
+        shot("runs")
+        browser.close()
+
+    server.should_exit = True
+    thread.join(timeout=5)
+    tmp.cleanup()
+    for path in shots:
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
