@@ -266,3 +266,33 @@ def test_runs_page(page, base):
     page.goto(f"{base}/")
     for name in ("软查表", "实验 1-1", "实验 1-2", "训练曲线"):
         assert page.get_by_role("link", name=name).first.is_visible()
+
+
+# ------------------------------------------------------- JS math against Python
+def test_browser_math_matches_python(page, base):
+    """attn.js (what the pages compute) equals NumPy attention and attnlab.diagnostics."""
+    import numpy as np
+    import torch
+
+    from attnlab.diagnostics import jacobian_frobenius, weight_entropy
+
+    page.goto(f"{base}/lookup")
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.normal(size=(6, 4)) for _ in range(3))
+    for scale in (True, False):
+        got = page.evaluate("([Q, K, V, scale]) => Attn.attention(Q, K, V, {scale, causal: true})",
+                            [Q.tolist(), K.tolist(), V.tolist(), scale])
+        s = Q @ K.T / (np.sqrt(4) if scale else 1.0)
+        s = np.where(np.tril(np.ones((6, 6), bool)), s, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        np.testing.assert_allclose(np.array(got["weights"]), p, atol=1e-12)
+        np.testing.assert_allclose(np.array(got["out"]), p @ V, atol=1e-12)
+        ent = weight_entropy(torch.tensor(p), torch.arange(1, 7)).numpy()
+        np.testing.assert_allclose(np.array(got["entropy"][1:], float), ent[1:], atol=1e-9)
+    # Jacobian norm, including rows so saturated that the naive formula cancels to noise
+    rows = [[0.2, 0.3, 0.5], [1 - 2e-9, 1e-9, 1e-9], [1.0, 1e-14, 0.0], [0.25] * 4]
+    got = page.evaluate("(rows) => rows.map(Attn.jacobianFro)", rows)
+    for r, g in zip(rows, got):
+        want = float(jacobian_frobenius(torch.tensor(r, dtype=torch.float64)))
+        assert g == pytest.approx(want, rel=1e-9, abs=1e-300), r

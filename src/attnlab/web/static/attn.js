@@ -29,11 +29,25 @@ const Attn = (() => {
     return h / Math.log(nValid);
   }
 
-  // ||J||_F with ||J||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2, no n x n matrix needed.
+  // ||J||_F, where ||J||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2 (no n x n matrix needed).
+  // Summed that way the terms cancel catastrophically near saturation (p_max -> 1),
+  // exactly where experiment 1-1 needs the number, so the dominant entry's
+  // "1 - p_max" and "sum_{j != max} p_j^2" are built from the other entries instead.
   function jacobianFro(p) {
-    let s2 = 0, s3 = 0;
-    for (const x of p) { s2 += x * x; s3 += x * x * x; }
-    return Math.sqrt(Math.max(0, s2 - 2 * s3 + s2 * s2));
+    let m = 0;
+    for (let j = 1; j < p.length; j++) if (p[j] > p[m]) m = j;
+    const pm = p[m];
+    let rest1 = 0, rest2 = 0;
+    for (let j = 0; j < p.length; j++) if (j !== m) { rest1 += p[j]; rest2 += p[j] * p[j]; }
+    const s2 = rest2 + pm * pm;
+    let diag = (pm * rest1) ** 2, off = pm * pm * rest2;
+    for (let j = 0; j < p.length; j++) {
+      if (j === m) continue;
+      const o2 = p[j] * p[j];
+      diag += o2 * (1 - p[j]) ** 2;
+      off += o2 * (s2 - o2);
+    }
+    return Math.sqrt(diag + off);
   }
 
   // One attention forward pass, row by row. rowOk[i] === false marks rows whose
