@@ -26,13 +26,22 @@ def weight_entropy(p: Tensor, n_valid: Tensor | int) -> Tensor:
 def jacobian_frobenius(p: Tensor) -> Tensor:
     """Frobenius norm of the softmax Jacobian J = diag(p) - p pᵀ for each row.
 
-    ||J||² = Σ(p_i - p_i²)² + Σ_{i≠j} p_i² p_j² = Σp² - 2Σp³ + (Σp²)², so the norm
-    costs O(T) per row and never builds the T×T Jacobian.
+    ||J||² = Σ_i p_i²(1 - p_i)² + Σ_i p_i² Σ_{j≠i} p_j², O(T) per row, never
+    building the T×T Jacobian. Near saturation (one p_m ≈ 1) the naive forms
+    (Σp² - 2Σp³ + (Σp²)²) cancel catastrophically, exactly where the case study
+    needs the number (||J|| ~ 1e-4). So the dominant entry's "1 - p_m" and
+    "Σ_{j≠m} p_j²" are summed from the other entries instead of subtracted.
     """
-    p2 = p * p
-    s2 = p2.sum(-1)
-    s3 = (p2 * p).sum(-1)
-    return (s2 - 2 * s3 + s2 * s2).clamp_min(0).sqrt()
+    m = p.argmax(-1, keepdim=True)
+    pm = p.gather(-1, m).squeeze(-1)                 # dominant weight of each row
+    others = p.scatter(-1, m, 0.0)                   # the row without it
+    o2 = others * others
+    rest1 = others.sum(-1)                           # 1 - p_m, without cancellation
+    rest2 = o2.sum(-1)                               # Σ_{j≠m} p_j²
+    s2 = rest2 + pm * pm                             # Σ p²
+    diag_part = (o2 * (1 - others).square()).sum(-1) + (pm * rest1).square()
+    off_part = (o2 * (s2.unsqueeze(-1) - o2)).sum(-1) + pm * pm * rest2
+    return (diag_part + off_part).sqrt()
 
 
 def jacobian_frobenius_explicit(p: Tensor) -> Tensor:

@@ -138,7 +138,7 @@ class CausalSelfAttention(nn.Module):
             scores = scores / hs
         elif bug != "scale_after_softmax":
             scores = scores * self.scale
-        scores = self.tap_scores(scores.float())           # softmax in float32 (§1.17.5)
+        scores = self.tap_scores(_at_least_fp32(scores))   # softmax in float32 or wider (§1.17.5)
         mask = _causal_mask(Tq, Tk, q.device)
         if bug == "mask_zero":         # §1.11.1: filling with 0 still gives the future weight
             masked = scores * mask
@@ -154,10 +154,14 @@ class CausalSelfAttention(nn.Module):
         p = self.tap_pattern(p)
         if record:
             with torch.no_grad():
-                summary = pattern_summary(scores, p, q.float(), k.float())
+                summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
                 values = torch.stack(list(summary.values())).tolist()
             self.last_diag = dict(zip(summary.keys(), values))
         return p.to(v.dtype) @ v                           # (B, nh, Tq, hs)
+
+
+def _at_least_fp32(x: Tensor) -> Tensor:
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 def _causal_mask(Tq: int, Tk: int, device) -> Tensor:

@@ -1,0 +1,24 @@
+import os
+
+import pytest
+import torch
+
+from attnlab import Config
+
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+SAMPLE_TEXT = ("床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n"
+               "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n") * 20
+
+
+@pytest.fixture
+def text() -> str:
+    return SAMPLE_TEXT
+
+
+@pytest.fixture
+def tiny_cfg() -> Config:
+    """Small enough to train in a second on CPU, big enough to have 2 layers and heads."""
+    return Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=40, batch_size=4,
+                  max_steps=12, warmup=3, eval_every=5, eval_batches=2, ckpt_every=4,
+                  device="cpu")

@@ -1,0 +1,160 @@
+import math
+
+import pytest
+import torch
+
+from attnlab import CharTokenizer, Config, TinyGPT, generate
+from attnlab.model import SequenceTooLongError
+
+
+def make(cfg, seed=0):
+    torch.manual_seed(seed)
+    return TinyGPT(cfg)
+
+
+def test_parameter_counts_match_the_book():
+    assert TinyGPT(Config()).num_params() == 425_984
+    assert TinyGPT(Config(d_model=256, n_head=1)).num_params() == 1_376_256
+
+
+def test_structure_names_the_book_uses():
+    m = TinyGPT(Config())
+    blk = m.blocks[0]
+    assert blk.attn.qkv.bias is None and blk.attn.proj.bias is None
+    assert blk.mlp[2].weight.shape == (128, 256)
+    names = dict(m.named_parameters())
+    assert "blocks.0.mlp.2.weight" in names and "blocks.1.attn.proj.weight" in names
+    assert m.head.weight is m.tok_emb.weight
+    assert m.cfg is not None and hasattr(blk, "ln1")
+
+
+def test_init_statistics():
+    m = make(Config(), 1)
+    assert abs(m.blocks[0].attn.qkv.weight.std().item() - 0.02) < 0.001
+    resid = 0.02 / math.sqrt(4)
+    assert abs(m.blocks[0].attn.proj.weight.std().item() - resid) < 0.0007
+    assert abs(m.blocks[1].mlp[2].weight.std().item() - resid) < 0.0007
+
+
+def test_logits_for_every_position_and_loss():
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20)
+    m = make(cfg)
+    x = torch.randint(0, 20, (3, 8))
+    logits, loss = m(x)
+    assert logits.shape == (3, 8, 20) and loss is None
+    _, loss = m(x, torch.randint(0, 20, (3, 8)))
+    assert loss.ndim == 0 and abs(loss.item() - math.log(20)) < 0.2     # near uniform at init
+
+
+def test_too_long_sequence_is_an_error():
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20)
+    with pytest.raises(SequenceTooLongError, match="block_size is 8"):
+        make(cfg)(torch.zeros(1, 9, dtype=torch.long))
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+@pytest.mark.parametrize("variant", [{}, {"n_kv_head": 1}, {"pos": "rope"}, {"qk_norm": True},
+                                     {"norm": "rmsnorm"}, {"pos": "sinusoidal"}])
+def test_explicit_path_equals_sdpa_path(scaled, variant):
+    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=16, vocab_size=30, scaled=scaled,
+                 **variant).replace()
+    m = make(cfg).double()
+    x = torch.randint(0, 30, (2, 16))
+    fast, loss_f = m(x, x)
+    g_fast = torch.autograd.grad(loss_f, list(m.parameters()))
+    slow, loss_s = m(x, x, record=True)
+    g_slow = torch.autograd.grad(loss_s, list(m.parameters()))
+    assert torch.allclose(fast, slow, atol=1e-12, rtol=0)
+    for a, b in zip(g_fast, g_slow):
+        assert torch.allclose(a, b, atol=1e-12, rtol=0)
+    d = m.blocks[1].attn.last_diag
+    assert set(d) >= {"weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std"}
+    assert all(math.isfinite(v) for v in d.values())
+
+
+def test_causality_by_gradients():
+    cfg = Config(n_layer=2, n_head=2, d_model=16, block_size=10, vocab_size=20)
+    m = make(cfg)
+    emb = m.tok_emb(torch.randint(0, 20, (1, 10))).detach().requires_grad_(True)
+    # run the blocks directly on embeddings so we can differentiate w.r.t. inputs
+    pos, pv = m.positions(0, 10, emb.device)
+    h = emb + pv
+    for b in m.blocks:
+        h = b(h, pos, record=True)
+    h[0, 4].sum().backward()
+    g = emb.grad[0].abs().sum(-1)
+    assert (g[5:] == 0).all() and (g[:5] > 0).all()
+
+
+def test_patterns_rows_sum_to_one_and_future_is_exactly_zero():
+    m = make(Config(n_layer=2, n_head=4, d_model=32, block_size=12, vocab_size=30))
+    pats = m.attention_patterns(torch.randint(0, 30, (2, 12)))
+    assert len(pats) == 2
+    for p in pats:
+        assert p.shape == (2, 4, 12, 12)
+        assert torch.allclose(p.sum(-1), torch.ones(2, 4, 12), atol=1e-6)
+        assert (p.triu(1) == 0).all()
+    # hooks are gone after the capture
+    assert not any(t._forward_hooks for t in m.modules() if t.__class__.__name__ == "Tap")
+
+
+def test_injected_bugs_show_their_signatures():
+    base = Config(n_layer=1, n_head=1, d_model=32, block_size=12, vocab_size=30)
+    x = torch.randint(0, 30, (2, 12))
+    p = make(base.replace(bug="scale_after_softmax")).attention_patterns(x)[0]
+    assert torch.allclose(p.sum(-1), torch.full((2, 1, 12), 1 / math.sqrt(32)), atol=1e-6)
+    p = make(base.replace(bug="mask_zero")).attention_patterns(x)[0]
+    assert p.triu(1).sum() > 0                       # weight leaks into the future
+    p_ok = make(base).attention_patterns(x)[0]
+    p = make(base.replace(bug="no_max_subtraction")).attention_patterns(x)[0]
+    assert torch.allclose(p, p_ok, atol=1e-6)        # invisible at this scale
+    p = make(base.replace(bug="divide_by_d_k")).attention_patterns(x)[0]
+    m = make(base.replace(bug="divide_by_d_k"))
+    m(x, record=True)
+    assert m.blocks[0].attn.last_diag["weight_entropy"] > 0.999
+
+
+def test_pos_none_is_permutation_equivariant():
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20, pos="none")
+    m = make(cfg)
+    attn = m.blocks[0].attn
+    x = torch.randn(1, 8, 16)
+    perm = torch.randperm(8)
+    pos = torch.arange(8)
+    # without a causal mask attention itself is equivariant; with it, check the
+    # whole block on a reversed order produces the reversed output for row-independent parts
+    y = m.blocks[0].mlp(x)
+    assert torch.allclose(m.blocks[0].mlp(x[:, perm]), y[:, perm], atol=1e-6)
+    # the causal model without positions: output at t depends on the multiset of tokens <= t
+    ids = torch.tensor([[3, 5, 7, 9]])
+    swapped = torch.tensor([[5, 3, 7, 9]])
+    l1, _ = m(ids)
+    l2, _ = m(swapped)
+    assert torch.allclose(l1[0, 2:], l2[0, 2:], atol=1e-5)
+    assert not torch.allclose(l1[0, 0], l2[0, 0])
+
+
+def test_sinusoidal_and_rope_reach_past_block_size():
+    for pos in ("sinusoidal", "rope"):
+        m = make(Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20, pos=pos))
+        logits, _ = m(torch.randint(0, 20, (1, 12)))
+        assert logits.shape == (1, 12, 20)
+
+
+@pytest.mark.parametrize("variant", [{}, {"n_kv_head": 2}, {"n_kv_head": 1}, {"pos": "rope"}])
+def test_kv_cache_generation_equals_recompute(text, variant):
+    tok = CharTokenizer(text, 40)
+    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=24, vocab_size=40, **variant)
+    m = make(cfg)
+    a = generate(m, tok, "床前", max_new_tokens=30, seed=3, use_cache=True)
+    b = generate(m, tok, "床前", max_new_tokens=30, seed=3, use_cache=False)
+    assert a == b and a.startswith("床前")
+
+
+def test_generate_is_deterministic_and_warns_on_unknown(text):
+    tok = CharTokenizer(text, 40)
+    m = make(Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40))
+    assert generate(m, tok, "明月", 10, seed=1) == generate(m, tok, "明月", 10, seed=1)
+    with pytest.warns(UserWarning):
+        out = generate(m, tok, "龍", 3, seed=1)
+    assert out.startswith("<unk>")

@@ -1,0 +1,97 @@
+import json
+import math
+
+import pytest
+import torch
+
+from attnlab import Config, get_batch, load_checkpoint, lr_at, train
+from attnlab.errors import CheckpointError, CorpusError
+from attnlab.train import TrainingInterrupted
+
+
+def test_lr_schedule_shape():
+    cfg = Config(lr=1e-2, warmup=10, max_steps=110)
+    assert lr_at(0, cfg) == pytest.approx(1e-3)
+    assert lr_at(9, cfg) == pytest.approx(1e-2)
+    assert lr_at(10, cfg) == pytest.approx(1e-2)
+    assert lr_at(60, cfg) == pytest.approx(1e-2 * (0.1 + 0.9 * 0.5))
+    assert lr_at(110, cfg) == pytest.approx(1e-3)
+    lrs = [lr_at(s, cfg) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+    assert lr_at(0, Config(warmup=0, max_steps=10)) == pytest.approx(Config().lr)
+
+
+def test_get_batch_is_fixed_by_the_generator():
+    data = torch.arange(100)
+    a = get_batch(data, 8, 4, torch.Generator().manual_seed(1))
+    b = get_batch(data, 8, 4, torch.Generator().manual_seed(1))
+    assert all(torch.equal(u, v) for u, v in zip(a, b))
+    x, y = a
+    assert x.shape == (4, 8) and torch.equal(y, x + 1)
+
+
+def test_training_lowers_the_loss_and_records_every_step(text, tiny_cfg):
+    cfg = tiny_cfg.replace(max_steps=40, lr=1e-2)
+    model, tok, hist = train(text, cfg)
+    losses = hist["loss"]
+    assert len(losses) == 40 and losses[-1] < losses[0] - 0.5
+    assert all(len(r["layers"]) == 2 for r in hist.records)
+    assert {"weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std"} <= set(hist.records[0]["layers"][0])
+    assert [s for s, _ in hist.val] == [4, 9, 14, 19, 24, 29, 34, 39]
+
+
+def test_scaled_and_unscaled_share_init_and_batches(text, tiny_cfg):
+    _, _, a = train(text, tiny_cfg.replace(max_steps=1))
+    _, _, b = train(text, tiny_cfg.replace(max_steps=1, scaled=False))
+    # same weights, same batch: only the division differs, so step-0 losses are close but not equal
+    assert a.records[0]["loss"] == pytest.approx(b.records[0]["loss"], abs=0.05)
+    assert a.records[0]["layers"][0]["logit_std"] != b.records[0]["layers"][0]["logit_std"]
+
+
+def test_resume_is_bit_for_bit(tmp_path, text, tiny_cfg):
+    full_dir, cut_dir = tmp_path / "full", tmp_path / "cut"
+    m_full, _, h_full = train(text, tiny_cfg, out_dir=full_dir)
+    with pytest.raises(TrainingInterrupted):
+        train(text, tiny_cfg, out_dir=cut_dir, stop_after=7)
+    assert len((cut_dir / "metrics.jsonl").read_text().splitlines()) == 7
+    m_res, _, h_res = train(text, tiny_cfg, out_dir=cut_dir, resume=True)
+    assert h_res.records == h_full.records
+    for (n, a), (_, b) in zip(m_full.state_dict().items(), m_res.state_dict().items()):
+        assert torch.equal(a, b), n
+    assert (cut_dir / "metrics.jsonl").read_text() == (full_dir / "metrics.jsonl").read_text()
+    summary = json.loads((cut_dir / "summary.json").read_text())
+    assert summary["steps"] == tiny_cfg.max_steps
+
+
+def test_checkpoint_roundtrip_and_errors(tmp_path, text, tiny_cfg):
+    model, tok, _ = train(text, tiny_cfg, out_dir=tmp_path)
+    m2, tok2, cfg2 = load_checkpoint(tmp_path / "ckpt.pt")
+    x = torch.randint(0, 40, (1, 8))
+    assert torch.equal(model(x)[0], m2(x)[0]) and tok2.itos == tok.itos and cfg2 == tiny_cfg
+    with pytest.raises(CheckpointError, match="not found"):
+        load_checkpoint(tmp_path / "missing.pt")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes((tmp_path / "ckpt.pt").read_bytes()[:500])
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match="does not match"):
+        load_checkpoint(tmp_path / "ckpt.pt", expect=tiny_cfg.replace(d_model=64))
+    with pytest.raises(CheckpointError, match="different config"):
+        train(text, tiny_cfg.replace(lr=0.5), out_dir=tmp_path, resume=True)
+
+
+def test_any_utf8_corpus(tiny_cfg):
+    english = "the quick brown fox jumps over the lazy dog. " * 30
+    _, tok, hist = train(english, tiny_cfg.replace(max_steps=3))
+    assert "o" in tok.stoi and math.isfinite(hist.records[-1]["loss"])
+
+
+def test_short_corpus_is_an_error(tiny_cfg):
+    with pytest.raises(CorpusError, match="block_size"):
+        train("短", tiny_cfg)
+
+
+def test_divergence_is_reported_not_raised(text, tiny_cfg):
+    cfg = tiny_cfg.replace(lr=1e9, grad_clip=0.0, max_steps=20, warmup=0)
+    _, _, hist = train(text, cfg)
+    assert hist.diverged_at is not None and hist.diverged_at < 20
