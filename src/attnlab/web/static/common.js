@@ -119,6 +119,9 @@ const UI = (() => {
         }
       }
       yt = (all.length > 6 ? all.filter(([, mm]) => mm === 1) : all).map(([t]) => t);
+      if (yt.length < 2) {   // less than a factor ~2 of range: round values on a linear scale
+        yt = niceTicks(Math.pow(10, y0), Math.pow(10, y1), 3).filter((v) => v > 0).map(Math.log10);
+      }
     }
     for (const t of yt) {
       svg.append(s("line", { x1: pad.l, x2: pad.l + W, y1: Y(t), y2: Y(t), stroke: "#eef0f3" }));
