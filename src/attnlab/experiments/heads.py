@@ -1,0 +1,383 @@
+"""Head portrait (§1.8.5, exercise 3), head ablation (§1.8.6), attention maps (实验 1-2)
+and the training dynamics of the portrait (§1.12.4).
+
+Evaluation set of the portrait ("3 poems × 24 positions", as in the book):
+a "poem" is 24 consecutive characters of the validation split that start at
+the beginning of a line. In the shipped corpus one line is one couplet of a
+poem (two verses and their punctuation), so 24 characters of five-character
+verse are a couplet, the line break and most of the next couplet: about one
+quatrain. Three such windows are taken at the start, the middle and the end of
+the validation split. With a block_size under 24 the windows are block_size
+long. Any other UTF-8 corpus is cut the same way; a corpus without line breaks
+uses evenly spaced windows.
+
+Head ablation zeroes head h's slice of the output projection (columns
+h*hs:(h+1)*hs of ``blocks[l].attn.proj.weight``), which removes exactly that
+head's contribution, and measures the change of the loss on fixed batches of
+the validation split; the slice is restored even when the forward fails.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from ..config import Config
+from ..diagnostics import head_metrics, uniform_reference
+from ..io import write_json
+from ..model import SequenceTooLongError, TinyGPT
+from ..tokenizer import CharTokenizer
+from .common import (ExperimentError, book_values, format_table, is_book_model, load_model,
+                     provenance, validation_batches, validation_text)
+
+POEMS = 3
+POSITIONS = 24
+METRICS = ("entropy", "diag", "prev", "distance", "distance_std")
+
+
+# -------------------------------------------------------------------- evaluation set
+def poem_windows(val_text: str, n: int = POEMS, length: int = POSITIONS) -> list[str]:
+    """``n`` windows of ``length`` characters starting at line starts, spread over ``val_text``."""
+    if len(val_text) < length:
+        raise ExperimentError(f"validation text has {len(val_text)} characters, fewer than the "
+                              f"{length} of one evaluation window; use a longer corpus")
+    last = len(val_text) - length
+    starts = [i + 1 for i, c in enumerate(val_text) if c == "\n" and i + 1 <= last]
+    if len(starts) < n:                    # no line structure: evenly spaced windows
+        starts = [round(k * last / max(n - 1, 1)) for k in range(n)]
+    chosen = [starts[round(k * (len(starts) - 1) / max(n - 1, 1))] for k in range(n)]
+    return [val_text[s:s + length] for s in chosen]
+
+
+def check_text(text: str, cfg: Config) -> None:
+    if len(text) > cfg.block_size:
+        raise SequenceTooLongError(
+            f"text has {len(text)} characters but the model's block_size is {cfg.block_size}; "
+            f"文本长度 {len(text)} 超过 block_size {cfg.block_size}，请截短")
+    if len(text) < 2:
+        raise ExperimentError(f"text {text!r} is too short: a head portrait needs at least 2 characters")
+
+
+# -------------------------------------------------------------------------- portrait
+@torch.no_grad()
+def portrait(model: TinyGPT, tok: CharTokenizer, texts: Sequence[str]) -> list[dict]:
+    """Per layer and head: the five metrics averaged over all rows i >= 1 of all texts.
+
+    Texts of different lengths are measured one by one and pooled, weighting
+    each text by its number of rows; ``distance_std`` is the pooled standard
+    deviation of the centroid distance over every position of every text.
+    """
+    device = next(model.parameters()).device
+    per_text = []                          # [(rows, [layer -> {metric: (nh,)}])]
+    for t in texts:
+        check_text(t, model.cfg)
+        idx = torch.tensor([tok.encode(t)], dtype=torch.long, device=device)
+        patterns = model.attention_patterns(idx)           # list of (1, nh, T, T)
+        per_text.append((len(t) - 1, [head_metrics(p.float()) for p in patterns]))
+    rows_total = sum(n for n, _ in per_text)
+    out = []
+    for layer in range(model.cfg.n_layer):
+        pooled = {k: sum(n * m[layer][k] for n, m in per_text) / rows_total
+                  for k in ("entropy", "diag", "prev", "distance")}
+        # pooled variance: within-text spread plus the spread of the text means
+        ss = sum((n - 1) * torch.nan_to_num(m[layer]["distance_std"]) ** 2
+                 + n * (m[layer]["distance"] - pooled["distance"]) ** 2 for n, m in per_text)
+        pooled["distance_std"] = (ss / max(rows_total - 1, 1)).sqrt()
+        for h in range(model.cfg.n_head):
+            out.append({"layer": layer, "head": h, **{k: float(pooled[k][h]) for k in METRICS}})
+    return out
+
+
+# -------------------------------------------------------------------------- ablation
+@contextmanager
+def head_removed(model: TinyGPT, layer: int, head: int) -> Iterator[None]:
+    """Zero head ``head`` of layer ``layer`` in the output projection; always restored."""
+    hs = model.cfg.d_head
+    W = model.blocks[layer].attn.proj.weight               # (C, nh*hs): input columns per head
+    cols = slice(head * hs, (head + 1) * hs)
+    saved = W.data[:, cols].clone()
+    try:
+        W.data[:, cols] = 0
+        yield
+    finally:
+        W.data[:, cols] = saved
+
+
+@torch.no_grad()
+def ablate_heads(model: TinyGPT, batches: Sequence[tuple[Tensor, Tensor]]) -> dict:
+    """Δ loss of removing each head, per batch; mean and spread over the batches."""
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    batches = [(x.to(device), y.to(device)) for x, y in batches]
+    try:
+        base = torch.tensor([model(x, y)[1].item() for x, y in batches])
+        heads = []
+        for layer in range(model.cfg.n_layer):
+            for head in range(model.cfg.n_head):
+                with head_removed(model, layer, head):
+                    lost = torch.tensor([model(x, y)[1].item() for x, y in batches])
+                d = lost - base
+                heads.append({"layer": layer, "head": head, "delta_loss": float(d.mean()),
+                              "delta_loss_std": float(d.std()) if len(d) > 1 else 0.0,
+                              "delta_loss_min": float(d.min()), "delta_loss_max": float(d.max())})
+    finally:
+        model.train(was)
+    return {"base_loss": float(base.mean()), "base_loss_std": float(base.std()) if len(base) > 1 else 0.0,
+            "batches": len(batches), "batch_size": int(batches[0][0].shape[0]) if batches else 0,
+            "heads": heads}
+
+
+# ---------------------------------------------------------------------- the analysis
+def analyze_model(model: TinyGPT, tok: CharTokenizer, corpus_text: str | None, *,
+                  text: str | Sequence[str] | None = None, poems: int = POEMS,
+                  positions: int = POSITIONS, ablate: bool = True, ablate_batches: int = 8) -> dict:
+    """Portrait (and ablation) of an in-memory model. ``corpus_text`` gives the
+    validation split; it may be None only when ``text`` is given and ablate is False."""
+    cfg = model.cfg
+    t0 = time.perf_counter()
+    if text is not None:
+        texts = [text] if isinstance(text, str) else list(text)
+        protocol = f"{len(texts)} given text(s) / 给定文本"
+    else:
+        if corpus_text is None:
+            raise ExperimentError("a corpus is needed to pick the evaluation windows")
+        length = min(positions, cfg.block_size)
+        texts = poem_windows(validation_text(corpus_text, cfg), poems, length)
+        protocol = (f"{poems} poems × {length} positions from the validation split, each starting at a "
+                    f"line start / 验证集中 {poems} 段、每段 {length} 个位置（从行首开始）")
+    for t in texts:
+        check_text(t, cfg)
+    unknown = sorted({c for t in texts for c in tok.unknown_chars(t)})
+    result = {
+        "kind": "head_portrait",
+        "config": cfg.to_dict(),
+        "eval": {"protocol": protocol, "texts": texts, "unknown_chars": "".join(unknown)},
+        "heads": portrait(model, tok, texts),
+        "uniform_reference": uniform_reference(max(len(t) for t in texts)),
+    }
+    if ablate:
+        if corpus_text is None:
+            raise ExperimentError("head ablation needs a corpus (its validation split)")
+        result["ablation"] = ablate_heads(model, validation_batches(corpus_text, tok, cfg, ablate_batches))
+    result["book"] = book_values("head_portrait_1_8_5") if is_book_model(cfg) else None
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    result.update(provenance())
+    return result
+
+
+def analyze(path: str | Path, text: str | Sequence[str] | None = None, *,
+            corpus: str | Path | None = None, cfg: Config | None = None, poems: int = POEMS,
+            positions: int = POSITIONS, ablate: bool = True, ablate_batches: int = 8,
+            device: str = "cpu") -> dict:
+    """Head portrait of a checkpoint: an attnlab checkpoint or a bare state_dict.
+
+    ``stats = analyze("ckpt_1500.pt")`` as in §1.12.4. ``cfg`` describes a bare
+    state_dict (default ``Config()``); ``corpus`` (default data/corpus.txt)
+    gives the validation split and, for a bare state_dict, the vocabulary.
+    """
+    from ..corpus import load_corpus
+
+    model, tok, mcfg, info = load_model(path, cfg=cfg, corpus=corpus, device=device)
+    need_corpus = text is None or ablate
+    corpus_text = load_corpus(corpus, min_chars=mcfg.block_size + 1) if need_corpus else None
+    result = analyze_model(model, tok, corpus_text, text=text, poems=poems, positions=positions,
+                           ablate=ablate, ablate_batches=ablate_batches)
+    result["source"] = info
+    result["corpus"] = str(corpus) if corpus else "data/corpus.txt"
+    notes = [info["note"]] if "note" in info else []
+    n_chars = sum(len(t) for t in result["eval"]["texts"])
+    n_unk = sum(1 for t in result["eval"]["texts"] for c in t if c not in tok.stoi)
+    if n_unk > 0.05 * n_chars:
+        notes.append(f"{n_unk} of {n_chars} evaluation characters are not in the checkpoint's "
+                     f"vocabulary: was it trained on another corpus? pass --corpus / "
+                     f"评估文本中有 {n_unk} 个字不在词表里，是否用了另一份语料训练？")
+    result["notes"] = notes
+    return result
+
+
+# ---------------------------------------------------------------------- attention maps
+@torch.no_grad()
+def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str) -> dict:
+    """Attention weights of every layer and head for ``text``, as nested lists (JSON-able)."""
+    check_text(text, model.cfg)
+    device = next(model.parameters()).device
+    idx = torch.tensor([tok.encode(text)], dtype=torch.long, device=device)
+    patterns = model.attention_patterns(idx)
+    return {"kind": "attention_maps", "text": text, "chars": list(text),
+            "unknown_chars": "".join(tok.unknown_chars(text)),
+            "layers": [[[[round(float(v), 6) for v in row] for row in p[0, h]]
+                        for h in range(p.shape[1])] for p in patterns],
+            **provenance()}
+
+
+# --------------------------------------------------------------------------- dynamics
+class SnapshotCallback:
+    """Saves an attnlab checkpoint after the chosen numbers of optimizer steps."""
+
+    def __init__(self, steps: Sequence[int], out_dir: str | Path, tok: CharTokenizer):
+        self.steps = set(int(s) for s in steps)
+        self.out_dir = Path(out_dir)
+        self.tok = tok
+        self.saved: dict[int, Path] = {}
+
+    def path(self, steps_done: int) -> Path:
+        return self.out_dir / f"ckpt_{steps_done}.pt"
+
+    def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None:
+        if step + 1 in self.steps:
+            from ..checkpoint import save_checkpoint
+
+            self.saved[step + 1] = save_checkpoint(self.path(step + 1), model, self.tok, step=step + 1)
+
+
+def dynamics(corpus_text: str, cfg: Config, steps: Sequence[int], ckpt_dir: str | Path, *,
+             corpus: str | None = None, ablate: bool = False, progress: bool = False) -> dict:
+    """Train once for max(steps) steps, snapshot at each of ``steps``, portrait each snapshot.
+
+    One run with snapshots, not one run per length as in the book's sketch:
+    the book's loop restarts the cosine schedule for each length, so its
+    100-step model is not the first 100 steps of its 1500-step model. Step 0
+    (the initial weights) may be asked for.
+    """
+    from ..checkpoint import save_checkpoint
+    from ..train import train
+
+    steps = sorted(set(int(s) for s in steps))
+    if not steps or steps[0] < 0:
+        raise ExperimentError(f"--steps must be non-negative step counts, got {steps}")
+    t0 = time.perf_counter()
+    tok = CharTokenizer(corpus_text, cfg.vocab_size)
+    snap = SnapshotCallback(steps, ckpt_dir, tok)
+    if 0 in steps:
+        torch.manual_seed(cfg.seed)                     # the same initial weights as train()
+        snap.saved[0] = save_checkpoint(snap.path(0), TinyGPT(cfg), tok, step=0)
+    _, _, history = train(corpus_text, cfg.replace(max_steps=steps[-1]), tok=tok,
+                          callbacks=[snap], progress=progress)
+    length = min(POSITIONS, cfg.block_size)
+    eval_set = {"protocol": f"{POEMS} poems × {length} positions from the validation split",
+                "texts": poem_windows(validation_text(corpus_text, cfg), POEMS, length)}
+    snapshots = []
+    for s in steps:
+        if s not in snap.saved:                          # diverged before reaching it
+            continue
+        model, _, _, _ = load_model(snap.saved[s])
+        r = analyze_model(model, tok, corpus_text, ablate=ablate)
+        snapshots.append({"step": s, "checkpoint": str(snap.saved[s]), "heads": r["heads"],
+                          **({"ablation": r["ablation"]} if ablate else {})})
+    loss_at = {r["step"] + 1: r["loss"] for r in history.records}
+    return {"kind": "head_dynamics", "config": cfg.replace(max_steps=steps[-1]).to_dict(),
+            "corpus": corpus or "data/corpus.txt", "steps": steps,
+            "train_loss_at": {str(s): loss_at.get(s) for s in steps},
+            "diverged_at": history.diverged_at, "eval": eval_set,
+            "snapshots": snapshots, "seconds": round(time.perf_counter() - t0, 3), **provenance()}
+
+
+# ----------------------------------------------------------------------------- tables
+def portrait_table(result: dict) -> str:
+    book = result.get("book")
+    abl = {(h["layer"], h["head"]): h for h in result.get("ablation", {}).get("heads", [])}
+    headers = ["层·头 / L·H", "平均熵 / entropy", "对角 / diag", "前一位 / prev",
+               "平均距离 / dist", "距离标准差 / dist std"]
+    if abl:
+        headers += ["消融 Δloss / ablation", "±"]
+    if book:
+        headers += ["书·熵 / book ent", "书·对角 / diag", "书·前一位 / prev", "书·距离 / dist"]
+    rows = []
+    for h in result["heads"]:
+        row = [f"L{h['layer']}·H{h['head']}", h["entropy"], h["diag"], h["prev"],
+               h["distance"], h["distance_std"]]
+        if abl:
+            a = abl[(h["layer"], h["head"])]
+            row += [f"{a['delta_loss']:+.3f}", f"{a['delta_loss_std']:.3f}"]
+        if book:
+            row += book.get(f"L{h['layer']}H{h['head']}", [None] * 4)
+        rows.append(row)
+    return format_table(headers, rows)
+
+
+def dynamics_table(result: dict) -> str:
+    steps = [s["step"] for s in result["snapshots"]]
+    headers = ["层·头 / L·H"] + [f"熵/prev @ {s}" for s in steps]
+    by = {s["step"]: {(h["layer"], h["head"]): h for h in s["heads"]} for s in result["snapshots"]}
+    keys = [(h["layer"], h["head"]) for h in result["snapshots"][0]["heads"]] if steps else []
+    rows = [[f"L{l}·H{h}"] + [f"{by[s][(l, h)]['entropy']:.3f}/{by[s][(l, h)]['prev']:.3f}"
+                             for s in steps] for l, h in keys]
+    return format_table(headers, rows)
+
+
+# -------------------------------------------------------------------------------- CLI
+def add_parser(sub) -> None:
+    p = sub.add_parser("heads", help="head portrait, ablation, attention maps, dynamics / 注意力头画像",
+                       description="Head portrait of a checkpoint (§1.8.5): entropy, diagonal, "
+                                   "previous-token weight, distance and its spread, ablation Δloss; "
+                                   "--maps draws heatmaps; --dynamics trains once and follows the "
+                                   "portrait across steps (§1.12.4).")
+    p.add_argument("checkpoint", nargs="?", help="attnlab checkpoint, run directory or bare state_dict")
+    p.add_argument("--text", action="append", default=None,
+                   help="analyse this text instead of the validation poems (repeatable)")
+    p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="config of a bare state_dict, or of the --dynamics run")
+    p.add_argument("--out", default=None, help="result JSON (default next to the checkpoint)")
+    p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
+    p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
+    p.add_argument("--ablate-batches", type=int, default=8)
+    p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
+    p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
+    p.add_argument("--ckpt-dir", default="runs/dynamics", help="where --dynamics keeps its snapshots")
+    p.set_defaults(func=run)
+
+
+def _parse_steps(s: str) -> list[int]:
+    try:
+        return [int(v) for v in s.split(",") if v.strip()]
+    except ValueError:
+        raise ExperimentError(f"--steps expects comma-separated integers, got {s!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..corpus import load_corpus
+
+    if args.dynamics:
+        cfg = Config.from_overrides(args.overrides)
+        text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
+        result = dynamics(text, cfg, _parse_steps(args.steps), args.ckpt_dir, corpus=args.corpus,
+                          ablate=not args.no_ablate, progress=True)
+        out = Path(args.out or Path(args.ckpt_dir) / "dynamics.json")
+        write_json(out, result)
+        print(dynamics_table(result))
+        print(f"结果 / result: {out}")
+        return 0
+    if not args.checkpoint:
+        raise ExperimentError("give a checkpoint (or --dynamics): attnlab heads runs/default/ckpt.pt")
+    cfg = Config.from_overrides(args.overrides) if args.overrides else None
+    result = analyze(args.checkpoint, args.text, corpus=args.corpus, cfg=cfg,
+                     ablate=not args.no_ablate, ablate_batches=args.ablate_batches)
+    ckpt = Path(args.checkpoint)
+    out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "heads.json"
+    write_json(out, result)
+    for note in result["notes"]:
+        print(f"注 / note: {note}")
+    print(f"评估集 / evaluation: {result['eval']['protocol']}")
+    print(portrait_table(result))
+    if result["book"]:
+        print("右侧四列是书中 §1.8.5 的表（默认配置训练 1500 步）/ the right four columns are the "
+              "book's table (§1.8.5, default config, 1500 steps)")
+    print(f"结果 / result: {out}")
+    if args.maps:
+        from .plots import plot_attention_maps
+
+        model, tok, _, _ = load_model(args.checkpoint, cfg=cfg, corpus=args.corpus)
+        maps = attention_maps(model, tok, result["eval"]["texts"][0])
+        maps_json = Path(args.maps).with_suffix(".json")
+        write_json(maps_json, maps)
+        plot_attention_maps(maps, args.maps)
+        print(f"注意力图 / attention maps: {args.maps} (data {maps_json})")
+    return 0
