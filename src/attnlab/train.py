@@ -275,13 +275,17 @@ def _train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Co
     model.train()
     with autocast:
         _, loss = model(x, y, record=record_now)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    max_norm = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-    opt.step()
-    record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": grad_norm.item(),
+    record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": float("nan"),
               "_batch": (x, y)}
+    if math.isfinite(record["loss"]):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        opt.step()
+        record["grad_norm"] = grad_norm.item()
+    # else: no update, so the weights stay those that produced the non-finite loss;
+    # on_nonfinite callbacks re-run the batch on them and the checkpoint is not NaN.
     if record_now:
         record["layers"] = model.diagnostics()
     return record
