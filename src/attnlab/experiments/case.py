@@ -1,0 +1,523 @@
+"""The chapter's case study (§1.1-§1.4, §1.7.6-§1.7.7, §1.12, §1.19) in one run.
+
+Parts, each recorded in ``data/ch1_case.json``:
+  init_sweep  §1.3   untrained one-layer one-head models, d_head 32..512, 400 inits each
+  pairs       §1.2/§1.4  small (d_head 32) and big (d_head 256), scaled and unscaled,
+                     same seed and batches, diagnostics at every step
+  seeds       §1.19.2    the small pair on three seeds
+  qk_scale    §1.7.7     q, k, logit scale and ||W_qkv|| before and after training
+  samples     §1.4       the same prompt and sampling seed for each model
+  claims      every qualitative statement, checked against the numbers above
+
+Each training run lives in its own directory under ``<out>/runs/case/``; a run
+that finished is reused and an interrupted one resumes, so stopping the case and
+starting it again continues where it stopped.
+"""
+from __future__ import annotations
+
+import math
+import os
+import platform
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..checkpoint import config_diff, load_checkpoint, read_checkpoint
+from ..config import Config
+from ..corpus import DEFAULT_CORPUS, load_corpus
+from ..errors import AttnlabError, CheckpointError
+from ..io import write_json
+from ..model import TinyGPT, generate
+from ..tokenizer import CharTokenizer
+from ..train import History, get_batch, split_data, train
+from .claims import check_claims
+
+BOOK_SEED = 20261014
+SMALL = {"d_model": 128, "n_head": 4}      # d_head 32
+BIG = {"d_model": 256, "n_head": 1}        # d_head 256
+PROMPT = "秦川雄帝宅"
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    steps: int = 1500
+    seeds: tuple[int, ...] = (BOOK_SEED, BOOK_SEED + 1, BOOK_SEED + 2)
+    init_d_heads: tuple[int, ...] = (32, 64, 128, 256, 512)
+    init_samples: int = 400
+    init_seed: int = 0
+    sample_tokens: int = 40
+    sample_seed: int = 0
+    loss_window: int = 50            # loss_end = mean training loss of the last N steps
+    batched: bool = True             # same-shape runs trained together when available
+    device: str = "auto"
+
+    @classmethod
+    def quick(cls, steps: int | None = None) -> "CaseSettings":
+        """A few hundred steps, one seed, fewer init samples: what the default tests run."""
+        return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40)
+
+
+class CaseError(AttnlabError):
+    pass
+
+
+# ------------------------------------------------------------------------ init sweep
+@torch.no_grad()
+def init_sweep(d_heads=(32, 64, 128, 256, 512), samples: int = 400, seed: int = 0,
+               on_sample: Callable[[], None] | None = None) -> list[dict]:
+    """§1.3 / §1.19.1: logit scale of untrained models, scaled and unscaled.
+
+    Protocol: n_head=1 (d_head = d_model), n_layer=1, vocab 300, block 32; one
+    fixed batch of ids in [2, 300) of shape (8, 32) drawn from a generator seeded
+    with ``seed``; ``samples`` independent initialisations (torch seeds seed,
+    seed+1, ...) per d_head. Scaled and unscaled share each initialisation: the
+    unscaled scores are captured and the scaled ones are the same divided by
+    sqrt(d_head). Statistics pool the causal entries (or rows) of all samples.
+    """
+    from ..diagnostics import jacobian_frobenius, masked_std, weight_entropy
+
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randint(2, 300, (8, 32), generator=gen)
+    T = x.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    n_valid = torch.arange(2, T + 1)                        # rows 1..T-1
+    out = []
+    for d in d_heads:
+        cfg = Config(d_model=d, n_head=1, n_layer=1, vocab_size=300, block_size=32,
+                     scaled=False, device="cpu")
+        scores_all, q_all, k_all = [], [], []
+        for s in range(samples):
+            torch.manual_seed(seed + s)
+            model = TinyGPT(cfg).eval()
+            with model.capture("tap_scores", "tap_q", "tap_k") as st:
+                model(x)
+            scores_all.append(st["blocks.0.attn.tap_scores"][0])      # (B, 1, T, T) unscaled
+            q_all.append(st["blocks.0.attn.tap_q"][0])
+            k_all.append(st["blocks.0.attn.tap_k"][0])
+            if on_sample:
+                on_sample()
+        scores = torch.cat(scores_all).double()               # (samples*B, 1, T, T)
+        q = torch.cat(q_all).double()
+        row = {"d_head": d, "samples": samples, "theory_sqrt_d_head": math.sqrt(d)}
+        for name, factor in (("unscaled", 1.0), ("scaled", 1.0 / math.sqrt(d))):
+            sc = scores * factor
+            p = sc.masked_fill(~causal, float("-inf")).softmax(-1)[..., 1:, :]
+            row[f"logit_std_{name}"] = masked_std(sc, causal).item()
+            row[f"entropy_{name}"] = weight_entropy(p, n_valid).mean().item()
+            row[f"jacobian_{name}"] = jacobian_frobenius(p).mean().item()
+        row["ratio_unscaled_to_theory"] = row["logit_std_unscaled"] / row["theory_sqrt_d_head"]
+        var_q = d * cfg.init_std ** 2                           # eq. 1.1: Var(q_i) ≈ d_model σ²
+        row["var_q_formula"] = var_q
+        row["var_q_measured"] = q.var().item()
+        row["formula_logit_std"] = var_q * math.sqrt(d)         # eq. 1.2: std = v sqrt(d_head)
+        row["q_std"] = q.std().item()
+        row["k_std"] = torch.cat(k_all).double().std().item()
+        out.append(row)
+    return out
+
+
+# --------------------------------------------------------------------- q/k scale
+@torch.no_grad()
+def qk_scale(model: TinyGPT, x: torch.Tensor) -> list[dict]:
+    """§1.7.7 per layer on one batch: q std, k std, std and max |.| of the logits
+    actually fed to the softmax (causal entries), and ||W_qkv||_F."""
+    from ..diagnostics import masked_std
+
+    was = model.training
+    model.eval()
+    with model.capture("tap_scores", "tap_q", "tap_k") as st:
+        model(x)
+    model.train(was)
+    T = x.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+    rows = []
+    for i, blk in enumerate(model.blocks):
+        s = st[f"blocks.{i}.attn.tap_scores"][0].double()
+        rows.append({
+            "layer": i,
+            "q_std": st[f"blocks.{i}.attn.tap_q"][0].std().item(),
+            "k_std": st[f"blocks.{i}.attn.tap_k"][0].std().item(),
+            "logit_std": masked_std(s, causal).item(),
+            "logit_absmax": s[causal.expand_as(s)].abs().max().item(),
+            "W_qkv_fro": blk.attn.qkv.weight.norm().item(),
+        })
+    return rows
+
+
+# ------------------------------------------------------------------------- runs
+@dataclass
+class RunSpec:
+    name: str
+    cfg: Config
+
+
+def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
+    """Groups of same-shape runs and the name of each of the four pairs' runs."""
+    base = Config(max_steps=s.steps, device=s.device, record_every=1, eval_every=max(1, s.steps // 15),
+                  ckpt_every=max(50, s.steps // 6))
+    small = []
+    for seed in s.seeds:
+        for scaled in (False, True):
+            tag = "scaled" if scaled else "unscaled"
+            small.append(RunSpec(f"small_{tag}_s{seed}", base.replace(**SMALL, scaled=scaled, seed=seed)))
+    big = [RunSpec(f"big_{'scaled' if sc else 'unscaled'}",
+                   base.replace(**BIG, scaled=sc, seed=s.seeds[0])) for sc in (False, True)]
+    first = s.seeds[0]
+    pairs = {"small_unscaled": f"small_unscaled_s{first}", "small_scaled": f"small_scaled_s{first}",
+             "big_unscaled": "big_unscaled", "big_scaled": "big_scaled"}
+    return [small, big], pairs
+
+
+def _finished(run_dir: Path, cfg: Config):
+    """(model, tok, history) of a run that completed with this config, else None."""
+    if not (run_dir / "summary.json").is_file() or not (run_dir / "ckpt.pt").is_file():
+        return None
+    payload = read_checkpoint(run_dir / "ckpt.pt")
+    saved = Config.from_dict(payload["config"])
+    if config_diff(saved, cfg, ignore=("device",)):
+        return None
+    history = History.from_dict(payload["history"])
+    if len(history.records) < cfg.max_steps and history.diverged_at is None:
+        return None
+    model, tok, _ = load_checkpoint(run_dir / "ckpt.pt")
+    return model, tok, history
+
+
+def _set_aside(path: Path, warn: Callable[[str], None]) -> None:
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    shutil.move(str(path), aside)
+    warn(f"{path} could not be read; kept it as {aside.name} and restarted that run")
+
+
+def train_group(text: str, specs: list[RunSpec], run_root: Path, batched: bool,
+                on_step: Callable[[int], None], warn: Callable[[str], None]) -> dict[str, tuple]:
+    """Train (or reuse, or resume) a group of same-shape runs."""
+    results: dict[str, tuple] = {}
+    todo: list[RunSpec] = []
+    for spec in specs:
+        run_dir = run_root / spec.name
+        try:
+            done = _finished(run_dir, spec.cfg)
+        except CheckpointError:
+            _set_aside(run_dir / "ckpt.pt", warn)
+            done = None
+        if done is not None:
+            results[spec.name] = done
+        else:
+            todo.append(spec)
+    if not todo:
+        return results
+    train_many = _batched_trainer() if batched else None
+    fresh = [sp for sp in todo if not (run_root / sp.name / "ckpt.pt").is_file()]
+    resumed = [sp for sp in todo if sp not in fresh]
+    for subset, resume in ((resumed, True), (fresh, False)):
+        if train_many is not None and len(subset) > 1:
+            try:
+                outs = train_many(text, [sp.cfg for sp in subset],
+                                  out_dirs=[run_root / sp.name for sp in subset], resume=resume,
+                                  on_step=lambda step, recs: on_step(sum(r is not None for r in recs)))
+            except CheckpointError:
+                for sp in subset:
+                    _set_aside(run_root / sp.name / "ckpt.pt", warn)
+                outs = train_many(text, [sp.cfg for sp in subset],
+                                  out_dirs=[run_root / sp.name for sp in subset],
+                                  on_step=lambda step, recs: on_step(sum(r is not None for r in recs)))
+            results.update({sp.name: r for sp, r in zip(subset, outs)})
+            continue
+        for spec in subset:
+            run_dir = run_root / spec.name
+            try:
+                results[spec.name] = train(text, spec.cfg, out_dir=run_dir, resume=resume,
+                                           callbacks=[_StepCallback(on_step)])
+            except CheckpointError:
+                _set_aside(run_dir / "ckpt.pt", warn)
+                results[spec.name] = train(text, spec.cfg, out_dir=run_dir,
+                                           callbacks=[_StepCallback(on_step)])
+    return results
+
+
+def _batched_trainer():
+    try:
+        from ..batched import train_many
+    except ImportError:
+        return None
+    return train_many
+
+
+class _StepCallback:
+    def __init__(self, fn: Callable[[int], None]):
+        self.fn = fn
+
+    def on_step_end(self, step, record, model) -> None:
+        self.fn(1)
+
+
+def steps_done(run_root: Path, specs: list[RunSpec]) -> int:
+    """Steps already on disk (finished or checkpointed), for the progress bar."""
+    total = 0
+    for spec in specs:
+        ck = run_root / spec.name / "ckpt.pt"
+        if ck.is_file():
+            try:
+                total += int(read_checkpoint(ck).get("step", 0))
+            except CheckpointError:
+                pass
+    return total
+
+
+# --------------------------------------------------------------------- summaries
+def run_summary(history: History, window: int) -> dict:
+    recs = history.records
+    losses = [r["loss"] for r in recs]
+    val = history.val
+    n_layer = len(next(r["layers"] for r in recs if r.get("layers")))
+    trace = {
+        "step": [r["step"] for r in recs],
+        "loss": losses,
+        "grad_norm": [r["grad_norm"] for r in recs],
+        "val_step": [s for s, _ in val],
+        "val_loss": [v for _, v in val],
+        "layers": [{key: [r["layers"][i][key] if r.get("layers") else None for r in recs]
+                    for key in ("weight_entropy", "jacobian_fro", "logit_std", "logit_absmax",
+                                "q_std", "k_std")} for i in range(n_layer)],
+    }
+    return {
+        "steps": len(recs),
+        "loss_start": losses[0],
+        "loss_end": sum(losses[-window:]) / len(losses[-window:]),
+        "loss_last": losses[-1],
+        "val_loss_end": val[-1][1] if val else None,
+        "diverged_at": history.diverged_at,
+        "trace": trace,
+    }
+
+
+def environment(device: torch.device) -> dict:
+    import numpy
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "cuda": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
+    }
+
+
+# ---------------------------------------------------------------------------- run
+def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
+             progress: bool = True, log: Callable[[str], None] = print) -> dict:
+    """Run every part of the case, write ``out/data/ch1_case.json``; return the result."""
+    from ..train import resolve_device
+    from .bench import matmul_rate, train_flops
+
+    out = Path(out)
+    _check_writable(out)
+    text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
+    device = resolve_device(settings.device)
+    run_root = out / "runs" / "case"
+    groups, pair_names = case_runs(settings)
+    timings: dict[str, float] = {}
+    total_steps = sum(sp.cfg.max_steps for g in groups for sp in g)
+    bar = _Progress(total=total_steps + settings.init_samples * len(settings.init_d_heads),
+                    initial=sum(steps_done(run_root, g) for g in groups), enabled=progress)
+    try:
+        t0 = time.perf_counter()
+        sweep = init_sweep(settings.init_d_heads, settings.init_samples, settings.init_seed,
+                           on_sample=lambda: bar.update(1))
+        timings["init_sweep_s"] = time.perf_counter() - t0
+
+        results: dict[str, tuple] = {}
+        for group, label in zip(groups, ("small_runs_s", "big_runs_s")):
+            t0 = time.perf_counter()
+            results.update(train_group(text, group, run_root, settings.batched, bar.update, log))
+            timings[label] = time.perf_counter() - t0
+    finally:
+        bar.close()
+
+    t0 = time.perf_counter()
+    tok: CharTokenizer = next(iter(results.values()))[1]
+    pairs = {}
+    qk = {}
+    samples = {}
+    for key, name in pair_names.items():
+        model, _, history = results[name]
+        pairs[key] = {"run": name, "config": _spec(groups, name).to_dict(),
+                      **run_summary(history, settings.loss_window)}
+        cfg = _spec(groups, name)
+        x = _fixed_val_batch(text, tok, cfg).to(device)
+        torch.manual_seed(cfg.seed)
+        before = TinyGPT(cfg).to(device)
+        qk[key] = {"before": qk_scale(before, x), "after": qk_scale(model.to(device), x)}
+        samples[key] = generate(model, tok, PROMPT, settings.sample_tokens, seed=settings.sample_seed)
+    seeds = []
+    for seed in settings.seeds:
+        u = run_summary(results[f"small_unscaled_s{seed}"][2], settings.loss_window)
+        s = run_summary(results[f"small_scaled_s{seed}"][2], settings.loss_window)
+        seeds.append({"seed": seed,
+                      "loss_end_unscaled": u["loss_end"], "loss_end_scaled": s["loss_end"],
+                      "val_loss_end_unscaled": u["val_loss_end"], "val_loss_end_scaled": s["val_loss_end"],
+                      "gap": u["val_loss_end"] - s["val_loss_end"],
+                      "gap_train": u["loss_end"] - s["loss_end"]})
+    gaps = [r["gap"] for r in seeds]
+    timings["analysis_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    rate = matmul_rate()
+    timings["matmul_rate_measure_s"] = time.perf_counter() - t0
+    flops = sum(train_flops(sp.cfg, sp.cfg.max_steps) for g in groups for sp in g)
+    train_wall = timings["small_runs_s"] + timings["big_runs_s"]
+    timings.update({
+        "train_flops": flops,
+        "matmul_rate_flops_per_s": rate,
+        "train_floor_s": flops / rate,
+        "train_wall_s": train_wall,
+        "train_wall_over_floor": train_wall / (flops / rate),
+        "reused_runs": train_wall < 0.5 * flops / rate,
+    })
+    result = {
+        "config": {"settings": {**asdict(settings), "seeds": list(settings.seeds),
+                                "init_d_heads": list(settings.init_d_heads)},
+                   "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
+                   "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
+                   "corpus": str(corpus or DEFAULT_CORPUS), "corpus_chars": len(text),
+                   "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
+                                  "(batch_size x block_size) drawn from the validation split with a "
+                                  "generator seeded seed+1 (the trainer's first evaluation batch); "
+                                  "before = the run's own initialisation, after = end of training",
+                   "loss_end_protocol": f"loss_end = mean training loss of the last "
+                                        f"{settings.loss_window} steps; gaps use validation loss"},
+        "init_sweep": sweep,
+        "pairs": pairs,
+        "seeds": {"runs": seeds, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps),
+                  "max_gap": max(gaps)},
+        "qk_scale": qk,
+        "samples": {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens,
+                    **samples},
+        "timings": timings,
+        "environment": environment(device),
+    }
+    result["claims"] = check_claims(result)
+    write_json(out / "data" / "ch1_case.json", result)
+    return result
+
+
+def _spec(groups: list[list[RunSpec]], name: str) -> Config:
+    return next(sp.cfg for g in groups for sp in g if sp.name == name)
+
+
+def _fixed_val_batch(text: str, tok: CharTokenizer, cfg: Config) -> torch.Tensor:
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    _, val = split_data(ids, cfg)
+    x, _ = get_batch(val, cfg.block_size, cfg.batch_size, torch.Generator().manual_seed(cfg.seed + 1))
+    return x
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".attnlab-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise CaseError(f"cannot write to output directory {out}: {e.strerror}; "
+                        f"choose another with --out DIR") from None
+
+
+class _Progress:
+    """One bar with ETA across every part of the case."""
+
+    def __init__(self, total: int, initial: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
+                            desc="ch1 case")
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# -------------------------------------------------------------------------- CLI
+def _positive_int(value: str) -> int:
+    import argparse
+
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of steps, got {value!r}")
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of steps, got {value!r}")
+    return n
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("case", help="reproduce the chapter's case study / 复现第 1 章案例")
+    p.add_argument("--steps", type=_positive_int, default=None, help="training steps per run (default 1500)")
+    p.add_argument("--quick", action="store_true", help="a few hundred steps, one seed (what the tests run)")
+    p.add_argument("--out", default=".", help="root for data/, figures/, reports/ and runs/ (default: here)")
+    p.add_argument("--corpus", default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--no-batched", action="store_true", help="train runs one after another")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_case)
+
+    p = sub.add_parser("report", help="rebuild figures and report from a case JSON / 由 JSON 重建图与报告")
+    p.add_argument("json", nargs="?", default="data/ch1_case.json")
+    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: two levels above JSON)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_case(args) -> int:
+    from ..report.case_report import build_report
+
+    settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
+    settings = CaseSettings(**{**asdict(settings), "device": args.device, "batched": not args.no_batched})
+    out = Path(args.out)
+    result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
+                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))
+    paths = build_report(result, out)
+    failed = [c for c in result["claims"] if not c["pass"]]
+    print(f"claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
+    for c in failed:
+        print(f"  FAIL {c['section']} {c['id']}: {c['statement']} (measured {c['measured']}, expected {c['expected']})")
+    t = result["timings"]
+    print(f"training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x floor "
+          f"({t['train_flops'] / 1e12:.1f} TFLOP at {t['matmul_rate_flops_per_s'] / 1e9:.0f} GFLOP/s)")
+    print("results: " + ", ".join(str(p) for p in [out / "data" / "ch1_case.json", *paths]))
+    return 0
+
+
+def cmd_report(args) -> int:
+    import json
+
+    from ..report.case_report import build_report
+
+    path = Path(args.json)
+    if not path.is_file():
+        raise CaseError(f"case results not found: {path} (run `attnlab case` first)")
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CaseError(f"{path} is not valid JSON ({e}); run `attnlab case` again") from None
+    missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
+    if missing:
+        raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
+    out = Path(args.out) if args.out else path.resolve().parent.parent
+    for p in build_report(result, out):
+        print(p)
+    return 0

@@ -1,0 +1,1 @@
+"""Figures and reports, rebuilt from result JSON alone."""

@@ -1,0 +1,109 @@
+"""The case study's figures, drawn from the result JSON alone (figs 1.2-1.4)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..io import write_bytes
+from .fonts import use_cjk_font
+
+RED, BLUE = "#c0392b", "#2463a6"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
+    write_bytes(path, buf.getvalue())
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def _smooth(y: list[float], w: int = 25) -> list[float]:
+    out, acc = [], 0.0
+    for i, v in enumerate(y):
+        acc += v
+        if i >= w:
+            acc -= y[i - w]
+        out.append(acc / min(i + 1, w))
+    return out
+
+
+def loss_figure(res: dict, path: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, size, title in ((axes[0], "small", "d_head = 32（小模型 / small）"),
+                            (axes[1], "big", "d_head = 256（“大”模型 / big）")):
+        for scaled, color, label in ((False, RED, "不缩放 / unscaled"), (True, BLUE, "÷√d_k 缩放 / scaled")):
+            run = res["pairs"][f"{size}_{'scaled' if scaled else 'unscaled'}"]
+            tr = run["trace"]
+            ax.plot(tr["step"], tr["loss"], color=color, alpha=0.18, lw=0.7)
+            ax.plot(tr["step"], _smooth(tr["loss"]), color=color, lw=1.8, label=f"{label} 训练 / train")
+            ax.plot(tr["val_step"], tr["val_loss"], "o", color=color, ms=3.5, label=f"{label} 验证 / val")
+        ax.set_title(title)
+        ax.set_xlabel("训练步数 / step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("交叉熵 loss / cross-entropy")
+    axes[1].legend(fontsize=8)
+    fig.suptitle("图 1.2　去掉 1/√d_k：小模型几乎无差别，大模型明显分离 / Fig 1.2")
+    return _save(fig, path)
+
+
+def logit_std_figure(res: dict, path: Path) -> Path:
+    plt = _plt()
+    sw = res["init_sweep"]
+    d = [r["d_head"] for r in sw]
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.loglog(d, [r["theory_sqrt_d_head"] for r in sw], "s-", color=RED, label="理论 √d_head / theory")
+    ax.loglog(d, [r["logit_std_unscaled"] for r in sw], "o-", color=BLUE, label="实测（不缩放）/ measured, unscaled")
+    ax.loglog(d, [r["formula_logit_std"] for r in sw], "--", color="gray",
+              label="式 1.1–1.2：d_model σ² √d_head / variance formula")
+    ax.loglog(d, [r["logit_std_scaled"] for r in sw], "^:", color="#27ae60", label="实测（缩放后）/ measured, scaled")
+    ax.set_xticks(d, [str(x) for x in d])
+    ax.set_xlabel("d_head（n_head = 1, d_model = d_head）")
+    ax.set_ylabel("初始化时点积标准差 / init logit std")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    ax.set_title("图 1.3　初始化状态下 logits 的尺度 / Fig 1.3")
+    return _save(fig, path)
+
+
+def diagnostics_figure(res: dict, path: Path) -> Path:
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6.4), sharex=True)
+    for scaled, color, label in ((False, RED, "不缩放 / unscaled"), (True, BLUE, "缩放 / scaled")):
+        for size, style, width in (("big", "-", 1.6), ("small", ":", 1.0)):
+            run = res["pairs"][f"{size}_{'scaled' if scaled else 'unscaled'}"]
+            tr = run["trace"]
+            lab = f"{label}, d_head {'256' if size == 'big' else '32'}"
+            a1.plot(tr["step"], tr["layers"][0]["weight_entropy"], style, color=color, lw=width, label=lab)
+            a2.plot(tr["step"], tr["layers"][0]["jacobian_fro"], style, color=color, lw=width, label=lab)
+    a1.set_yscale("log")
+    a2.set_yscale("log")
+    a1.set_ylabel("权重熵 / weight entropy")
+    a2.set_ylabel("雅可比范数 ‖J‖_F / Jacobian norm")
+    a2.set_xlabel("训练步数 / step（第 0 层 / layer 0）")
+    for a in (a1, a2):
+        a.grid(alpha=0.3, which="both")
+    a1.legend(fontsize=8, ncol=2)
+    fig.suptitle("图 1.4　训练中注意力层的两个诊断量（对数轴）/ Fig 1.4")
+    return _save(fig, path)
+
+
+def case_figures(res: dict, fig_dir: Path) -> list[Path]:
+    fig_dir = Path(fig_dir)
+    return [loss_figure(res, fig_dir / "fig1_2_loss.png"),
+            logit_std_figure(res, fig_dir / "fig1_3_logit_std.png"),
+            diagnostics_figure(res, fig_dir / "fig1_4_diagnostics.png")]
