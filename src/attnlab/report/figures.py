@@ -31,7 +31,9 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _smooth(y: list[float], w: int = 25) -> list[float]:
+def _smooth(y: list[float], w: int | None = None) -> list[float]:
+    """Trailing moving average; the window grows with the run (25 steps at 1500)."""
+    w = w or max(1, min(25, len(y) // 60))
     out, acc = [], 0.0
     for i, v in enumerate(y):
         acc += v
@@ -71,7 +73,10 @@ def logit_std_figure(res: dict, path: Path) -> Path:
     ax.loglog(d, [r["formula_logit_std"] for r in sw], "--", color="gray",
               label="式 1.1–1.2：d_model σ² √d_head / variance formula")
     ax.loglog(d, [r["logit_std_scaled"] for r in sw], "^:", color="#27ae60", label="实测（缩放后）/ measured, scaled")
+    from matplotlib.ticker import NullFormatter
+
     ax.set_xticks(d, [str(x) for x in d])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("d_head（n_head = 1, d_model = d_head）")
     ax.set_ylabel("初始化时点积标准差 / init logit std")
     ax.grid(alpha=0.3, which="both")

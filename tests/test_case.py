@@ -1,0 +1,155 @@
+"""The case study: the quick run end to end, resume and reuse, bad input.
+
+The full 1500-step case is opt-in (`pytest -m slow`); it is what `make case` runs.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlab import Config
+from attnlab.cli import main
+from attnlab.experiments.case import CaseSettings, RunSpec, init_sweep, run_case, train_group
+from attnlab.experiments.claims import check_claims
+from attnlab.train import TrainingInterrupted, train
+
+
+@pytest.fixture(scope="module")
+def quick_case(tmp_path_factory):
+    out = tmp_path_factory.mktemp("case")
+    assert main(["case", "--quick", "--out", str(out), "--no-progress"]) == 0
+    return out, json.loads((out / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+
+
+def test_quick_case_writes_the_promised_outputs(quick_case):
+    out, res = quick_case
+    for key in ("config", "init_sweep", "pairs", "seeds", "qk_scale", "samples", "claims", "timings",
+                "environment"):
+        assert key in res
+    for name in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled"):
+        run = res["pairs"][name]
+        assert {"loss_start", "loss_end", "val_loss_end", "trace"} <= set(run)
+        tr = run["trace"]
+        assert len(tr["step"]) == len(tr["loss"]) == run["steps"] == 250
+        assert len(tr["layers"]) == 2
+        assert len(tr["layers"][0]["weight_entropy"]) == 250      # diagnostics at every step
+        assert len(tr["layers"][0]["jacobian_fro"]) == len(tr["layers"][0]["logit_std"]) == 250
+    for f in ("figures/fig1_2_loss.png", "figures/fig1_3_logit_std.png", "figures/fig1_4_diagnostics.png",
+              "reports/ch1_case.md", "reports/ch1_case.html"):
+        assert (out / f).stat().st_size > 1000, f
+    md = (out / "reports" / "ch1_case.md").read_text(encoding="utf-8")
+    assert "书中 / book" in md and "4.17" in md and "0.95" in md and "5477" in md
+    assert res["samples"]["big_unscaled"].startswith("秦川雄帝宅")
+
+
+def test_quick_case_claims_are_checks(quick_case):
+    _, res = quick_case
+    claims = {c["id"]: c for c in res["claims"]}
+    assert len(claims) >= 20
+    for c in claims.values():
+        assert set(c) == {"id", "section", "statement", "measured", "expected", "pass"}
+        assert c["section"].startswith("§")
+    # properties of untrained models do not depend on the run length
+    for cid in ("init_std_below_theory", "variance_formula", "init_entropy_falls_with_d",
+                "start_near_ln_vocab", "same_start_within_pair", "small_init_safe_zone",
+                "big_init_near_critical", "init_entropy_already_sharper"):
+        assert claims[cid]["pass"], claims[cid]
+    # the claims are recomputed from the JSON alone, and can fail
+    assert check_claims(res) == res["claims"]
+    broken = json.loads(json.dumps(res))
+    broken["pairs"]["big_unscaled"]["val_loss_end"] = broken["pairs"]["big_scaled"]["val_loss_end"]
+    assert not {c["id"]: c for c in check_claims(broken)}["big_gap_large"]["pass"]
+
+
+def test_init_sweep_matches_the_book_at_init(quick_case):
+    _, res = quick_case
+    book = [0.070, 0.202, 0.561, 1.615, 4.666]
+    for row, b in zip(res["init_sweep"], book):
+        assert abs(row["logit_std_unscaled"] / b - 1) < 0.15
+        assert row["logit_std_scaled"] == pytest.approx(row["logit_std_unscaled"] / row["d_head"] ** 0.5)
+
+
+def test_rerun_reuses_finished_runs(quick_case):
+    out, res = quick_case
+    again = run_case(CaseSettings.quick(), out, progress=False)
+    assert again["timings"]["reused_runs"]
+    assert again["pairs"]["big_unscaled"]["trace"] == res["pairs"]["big_unscaled"]["trace"]
+
+
+def test_report_rebuilds_from_json_alone(quick_case, tmp_path):
+    out, _ = quick_case
+    shutil.copy(out / "data" / "ch1_case.json", tmp_path / "case.json")
+    assert main(["report", str(tmp_path / "case.json"), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "figures" / "fig1_4_diagnostics.png").is_file()
+    assert (tmp_path / "r" / "reports" / "ch1_case.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_interrupted_group_resumes_and_equals_uninterrupted(tmp_path, text):
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, batch_size=4,
+                 max_steps=10, eval_every=5, eval_batches=1, ckpt_every=3, device="cpu")
+    specs = [RunSpec("a", cfg), RunSpec("b", cfg.replace(scaled=False))]
+    ref = {s.name: train(text, s.cfg)[2].records for s in specs}
+    with pytest.raises(TrainingInterrupted):
+        train(text, specs[0].cfg, out_dir=tmp_path / "a", stop_after=4)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "ckpt.pt").write_bytes(b"half-written")       # a corrupt partial result
+    warnings = []
+    res = train_group(text, specs, tmp_path, batched=False, on_step=lambda n: None, warn=warnings.append)
+    assert res["a"][2].records == ref["a"]
+    assert res["b"][2].records == ref["b"]
+    assert any("corrupt" in w or "could not be read" in w for w in warnings)
+    assert list((tmp_path / "b").glob("ckpt.pt.corrupt-*"))                # kept, not deleted
+
+
+@pytest.mark.parametrize("steps", ["abc", "0", "-5", "1.5"])
+def test_bad_steps(steps, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["case", "--steps", steps])
+    assert e.value.code == 2
+    assert "positive whole number of steps" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; checked via a file in the way")
+def test_unwritable_out_non_root(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    assert main(["case", "--quick", "--out", str(ro / "x")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_unwritable_out(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert main(["case", "--quick", "--out", str(blocker / "sub"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write to output directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_bad_json(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json")
+    assert main(["report", str(bad)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+
+
+def test_notebook_entry_point_help():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "notebooks" / "run_ch1_case.py"), "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--steps" in r.stdout
+
+
+@pytest.mark.slow
+def test_full_case(tmp_path):
+    """The chapter's run: 1500 steps, three seeds (tens of minutes on a 2-core CPU)."""
+    assert main(["case", "--out", str(tmp_path), "--no-progress"]) == 0
+    res = json.loads((tmp_path / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    claims = {c["id"]: c["pass"] for c in res["claims"]}
+    assert claims["big_gap_large"] and claims["big_unscaled_entropy_collapses"]
