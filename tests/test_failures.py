@@ -1,0 +1,96 @@
+"""The four injected bugs show the chapter's signatures (§1.11.7) on a tiny model.
+
+The corpus is random characters, each written twice ("春春花花..."): the second
+of a pair is predictable from the previous position (attention has something
+to learn), the first is not -- unless the mask leaks the next position.
+"""
+import json
+import random
+
+import pytest
+import torch
+
+from attnlab import Config
+from attnlab.cli import main
+from attnlab.experiments.common import ExperimentError
+from attnlab.experiments.failures import run, symptoms_table
+
+ALPHA = "春花秋月何時了往事知多少小樓昨夜又東風故國不堪回首明中"
+CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=40, batch_size=8, warmup=5,
+             lr=1e-2, eval_every=0, eval_batches=2, device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run ~10x faster on one thread than on two when the CPU is shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def pairs_text(n=1500, seed=0):
+    rng = random.Random(seed)
+    return "".join(c * 2 for c in (rng.choice(ALPHA) for _ in range(n)))
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run(pairs_text(), CFG, steps=60)
+
+
+def test_same_seed_same_start(result):
+    v = result["variants"]
+    assert set(v) == {"correct", "mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k"}
+    starts = [x["loss_start"] for x in v.values()]
+    assert max(starts) - min(starts) < 0.01            # same weights, same first batch
+
+
+def test_mask_zero_leaks_to_the_future_and_lowers_the_loss(result):
+    v = result["variants"]
+    assert v["correct"]["future_weight_max"] == 0.0
+    assert v["mask_zero"]["future_weight_max"] > 0.1
+    assert v["mask_zero"]["loss_end"] < v["correct"]["loss_end"] - 0.2
+
+
+def test_scale_after_softmax_rows_sum_to_one_over_sqrt_d_head(result):
+    v = result["variants"]
+    assert v["scale_after_softmax"]["row_sum_max"] == pytest.approx(CFG.d_head ** -0.5, rel=1e-4)
+    assert v["correct"]["row_sum_max"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_divide_by_d_k_is_near_uniform(result):
+    v = result["variants"]
+    assert v["divide_by_d_k"]["weight_entropy"] > 0.99
+    assert v["divide_by_d_k"]["weight_entropy"] > v["correct"]["weight_entropy"]
+
+
+def test_no_max_subtraction_is_indistinguishable_at_this_scale(result):
+    a, b = result["variants"]["correct"], result["variants"]["no_max_subtraction"]
+    for k in ("loss_end", "final_grad_norm", "weight_entropy", "diag_weight", "row_sum_max"):
+        assert b[k] == pytest.approx(a[k], abs=1e-3), k
+
+
+def test_table_has_ours_and_the_books(result):
+    t = symptoms_table(result)
+    assert "掩码用 0" in t and "书 / book" in t and "0.1768" in t
+
+
+def test_unknown_variant_is_an_error():
+    with pytest.raises(ExperimentError, match="unknown variant"):
+        run(pairs_text(100), CFG, steps=1, variants=["correct", "typo"])
+
+
+def test_cli_failures(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(pairs_text(300), encoding="utf-8")
+    out = tmp_path / "f.json"
+    args = ["failures", "--corpus", str(corpus), "--steps", "3", "--variants", "correct,mask_zero",
+            "--out", str(out)]
+    for kv in ("n_layer=1", "n_head=2", "d_model=16", "block_size=16", "vocab_size=40", "batch_size=4",
+               "device=cpu", "eval_batches=1"):
+        args += ["--set", kv]
+    assert main(args) == 0
+    assert "loss 起 / start" in capsys.readouterr().out
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert set(data["variants"]) == {"correct", "mask_zero"} and data["book"]["correct"][0] == 7.032
