@@ -28,6 +28,16 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device (torch.cuda.is_available() is False)")
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on a busy shared CPU two
+    OpenMP threads waiting on each other run these tests 10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def cfg(tiny_cfg) -> Config:
     return tiny_cfg.replace(device=DEVICE)

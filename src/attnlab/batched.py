@@ -94,7 +94,7 @@ def _norm(kind: str, x: Tensor, P: dict[str, Tensor], name: str) -> Tensor:
     shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (x.shape[-1],)
     w = P[f"{name}.weight"].view(shape)
     if kind == "layernorm":
-        return F.layer_norm(x, x.shape[-1:], eps=1e-5) * w + P[f"{name}.bias"].view(shape)
+        return torch.addcmul(P[f"{name}.bias"].view(shape), F.layer_norm(x, x.shape[-1:], eps=1e-5), w)
     return F.rms_norm(x, x.shape[-1:]) * w                 # nn.RMSNorm(eps=None)
 
 
@@ -119,25 +119,19 @@ def _attention(P: dict[str, Tensor], pre: str, x: Tensor, cfg: Config, B: int, T
     if record or cfg.bug is not None:
         y, diag = _explicit(q, k, v, cfg, R, B, scales, record)
     else:
-        y = _fast(q, k, v, R, B, scale_groups)
+        y = _fast(q, k, v, R, B, scales, scale_groups)
     y = y.transpose(1, 2).reshape(R, B * T, C)             # (R, B*T, C): heads side by side
     return _linear(y, P[f"{pre}.proj.weight"]), diag
 
 
-def _fast(q: Tensor, k: Tensor, v: Tensor, R: int, B: int, scale_groups) -> Tensor:
-    """SDPA takes one float scale, so runs are called in groups of equal scale."""
+def _fast(q: Tensor, k: Tensor, v: Tensor, R: int, B: int, scales: Tensor,
+          scale_groups) -> Tensor:
+    """SDPA. It takes one float scale: with runs of different scales, each run's
+    queries are multiplied by its own scale first and SDPA is called with 1."""
     if len(scale_groups) == 1:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale_groups[0][0])
-    shape = q.shape[1:]
-    q5, k5, v5 = (t.reshape(R, B, *t.shape[1:]) for t in (q, k, v))   # (R, B, nh, T, hs)
-    outs, order = [], []
-    for scale, idx in scale_groups:
-        sel = lambda t: t.index_select(0, idx).flatten(0, 1)          # (r*B, nh, T, hs)
-        outs.append(F.scaled_dot_product_attention(sel(q5), sel(k5), sel(v5), is_causal=True,
-                                                   scale=scale).view(-1, B, *shape))
-        order.append(idx)
-    inverse = torch.argsort(torch.cat(order))
-    return torch.cat(outs).index_select(0, inverse).view(R * B, *shape)
+    q = (q.view(R, B, *q.shape[1:]) * scales.view(R, 1, 1, 1, 1).to(q.dtype)).view(q.shape)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
 
 
 def _explicit(q: Tensor, k: Tensor, v: Tensor, cfg: Config, R: int, B: int, scales: Tensor,
@@ -209,10 +203,10 @@ def stacked_forward(P: dict[str, Tensor], cfg: Config, idx: Tensor, scales: Tens
 
 
 def per_run_loss(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean cross-entropy of each run, (R,); one call per run, as TinyGPT computes it."""
-    R = logits.shape[0]
-    logits = logits.float()
-    return torch.stack([F.cross_entropy(logits[r], targets[r].reshape(-1)) for r in range(R)])
+    """Mean cross-entropy of each run, (R,), from one cross_entropy call over all runs."""
+    R, N, V = logits.shape
+    losses = F.cross_entropy(logits.float().view(R * N, V), targets.reshape(R * N), reduction="none")
+    return losses.view(R, N).mean(1)
 
 
 # =================================================================== optimizer
@@ -623,3 +617,24 @@ def _evaluate(stack: _Stack, autocast) -> list[float]:
             for j, v in enumerate(per_run_loss(logits, y).tolist()):
                 totals[j] += v
     return [t / len(runs[0].val_batches) for t in totals]
+
+
+def stacked_stepper(cfgs: Sequence[Config], train_ids: Tensor) -> Callable[[int], list[dict]]:
+    """A function doing one stacked training step of fresh runs per call: step -> records.
+
+    No outputs, evaluation or checkpoints: what ``attnlab bench train`` times.
+    """
+    cfgs = list(cfgs)
+    check_stackable(cfgs)
+    device = resolve_device(cfgs[0].device)
+    runs = [_Run(r, c, None, None, train_ids, train_ids, device, []) for r, c in enumerate(cfgs)]
+    stack = _Stack(runs, device)
+    cfg = cfgs[0]
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
+                else nullcontext())
+    max_norm = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+
+    def step(i: int) -> list[dict]:
+        return [rec for _, rec in _stacked_step(stack, i, device, autocast, max_norm)]
+
+    return step

@@ -1,0 +1,575 @@
+"""Speed measurements: ``attnlab bench train`` and ``attnlab bench attention``.
+
+train (issue #7)
+    ms per training step of the small (default Config) and big (d_model 256,
+    n_head 1) models: TinyGPT recording diagnostics every step
+    (``record_every=1``, explicit attention) and never (``0``, SDPA), a plainly
+    written nanoGPT-style model of the same shape (``reference_gpt``), and
+    ``train_many`` stacks of R runs. Reported as ratios to the reference, as
+    tokens/s, and as achieved GFLOP/s against this machine's float32 matmul
+    rate, which is measured in the same interleaved loop.
+
+attention (§1.14.2, §1.8.9)
+    one causal attention forward, 8 heads, d_head 64, for n = 512, 1024, ...:
+    ``F.scaled_dot_product_attention``, the explicit path (matmul, mask,
+    softmax, matmul) and ``attnlab.attention.blocked_attention``, with peak
+    memory, against the chapter's RTX A6000 numbers.
+
+Protocol, everywhere: warm-up calls excluded, then ``repeats`` rounds in which
+every variant is timed once in turn (A, B, C, A, B, C, ...) so that slow drifts
+of a shared machine hit all variants alike; the number reported is the median
+over rounds. On CUDA every timing is bracketed by ``torch.cuda.synchronize``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import threading
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..config import Config
+from ..io import write_json
+from ..train import _train_step, get_batch, lr_at, make_optimizer, resolve_device
+from .reference_gpt import ReferenceGPT
+
+CONFIGS = {"small": {}, "big": {"d_model": 256, "n_head": 1}}
+
+
+# =========================================================================== FLOPs
+def forward_flops(cfg: Config, batch_size: int | None = None) -> float:
+    """Matmul FLOPs of one forward pass over a (batch_size, block_size) batch.
+
+    Counts 2 * m * n * k for every matmul: q/k/v, attention scores and the
+    weighted sum (the full T x T square, as the explicit path computes it;
+    a causal kernel may skip the upper half), output projection, the two MLP
+    layers and the tied head. Norms, softmax, GELU and the loss are left out:
+    they are O(T C) per token, under 2% here.
+    """
+    B = batch_size or cfg.batch_size
+    T, C, V = cfg.block_size, cfg.d_model, cfg.vocab_size
+    N = B * T
+    kv = cfg.kv_heads * cfg.d_head
+    per_layer = (2 * N * C * (C + 2 * kv)                  # qkv
+                 + 2 * 2 * B * cfg.n_head * T * T * cfg.d_head   # q k^T and p v
+                 + 2 * N * C * C                           # proj
+                 + 2 * 2 * N * C * cfg.d_ff)               # MLP up and down
+    return float(cfg.n_layer * per_layer + 2 * N * C * V)
+
+
+def train_flops(cfg: Config, steps: int = 1) -> float:
+    """FLOPs of ``steps`` training steps: forward matmuls x 3 (backward costs twice the forward)."""
+    return 3.0 * forward_flops(cfg) * steps
+
+
+# ========================================================================= timing
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _matmul_once(n: int, device: torch.device) -> Callable[[], float]:
+    """A function timing one n x n float32 matmul, returning FLOP/s."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=g).to(device)
+    b = torch.randn(n, n, generator=g).to(device)
+
+    def run() -> float:
+        _sync(device)
+        t = time.perf_counter()
+        torch.mm(a, b)
+        _sync(device)
+        return 2.0 * n ** 3 / (time.perf_counter() - t)
+
+    return run
+
+
+def matmul_rate(seconds: float = 2.0, sizes: tuple[int, ...] = (1024, 2048),
+                device: str | torch.device = "cpu") -> float:
+    """Float32 matmul rate of this machine (FLOP/s): median over repeats, best size.
+
+    Large square matmuls are the best case for a BLAS, so the rate is the
+    roof that training steps are compared against. Two warm-up calls per size.
+    """
+    device = torch.device(device) if not isinstance(device, torch.device) else device
+    fns = {n: _matmul_once(n, device) for n in sizes}
+    for fn in fns.values():
+        fn(), fn()
+    rates: dict[int, list[float]] = {n: [] for n in sizes}
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or min(len(r) for r in rates.values()) < 3:
+        for n, fn in fns.items():
+            rates[n].append(fn())
+    return max(statistics.median(r) for r in rates.values())
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int,
+                device: torch.device, inner: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of each function: warm-up, then rounds A, B, C, A, B, C..."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            _sync(device)
+            t = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            _sync(device)
+            times[k].append((time.perf_counter() - t) / inner)
+    return times
+
+
+# ==================================================================== bench train
+def _token_stream(cfg: Config, n: int = 200_000) -> torch.Tensor:
+    """Random token ids: the speed of a step does not depend on the text."""
+    return torch.randint(cfg.vocab_size, (n,), generator=torch.Generator().manual_seed(0))
+
+
+def attnlab_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], dict]:
+    """One step of ``attnlab.train``'s own step function per call."""
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    from ..model import TinyGPT
+
+    model = TinyGPT(cfg).to(device)
+    opt = make_optimizer(model, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
+                else nullcontext())
+    counter = iter(range(10 ** 9))
+    return lambda: _train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
+
+
+def reference_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], float]:
+    """One plain training step of ReferenceGPT per call (same optimizer, clip, batches)."""
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    model = ReferenceGPT(cfg).to(device)
+    opt = make_optimizer(model, cfg)      # only needs .parameters()
+    gen = torch.Generator().manual_seed(cfg.seed)
+    counter = iter(range(10 ** 9))
+
+    def step() -> float:
+        lr = lr_at(next(counter), cfg)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        x, y = get_batch(data, cfg.block_size, cfg.batch_size, gen)
+        x, y = x.to(device), y.to(device)
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def batched_stepper(cfg: Config, R: int, data: torch.Tensor) -> Callable[[], list]:
+    """One ``train_many`` step of R runs (half unscaled, different seeds) per call."""
+    from ..batched import stacked_stepper
+
+    cfgs = [cfg.replace(scaled=bool(r % 2), seed=cfg.seed + r // 2) for r in range(R)]
+    step = stacked_stepper(cfgs, data)
+    counter = iter(range(10 ** 9))
+    return lambda: step(next(counter))
+
+
+def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int, ...] = (2, 6),
+                records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
+                device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
+                reference: bool = True, log: Callable[[str], None] | None = None) -> dict:
+    """Time training steps; returns a JSON-able dict (rows per config and variant)."""
+    dev = resolve_device(device)
+    result: dict[str, Any] = {"kind": "bench_train", "machine": machine_info(dev),
+                              "protocol": {"repeats": repeats, "warmup": warmup,
+                                           "statistic": "median over interleaved rounds",
+                                           "matmul_sizes": list(matmul_sizes)},
+                              "configs": {}}
+    rate_rounds: list[float] = []
+    mm = {n: _matmul_once(n, dev) for n in matmul_sizes}
+    for name in configs:
+        cfg = Config().replace(**CONFIGS[name], device=str(dev), max_steps=10 ** 6)
+        data = _token_stream(cfg)
+        fns: dict[str, Callable] = {}
+        runs: dict[str, int] = {}
+        meta: dict[str, dict] = {}
+        if reference:
+            fns["reference"] = reference_stepper(cfg, data)
+            runs["reference"] = 1
+            meta["reference"] = {"impl": "reference", "R": 1, "record_every": 0}
+        for rec in records:
+            key = f"attnlab record_every={rec}"
+            fns[key] = attnlab_stepper(cfg.replace(record_every=rec), data)
+            runs[key], meta[key] = 1, {"impl": "attnlab", "R": 1, "record_every": rec}
+        for R in batched:
+            for rec in records:
+                key = f"train_many R={R} record_every={rec}"
+                fns[key] = batched_stepper(cfg.replace(record_every=rec), R, data)
+                runs[key], meta[key] = R, {"impl": "train_many", "R": R, "record_every": rec}
+        for n, fn in mm.items():          # the matmul roof, measured in the same rounds
+            fns[f"matmul {n}"] = fn
+        if log:
+            log(f"bench train {name}: {len(fns)} variants x {repeats} rounds")
+        times = interleaved(fns, repeats, warmup, dev)
+        rates = {n: statistics.median([2.0 * n ** 3 / t for t in times.pop(f"matmul {n}")])
+                 for n in mm}
+        rate = max(rates.values())
+        rate_rounds.append(rate)
+        flops = train_flops(cfg)
+        tokens = cfg.batch_size * cfg.block_size
+        ref_ms = statistics.median(times["reference"]) * 1e3 if reference else None
+        rows = []
+        for key, ts in times.items():
+            ms = statistics.median(ts) * 1e3
+            R = runs[key]
+            rows.append({"variant": key, **meta[key], "ms_per_step": ms, "ms_per_run_step": ms / R,
+                         "ms_rounds": [t * 1e3 for t in ts],
+                         "vs_reference": (ms / R) / ref_ms if ref_ms else None,
+                         "tokens_per_s": R * tokens / (ms / 1e3),
+                         "gflop_per_s": R * flops / (ms / 1e3) / 1e9,
+                         "fraction_of_matmul_rate": R * flops / (ms / 1e3) / rate})
+        result["configs"][name] = {"config": cfg.to_dict(), "params": _params(cfg),
+                                   "train_flops_per_step": flops, "tokens_per_step": tokens,
+                                   "matmul_rate_flops": rate, "matmul_rates_by_size": rates,
+                                   "rows": rows}
+    result["matmul_rate_flops"] = max(rate_rounds) if rate_rounds else None
+    return result
+
+
+def _params(cfg: Config) -> int:
+    from ..model import TinyGPT
+
+    return TinyGPT(cfg).num_params()
+
+
+def machine_info(device: torch.device) -> dict:
+    info = {"device": str(device), "torch": torch.__version__, "python": platform.python_version(),
+            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+            "processor": platform.processor() or platform.machine()}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    try:
+        info["load_average"] = os.getloadavg()
+    except OSError:
+        pass
+    return info
+
+
+# ================================================================ bench attention
+def explicit_attention(q, k, v, scale: float) -> torch.Tensor:
+    """The textbook path: S = q kᵀ, mask, softmax, P v; every n x n matrix written out."""
+    n = q.shape[-2]
+    s = (q @ k.transpose(-2, -1)) * scale                  # (B, nh, n, n)
+    mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+    s = s.masked_fill(~mask, float("-inf"))
+    return s.softmax(-1) @ v                               # (B, nh, n, hs)
+
+
+def attention_methods(block_size: int) -> dict[str, Callable]:
+    from ..attention import blocked_attention
+
+    return {
+        "sdpa": lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=c),
+        "explicit": explicit_attention,
+        "blocked": lambda q, k, v, c: blocked_attention(q, k, v, causal=True, block_size=block_size,
+                                                        scale=c),
+    }
+
+
+class _PeakRSS:
+    """Highest resident set size seen while the block runs (sampled every ~0.5 ms)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self.proc = psutil.Process()
+        self.peak = 0
+
+    def __enter__(self):
+        self.base = self.proc.memory_info().rss
+        self.peak = self.base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(0.0005)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    @property
+    def delta(self) -> int:
+        return self.peak - self.base
+
+
+def _peak_bytes(fn: Callable[[], Any], device: torch.device) -> tuple[int | None, str]:
+    if device.type == "cuda":
+        _sync(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        _sync(device)
+        return torch.cuda.max_memory_allocated(device) - base, "cuda max_memory_allocated - before"
+    try:
+        with _PeakRSS() as w:
+            fn()
+        return w.delta, "peak RSS delta (psutil, sampled)"
+    except ImportError:
+        return None, "psutil missing"
+
+
+def bench_attention(n_values: tuple[int, ...] = (512, 1024, 2048, 4096, 8192), heads: int = 8,
+                    d_head: int = 64, batch: int = 1, repeats: int = 10, warmup: int = 3,
+                    budget_s: float = 60.0, block_size: int = 256, device: str = "auto",
+                    methods: tuple[str, ...] = ("sdpa", "explicit", "blocked"),
+                    log: Callable[[str], None] | None = None) -> dict:
+    """Time one causal attention forward per method and n, inside a time budget.
+
+    Before each n the time of the whole measurement (warm-up + repeats, all
+    methods) is predicted from the previous n by the n² law; the sweep stops at
+    the first n whose prediction would overrun ``budget_s``. A method whose
+    n x n matrices would not fit in free memory is skipped at that n.
+    """
+    dev = resolve_device(device)
+    fns = {m: attention_methods(block_size)[m] for m in methods}
+    scale = 1.0 / math.sqrt(d_head)
+    start = time.perf_counter()
+    rows: list[dict] = []
+    stopped = None
+    last_cost = None
+    for i, n in enumerate(n_values):
+        if last_cost is not None:
+            predicted = last_cost * (n / n_values[i - 1]) ** 2
+            if time.perf_counter() - start + predicted > budget_s:
+                stopped = (f"n={n}: predicted {predicted:.1f} s would pass the {budget_s:g} s budget "
+                           f"({time.perf_counter() - start:.1f} s used)")
+                break
+        t_n = time.perf_counter()
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(batch, heads, n, d_head, generator=g).to(dev) for _ in range(3))
+        matrix_bytes = batch * heads * n * n * 4
+        row: dict[str, Any] = {"n": n, "matrix_bytes": matrix_bytes, "ms": {}, "ms_rounds": {},
+                               "peak_bytes": {}, "skipped": {}}
+        run = {}
+        for m, fn in fns.items():
+            if m == "explicit" and 3 * matrix_bytes > _free_bytes(dev) / 2:
+                row["skipped"][m] = "three n x n float32 matrices would not fit in half the free memory"
+                continue
+            run[m] = (lambda fn=fn: fn(q, k, v, scale))
+        with torch.no_grad():
+            times = interleaved(run, repeats, warmup, dev)
+            for m, fn in run.items():
+                row["peak_bytes"][m], how = _peak_bytes(fn, dev)
+        row["memory_method"] = how if run else None
+        for m, ts in times.items():
+            row["ms"][m] = statistics.median(ts) * 1e3
+            row["ms_rounds"][m] = [t * 1e3 for t in ts]
+        rows.append(row)
+        last_cost = time.perf_counter() - t_n
+        if log:
+            log(f"bench attention n={n}: " + ", ".join(f"{m} {ms:.2f} ms" for m, ms in row["ms"].items())
+                + f" ({last_cost:.1f} s)")
+        del q, k, v
+    return {"kind": "bench_attention", "machine": machine_info(dev),
+            "protocol": {"heads": heads, "d_head": d_head, "batch": batch, "causal": True,
+                         "dtype": "float32", "warmup": warmup, "repeats": repeats,
+                         "statistic": "median over interleaved rounds", "block_size": block_size,
+                         "budget_s": budget_s,
+                         "memory": ("CUDA: torch.cuda.max_memory_allocated minus memory allocated "
+                                    "before the call. CPU: peak resident set size during one call "
+                                    "minus RSS before it, sampled by a psutil thread every ~0.5 ms "
+                                    "(tracemalloc does not see torch's allocator); matrix_bytes is "
+                                    "the theoretical size of one float32 n x n score tensor for all "
+                                    "heads.")},
+            "rows": rows, "stopped": stopped, "book": book_timing()}
+
+
+def _free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        import psutil
+
+        return psutil.virtual_memory().available
+    except ImportError:
+        return 8 * 2 ** 30
+
+
+def book_timing() -> dict:
+    """The chapter's RTX A6000 table (§1.14.2) from the packaged reference values."""
+    import json
+    from importlib.resources import files
+
+    data = json.loads(files("attnlab").joinpath("data/reference_values.json").read_text("utf-8"))
+    return data["sdpa_timing_rtx_a6000_1_14_2"]
+
+
+def plot_attention(result: dict, path: str | Path) -> Path:
+    """Log-log ms vs n per method, an O(n²) line and the book's A6000 SDPA numbers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    rows = result["rows"]
+    styles = {"sdpa": "o-", "explicit": "s-", "blocked": "^-"}
+    for m in ("sdpa", "explicit", "blocked"):
+        pts = [(r["n"], r["ms"][m]) for r in rows if m in r["ms"]]
+        if pts:
+            ax.plot(*zip(*pts), styles[m], label=f"{m} ({result['machine']['device']})")
+    book = result["book"]
+    ax.plot(book["n"], book["ms"], "k--", marker="x", label="SDPA, RTX A6000 (book §1.14.2)")
+    anchor = next(((r["n"], r["ms"]["sdpa"]) for r in rows if "sdpa" in r["ms"]), None)
+    if anchor:
+        ns = [anchor[0] * 2 ** i for i in range(0, 1 + int(math.log2(max(book["n"]) / anchor[0])))]
+        ax.plot(ns, [anchor[1] * (x / anchor[0]) ** 2 for x in ns], ":", color="gray",
+                label="O(n²) from the first sdpa point")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("ms per forward (median)")
+    p = result["protocol"]
+    ax.set_title(f"causal attention, {p['heads']} heads, d_head {p['d_head']}, float32")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+# ============================================================================ CLI
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="speed: training steps and attention / 速度测量")
+    sub = p.add_subparsers(dest="bench_cmd", required=True)
+
+    t = sub.add_parser("train", help="ms/step, tokens/s and GFLOP/s of training steps")
+    t.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    t.add_argument("--batched", nargs="*", type=int, default=[2, 6], metavar="R",
+                   help="train_many stack sizes to time (default 2 6; none: --batched)")
+    t.add_argument("--records", nargs="+", type=int, default=[1, 0], metavar="N",
+                   help="record_every values (default 1 0)")
+    t.add_argument("--repeats", type=int, default=5, help="interleaved rounds (median reported)")
+    t.add_argument("--warmup", type=int, default=2, help="untimed steps per variant first")
+    t.add_argument("--no-reference", action="store_true")
+    t.add_argument("--matmul-sizes", nargs="+", type=int, default=[1024, 2048])
+    t.add_argument("--device", default="auto")
+    t.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's choice; 1 on a busy shared machine)")
+    t.add_argument("--json", default=None, metavar="PATH", help="also write the result as JSON")
+    t.set_defaults(func=cmd_bench_train)
+
+    a = sub.add_parser("attention", help="SDPA vs explicit vs blocked attention over n (§1.14.2)")
+    a.add_argument("--n", nargs="+", type=int, default=[512, 1024, 2048, 4096, 8192])
+    a.add_argument("--heads", type=int, default=8)
+    a.add_argument("--d-head", type=int, default=64)
+    a.add_argument("--repeats", type=int, default=10)
+    a.add_argument("--warmup", type=int, default=3)
+    a.add_argument("--budget", type=float, default=60.0, help="seconds for the whole sweep (default 60)")
+    a.add_argument("--block-size", type=int, default=256, help="key block of blocked_attention")
+    a.add_argument("--methods", nargs="+", choices=["sdpa", "explicit", "blocked"],
+                   default=["sdpa", "explicit", "blocked"])
+    a.add_argument("--device", default="auto")
+    a.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    a.add_argument("--figure", default="figures/bench_attention.png")
+    a.add_argument("--json", default=None, metavar="PATH")
+    a.set_defaults(func=cmd_bench_attention)
+
+
+def _log(msg: str) -> None:
+    print(f"attnlab: {msg}", flush=True)
+
+
+def _threads(args) -> None:
+    # On a CPU shared with other jobs, OpenMP workers that wait on each other
+    # can make 2 threads 10-20x slower than 1; the JSON records the count used.
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+
+def cmd_bench_train(args) -> int:
+    _threads(args)
+    result = bench_train(tuple(args.configs), tuple(args.batched), tuple(args.records),
+                         args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
+                         reference=not args.no_reference, log=_log)
+    print(format_train(result))
+    if args.json:
+        print(f"wrote {write_json(args.json, result)}")
+    return 0
+
+
+def format_train(result: dict) -> str:
+    m = result["machine"]
+    lines = [f"device {m['device']}, {m['threads']} threads, torch {m['torch']}; "
+             f"median of {result['protocol']['repeats']} interleaved rounds"]
+    for name, c in result["configs"].items():
+        cfg = c["config"]
+        lines.append("")
+        lines.append(f"{name}: d_model {cfg['d_model']}, n_head {cfg['n_head']}, {c['params']:,} params, "
+                     f"{c['train_flops_per_step'] / 1e9:.2f} GFLOP/step, "
+                     f"matmul roof {c['matmul_rate_flops'] / 1e9:.1f} GFLOP/s")
+        lines.append(f"  {'variant':<32}{'ms/step':>9}{'ms/run':>9}{'x ref':>7}"
+                     f"{'tokens/s':>10}{'GFLOP/s':>9}{'% roof':>8}")
+        for r in c["rows"]:
+            ratio = f"{r['vs_reference']:.2f}" if r["vs_reference"] else "-"
+            lines.append(f"  {r['variant']:<32}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
+                         f"{ratio:>7}{r['tokens_per_s']:>10,.0f}{r['gflop_per_s']:>9.1f}"
+                         f"{100 * r['fraction_of_matmul_rate']:>7.0f}%")
+    return "\n".join(lines)
+
+
+def cmd_bench_attention(args) -> int:
+    _threads(args)
+    result = bench_attention(tuple(args.n), args.heads, args.d_head, repeats=args.repeats,
+                             warmup=args.warmup, budget_s=args.budget, block_size=args.block_size,
+                             device=args.device, methods=tuple(args.methods), log=_log)
+    print(format_attention(result))
+    if args.figure:
+        print(f"wrote {plot_attention(result, args.figure)}")
+    if args.json:
+        print(f"wrote {write_json(args.json, result)}")
+    return 0
+
+
+def format_attention(result: dict) -> str:
+    p, m = result["protocol"], result["machine"]
+    book = dict(zip(result["book"]["n"], result["book"]["ms"]))
+    methods = [k for k in ("sdpa", "explicit", "blocked") if any(k in r["ms"] for r in result["rows"])]
+    lines = [f"causal attention forward, batch {p['batch']}, {p['heads']} heads, d_head {p['d_head']}, "
+             f"float32, device {m['device']}; median of {p['repeats']} after {p['warmup']} warm-up"]
+    head = f"{'n':>6}" + "".join(f"{k + ' ms':>13}" for k in methods) + f"{'sdpa x512':>10}" \
+        + f"{'n x n MB':>10}" + "".join(f"{k + ' peak MB':>17}" for k in methods) + f"{'A6000 ms':>10}"
+    lines.append(head)
+    first = next((r["ms"].get("sdpa") for r in result["rows"]), None)
+    for r in result["rows"]:
+        cells = "".join(f"{r['ms'][k]:>13.2f}" if k in r["ms"] else f"{'skipped':>13}" for k in methods)
+        rel = f"{r['ms']['sdpa'] / first:>9.1f}x" if first and "sdpa" in r["ms"] else f"{'-':>10}"
+        peaks = "".join(f"{r['peak_bytes'][k] / 1e6:>17.1f}" if r["peak_bytes"].get(k) is not None
+                        else f"{'-':>17}" for k in methods)
+        lines.append(f"{r['n']:>6}{cells}{rel}{r['matrix_bytes'] / 1e6:>10.1f}{peaks}"
+                     f"{book.get(r['n'], float('nan')):>10.3f}")
+    if result["stopped"]:
+        lines.append(f"stopped: {result['stopped']}")
+    lines.append("memory: " + (result["rows"][0]["memory_method"] or "-") if result["rows"] else "")
+    return "\n".join(lines)
