@@ -1,0 +1,65 @@
+"""The §1.13.4 ablation checklist: one change at a time, same seed and batches."""
+import json
+
+import pytest
+import torch
+
+from attnlab import Config, train
+from attnlab.cli import main
+from attnlab.experiments.ablate import CHANGES, checklist_table, run
+from attnlab.experiments.common import ExperimentError
+
+from conftest import SAMPLE_TEXT
+
+CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=8,
+             warmup=3, eval_batches=2, record_every=0, device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run ~10x faster on one thread than on two when the CPU is shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_checklist_rows_and_deltas():
+    r = run(SAMPLE_TEXT, CFG)
+    rows = r["rows"]
+    assert list(rows) == list(CHANGES)
+    assert rows["baseline"]["delta_val_loss"] == 0.0
+    _, _, hist = train(SAMPLE_TEXT, CFG)                  # the baseline is a plain run
+    assert rows["baseline"]["val_loss_end"] == hist.val[-1][1]
+    for name, row in rows.items():
+        assert row["diverged"] is False and row["delta_val_loss"] == pytest.approx(
+            row["val_loss_end"] - rows["baseline"]["val_loss_end"])
+    assert rows["untied"]["params"] == rows["baseline"]["params"] + CFG.vocab_size * CFG.d_model
+    # warmup and clipping change nothing before they act: the first loss is the same
+    assert rows["no_warmup"]["loss_start"] == rows["baseline"]["loss_start"]
+    assert "去掉残差 / no residual" in checklist_table(r)
+
+
+def test_divergence_is_reported():
+    r = run(SAMPLE_TEXT, CFG.replace(lr=1e9, warmup=0, max_steps=10), changes=["no_clipping"])
+    row = r["rows"]["no_clipping"]
+    assert row["diverged"] and row["delta_val_loss"] is None
+
+
+def test_unknown_change():
+    with pytest.raises(ExperimentError, match="unknown change"):
+        run(SAMPLE_TEXT, CFG, changes=["no_attention"])
+
+
+def test_cli_ablate(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(SAMPLE_TEXT, encoding="utf-8")
+    out = tmp_path / "a.json"
+    args = ["ablate", "--corpus", str(corpus), "--steps", "3", "--only", "no_positions", "--out", str(out)]
+    for kv in ("n_layer=1", "n_head=2", "d_model=16", "block_size=16", "vocab_size=60", "batch_size=4",
+               "device=cpu", "eval_batches=1"):
+        args += ["--set", kv]
+    assert main(args) == 0
+    assert "Δ val" in capsys.readouterr().out
+    assert set(json.loads(out.read_text(encoding="utf-8"))["rows"]) == {"baseline", "no_positions"}
+    assert main(["ablate", "--only", "typo", "--steps", "1"]) == 2
