@@ -212,16 +212,15 @@ def test_cuda_training_matches_cpu(text, tiny_cfg):
         assert_same_run(hist, single, loss_tol=1e-4, diag_rtol=1e-3)
 
 
-@needs_cuda
-def test_cuda_bf16_autocast_runs_close_to_fp32(text, tiny_cfg):
-    """bf16 autocast keeps softmax and the loss in float32 (§1.17.5): diagnostics
-    stay finite and step-0 losses agree with fp32 to bf16 rounding (~1e-2)."""
-    cfgs = [tiny_cfg.replace(max_steps=4, device="cuda", dtype="bf16", scaled=s)
-            for s in (False, True)]
+def test_bf16_autocast_matches_train(text, cfg):
+    """bf16 autocast (CPU or CUDA) keeps softmax and the loss in float32 (§1.17.5).
+    bf16 rounding flips amplify the reordering differences, hence 1e-3; against
+    fp32 the losses agree to bf16 precision (~1e-2)."""
+    cfgs = [cfg.replace(max_steps=6, dtype="bf16", scaled=s) for s in (False, True)]
     for c, (_, _, hist) in zip(cfgs, train_many(text, cfgs)):
-        _, _, ref = train(text, c.replace(dtype="fp32"))
         _, _, single = train(text, c)
-        assert hist.records[0]["loss"] == pytest.approx(ref.records[0]["loss"], abs=2e-2)
-        assert_same_run(hist, single, loss_tol=2e-2, diag_rtol=5e-2)
+        _, _, fp32 = train(text, c.replace(dtype="fp32"))
+        assert_same_run(hist, single, loss_tol=1e-3, diag_rtol=1e-2)
+        assert hist.records[0]["loss"] == pytest.approx(fp32.records[0]["loss"], abs=2e-2)
         assert all(math.isfinite(v) for r in hist.records for layer in r["layers"]
                    for v in layer.values())

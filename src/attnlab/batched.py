@@ -130,8 +130,15 @@ def _fast(q: Tensor, k: Tensor, v: Tensor, R: int, B: int, scales: Tensor,
     queries are multiplied by its own scale first and SDPA is called with 1."""
     if len(scale_groups) == 1:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale_groups[0][0])
-    q = (q.view(R, B, *q.shape[1:]) * scales.view(R, 1, 1, 1, 1).to(q.dtype)).view(q.shape)
+    q = _times(q.view(R, B, *q.shape[1:]), scales.view(R, 1, 1, 1, 1)).view(q.shape)
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
+
+
+def _times(t: Tensor, s: Tensor) -> Tensor:
+    """t * per-run scale s (float32), computed in float32 and rounded once to
+    t's dtype, as ``t * python_float`` is: under bf16 autocast the scale itself
+    must not be rounded to bf16."""
+    return t * s if t.dtype == s.dtype else (t.float() * s).to(t.dtype)
 
 
 def _explicit(q: Tensor, k: Tensor, v: Tensor, cfg: Config, R: int, B: int, scales: Tensor,
@@ -144,7 +151,7 @@ def _explicit(q: Tensor, k: Tensor, v: Tensor, cfg: Config, R: int, B: int, scal
     if bug == "divide_by_d_k":
         scores = scores / hs
     elif bug != "scale_after_softmax":
-        scores = (scores.view(R, B, *scores.shape[1:]) * s5.to(scores.dtype)).view(scores.shape)
+        scores = _times(scores.view(R, B, *scores.shape[1:]), s5).view(scores.shape)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     mask = _causal_mask(T, T, q.device)
     if bug == "mask_zero":
@@ -157,7 +164,7 @@ def _explicit(q: Tensor, k: Tensor, v: Tensor, cfg: Config, R: int, B: int, scal
     else:
         p = masked.softmax(-1)
     if bug == "scale_after_softmax":                       # scale is 1 for unscaled runs
-        p = (p.view(R, B, *p.shape[1:]) * s5.to(p.dtype)).view(p.shape)
+        p = _times(p.view(R, B, *p.shape[1:]), s5).view(p.shape)
     diag = None
     if record:
         with torch.no_grad():

@@ -187,8 +187,13 @@ def batched_stepper(cfg: Config, R: int, data: torch.Tensor) -> Callable[[], lis
 def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int, ...] = (2, 6),
                 records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
                 device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
-                reference: bool = True, log: Callable[[str], None] | None = None) -> dict:
-    """Time training steps; returns a JSON-able dict (rows per config and variant)."""
+                reference: bool = True, overrides: tuple[str, ...] = (),
+                log: Callable[[str], None] | None = None) -> dict:
+    """Time training steps; returns a JSON-able dict (rows per config and variant).
+
+    overrides: ``key=value`` strings applied to every config (the CLI's --set),
+    e.g. to shrink the models in tests.
+    """
     dev = resolve_device(device)
     result: dict[str, Any] = {"kind": "bench_train", "machine": machine_info(dev),
                               "protocol": {"repeats": repeats, "warmup": warmup,
@@ -198,7 +203,8 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int,
     rate_rounds: list[float] = []
     mm = {n: _matmul_once(n, dev) for n in matmul_sizes}
     for name in configs:
-        cfg = Config().replace(**CONFIGS[name], device=str(dev), max_steps=10 ** 6)
+        base = Config().replace(**CONFIGS[name], device=str(dev), max_steps=10 ** 6)
+        cfg = Config.from_overrides(list(overrides), base)
         data = _token_stream(cfg)
         fns: dict[str, Callable] = {}
         runs: dict[str, int] = {}
@@ -473,6 +479,8 @@ def add_parser(subparsers) -> None:
     t.add_argument("--repeats", type=int, default=5, help="interleaved rounds (median reported)")
     t.add_argument("--warmup", type=int, default=2, help="untimed steps per variant first")
     t.add_argument("--no-reference", action="store_true")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a Config field of every timed model, e.g. --set batch_size=8")
     t.add_argument("--matmul-sizes", nargs="+", type=int, default=[1024, 2048])
     t.add_argument("--device", default="auto")
     t.add_argument("--threads", type=int, default=None,
@@ -512,7 +520,7 @@ def cmd_bench_train(args) -> int:
     _threads(args)
     result = bench_train(tuple(args.configs), tuple(args.batched), tuple(args.records),
                          args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
-                         reference=not args.no_reference, log=_log)
+                         reference=not args.no_reference, overrides=tuple(args.overrides), log=_log)
     print(format_train(result))
     if args.json:
         print(f"wrote {write_json(args.json, result)}")
