@@ -114,9 +114,13 @@ def test_interrupted_train_many_resumes_bit_for_bit(tmp_path, text, cfg):
     assert len((cut[0] / "metrics.jsonl").read_text().splitlines()) == 7
     resumed = train_many(text, cfgs, out_dirs=cut, resume=True)
     for (m_full, _, h_full), (m_res, _, h_res), d in zip(full, resumed, cut):
-        assert h_res.records == h_full.records
-        for (n, a), (_, b) in zip(m_full.state_dict().items(), m_res.state_dict().items()):
-            assert torch.equal(a, b), n
+        if DEVICE == "cpu":
+            assert h_res.records == h_full.records
+            for (n, a), (_, b) in zip(m_full.state_dict().items(), m_res.state_dict().items()):
+                assert torch.equal(a, b), n
+        else:   # CUDA attention backward kernels add with atomics: not reproducible bit for bit
+            assert_same_run(h_res, h_full)
+            assert_same_weights(m_res, m_full)
         assert len((d / "metrics.jsonl").read_text().splitlines()) == cfg.max_steps
         assert (d / "summary.json").is_file() and (d / "config.json").is_file()
 

@@ -1,9 +1,12 @@
 """Several same-shape training runs trained together as one stacked model.
 
 The case study trains pairs that differ only in ``scaled`` (and in ``seed``
-across repeats). Trained one after another, each small run leaves the machine
-mostly idle between tiny kernels; stacked, R runs become one model whose every
-weight has a leading run axis R and whose matmuls are batched (``torch.bmm``)::
+across repeats). Trained one after another, each small run leaves a GPU mostly
+idle between tiny kernels; stacked, R runs become one model whose every weight
+has a leading run axis R and whose matmuls are batched (``torch.bmm``), so R
+runs cost about as many kernel launches as one. (A CPU's matmuls are already
+compute-bound at this size: there stacking gains little, see ``attnlab bench
+train``.)::
 
     weight of one run (out, in)  ->  stacked weight (R, out, in)
     activations (B, T, C)        ->  (R, B*T, C), attention on (R*B, nh, T, hs)
@@ -15,9 +18,13 @@ gradient-clipping coefficient, diagnostics and ``History``. The loss that is
 back-propagated is the *sum* over runs of each run's mean cross-entropy, so the
 gradient reaching run r's slice is run r's own gradient; AdamW and clipping are
 elementwise per run. The result is the same training, not an approximation:
-``tests/test_batched.py`` checks it against separate ``train`` runs. It is not
-bit for bit the same, because a batched matmul may add up its products in a
-different order than the single-run matmul (differences of ~1e-7 per step).
+``tests/test_batched.py`` checks it against separate
+``train`` runs. It is not bit for bit the same: a batched matmul may add up its
+products in another order than the single-run matmul, the per-run mean losses
+come from one cross-entropy call over all runs, and when runs of different
+scales share one SDPA call the queries are pre-multiplied by each run's scale
+(SDPA takes a single float). Each of these moves a float32 result by an ulp or
+so; over 12 steps the losses of the tests stay within 5e-7 of ``train``.
 
 Checkpoints are written per run in ``train``'s own format (``ckpt.pt`` with the
 optimizer state sliced per run), so ``train(..., resume=True)`` can continue a
@@ -26,17 +33,19 @@ them bit for bit.
 
 Why a hand-written stacked forward rather than ``torch.func.vmap`` over
 ``functional_call(TinyGPT)``: the scale factor differs per run, which vmap
-cannot pass as the Python float the model uses, and the diagnostics read
-``.tolist()`` inside the forward, which vmap forbids; the explicit batched
-matmuls are also as fast or faster on CPU (see ``attnlab bench train``). The
-forward below mirrors ``attnlab.model`` line by line, variants included.
+cannot pass as the Python float the model uses; the diagnostics call
+``.tolist()`` inside the forward, which vmap forbids; and on CPU vmap has no
+batching rule for SDPA, so it loops over runs there. Measured on the shared
+2-core development CPU (forward + backward of the book model, R = 2 / 6):
+bmm 1114 / 2174 ms, vmap 927 / 2199 ms, a difference within that machine's
+noise. The forward below mirrors ``attnlab.model`` line by line, variants
+(positions, norms, QK-norm, GQA, injected bugs) included.
 """
 from __future__ import annotations
 
 import json
 import math
 from contextlib import nullcontext
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -273,8 +282,8 @@ def clip_per_run(params: dict[str, Tensor], max_norm: float) -> Tensor:
 class _Run:
     """One run's own state while it trains inside a stack."""
 
-    def __init__(self, i: int, cfg: Config, out: Path | None, tok: CharTokenizer,
-                 train_ids: Tensor, val_ids: Tensor, device: torch.device, callbacks: list):
+    def __init__(self, i: int, cfg: Config, out: Path | None, train_ids: Tensor,
+                 val_ids: Tensor, device: torch.device, callbacks: list):
         self.i, self.cfg, self.out, self.callbacks = i, cfg, out, callbacks
         self.ckpt_path = out / "ckpt.pt" if out else None
         self.train_ids = train_ids
@@ -464,7 +473,7 @@ def train_many(text: str, cfgs: Sequence[Config], *, out_dirs: Sequence[str | Pa
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     train_ids, val_ids = split_data(ids, cfg0)
 
-    runs = [_Run(r, cfg, outs[r], tok, train_ids, val_ids, device, cb_lists[r])
+    runs = [_Run(r, cfg, outs[r], train_ids, val_ids, device, cb_lists[r])
             for r, cfg in enumerate(cfgs)]
     for run, payload in zip(runs, payloads):
         if payload is not None:
@@ -634,7 +643,7 @@ def stacked_stepper(cfgs: Sequence[Config], train_ids: Tensor) -> Callable[[int]
     cfgs = list(cfgs)
     check_stackable(cfgs)
     device = resolve_device(cfgs[0].device)
-    runs = [_Run(r, c, None, None, train_ids, train_ids, device, []) for r, c in enumerate(cfgs)]
+    runs = [_Run(r, c, None, train_ids, train_ids, device, []) for r, c in enumerate(cfgs)]
     stack = _Stack(runs, device)
     cfg = cfgs[0]
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
