@@ -26,22 +26,22 @@ def weight_entropy(p: Tensor, n_valid: Tensor | int) -> Tensor:
 def jacobian_frobenius(p: Tensor) -> Tensor:
     """Frobenius norm of the softmax Jacobian J = diag(p) - p pᵀ for each row.
 
-    ||J||² = Σ_i p_i²(1 - p_i)² + Σ_i p_i² Σ_{j≠i} p_j², O(T) per row, never
-    building the T×T Jacobian. Near saturation (one p_m ≈ 1) the naive forms
-    (Σp² - 2Σp³ + (Σp²)²) cancel catastrophically, exactly where the case study
-    needs the number (||J|| ~ 1e-4). So the dominant entry's "1 - p_m" and
-    "Σ_{j≠m} p_j²" are summed from the other entries instead of subtracted.
+    ||J||² = Σ_i p_i²(1 - p_i)² + Σ_i p_i² Σ_{j≠i} p_j² = Σ_i p_i² (1 - 2p_i + Σ_j p_j²),
+    O(T) per row, never building the T×T Jacobian. Near saturation (one p_m ≈ 1)
+    the naive form Σp² - 2Σp³ + (Σp²)² cancels catastrophically, exactly where
+    the case study needs the number (||J|| ~ 1e-4). So the dominant entry is
+    split off: with o the row without p_m, r1 = Σo (= 1 - p_m) and r2 = Σo²,
+        ||J||² = (1 + p_m² + r2) r2 - 2 Σo³ + p_m² (r1² + r2),
+    where every term is summed from small numbers instead of subtracted from 1.
     """
-    m = p.argmax(-1, keepdim=True)
-    pm = p.gather(-1, m).squeeze(-1)                 # dominant weight of each row
-    others = p.scatter(-1, m, 0.0)                   # the row without it
+    pm, m = p.max(-1, keepdim=True)
+    others = p.scatter(-1, m, 0.0)                   # the row without its dominant weight
     o2 = others * others
-    rest1 = others.sum(-1)                           # 1 - p_m, without cancellation
-    rest2 = o2.sum(-1)                               # Σ_{j≠m} p_j²
-    s2 = rest2 + pm * pm                             # Σ p²
-    diag_part = (o2 * (1 - others).square()).sum(-1) + (pm * rest1).square()
-    off_part = (o2 * (s2.unsqueeze(-1) - o2)).sum(-1) + pm * pm * rest2
-    return (diag_part + off_part).sqrt()
+    r1 = others.sum(-1)
+    r2 = o2.sum(-1)
+    o3 = (o2 * others).sum(-1)
+    pm2 = pm.squeeze(-1) ** 2
+    return ((1 + pm2 + r2) * r2 - 2 * o3 + pm2 * (r1 * r1 + r2)).clamp_min(0).sqrt()
 
 
 def jacobian_frobenius_explicit(p: Tensor) -> Tensor:
