@@ -95,3 +95,38 @@ def test_divergence_is_reported_not_raised(text, tiny_cfg):
     cfg = tiny_cfg.replace(lr=1e9, grad_clip=0.0, max_steps=20, warmup=0)
     _, _, hist = train(text, cfg)
     assert hist.diverged_at is not None and hist.diverged_at < 20
+
+
+def test_atomic_writes_leave_no_temp_files_and_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    from attnlab.io import write_json
+
+    path = write_json(tmp_path / "r.json", {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    mode = stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    from attnlab.io import write_json
+
+    path = write_json(tmp_path / "r.json", {"a": 1})
+    with pytest.raises(TypeError):
+        write_json(path, {"bad": object()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path):
+    from attnlab.io import save_torch
+
+    path = save_torch(tmp_path / "ckpt.pt", {"step": 1})
+    with pytest.raises(Exception):
+        save_torch(path, {"step": 2, "unpicklable": lambda: 0})   # fails halfway through pickling
+    assert torch.load(path, weights_only=True) == {"step": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]

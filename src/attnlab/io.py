@@ -21,6 +21,7 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())     # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -29,6 +30,12 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
             pass
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path, text: str) -> Path:
