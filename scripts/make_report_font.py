@@ -1,5 +1,6 @@
 """Cut Noto Sans CJK TC down to what the figures need: every character of the
-shipped corpus, the Chinese of the figure and report labels, and ASCII.
+shipped corpus, GB 2312 (common simplified Chinese), the Chinese of the figure
+and report labels, and ASCII.
 
 The figures must show Chinese on a machine with no CJK font, so the package
 ships this subset (SIL Open Font License, text beside the font). Traditional
@@ -21,14 +22,53 @@ SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 OUT = ROOT / "src" / "attnlab" / "report" / "fonts" / "NotoSansCJKtc-subset.otf"
 
 
+def gb2312_chars() -> set[str]:
+    """The 6,763 hanzi and the symbols of GB 2312, so text typed in simplified
+    Chinese (床前明月光) renders too, not only the traditional corpus (牀)."""
+    out = set()
+    for hi in range(0xA1, 0xF8):
+        for lo in range(0xA1, 0xFF):
+            try:
+                out.add(bytes([hi, lo]).decode("gb2312"))
+            except UnicodeDecodeError:
+                pass
+    return out
+
+
 def wanted_chars() -> str:
     chars = set((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
-    for folder in ("src/attnlab/report", "src/attnlab/experiments"):
-        for p in (ROOT / folder).glob("*.py"):
-            chars |= set(p.read_text(encoding="utf-8"))
+    for p in (ROOT / "src" / "attnlab").rglob("*.py"):    # every label, title and message
+        chars |= set(p.read_text(encoding="utf-8"))
+    chars |= gb2312_chars()                                # what readers type: simplified Chinese
     chars |= {chr(c) for c in range(0x20, 0x7F)}
     chars |= set("—–−×·…√∞←→‖²³Σ≈≤≥「」（）：；，。、！？“”‘’①②③④⑤")
     return "".join(sorted(c for c in chars if c.isprintable()))
+
+
+FAMILY = "Attnlab CJK TC"
+
+
+def rename_family(path: Path, family: str) -> None:
+    """Give the subset its own family name, so matplotlib never confuses it with a
+    full Noto Sans CJK installed on the machine (and its missing glyphs show up
+    in tests instead of being silently filled in by the system font)."""
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(str(path))
+    for rec in font["name"].names:
+        if rec.nameID in (1, 16):
+            rec.string = family
+        elif rec.nameID in (4,):
+            rec.string = f"{family} Regular"
+        elif rec.nameID == 6:
+            rec.string = family.replace(" ", "") + "-Regular"
+    if "CFF " in font:
+        cff = font["CFF "].cff
+        cff.fontNames = [family.replace(" ", "") + "-Regular"]
+        top = cff.topDictIndex[0]
+        top.FamilyName = family
+        top.FullName = f"{family} Regular"
+    font.save(str(path))
 
 
 def main() -> int:
@@ -40,6 +80,7 @@ def main() -> int:
     subset.main([str(SOURCE), f"--font-number={names.index('Noto Sans CJK TC')}",
                  f"--text={wanted_chars()}", f"--output-file={OUT}", "--no-hinting",
                  "--desubroutinize", "--layout-features=", "--name-IDs=0,1,2,3,4,5,6,7,13,14"])
+    rename_family(OUT, FAMILY)
     print(f"wrote {OUT} ({OUT.stat().st_size // 1024} KiB)")
     return 0
 

@@ -494,13 +494,13 @@ def cmd_case(args) -> int:
                       progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))
     paths = build_report(result, out)
     failed = [c for c in result["claims"] if not c["pass"]]
-    print(f"claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
+    print(f"论断 / claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
     for c in failed:
         print(f"  FAIL {c['section']} {c['id']}: {c['statement']} (measured {c['measured']}, expected {c['expected']})")
     t = result["timings"]
-    print(f"training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x floor "
+    print(f"训练耗时 / training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x 算力下限 / floor "
           f"({t['train_flops'] / 1e12:.1f} TFLOP at {t['matmul_rate_flops_per_s'] / 1e9:.0f} GFLOP/s)")
-    print("results: " + ", ".join(str(p) for p in [out / "data" / "ch1_case.json", *paths]))
+    print("结果 / results: " + ", ".join(str(p) for p in [out / "data" / "ch1_case.json", *paths]))
     return 0
 
 

@@ -1,0 +1,35 @@
+"""Chinese in figures renders from the shipped font alone, on any machine."""
+from pathlib import Path
+
+from matplotlib import font_manager
+
+from attnlab.report.fonts import FONT_FILE, missing_glyphs, use_cjk_font
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
+FIGURE_MODULES = ["report/figures.py", "experiments/plots.py", "experiments/sweep.py",
+                  "experiments/heads.py", "experiments/failures.py"]
+
+
+def test_every_label_character_is_in_the_shipped_font():
+    text = "".join((SRC / m).read_text(encoding="utf-8") for m in FIGURE_MODULES)
+    wanted = "".join(c for c in text if ord(c) > 127 and c.isprintable())
+    assert missing_glyphs(wanted) == set()
+
+
+def test_the_corpus_is_covered():
+    corpus = (SRC.parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+    missing = missing_glyphs(corpus)
+    # Noto Sans CJK itself lacks a few CJK Extension B characters (rare, never in the vocabulary)
+    assert all(ord(c) > 0xFFFF for c in missing) and len(missing) < 20
+
+
+def test_matplotlib_uses_the_shipped_file_not_a_system_font():
+    name = use_cjk_font()
+    assert name == "Attnlab CJK TC"      # its own family name: no system font can stand in
+    found = font_manager.findfont(font_manager.FontProperties(family=name), fallback_to_default=False)
+    assert Path(found).resolve() == FONT_FILE.resolve()
+    assert (FONT_FILE.parent / "OFL.txt").is_file()
+
+
+def test_simplified_text_typed_by_readers_renders():
+    assert missing_glyphs("床前明月光，疑是地上霜。举头望明月，低头思故乡。权重熵 雅可比范数") == set()
