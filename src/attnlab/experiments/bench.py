@@ -419,11 +419,9 @@ def _free_bytes(device: torch.device) -> int:
 
 def book_timing() -> dict:
     """The chapter's RTX A6000 table (§1.14.2) from the packaged reference values."""
-    import json
-    from importlib.resources import files
+    from ..book import book_values
 
-    data = json.loads(files("attnlab").joinpath("data/reference_values.json").read_text("utf-8"))
-    return data["sdpa_timing_rtx_a6000_1_14_2"]
+    return book_values("sdpa_timing_rtx_a6000_1_14_2")
 
 
 def plot_attention(result: dict, path: str | Path) -> Path:

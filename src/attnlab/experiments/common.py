@@ -22,6 +22,7 @@ from ..errors import AttnlabError, CheckpointError
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from ..train import get_batch, split_data
+from ..book import book_values  # noqa: F401  (re-exported for the experiments)
 
 # Fields that decide what the model computes; two configs equal on these have
 # the same architecture (training length, seed and device may differ).
@@ -143,11 +144,3 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: 
     for r in body:
         lines.append("  ".join(_pad(c, w, i > 0) for i, (c, w) in enumerate(zip(r, widths))))
     return "\n".join(lines)
-
-
-def book_values(key: str) -> dict:
-    """A table of the book, from the repo copy of reference_values.json."""
-    import json
-
-    path = Path(__file__).resolve().parents[1] / "data" / "reference_values.json"
-    return json.loads(path.read_text(encoding="utf-8"))[key]

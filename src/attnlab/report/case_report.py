@@ -7,21 +7,14 @@ Markdown and as a self-contained HTML page. The report is a list of blocks
 from __future__ import annotations
 
 import html
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from ..book import book_values
 from ..io import write_text
 from .figures import case_figures
 from .fonts import FONT_FILE
-
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_values.json"
-
-
-def book_values() -> dict:
-    return json.loads(REFERENCE.read_text(encoding="utf-8"))
-
 
 def verdict(book: float | None, ours: float | None) -> str:
     """Within 10 % → matches; within ×3 → same order; else differs."""
