@@ -51,7 +51,12 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
 
     ``expect``: if given, the checkpoint's model shape must match it.
     """
-    payload = read_checkpoint(path, map_location=device)
+    return from_payload(read_checkpoint(path, map_location=device), path, device, expect)
+
+
+def from_payload(payload: dict, path: str | Path, device: str | torch.device = "cpu",
+                 expect: Config | None = None) -> tuple[TinyGPT, CharTokenizer, Config]:
+    """(model, tokenizer, config) from a checkpoint already read with ``read_checkpoint``."""
     try:
         cfg = Config.from_dict(payload["config"])
     except (ConfigError, TypeError, KeyError) as e:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..checkpoint import config_diff, load_checkpoint, read_checkpoint
+from ..checkpoint import config_diff, from_payload, read_checkpoint
 from ..config import Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
 from ..errors import AttnlabError, CheckpointError
@@ -184,7 +184,7 @@ def _finished(run_dir: Path, cfg: Config):
     history = History.from_dict(payload["history"])
     if len(history.records) < cfg.max_steps and history.diverged_at is None:
         return None
-    model, tok, _ = load_checkpoint(run_dir / "ckpt.pt")
+    model, tok, _ = from_payload(payload, run_dir / "ckpt.pt")    # the file is read once
     return model, tok, history
 
 
