@@ -62,3 +62,55 @@ def test_summary_and_head_metrics_on_known_patterns():
     assert torch.allclose(hm["entropy"], torch.tensor([0.0, 0.0]))
     s = pattern_summary(torch.zeros(1, 2, T, T), p, torch.ones(1, 2, T, 4), torch.ones(1, 2, T, 4))
     assert s["jacobian_fro"].item() == 0.0 and s["weight_entropy"].item() == 0.0
+
+
+def _book_summary(scores, p, q, k):
+    """The chapter's definitions written plainly (§1.19.3): slow, obvious, float64."""
+    scores, p = scores.double(), p.double()
+    T = p.shape[-1]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    rows = p[..., 1:, :]
+    n = torch.arange(2, T + 1, dtype=torch.float64)
+    ent = -(rows * rows.clamp_min(1e-12).log()).sum(-1) / n.log()
+    lg = scores[causal.expand_as(scores)]
+    return {"weight_entropy": ent.mean(), "jacobian_fro": jacobian_frobenius_explicit(rows).mean(),
+            "logit_std": lg.std(), "logit_absmax": lg.abs().max(), "q_std": q.std(), "k_std": k.std()}
+
+
+@pytest.mark.parametrize("temperature", [0.1, 1.0, 30.0, 3000.0])
+def test_summary_equals_the_books_definitions(temperature):
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 3, 16, 8, generator=g), torch.randn(2, 3, 16, 8, generator=g)
+    scores = (q @ k.transpose(-1, -2)) * temperature + 5.0     # a mean far from 0 on purpose
+    causal = torch.ones(16, 16, dtype=torch.bool).tril()
+    p = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+    got, want = pattern_summary(scores, p, q, k), _book_summary(scores, p, q, k)
+    for key, value in want.items():
+        assert math.isclose(got[key].item(), value.item(), rel_tol=2e-4, abs_tol=1e-9), key
+
+
+def test_jacobian_with_a_tie_at_one_half_and_with_subnormal_range_weights():
+    p = torch.tensor([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25]], dtype=torch.float64)
+    assert torch.allclose(jacobian_frobenius(p), jacobian_frobenius_explicit(p), rtol=1e-12)
+    # collapsed rows whose other weights square or cube to float32 subnormals;
+    # float64 itself rounds p_m to 1 here, so the truth is worked out in 60 digits
+    for gap in (20, 29, 38):                               # ||J|| ~ 3e-9, 4e-13, 6e-17
+        z = [0, -gap, -gap - 1, -gap - 4, -200]
+        got = jacobian_frobenius(torch.tensor(z, dtype=torch.float32).softmax(-1)).item()
+        truth = _jacobian_norm_in_decimal(z)
+        assert math.isclose(got, truth, rel_tol=1e-3), (gap, got, truth)
+
+
+def _jacobian_norm_in_decimal(z: list[int]) -> float:
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    e = [Decimal(v).exp() for v in z]
+    p = [x / sum(e) for x in e]
+    sq = sum(((p[i] if i == j else 0) - p[i] * p[j]) ** 2 for i in range(len(p)) for j in range(len(p)))
+    return float(sq.sqrt())
+
+
+def test_diagnostics_keep_nan_visible():
+    p = torch.tensor([[0.5, float("nan"), 0.5]])
+    assert math.isnan(jacobian_frobenius(p).item())
+    assert math.isnan(weight_entropy(p, 3).item())

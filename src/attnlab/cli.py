@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .errors import AttnlabError
+    from .runtime import keep_freed_memory
+
+    keep_freed_memory()
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -9,18 +9,39 @@ exactly 0), so every row average here leaves them out.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
+
+
+# Weights at or below _TINY count as 0 in the entropy, as in the chapter's own
+# clamp at 1e-12 (§1.19.3). The Jacobian's sums of squares and cubes leave out
+# weights whose square (_SQ_MIN) or cube (_CU_MIN) would fall into float32's
+# subnormal range, where CPU arithmetic is ~100x slower: a collapsed head has
+# many weights around 1e-20. What they would add is below 1e-37 per entry.
+_TINY = 1e-12
+_SQ_MIN = 1.1e-19        # x² >= 1.2e-38, float32's smallest normal number
+_CU_MIN = 2.3e-13        # x³ >= 1.2e-38
+# floor(p * _SPLIT) is 1 for p >= 1/_SPLIT (a hair above 1/2) and 0 below, for
+# 0 <= p <= 1. A row summing to 1 has at most one such entry: the dominant one.
+_SPLIT = 1.999
 
 
 def weight_entropy(p: Tensor, n_valid: Tensor | int) -> Tensor:
     """Entropy of each row divided by log(n_valid): 1 = uniform, 0 = one-hot.
 
     ``p`` (..., T); ``n_valid`` broadcastable to p.shape[:-1]. Rows with
-    n_valid <= 1 return NaN (undefined), callers leave them out.
+    n_valid <= 1 return NaN (undefined), callers leave them out. Weights
+    <= 1e-12 contribute 0 (at most T * 3e-11 nats); NaN weights stay NaN.
     """
-    h = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+    h = _row_entropy(p)
     n = torch.as_tensor(n_valid, dtype=p.dtype, device=p.device)
     return torch.where(n > 1, h / torch.log(n.clamp_min(2)), torch.full_like(h, float("nan")))
+
+
+def _row_entropy(p: Tensor) -> Tensor:
+    """-Σ p log p over the last axis, in nats."""
+    safe = F.threshold(p, _TINY, 1.0)                      # log(1) = 0 for the tiny ones
+    return -(p * safe.log()).sum(-1)
 
 
 def jacobian_frobenius(p: Tensor) -> Tensor:
@@ -29,19 +50,25 @@ def jacobian_frobenius(p: Tensor) -> Tensor:
     ||J||² = Σ_i p_i²(1 - p_i)² + Σ_i p_i² Σ_{j≠i} p_j² = Σ_i p_i² (1 - 2p_i + Σ_j p_j²),
     O(T) per row, never building the T×T Jacobian. Near saturation (one p_m ≈ 1)
     the naive form Σp² - 2Σp³ + (Σp²)² cancels catastrophically, exactly where
-    the case study needs the number (||J|| ~ 1e-4). So the dominant entry is
-    split off: with o the row without p_m, r1 = Σo (= 1 - p_m) and r2 = Σo²,
-        ||J||² = (1 + p_m² + r2) r2 - 2 Σo³ + p_m² (r1² + r2),
+    the case study needs the number (||J|| ~ 1e-4). So a dominant entry
+    (p_m > 1/2, unique when it exists) is split off: with o the row without it,
+    r1 = Σo (= 1 - p_m), r2 = Σo², r3 = Σo³,
+        ||J||² = (1 + p_m² + r2) r2 - 2 r3 + p_m² (r1² + r2),
     where every term is summed from small numbers instead of subtracted from 1.
+    A row without an entry above 1/2 takes p_m = 0, which is the naive form,
+    harmless there. In float32 the result keeps about 1e-3 relative accuracy
+    down to ||J|| ~ 1e-18 (tested against the explicit Jacobian in float64).
     """
-    pm, m = p.max(-1, keepdim=True)
-    others = p.scatter(-1, m, 0.0)                   # the row without its dominant weight
-    o2 = others * others
+    dominant = (p * _SPLIT).floor_()                       # 1 at the dominant entry, else 0
+    others = torch.addcmul(p, p, dominant, value=-1)       # the row without its dominant weight
+    pm = p.amax(-1)
+    pm = pm * (pm * _SPLIT).floor_()                       # the dominant weight, or 0
     r1 = others.sum(-1)
+    o2 = F.threshold(others, _SQ_MIN, 0.0).square_()
     r2 = o2.sum(-1)
-    o3 = (o2 * others).sum(-1)
-    pm2 = pm.squeeze(-1) ** 2
-    return ((1 + pm2 + r2) * r2 - 2 * o3 + pm2 * (r1 * r1 + r2)).clamp_min(0).sqrt()
+    r3 = (o2 * F.threshold(others, _CU_MIN, 0.0)).sum(-1)
+    pm2 = pm * pm
+    return ((1 + pm2 + r2) * r2 - 2 * r3 + pm2 * (r1 * r1 + r2)).clamp_min(0).sqrt()
 
 
 def jacobian_frobenius_explicit(p: Tensor) -> Tensor:
@@ -59,12 +86,19 @@ def masked_std(x: Tensor, mask: Tensor) -> Tensor:
     """Standard deviation of the entries of ``x`` where ``mask`` (broadcastable) is True.
 
     Written with weights rather than boolean indexing, which would copy the
-    selected entries: this runs at every training step.
+    selected entries: this runs at every training step. Two passes (mean, then
+    squared deviations), so a large mean does not cancel the spread away.
     """
-    w = mask.to(x.dtype)
+    return _masked_moments(x, mask.to(x.dtype))[1]
+
+
+def _masked_moments(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(x * w, std over w == 1, number of selected entries) for a 0/1 weight ``w``."""
     n = w.sum() * (x.numel() / w.numel())
-    mean = (x * w).sum() / n
-    return (((x - mean) * w).square().sum() / (n - 1)).sqrt()
+    xw = x * w
+    mean = xw.sum() / n
+    dev = xw - mean * w
+    return xw, ((dev * dev).sum() / (n - 1)).sqrt(), n
 
 
 def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str, Tensor]:
@@ -74,18 +108,24 @@ def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str
     masking); p: (B, nh, T, T) causal attention pattern; q, k: (B, nh, T, hs).
     Averages run over batch, heads and rows with more than one visible key
     (rows 1..T-1); logit statistics over causal entries only.
+
+    This runs for every layer at every recorded step, so it is written for few
+    passes over the (B, nh, T, T) tensors: whole contiguous rows (row 0 is
+    dropped from the per-row results, not sliced off the input), the causal
+    entries selected by a 0/1 weight rather than by indexing.
     """
     T = p.shape[-1]
-    n = causal_visible(T, p.device)[1:]                    # (T-1,) visible keys of rows 1..T-1
-    pr = p[..., 1:, :]                                     # (B, nh, T-1, T), a view
-    ent = weight_entropy(pr, n)
-    jac = jacobian_frobenius(pr)
-    causal = torch.ones(T, T, dtype=torch.bool, device=p.device).tril()
-    return {
+    log_n = causal_visible(T, p.device).to(p.dtype).log()  # row 0: log 1 = 0, dropped below
+    ent = _row_entropy(p)[..., 1:] / log_n[1:]
+    jac = jacobian_frobenius(p)[..., 1:]
+    causal = torch.ones(T, T, dtype=scores.dtype, device=scores.device).tril()
+    sw, std, _ = _masked_moments(scores, causal)
+    lo, hi = torch.aminmax(sw)                             # zeros above the diagonal: harmless,
+    return {                                               # the diagonal itself is never masked
         "weight_entropy": ent.mean(),
         "jacobian_fro": jac.mean(),
-        "logit_std": masked_std(scores, causal),
-        "logit_absmax": (scores * causal).abs().amax(),
+        "logit_std": std,
+        "logit_absmax": torch.maximum(hi.abs(), lo.abs()),
         "q_std": q.std(),
         "k_std": k.std(),
     }
