@@ -7,7 +7,7 @@ import torch
 
 from attnlab import Config, TinyGPT
 from attnlab.cli import main
-from attnlab.experiments.bench import (bench_attention, bench_train, explicit_attention,
+from attnlab.experiments.bench import (bench_attention, bench_train, explicit_attention, matmul_stepper,
                                        forward_flops, interleaved, matmul_rate, train_flops)
 from attnlab.experiments.reference_gpt import ReferenceGPT
 
@@ -78,13 +78,24 @@ def test_bench_train_tiny_end_to_end():
                     device=DEVICE, matmul_sizes=(64,), overrides=TINY)
     rows = {row["variant"]: row for row in r["configs"]["small"]["rows"]}
     assert set(rows) == {"reference", "attnlab record_every=1", "attnlab record_every=0",
-                         "train_many R=2 record_every=1", "train_many R=2 record_every=0"}
+                         "train_many R=2 record_every=1", "train_many R=2 record_every=0",
+                         "matmuls only", "matmuls only R=2"}
     assert rows["reference"]["vs_reference"] == 1.0
     many = rows["train_many R=2 record_every=0"]
     assert many["ms_per_run_step"] == pytest.approx(many["ms_per_step"] / 2)
     assert many["tokens_per_s"] == pytest.approx(2 * 2 * 16 / (many["ms_per_step"] / 1e3))
     assert r["matmul_rate_flops"] > 0
     json.dumps(r)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"d_model": 256, "n_head": 1}, {"n_kv_head": 2, "n_layer": 3}])
+def test_matmul_stepper_does_exactly_the_training_flops(overrides):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = Config(**overrides).replace(batch_size=2)
+    with FlopCounterMode(display=False) as counter:
+        matmul_stepper(cfg, R=3)()
+    assert counter.get_total_flops() == 3 * train_flops(cfg)
 
 
 def test_bench_attention_stops_at_the_budget_and_plots(tmp_path):

@@ -184,6 +184,60 @@ def batched_stepper(cfg: Config, R: int, data: torch.Tensor) -> Callable[[], lis
     return lambda: step(next(counter))
 
 
+def matmul_stepper(cfg: Config, R: int = 1, device: str | torch.device = "cpu") -> Callable[[], None]:
+    """Only the matrix multiplies of one training step (of R stacked runs), nothing else.
+
+    Every matmul the forward and backward passes do, at the model's own shapes
+    (per linear layer: y = x Wᵀ, dx = dy W, dW = dyᵀ x; per attention: q kᵀ and
+    p v forward, four products backward) on fixed random operands. Its FLOPs are
+    exactly ``train_flops(cfg) * R``, so its rate is the ceiling this model's
+    shapes allow on this machine: small matrices run a BLAS well below the
+    rate of large square ones.
+    """
+    dev = torch.device(device)
+    B, T, C, V = cfg.batch_size, cfg.block_size, cfg.d_model, cfg.vocab_size
+    M, nh, hs = B * T, cfg.n_head, cfg.d_head
+    g = torch.Generator().manual_seed(0)
+    rnd = lambda *shape: torch.randn(*shape, generator=g).to(dev)
+    linears = [(C, C + 2 * cfg.kv_heads * hs), (C, C), (C, cfg.d_ff), (cfg.d_ff, C)] * cfg.n_layer
+    linears.append((C, V))                                  # the tied head
+    ops: list[Callable[[], Any]] = []
+    for fan_in, fan_out in linears:
+        x, w, dy = rnd(R, M, fan_in), rnd(R, fan_out, fan_in), rnd(R, M, fan_out)
+        ops += [lambda x=x, w=w: torch.bmm(x, w.transpose(1, 2)),      # y = x Wᵀ
+                lambda dy=dy, w=w: torch.bmm(dy, w),                    # dx = dy W
+                lambda dy=dy, x=x: torch.bmm(dy.transpose(1, 2), x)]    # dW = dyᵀ x
+    for _ in range(cfg.n_layer):
+        q, k, p = rnd(R * B * nh, T, hs), rnd(R * B * nh, T, hs), rnd(R * B * nh, T, T)
+        ops += [lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),      # scores; dP = dO Vᵀ
+                lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),
+                lambda p=p, k=k: torch.bmm(p, k),                       # p v; dV, dQ, dK
+                lambda p=p, k=k: torch.bmm(p.transpose(1, 2), k),
+                lambda p=p, k=k: torch.bmm(p, k),
+                lambda p=p, q=q: torch.bmm(p.transpose(1, 2), q)]
+
+    def step() -> None:
+        for op in ops:
+            op()
+
+    return step
+
+
+def matmul_only_step_s(cfg: Config, repeats: int = 5, device: str | torch.device = "cpu") -> float:
+    """Median seconds of :func:`matmul_stepper` for one run of ``cfg`` (after one warm-up)."""
+    step = matmul_stepper(cfg, 1, device)
+    dev = torch.device(device)
+    step()
+    times = []
+    for _ in range(repeats):
+        _sync(dev)
+        t = time.perf_counter()
+        step()
+        _sync(dev)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int, ...] = (2, 6),
                 records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
                 device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
@@ -222,6 +276,10 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int,
                 key = f"train_many R={R} record_every={rec}"
                 fns[key] = batched_stepper(cfg.replace(record_every=rec), R, data)
                 runs[key], meta[key] = R, {"impl": "train_many", "R": R, "record_every": rec}
+        for R in (1, *batched):           # the ceiling of this model's own matrix shapes
+            key = "matmuls only" + (f" R={R}" if R > 1 else "")
+            fns[key] = matmul_stepper(cfg, R, dev)
+            runs[key], meta[key] = R, {"impl": "matmuls_only", "R": R, "record_every": None}
         for n, fn in mm.items():          # the matmul roof, measured in the same rounds
             fns[f"matmul {n}"] = fn
         if log:

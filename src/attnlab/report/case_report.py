@@ -244,7 +244,15 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         ["本机 float32 矩阵乘速率 / matmul rate", f"{t['matmul_rate_flops_per_s'] / 1e9:.1f} GFLOP/s"],
         ["算力下限 / floor = FLOPs ÷ rate", fmt(t["train_floor_s"])],
         ["耗时 ÷ 下限 / wall ÷ floor", fmt(t["train_wall_over_floor"], 3)],
-    ])
+    ] + ([["仅矩阵乘（同形状）/ the same matmuls alone", fmt(t["train_matmuls_only_s"])],
+          ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)]]
+         if "train_matmuls_only_s" in t else []))
+    if "train_matmuls_only_s" in t:
+        p("“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：任何实现在本机都不可能比它更快。"
+          "小矩阵达不到大方阵的速率，所以它本身就高于算力下限。 / “Matmuls alone” runs only the matrix "
+          "multiplies of these trainings (forward and backward, at the models' own shapes) and nothing else: "
+          "no implementation can beat it on this machine. Small matrices do not reach the rate of large "
+          "square ones, so it already sits above the floor.")
     if t.get("reused_runs"):
         p("本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
           "does not measure training speed.")
