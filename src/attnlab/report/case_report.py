@@ -248,10 +248,10 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
           ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)]]
          if "train_matmuls_only_s" in t else []))
     if "train_matmuls_only_s" in t:
-        p("“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：任何实现在本机都不可能比它更快。"
+        p("“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：在本机、用同一个 BLAS 做这些乘法的实现都不会比它更快。"
           "小矩阵达不到大方阵的速率，所以它本身就高于算力下限。 / “Matmuls alone” runs only the matrix "
           "multiplies of these trainings (forward and backward, at the models' own shapes) and nothing else: "
-          "no implementation can beat it on this machine. Small matrices do not reach the rate of large "
+          "an implementation doing these multiplies with this machine's BLAS cannot be faster. Small matrices do not reach the rate of large "
           "square ones, so it already sits above the floor.")
     if t.get("reused_runs"):
         p("本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
