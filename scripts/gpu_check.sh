@@ -68,7 +68,7 @@ out = Path(sys.argv[1])
 t = out / "bench_train.json"
 if t.is_file():
     r = json.loads(t.read_text())
-    print(f"\n  bench train ({r['machine'].get('gpu', r['machine']['device'])}, "
+    print(f"\n  bench train ({r['machine'].get('cuda') or r['machine']['device']}, "
           f"matmul roof {r['matmul_rate_flops'] / 1e12:.1f} TFLOP/s)")
     print(f"  {'config':<6} {'variant':<32}{'ms/run':>8}{'x ref':>7}{'tokens/s':>11}")
     for name, c in r["configs"].items():

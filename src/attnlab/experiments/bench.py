@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import statistics
 import threading
 import time
@@ -38,6 +37,7 @@ import torch.nn.functional as F
 from ..config import Config
 from ..io import write_json
 from ..train import _train_step, get_batch, lr_at, make_optimizer, resolve_device
+from .common import environment
 from .reference_gpt import ReferenceGPT
 
 CONFIGS = {"small": {}, "big": {"d_model": 256, "n_head": 1}}
@@ -249,7 +249,7 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int,
     e.g. to shrink the models in tests.
     """
     dev = resolve_device(device)
-    result: dict[str, Any] = {"kind": "bench_train", "machine": machine_info(dev),
+    result: dict[str, Any] = {"kind": "bench_train", "machine": environment(dev),
                               "protocol": {"repeats": repeats, "warmup": warmup,
                                            "statistic": "median over interleaved rounds",
                                            "matmul_sizes": list(matmul_sizes)},
@@ -314,19 +314,6 @@ def _params(cfg: Config) -> int:
     from ..model import TinyGPT
 
     return TinyGPT(cfg).num_params()
-
-
-def machine_info(device: torch.device) -> dict:
-    info = {"device": str(device), "torch": torch.__version__, "python": platform.python_version(),
-            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-            "processor": platform.processor() or platform.machine()}
-    if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(device)
-    try:
-        info["load_average"] = os.getloadavg()
-    except OSError:
-        pass
-    return info
 
 
 # ================================================================ bench attention
@@ -450,7 +437,7 @@ def bench_attention(n_values: tuple[int, ...] = (512, 1024, 2048, 4096, 8192), h
             log(f"bench attention n={n}: " + ", ".join(f"{m} {ms:.2f} ms" for m, ms in row["ms"].items())
                 + f" ({last_cost:.1f} s)")
         del q, k, v
-    return {"kind": "bench_attention", "machine": machine_info(dev),
+    return {"kind": "bench_attention", "machine": environment(dev),
             "protocol": {"heads": heads, "d_head": d_head, "batch": batch, "causal": True,
                          "dtype": "float32", "warmup": warmup, "repeats": repeats,
                          "statistic": "median over interleaved rounds", "block_size": block_size,
@@ -585,7 +572,7 @@ def cmd_bench_train(args) -> int:
 
 def format_train(result: dict) -> str:
     m = result["machine"]
-    lines = [f"device {m['device']}, {m['threads']} threads, torch {m['torch']}; "
+    lines = [f"device {m['device']}, {m['torch_threads']} threads, torch {m['torch']}; "
              f"median of {result['protocol']['repeats']} interleaved rounds"]
     for name, c in result["configs"].items():
         cfg = c["config"]

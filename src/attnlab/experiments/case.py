@@ -16,8 +16,6 @@ starting it again continues where it stopped.
 from __future__ import annotations
 
 import math
-import os
-import platform
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -35,6 +33,7 @@ from ..model import TinyGPT, generate
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data, train
 from .claims import check_claims
+from .common import environment
 
 BOOK_SEED = 20261014
 SMALL = {"d_model": 128, "n_head": 4}      # d_head 32
@@ -294,22 +293,6 @@ def run_summary(history: History, window: int) -> dict:
         "val_loss_end": val[-1][1] if val else None,
         "diverged_at": history.diverged_at,
         "trace": trace,
-    }
-
-
-def environment(device: torch.device) -> dict:
-    import numpy
-
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "device": str(device),
-        "cuda": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
     }
 
 

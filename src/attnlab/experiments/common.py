@@ -34,6 +34,34 @@ class ExperimentError(AttnlabError):
     """Bad input to an experiment (text too long, unknown grid key, unreachable cluster...)."""
 
 
+def environment(device: torch.device) -> dict[str, Any]:
+    """The machine a measurement ran on: versions, CPU, threads, device, load.
+
+    Stored with every timed result (the case's ``environment``, the benches'
+    ``machine``), so a number can be read next to what produced it.
+    """
+    import os
+
+    import numpy
+
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "cuda": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+    }
+    try:
+        env["load_average"] = list(os.getloadavg())
+    except (OSError, AttributeError):     # not on every platform
+        pass
+    return env
+
+
 def provenance() -> dict[str, Any]:
     """Versions and time, stored with every result (STYLE: results are data)."""
     import attnlab
