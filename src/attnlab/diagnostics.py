@@ -92,13 +92,13 @@ def masked_std(x: Tensor, mask: Tensor) -> Tensor:
     return _masked_moments(x, mask.to(x.dtype))[1]
 
 
-def _masked_moments(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(x * w, std over w == 1, number of selected entries) for a 0/1 weight ``w``."""
+def _masked_moments(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
+    """(x * w, std of the entries where w == 1) for a 0/1 weight ``w``."""
     n = w.sum() * (x.numel() / w.numel())
     xw = x * w
     mean = xw.sum() / n
     dev = xw - mean * w
-    return xw, ((dev * dev).sum() / (n - 1)).sqrt(), n
+    return xw, ((dev * dev).sum() / (n - 1)).sqrt()
 
 
 def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str, Tensor]:
@@ -119,7 +119,7 @@ def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str
     ent = _row_entropy(p)[..., 1:] / log_n[1:]
     jac = jacobian_frobenius(p)[..., 1:]
     causal = torch.ones(T, T, dtype=scores.dtype, device=scores.device).tril()
-    sw, std, _ = _masked_moments(scores, causal)
+    sw, std = _masked_moments(scores, causal)
     lo, hi = torch.aminmax(sw)                             # zeros above the diagonal: harmless,
     return {                                               # the diagonal itself is never masked
         "weight_entropy": ent.mean(),

@@ -225,17 +225,9 @@ def matmul_stepper(cfg: Config, R: int = 1, device: str | torch.device = "cpu") 
 
 def matmul_only_step_s(cfg: Config, repeats: int = 5, device: str | torch.device = "cpu") -> float:
     """Median seconds of :func:`matmul_stepper` for one run of ``cfg`` (after one warm-up)."""
-    step = matmul_stepper(cfg, 1, device)
     dev = torch.device(device)
-    step()
-    times = []
-    for _ in range(repeats):
-        _sync(dev)
-        t = time.perf_counter()
-        step()
-        _sync(dev)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    times = interleaved({"matmuls": matmul_stepper(cfg, 1, dev)}, repeats, warmup=1, device=dev)
+    return statistics.median(times["matmuls"])
 
 
 def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int, ...] = (2, 6),
