@@ -11,6 +11,16 @@ SAMPLE_TEXT = ("床前明月光，疑是地上霜。\n舉頭望明月，低頭�
                "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n") * 20
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run ~10x faster on one thread than on two when the CPU is shared.
+    Modules of tiny-model experiments use it with ``pytest.mark.usefixtures``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def text() -> str:
     return SAMPLE_TEXT

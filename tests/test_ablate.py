@@ -2,7 +2,6 @@
 import json
 
 import pytest
-import torch
 
 from attnlab import Config, train
 from attnlab.cli import main
@@ -15,13 +14,7 @@ CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batc
              warmup=3, eval_batches=2, record_every=0, device="cpu")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run ~10x faster on one thread than on two when the CPU is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
 
 
 def test_checklist_rows_and_deltas():

@@ -20,13 +20,7 @@ CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batc
              warmup=3, eval_batches=2, device="cpu")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run ~10x faster on one thread than on two when the CPU is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ import csv
 import json
 
 import pytest
-import torch
 
 from attnlab import Config, train
 from attnlab.cli import main
@@ -20,13 +19,7 @@ SMALL = ["--set", "n_layer=1", "--set", "block_size=16", "--set", "vocab_size=60
          "--set", "warmup=1", "--set", "eval_batches=1", "--set", "device=cpu"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run ~10x faster on one thread than on two when the CPU is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
 
 
 def test_grid_parsing_and_expansion():
