@@ -44,3 +44,24 @@ def keep_freed_memory() -> bool:
                 mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     _state["applied"] = ok
     return ok
+
+
+_PR_SET_PDEATHSIG = 1           # <linux/prctl.h>
+
+
+def die_with_parent(signum: int | None = None) -> bool:
+    """In a worker process: ask Linux to send ``signum`` (default SIGTERM) when the parent dies,
+    so a killed runner or sweep leaves no orphan workers training on. Returns True when set;
+    a no-op elsewhere."""
+    import signal
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        ok = libc.prctl(_PR_SET_PDEATHSIG, int(signum or signal.SIGTERM), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if ok and os.getppid() == 1:        # the parent died before prctl took effect
+        os._exit(1)
+    return ok

@@ -1,0 +1,487 @@
+"""Run many training runs: one after another, in local worker processes, or on Ray.
+
+The runner knows nothing about experiments. A run is data: a name, a ``Config``
+(which holds the seed and the number of steps) and the folder it lives in; the
+corpus travels as text, so a remote worker needs no path of ours. ``execute``
+takes a list of runs and an executor and returns the same thing for every
+executor: one :class:`Finished` per run, whose model, tokenizer and history are
+read from the run's checkpoint when first asked for.
+
+Every run folder is what ``train(out_dir=...)`` writes (config.json,
+metrics.jsonl, ckpt.pt, summary.json), so a list of runs can be stopped and
+executed again: a finished run with the same config is reused, an interrupted
+one resumes from its checkpoint, and an unreadable checkpoint is set aside
+(renamed ``ckpt.pt.corrupt-<time>``) and its run started afresh.
+
+Executors:
+  serial   in this process, one run after another (torch's threads as they are)
+  local    ``workers`` spawned processes with ``cores // workers`` threads each;
+           Ctrl-C reaches every worker once, each checkpoints its run, and the
+           workers die with this process if it is killed
+  ray      Ray tasks, one CPU each, on the cluster at ``ray_address`` (or
+           ``RAY_ADDRESS``); with neither, a local Ray instance started here.
+           Run folders travel with the task and back, so the cluster needs no
+           shared disk; a run in flight at Ctrl-C restarts from its last
+           checkpoint that came back, i.e. from scratch.
+
+Results do not depend on the executor: each run owns its seed and generators,
+and on this CPU a run gives the same bits with one thread as with two (tested).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .config import Config
+from .errors import AttnlabError, CheckpointError
+
+EXECUTORS = ("serial", "local", "ray")
+
+
+class RunnerError(AttnlabError):
+    pass
+
+
+class RunFailed(RunnerError):
+    """Some runs raised; the others finished. ``failures`` maps name -> error line."""
+
+    def __init__(self, failures: dict[str, str]):
+        self.failures = failures
+        names = ", ".join(f"{n} ({e})" for n, e in failures.items())
+        super().__init__(f"{len(failures)} run(s) failed: {names}")
+
+
+class RunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C: every run in flight has checkpointed; run the same command again to resume."""
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    cfg: Config
+    group: str = ""                       # sub-folder of the root, e.g. "case"
+
+    def dir(self, root: str | Path) -> Path:
+        return Path(root) / self.group / self.name if self.group else Path(root) / self.name
+
+
+@dataclass
+class Finished:
+    """One run's outcome; model, tok and history are read from ckpt.pt on first use."""
+    run: Run
+    run_dir: Path
+    status: str                           # reused | trained | resumed
+    seconds: float = 0.0
+    _loaded: tuple | None = field(default=None, repr=False)
+
+    def _load(self) -> tuple:
+        if self._loaded is None:
+            from .checkpoint import from_payload, read_checkpoint
+            from .train import History
+
+            payload = read_checkpoint(self.run_dir / "ckpt.pt")
+            model, tok, _ = from_payload(payload, self.run_dir / "ckpt.pt")
+            self._loaded = (model, tok, History.from_dict(payload["history"]))
+        return self._loaded
+
+    @property
+    def model(self):
+        return self._load()[0]
+
+    @property
+    def tok(self):
+        return self._load()[1]
+
+    @property
+    def history(self):
+        return self._load()[2]
+
+    def __iter__(self):                   # model, tok, history = finished
+        return iter(self._load())
+
+
+# ----------------------------------------------------------------------- run folders
+def finished_history(run_dir: Path, cfg: Config) -> bool:
+    """True when ``run_dir`` holds a run that completed with this config (device aside).
+
+    Raises CheckpointError when the checkpoint cannot be read.
+    """
+    from .checkpoint import config_diff, read_checkpoint
+
+    if not (run_dir / "summary.json").is_file() or not (run_dir / "ckpt.pt").is_file():
+        return False
+    payload = read_checkpoint(run_dir / "ckpt.pt")
+    try:
+        saved = Config.from_dict(payload["config"])
+        records = payload["history"]["records"]
+        diverged = payload["history"].get("diverged_at")
+    except (KeyError, TypeError, AttnlabError) as e:
+        raise CheckpointError(f"{run_dir / 'ckpt.pt'} is not a complete attnlab checkpoint ({e})") from None
+    if config_diff(saved, cfg, ignore=("device",)):
+        return False
+    return len(records) >= cfg.max_steps or diverged is not None
+
+
+def set_aside(path: Path) -> Path:
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    shutil.move(str(path), aside)
+    return aside
+
+
+def steps_on_disk(run_dir: Path) -> int:
+    """Steps a run folder already holds (finished or checkpointed), for progress and ETA."""
+    from .checkpoint import read_checkpoint
+
+    ck = run_dir / "ckpt.pt"
+    if not ck.is_file():
+        return 0
+    try:
+        return int(read_checkpoint(ck).get("step", 0))
+    except (CheckpointError, TypeError, ValueError):
+        return 0
+
+
+# ------------------------------------------------------------------------- one run
+def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
+    """Train (reuse, resume) one run described by plain data; never raises for a failing run.
+
+    task: name, dir, config (dict), text, threads (optional). Returns name, status
+    (reused | trained | resumed | interrupted | failed), seconds, error, messages.
+    """
+    import torch
+
+    from .train import TrainingInterrupted, train
+
+    out = Path(task["dir"])
+    cfg = Config.from_dict(task["config"])
+    result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0,
+                              "error": None, "messages": []}
+    t0 = time.perf_counter()
+    try:
+        try:
+            if finished_history(out, cfg):
+                return {**result, "status": "reused"}
+        except CheckpointError:
+            aside = set_aside(out / "ckpt.pt")
+            out.joinpath("summary.json").unlink(missing_ok=True)
+            result["messages"].append(f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} "
+                                      f"and restarted that run")
+        resume = (out / "ckpt.pt").is_file()
+        if resume:
+            try:
+                _check_resumable(out, cfg)
+            except CheckpointError as e:
+                aside = set_aside(out / "ckpt.pt")
+                result["messages"].append(f"{e}; kept it as {aside.name} and restarted that run")
+                resume = False
+        if task.get("threads"):
+            torch.set_num_threads(task["threads"])
+        callbacks = [_StepCallback(on_step)] if on_step else []
+        train(task["text"], cfg, out_dir=out, resume=resume, callbacks=callbacks)
+        result["status"] = "resumed" if resume else "trained"
+    except TrainingInterrupted:
+        result["status"] = "interrupted"
+    except Exception as e:                      # one run's failure must not stop the others
+        result["error"] = f"{type(e).__name__}: {e}"
+        result["traceback"] = traceback.format_exc()
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def _check_resumable(out: Path, cfg: Config) -> None:
+    """A checkpoint from another config is not ours to resume: say so rather than fail mid-way."""
+    from .checkpoint import config_diff, read_checkpoint
+
+    payload = read_checkpoint(out / "ckpt.pt")
+    diff = config_diff(Config.from_dict(payload["config"]), cfg, ignore=("device",))
+    if diff:
+        raise CheckpointError(f"{out / 'ckpt.pt'} was trained with another config ({diff})")
+
+
+class _StepCallback:
+    def __init__(self, fn: Callable[[], None]):
+        self.fn = fn
+
+    def on_step_end(self, step, record, model) -> None:
+        self.fn()
+
+
+# ------------------------------------------------------------------------ executors
+def _serial(tasks: list[dict], on_result, on_step, **_) -> None:
+    for task in tasks:
+        r = train_one(task, on_step)
+        on_result(r)
+        if r["status"] == "interrupted":
+            raise RunsInterrupted()
+
+
+_worker_queue = None
+
+
+def _worker_init(queue, threads: int) -> None:
+    """In each local worker: die with the parent, take Ctrl-C only from the parent."""
+    global _worker_queue
+    from .runtime import die_with_parent, keep_freed_memory
+
+    die_with_parent()
+    os.setsid()                     # the terminal's Ctrl-C goes to the parent, which forwards it once
+    keep_freed_memory()
+    _worker_queue = queue
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _worker_run(task: dict) -> dict:
+    q = _worker_queue
+    tick = (lambda: q.put(1)) if q is not None else None
+    return train_one(task, tick)
+
+
+def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **_) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    cores = os.cpu_count() or 1
+    workers = max(1, min(workers or cores, len(tasks)))
+    threads = max(1, cores // workers)
+    ctx = multiprocessing.get_context("spawn")      # fork + torch threads can deadlock
+    queue = ctx.SimpleQueue()
+    stop = threading.Event()
+
+    def drain() -> None:
+        while not stop.is_set() or not queue.empty():
+            if queue.empty():
+                time.sleep(0.05)
+                continue
+            queue.get()
+            if on_step:
+                on_step()
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
+    interrupted = False
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(queue, threads))
+    futures = {pool.submit(_worker_run, {**t, "threads": threads}): t for t in tasks}
+
+    def forward(signum, frame) -> None:
+        nonlocal interrupted
+        if interrupted:
+            return                       # the workers are already checkpointing
+        interrupted = True
+        for fut in futures:
+            fut.cancel()                 # runs not started yet stay as they are
+        for proc in list((pool._processes or {}).values()):
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except (ProcessLookupError, OSError):
+                pass
+
+    previous = _install_sigint(forward)
+    try:
+        for fut in as_completed(futures):
+            if fut.cancelled():
+                continue
+            try:
+                on_result(fut.result())
+            except Exception as e:       # a worker that died (killed, out of memory)
+                on_result({"name": futures[fut]["name"], "status": "failed", "seconds": 0.0,
+                           "error": f"worker died: {type(e).__name__}: {e}", "messages": []})
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _restore_sigint(previous)
+        stop.set()
+        drainer.join(timeout=5)
+    if interrupted:
+        raise RunsInterrupted()
+
+
+def _install_sigint(handler):
+    try:
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:                   # not the main thread: leave Ctrl-C as it is
+        return None
+
+
+def _restore_sigint(previous) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ray_task(task: dict, files: dict[str, bytes]) -> tuple[dict, dict[str, bytes]]:
+    """On a Ray worker: rebuild the run folder from ``files``, train, send the folder back."""
+    with tempfile.TemporaryDirectory(prefix="attnlab-run-") as tmp:
+        run_dir = Path(tmp) / task["name"]
+        run_dir.mkdir()
+        for name, data in files.items():
+            (run_dir / name).write_bytes(data)
+        r = train_one({**task, "dir": str(run_dir)})
+        back = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    return r, back
+
+
+RUN_FILES = ("ckpt.pt", "config.json", "tokenizer.json", "metrics.jsonl", "summary.json")
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once with one line instead of Ray's long retry loop."""
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return                           # let Ray interpret it ("auto", "local", ...)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        raise RunnerError(f"cannot reach a Ray cluster at {address} ({e.strerror or e}); start one with "
+                          f"`ray start --head` and pass its address, or use --executor local") from None
+
+
+def _ray(tasks: list[dict], on_result, on_step, ray_address: str | None = None,
+         steps_of: dict[str, int] | None = None, **_) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise RunnerError("the ray executor needs Ray: pip install 'attnlab[ray]'") from None
+    from .io import write_bytes
+
+    address = ray_address or os.environ.get("RAY_ADDRESS") or None
+    started = False
+    if not ray.is_initialized():
+        if address:
+            _check_reachable(address)
+        try:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False,
+                     include_dashboard=False)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            where = f"at {address}" if address else "on this machine"
+            raise RunnerError(f"cannot start or reach a Ray cluster {where}: {first}; start one with "
+                              f"`ray start --head`, or use --executor local") from None
+        started = True
+    remote = ray.remote(num_cpus=1)(_ray_task)
+    pending = {}
+    try:
+        for task in tasks:
+            run_dir = Path(task["dir"])
+            files = {n: (run_dir / n).read_bytes() for n in RUN_FILES if (run_dir / n).is_file()}
+            pending[remote.remote({**task, "threads": 1}, files)] = task
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                task = pending.pop(ref)
+                try:
+                    r, back = ray.get(ref)
+                except Exception as e:   # the task or its worker died
+                    on_result({"name": task["name"], "status": "failed", "seconds": 0.0,
+                               "error": f"ray task died: {type(e).__name__}: {e}", "messages": []})
+                    continue
+                run_dir = Path(task["dir"])
+                run_dir.mkdir(parents=True, exist_ok=True)
+                for name, data in back.items():      # checkpoint last: a half copy is never "finished"
+                    if name != "summary.json":
+                        write_bytes(run_dir / name, data)
+                if "summary.json" in back:
+                    write_bytes(run_dir / "summary.json", back["summary.json"])
+                if on_step and steps_of:
+                    for _ in range(steps_of.get(task["name"], 0)):
+                        on_step()
+                on_result(r)
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise RunsInterrupted() from None
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ----------------------------------------------------------------------------- API
+def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str = "serial",
+            workers: int | None = None, ray_address: str | None = None, progress: bool = True,
+            log: Callable[[str], None] = print, keep_going: bool = False,
+            on_result: Callable[[dict], None] | None = None, desc: str = "runs",
+            ) -> dict[str, Finished]:
+    """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
+
+    Runs are scheduled longest first (by their training FLOPs) so that workers
+    finish together. A failing run does not stop the others; afterwards
+    RunFailed is raised unless ``keep_going``, in which case failed runs are
+    left out of the result (``on_result`` sees each run's status dict).
+    """
+    if executor not in EXECUTORS:
+        raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        raise RunnerError(f"--workers must be at least 1, got {workers}")
+    names = [r.name for r in runs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise RunnerError(f"run names must be unique; repeated: {', '.join(dup)}")
+    root = Path(root)
+    todo: list[dict] = []
+    finished: dict[str, Finished] = {}
+    for run in runs:
+        d = run.dir(root)
+        try:
+            if finished_history(d, run.cfg):
+                finished[run.name] = Finished(run, d, "reused")
+                continue
+        except CheckpointError:
+            pass                            # train_one sets it aside and says so
+        todo.append({"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text})
+    by_name = {r.name: r for r in runs}
+    todo.sort(key=lambda t: -_cost(by_name[t["name"]].cfg))
+    if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
+        executor = "serial"                 # one run: no process to spawn
+    steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
+    bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), desc)
+    tick = (lambda: bar.update(1)) if bar is not None else None
+    failures: dict[str, str] = {}
+    statuses: dict[str, dict] = {}
+
+    def collect(r: dict) -> None:
+        statuses[r["name"]] = r
+        for m in r.get("messages", ()):
+            log(m)
+        if r["status"] == "failed":
+            failures[r["name"]] = r["error"]
+        if on_result is not None:
+            on_result(r)
+
+    try:
+        {"serial": _serial, "local": _local, "ray": _ray}[executor](
+            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left)
+    finally:
+        if bar is not None:
+            bar.close()
+    for t in todo:
+        r = statuses.get(t["name"])
+        if r and r["status"] in ("trained", "resumed", "reused"):
+            finished[t["name"]] = Finished(by_name[t["name"]], Path(t["dir"]), r["status"], r["seconds"])
+    if failures and not keep_going:
+        raise RunFailed(failures)
+    return {r.name: finished[r.name] for r in runs if r.name in finished}
+
+
+def _cost(cfg: Config) -> float:
+    # forward+backward matmul work per step, up to a constant: enough to order runs
+    d, T, L = cfg.d_model, cfg.block_size, cfg.n_layer
+    per_token = L * (4 * d * d + 2 * d * cfg.d_ff + 2 * T * d) + d * cfg.vocab_size
+    return per_token * cfg.batch_size * T * cfg.max_steps
+
+
+def _bar(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="step", dynamic_ncols=True, desc=desc)
