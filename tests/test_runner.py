@@ -1,0 +1,149 @@
+"""The one runner: the same results from every executor, reuse, resume, set-aside, errors."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlab.errors import AttnlabError
+from attnlab.runner import Run, RunFailed, RunnerError, execute, train_one
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def runs(tiny_cfg, n=2):
+    return [Run(f"r{i}", tiny_cfg.replace(seed=100 + i, scaled=bool(i % 2)), group="g") for i in range(n)]
+
+
+def losses(finished):
+    return {name: [r["loss"] for r in f.history.records] for name, f in finished.items()}
+
+
+def test_serial_and_local_give_identical_results(tmp_path, tiny_cfg, text):
+    a = execute(runs(tiny_cfg), text, tmp_path / "a", executor="serial", progress=False)
+    b = execute(runs(tiny_cfg), text, tmp_path / "b", executor="local", workers=2, progress=False)
+    assert set(a) == set(b) == {"r0", "r1"}
+    assert losses(a) == losses(b)                  # bit for bit, not approximately
+    for name in a:
+        for (k, va), vb in zip(a[name].model.state_dict().items(), b[name].model.state_dict().values()):
+            assert torch.equal(va, vb), k
+    assert a["r0"].run_dir == tmp_path / "a" / "g" / "r0"
+    assert {f.status for f in b.values()} == {"trained"}
+
+
+def test_finished_runs_are_reused_and_interrupted_ones_resume(tmp_path, tiny_cfg, text):
+    from attnlab.train import train
+
+    full = execute(runs(tiny_cfg, 1), text, tmp_path / "full", progress=False)
+    # an interrupted run: 5 of 12 steps and a checkpoint on disk
+    rs = runs(tiny_cfg, 1)
+    with pytest.raises(KeyboardInterrupt):
+        train(text, rs[0].cfg, out_dir=rs[0].dir(tmp_path / "part"), stop_after=5)
+    seen = []
+    resumed = execute(rs, text, tmp_path / "part", progress=False, on_result=seen.append)
+    assert seen[0]["status"] == "resumed"
+    assert losses(resumed) == losses(full)
+    again = execute(rs, text, tmp_path / "part", progress=False)
+    assert again["r0"].status == "reused"
+    # a changed config is not "finished": it is trained again
+    other = [Run("r0", rs[0].cfg.replace(lr=1e-3), group="g")]
+    with pytest.raises(AttnlabError):               # its checkpoint belongs to another config
+        train(text, other[0].cfg, out_dir=other[0].dir(tmp_path / "part"), resume=True)
+    seen.clear()
+    execute(other, text, tmp_path / "part", progress=False, on_result=seen.append)
+    assert seen[0]["status"] == "trained"
+    assert any("another config" in m for m in seen[0]["messages"])
+
+
+def test_corrupt_checkpoint_is_set_aside_and_the_run_restarted(tmp_path, tiny_cfg, text):
+    rs = runs(tiny_cfg, 1)
+    ref = execute(rs, text, tmp_path / "ok", progress=False)
+    d = rs[0].dir(tmp_path / "bad")
+    d.mkdir(parents=True)
+    (d / "ckpt.pt").write_bytes(b"not a checkpoint")
+    (d / "summary.json").write_text("{}")
+    logged = []
+    out = execute(rs, text, tmp_path / "bad", progress=False, log=logged.append)
+    assert losses(out) == losses(ref)
+    assert len(list(d.glob("ckpt.pt.corrupt-*"))) == 1
+    assert any("could not be read" in m for m in logged)
+
+
+def test_a_failing_run_does_not_stop_the_others(tmp_path, tiny_cfg, text):
+    bad = Run("huge", tiny_cfg.replace(block_size=4000))    # longer than the corpus
+    good = runs(tiny_cfg, 1)
+    with pytest.raises(RunFailed) as e:
+        execute([bad, *good], text, tmp_path, progress=False)
+    assert "huge" in str(e.value) and "r0" not in e.value.failures
+    kept = execute([bad, *good], text, tmp_path, progress=False, keep_going=True)
+    assert set(kept) == {"r0"} and kept["r0"].status == "reused"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"executor": "slurm"}, "unknown executor"),
+    ({"workers": 0}, "at least 1"),
+])
+def test_bad_arguments(tmp_path, tiny_cfg, text, kwargs, message):
+    with pytest.raises(RunnerError, match=message):
+        execute(runs(tiny_cfg), text, tmp_path, progress=False, **kwargs)
+
+
+def test_duplicate_names_refused(tmp_path, tiny_cfg, text):
+    with pytest.raises(RunnerError, match="unique"):
+        execute([Run("x", tiny_cfg), Run("x", tiny_cfg)], text, tmp_path, progress=False)
+
+
+def test_unreachable_ray_address_is_one_line(tmp_path, tiny_cfg, text):
+    pytest.importorskip("ray")
+    with pytest.raises(RunnerError, match="cannot reach a Ray cluster"):
+        execute(runs(tiny_cfg), text, tmp_path, executor="ray", ray_address="127.0.0.1:9", progress=False)
+
+
+def test_ray_executor_matches_serial(tmp_path, tiny_cfg, text):
+    """A local Ray instance started on the fly; run folders travel with the tasks and back."""
+    pytest.importorskip("ray")
+    a = execute(runs(tiny_cfg), text, tmp_path / "a", executor="serial", progress=False)
+    b = execute(runs(tiny_cfg), text, tmp_path / "b", executor="ray", progress=False)
+    assert losses(a) == losses(b)
+    assert (tmp_path / "b" / "g" / "r1" / "summary.json").is_file()
+
+
+def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny_cfg, text):
+    """SIGINT to the parent reaches each local worker once; every run checkpoints; rerun = uninterrupted."""
+    long = tiny_cfg.replace(max_steps=200, ckpt_every=1000)
+    script = tmp_path / "go.py"
+    script.write_text(
+        "import sys\nfrom attnlab.config import Config\nfrom attnlab.runner import Run, execute, RunsInterrupted\n"
+        f"cfg = Config.from_dict({long.to_dict()!r})\n"
+        "rs = [Run(f'r{i}', cfg.replace(seed=100 + i)) for i in range(2)]\n"
+        "if __name__ == '__main__':\n"
+        f"    try:\n        execute(rs, {text!r}, sys.argv[1], executor='local', workers=2, progress=False)\n"
+        "    except RunsInterrupted:\n        print('INTERRUPTED', flush=True); sys.exit(130)\n")
+    root = tmp_path / "root"
+    proc = subprocess.Popen([sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not all((root / f"r{i}" / "metrics.jsonl").is_file()
+                                             and (root / f"r{i}" / "metrics.jsonl").stat().st_size > 0
+                                             for i in range(2)):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "INTERRUPTED" in out
+    for i in range(2):
+        assert (root / f"r{i}" / "ckpt.pt").is_file(), "each worker checkpointed its run"
+        assert not (root / f"r{i}" / "summary.json").is_file()
+    rs = [Run(f"r{i}", long.replace(seed=100 + i)) for i in range(2)]
+    resumed = execute(rs, text, root, progress=False)
+    fresh = execute(rs, text, tmp_path / "fresh", progress=False)
+    assert {f.status for f in resumed.values()} == {"resumed"}
+    assert losses(resumed) == losses(fresh)
+
+
+def test_train_one_never_raises(tmp_path, tiny_cfg, text):
+    r = train_one({"name": "x", "dir": str(tmp_path / "x"), "config": tiny_cfg.replace(block_size=4000).to_dict(),
+                   "text": text})
+    assert r["status"] == "failed" and "block_size" in r["error"]
