@@ -4,7 +4,7 @@
 #   1. the test suite with ATTNLAB_TEST_DEVICE=cuda (tests that honour it run
 #      their comparisons on the GPU; CUDA-only tests run instead of skipping)
 #   2. attnlab case --quick on cuda
-#   3. attnlab bench train (small and big, single and train_many R=2, 6)
+#   3. attnlab bench train (small and big: recording, not recording, reference, matmuls alone)
 #   4. attnlab bench attention (n = 512 .. 8192)
 #   5. a short summary table
 #
@@ -48,7 +48,7 @@ stage() {   # stage NAME TIMEOUT_S COMMAND...
 ATTNLAB="$PY -m attnlab.cli"
 export ATTNLAB_TEST_DEVICE=$DEVICE
 stage tests "${STAGE_TIMEOUT_S:-90}" "$PY" -m pytest -q -p no:cacheprovider -x \
-  tests/test_batched.py tests/test_bench.py tests/test_train.py tests/test_model.py \
+  tests/test_runner.py tests/test_bench.py tests/test_train.py tests/test_model.py \
   tests/test_diagnostics.py tests/test_attention_reference.py tests/test_attention_online.py
 stage case "${STAGE_TIMEOUT_S:-80}" $ATTNLAB case --quick --device "$DEVICE" --no-progress --out "$OUTDIR/case"
 stage bench_train "${STAGE_TIMEOUT_S:-50}" $ATTNLAB bench train --device "$DEVICE" --repeats 7 --warmup 5 \

@@ -14,9 +14,8 @@ import torch
 
 from attnlab import Config
 from attnlab.cli import main
-from attnlab.experiments.case import CaseSettings, RunSpec, init_sweep, run_case, train_group
+from attnlab.experiments.case import CaseSettings, init_sweep, run_case
 from attnlab.experiments.claims import check_claims
-from attnlab.train import TrainingInterrupted, train
 
 
 @pytest.fixture(scope="module")
@@ -87,23 +86,6 @@ def test_report_rebuilds_from_json_alone(quick_case, tmp_path):
     assert main(["report", str(tmp_path / "case.json"), "--out", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "figures" / "fig1_4_diagnostics.png").is_file()
     assert (tmp_path / "r" / "reports" / "ch1_case.html").read_text(encoding="utf-8").startswith("<!doctype html>")
-
-
-def test_interrupted_group_resumes_and_equals_uninterrupted(tmp_path, text):
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, batch_size=4,
-                 max_steps=10, eval_every=5, eval_batches=1, ckpt_every=3, device="cpu")
-    specs = [RunSpec("a", cfg), RunSpec("b", cfg.replace(scaled=False))]
-    ref = {s.name: train(text, s.cfg)[2].records for s in specs}
-    with pytest.raises(TrainingInterrupted):
-        train(text, specs[0].cfg, out_dir=tmp_path / "a", stop_after=4)
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "ckpt.pt").write_bytes(b"half-written")       # a corrupt partial result
-    warnings = []
-    res = train_group(text, specs, tmp_path, batched=False, on_step=lambda n: None, warn=warnings.append)
-    assert res["a"][2].records == ref["a"]
-    assert res["b"][2].records == ref["b"]
-    assert any("corrupt" in w or "could not be read" in w for w in warnings)
-    assert list((tmp_path / "b").glob("ckpt.pt.corrupt-*"))                # kept, not deleted
 
 
 @pytest.mark.parametrize("steps", ["abc", "0", "-5", "1.5"])

@@ -49,7 +49,7 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
         train(SAMPLE_TEXT, Config.from_dict(partial["config"]), out_dir=out / partial["name"], stop_after=2)
     r = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
     status = {x["name"]: x["status"] for x in r["runs"]}
-    assert status[partial["name"]] == "resumed" and list(status.values()).count("done") == 3
+    assert status[partial["name"]] == "resumed" and list(status.values()).count("trained") == 3
     _, _, hist = train(SAMPLE_TEXT, Config.from_dict(partial["config"]))
     resumed = [json.loads(l) for l in (out / partial["name"] / "metrics.jsonl").read_text().splitlines()]
     assert [x["loss"] for x in resumed] == [x["loss"] for x in hist.records]    # resume == uninterrupted
@@ -62,7 +62,7 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
         data["gap"][0]["val_loss_unscaled"] - data["gap"][0]["val_loss_scaled"])
 
     again = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
-    assert {x["status"] for x in again["runs"]} == {"skipped"}
+    assert {x["status"] for x in again["runs"]} == {"reused"}
     changed = sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, executor="serial")
     assert {x["status"] for x in changed["runs"]} == {"failed"}                # different config, same dir
     assert "different config" in changed["runs"][0]["error"]
@@ -76,7 +76,7 @@ def test_one_failing_trial_does_not_stop_the_others(tmp_path, capsys):
                  "--corpus", str(corpus), "--out", str(out), *SMALL[:2], *SMALL[4:]])
     assert code == 1
     text = capsys.readouterr().out
-    assert "[failed] block_size=4000__seed=0" in text and "[done] block_size=8__seed=0" in text
+    assert "[failed] block_size=4000__seed=0" in text and "[trained] block_size=8__seed=0" in text
     rows = {x["trial"]: x for x in csv.DictReader((out / "sweep.csv").open(encoding="utf-8"))}
     assert rows["block_size=4000__seed=0"]["status"] == "failed"
     assert "CorpusError" in rows["block_size=4000__seed=0"]["error"]
@@ -86,7 +86,7 @@ def test_one_failing_trial_does_not_stop_the_others(tmp_path, capsys):
 def test_local_process_pool(tmp_path):
     r = sweep(tmp_path / "sw", {"scaled": ["true", "false"]}, base=BASE.replace(n_head=2, d_model=16),
               steps=2, text=SAMPLE_TEXT, executor="local", workers=2)
-    assert sorted(x["status"] for x in r["runs"]) == ["done", "done"]
+    assert sorted(x["status"] for x in r["runs"]) == ["trained", "trained"]
 
 
 def test_bad_input_messages(tmp_path, capsys):
@@ -105,5 +105,5 @@ def test_ray_executor(tmp_path):
                   text=SAMPLE_TEXT, executor="ray")
     finally:
         ray.shutdown()
-    assert sorted(x["status"] for x in r["runs"]) == ["done", "done"]
+    assert sorted(x["status"] for x in r["runs"]) == ["trained", "trained"]
     assert len(r["gap"]) == 1

@@ -179,9 +179,11 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         if resume:
             try:
                 _check_resumable(out, cfg)
-            except CheckpointError as e:
+            except CheckpointError:
                 aside = set_aside(out / "ckpt.pt")
-                result["messages"].append(f"{e}; kept it as {aside.name} and restarted that run")
+                out.joinpath("summary.json").unlink(missing_ok=True)
+                result["messages"].append(f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} "
+                                          f"and restarted that run")
                 resume = False
         if task.get("threads"):
             torch.set_num_threads(task["threads"])
@@ -197,14 +199,26 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     return result
 
 
+class ForeignRun(RunnerError):
+    pass
+
+
 def _check_resumable(out: Path, cfg: Config) -> None:
-    """A checkpoint from another config is not ours to resume: say so rather than fail mid-way."""
+    """A folder holding a run of another config is not ours: refuse, touch nothing.
+
+    Raises CheckpointError when the checkpoint cannot be read (the caller sets it aside).
+    """
     from .checkpoint import config_diff, read_checkpoint
 
     payload = read_checkpoint(out / "ckpt.pt")
-    diff = config_diff(Config.from_dict(payload["config"]), cfg, ignore=("device",))
+    try:
+        saved = Config.from_dict(payload["config"])
+    except (KeyError, TypeError, AttnlabError) as e:
+        raise CheckpointError(f"{out / 'ckpt.pt'} holds no valid config ({e})") from None
+    diff = config_diff(saved, cfg, ignore=("device",))
     if diff:
-        raise CheckpointError(f"{out / 'ckpt.pt'} was trained with another config ({diff})")
+        raise ForeignRun(f"{out} holds a run with a different config ({diff}); use another output "
+                         f"folder or delete that one")
 
 
 class _StepCallback:
@@ -434,6 +448,9 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
         try:
             if finished_history(d, run.cfg):
                 finished[run.name] = Finished(run, d, "reused")
+                if on_result is not None:
+                    on_result({"name": run.name, "status": "reused", "seconds": 0.0, "error": None,
+                               "messages": []})
                 continue
         except CheckpointError:
             pass                            # train_one sets it aside and says so

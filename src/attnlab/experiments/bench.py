@@ -5,7 +5,7 @@ train (issue #7)
     n_head 1) models: TinyGPT recording diagnostics every step
     (``record_every=1``, explicit attention) and never (``0``, SDPA), a plainly
     written nanoGPT-style model of the same shape (``reference_gpt``), and
-    ``train_many`` stacks of R runs. Reported as ratios to the reference, as
+    the same step's matrix multiplies alone. Reported as ratios to the reference, as
     tokens/s, and as achieved GFLOP/s against this machine's float32 matmul
     rate, which is measured in the same interleaved loop.
 
@@ -174,16 +174,6 @@ def reference_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], float]:
     return step
 
 
-def batched_stepper(cfg: Config, R: int, data: torch.Tensor) -> Callable[[], list]:
-    """One ``train_many`` step of R runs (half unscaled, different seeds) per call."""
-    from ..batched import stacked_stepper
-
-    cfgs = [cfg.replace(scaled=bool(r % 2), seed=cfg.seed + r // 2) for r in range(R)]
-    step = stacked_stepper(cfgs, data)
-    counter = iter(range(10 ** 9))
-    return lambda: step(next(counter))
-
-
 def matmul_stepper(cfg: Config, R: int = 1, device: str | torch.device = "cpu") -> Callable[[], None]:
     """Only the matrix multiplies of one training step (of R stacked runs), nothing else.
 
@@ -230,7 +220,7 @@ def matmul_only_step_s(cfg: Config, repeats: int = 5, device: str | torch.device
     return statistics.median(times["matmuls"])
 
 
-def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int, ...] = (2, 6),
+def bench_train(configs: tuple[str, ...] = ("small", "big"),
                 records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
                 device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
                 reference: bool = True, overrides: tuple[str, ...] = (),
@@ -263,15 +253,9 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"), batched: tuple[int,
             key = f"attnlab record_every={rec}"
             fns[key] = attnlab_stepper(cfg.replace(record_every=rec), data)
             runs[key], meta[key] = 1, {"impl": "attnlab", "R": 1, "record_every": rec}
-        for R in batched:
-            for rec in records:
-                key = f"train_many R={R} record_every={rec}"
-                fns[key] = batched_stepper(cfg.replace(record_every=rec), R, data)
-                runs[key], meta[key] = R, {"impl": "train_many", "R": R, "record_every": rec}
-        for R in (1, *batched):           # the ceiling of this model's own matrix shapes
-            key = "matmuls only" + (f" R={R}" if R > 1 else "")
-            fns[key] = matmul_stepper(cfg, R, dev)
-            runs[key], meta[key] = R, {"impl": "matmuls_only", "R": R, "record_every": None}
+        # the ceiling of this model's own matrix shapes
+        fns["matmuls only"] = matmul_stepper(cfg, 1, dev)
+        runs["matmuls only"], meta["matmuls only"] = 1, {"impl": "matmuls_only", "R": 1, "record_every": None}
         for n, fn in mm.items():          # the matmul roof, measured in the same rounds
             fns[f"matmul {n}"] = fn
         if log:
@@ -507,8 +491,6 @@ def add_parser(subparsers) -> None:
 
     t = sub.add_parser("train", help="ms/step, tokens/s and GFLOP/s of training steps")
     t.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
-    t.add_argument("--batched", nargs="*", type=int, default=[2, 6], metavar="R",
-                   help="train_many stack sizes to time (default 2 6; none: --batched)")
     t.add_argument("--records", nargs="+", type=int, default=[1, 0], metavar="N",
                    help="record_every values (default 1 0)")
     t.add_argument("--repeats", type=int, default=5, help="interleaved rounds (median reported)")
@@ -553,7 +535,7 @@ def _threads(args) -> None:
 
 def cmd_bench_train(args) -> int:
     _threads(args)
-    result = bench_train(tuple(args.configs), tuple(args.batched), tuple(args.records),
+    result = bench_train(tuple(args.configs), tuple(args.records),
                          args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
                          reference=not args.no_reference, overrides=tuple(args.overrides), log=_log)
     print(format_train(result))

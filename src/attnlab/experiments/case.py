@@ -16,7 +16,6 @@ starting it again continues where it stopped.
 from __future__ import annotations
 
 import math
-import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,14 +23,14 @@ from typing import Any, Callable
 
 import torch
 
-from ..checkpoint import config_diff, from_payload, read_checkpoint
 from ..config import Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
-from ..errors import AttnlabError, CheckpointError
+from ..errors import AttnlabError
 from ..io import write_json
 from ..model import TinyGPT, generate
 from ..tokenizer import CharTokenizer
-from ..train import History, get_batch, split_data, train
+from ..runner import EXECUTORS, Run, execute
+from ..train import History, get_batch, split_data
 from .claims import check_claims
 from .common import environment
 
@@ -51,8 +50,9 @@ class CaseSettings:
     sample_tokens: int = 40
     sample_seed: int = 0
     loss_window: int = 50            # loss_end = mean training loss of the last N steps
-    batched: bool = True             # same-shape runs trained together on a GPU (on a CPU it
-                                     # measured no faster, see batched.py), one by one on a CPU
+    executor: str = "local"          # attnlab.runner: serial | local | ray
+    workers: int | None = None       # local: processes (default: one per core, one thread each)
+    ray_address: str | None = None
     device: str = "auto"
 
     @classmethod
@@ -172,103 +172,6 @@ def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
     return [small, big], pairs
 
 
-def _finished(run_dir: Path, cfg: Config):
-    """(model, tok, history) of a run that completed with this config, else None."""
-    if not (run_dir / "summary.json").is_file() or not (run_dir / "ckpt.pt").is_file():
-        return None
-    payload = read_checkpoint(run_dir / "ckpt.pt")
-    saved = Config.from_dict(payload["config"])
-    if config_diff(saved, cfg, ignore=("device",)):
-        return None
-    history = History.from_dict(payload["history"])
-    if len(history.records) < cfg.max_steps and history.diverged_at is None:
-        return None
-    model, tok, _ = from_payload(payload, run_dir / "ckpt.pt")    # the file is read once
-    return model, tok, history
-
-
-def _set_aside(path: Path, warn: Callable[[str], None]) -> None:
-    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    shutil.move(str(path), aside)
-    warn(f"{path} could not be read; kept it as {aside.name} and restarted that run")
-
-
-def train_group(text: str, specs: list[RunSpec], run_root: Path, batched: bool,
-                on_step: Callable[[int], None], warn: Callable[[str], None]) -> dict[str, tuple]:
-    """Train (or reuse, or resume) a group of same-shape runs."""
-    results: dict[str, tuple] = {}
-    todo: list[RunSpec] = []
-    for spec in specs:
-        run_dir = run_root / spec.name
-        try:
-            done = _finished(run_dir, spec.cfg)
-        except CheckpointError:
-            _set_aside(run_dir / "ckpt.pt", warn)
-            done = None
-        if done is not None:
-            results[spec.name] = done
-        else:
-            todo.append(spec)
-    if not todo:
-        return results
-    train_many = _batched_trainer() if batched else None
-    fresh = [sp for sp in todo if not (run_root / sp.name / "ckpt.pt").is_file()]
-    resumed = [sp for sp in todo if sp not in fresh]
-    for subset, resume in ((resumed, True), (fresh, False)):
-        if train_many is not None and len(subset) > 1:
-            try:
-                outs = train_many(text, [sp.cfg for sp in subset],
-                                  out_dirs=[run_root / sp.name for sp in subset], resume=resume,
-                                  on_step=lambda step, recs: on_step(sum(r is not None for r in recs)))
-            except CheckpointError:
-                for sp in subset:
-                    _set_aside(run_root / sp.name / "ckpt.pt", warn)
-                outs = train_many(text, [sp.cfg for sp in subset],
-                                  out_dirs=[run_root / sp.name for sp in subset],
-                                  on_step=lambda step, recs: on_step(sum(r is not None for r in recs)))
-            results.update({sp.name: r for sp, r in zip(subset, outs)})
-            continue
-        for spec in subset:
-            run_dir = run_root / spec.name
-            try:
-                results[spec.name] = train(text, spec.cfg, out_dir=run_dir, resume=resume,
-                                           callbacks=[_StepCallback(on_step)])
-            except CheckpointError:
-                _set_aside(run_dir / "ckpt.pt", warn)
-                results[spec.name] = train(text, spec.cfg, out_dir=run_dir,
-                                           callbacks=[_StepCallback(on_step)])
-    return results
-
-
-def _batched_trainer():
-    try:
-        from ..batched import train_many
-    except ImportError:
-        return None
-    return train_many
-
-
-class _StepCallback:
-    def __init__(self, fn: Callable[[int], None]):
-        self.fn = fn
-
-    def on_step_end(self, step, record, model) -> None:
-        self.fn(1)
-
-
-def steps_done(run_root: Path, specs: list[RunSpec]) -> int:
-    """Steps already on disk (finished or checkpointed), for the progress bar."""
-    total = 0
-    for spec in specs:
-        ck = run_root / spec.name / "ckpt.pt"
-        if ck.is_file():
-            try:
-                total += int(read_checkpoint(ck).get("step", 0))
-            except CheckpointError:
-                pass
-    return total
-
-
 # --------------------------------------------------------------------- summaries
 def run_summary(history: History, window: int) -> dict:
     recs = history.records
@@ -307,26 +210,26 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
     _check_writable(out)
     text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
     device = resolve_device(settings.device)
-    run_root = out / "runs" / "case"
     groups, pair_names = case_runs(settings)
     timings: dict[str, float] = {}
-    total_steps = sum(sp.cfg.max_steps for g in groups for sp in g)
-    bar = _Progress(total=total_steps + settings.init_samples * len(settings.init_d_heads),
-                    initial=sum(steps_done(run_root, g) for g in groups), enabled=progress)
+    bar = _Progress(total=settings.init_samples * len(settings.init_d_heads), enabled=progress,
+                    desc="init sweep")
     try:
         t0 = time.perf_counter()
         sweep = init_sweep(settings.init_d_heads, settings.init_samples, settings.init_seed,
                            on_sample=lambda: bar.update(1))
         timings["init_sweep_s"] = time.perf_counter() - t0
-
-        results: dict[str, tuple] = {}
-        for group, label in zip(groups, ("small_runs_s", "big_runs_s")):
-            t0 = time.perf_counter()
-            batched = settings.batched and device.type == "cuda"
-            results.update(train_group(text, group, run_root, batched, bar.update, log))
-            timings[label] = time.perf_counter() - t0
     finally:
         bar.close()
+
+    t0 = time.perf_counter()
+    runs = [Run(sp.name, sp.cfg, group="case") for g in groups for sp in g]
+    finished = execute(runs, text, out / "runs", executor=settings.executor, workers=settings.workers,
+                       ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case")
+    results = {name: tuple(f) for name, f in finished.items()}          # (model, tok, history)
+    timings["train_wall_s"] = time.perf_counter() - t0
+    timings["executor"] = settings.executor
+    timings["workers"] = _workers_used(settings, len(runs))
 
     t0 = time.perf_counter()
     tok: CharTokenizer = next(iter(results.values()))[1]
@@ -369,14 +272,13 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
             matmuls_only += per_shape[shape] * sp.cfg.max_steps
     timings["matmul_rate_measure_s"] = time.perf_counter() - t0
     flops = sum(train_flops(sp.cfg, sp.cfg.max_steps) for g in groups for sp in g)
-    train_wall = timings["small_runs_s"] + timings["big_runs_s"]
+    train_wall = timings["train_wall_s"]
     timings.update({
         "train_flops": flops,
         "matmul_rate_flops_per_s": rate,
         "train_floor_s": flops / rate,
         "train_matmuls_only_s": matmuls_only,
         "matmuls_only_over_floor": matmuls_only / (flops / rate),
-        "train_wall_s": train_wall,
         "train_wall_over_floor": train_wall / (flops / rate),
         "reused_runs": train_wall < 0.5 * flops / rate,
     })
@@ -429,16 +331,23 @@ def _check_writable(out: Path) -> None:
                         f"choose another with --out DIR") from None
 
 
-class _Progress:
-    """One bar with ETA across every part of the case."""
+def _workers_used(settings: CaseSettings, n_runs: int) -> int:
+    import os
 
-    def __init__(self, total: int, initial: int, enabled: bool):
+    if settings.executor != "local":
+        return 1 if settings.executor == "serial" else 0
+    return max(1, min(settings.workers or os.cpu_count() or 1, n_runs))
+
+
+class _Progress:
+    """A bar with ETA for the init sweep (the runner draws its own for the training)."""
+
+    def __init__(self, total: int, enabled: bool, desc: str):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
-                            desc="ch1 case")
+            self.bar = tqdm(total=total, unit="sample", dynamic_ncols=True, desc=desc)
 
     def update(self, n: int = 1) -> None:
         if self.bar is not None:
@@ -469,7 +378,11 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default=".", help="root for data/, figures/, reports/ and runs/ (default: here)")
     p.add_argument("--corpus", default=None)
     p.add_argument("--device", default="auto")
-    p.add_argument("--no-batched", action="store_true", help="train runs one after another")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="serial | local (worker processes, default) | ray")
+    p.add_argument("--workers", type=int, default=None, help="processes for --executor local")
+    p.add_argument("--ray-address", default=None, help="Ray cluster for --executor ray (default: RAY_ADDRESS "
+                                                       "or a local instance)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_case)
 
@@ -483,7 +396,9 @@ def cmd_case(args) -> int:
     from ..report.case_report import build_report
 
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
-    settings = CaseSettings(**{**asdict(settings), "device": args.device, "batched": not args.no_batched})
+    settings = CaseSettings(**{**asdict(settings), "device": args.device,
+                                      "executor": args.executor, "workers": args.workers,
+                                      "ray_address": args.ray_address})
     out = Path(args.out)
     result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
                       progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))

@@ -11,9 +11,9 @@ the figure ``OUT/sweep_gap.png`` (unscaled minus scaled final validation loss
 against d_head) is drawn from sweep.json alone.
 
 Grid keys are Config fields, plus ``d_head``, which sets ``n_head=1`` and
-``d_model=d_head`` as the book's case does. Executors: ``local`` (a process
-pool, spawn context), ``ray`` (Ray tasks on a running cluster, one CPU each)
-and ``serial`` (in this process, for debugging).
+``d_model=d_head`` as the book's case does. The trials run through
+:mod:`attnlab.runner`, so ``--executor serial | local | ray`` means what it
+means everywhere.
 """
 from __future__ import annotations
 
@@ -23,20 +23,17 @@ import io
 import itertools
 import json
 import math
-import os
-import socket
 import time
-import traceback
 from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..config import Config
 from ..io import write_json, write_text
+from ..runner import EXECUTORS
 from .common import ExperimentError, provenance
 
 DEFAULT_GRID = {"d_head": ["32", "64", "96", "128", "192", "256"], "scaled": ["true", "false"]}
-EXECUTORS = ("local", "ray", "serial")
 
 
 # ----------------------------------------------------------------------------- grid
@@ -87,126 +84,6 @@ def expand(base: Config, grid: dict[str, list[str]], seeds: int = 1) -> list[dic
             name = "__".join([f"{k}={v}" for k, v in point.items()] + [f"seed={s}"])
             trials.append({"name": name, "point": point, "seed_index": s, "config": cfg.to_dict()})
     return trials
-
-
-# ---------------------------------------------------------------------------- a trial
-def run_trial(spec: dict) -> dict:
-    """Run (or skip, or resume) one trial; never raises for a failing run.
-
-    spec: name, dir (absolute), config (dict), and text or corpus (path or None).
-    Runs in a worker process or a Ray task, so it only takes and returns plain data.
-    """
-    import torch
-
-    from ..corpus import load_corpus
-    from ..train import train
-
-    out = Path(spec["dir"])
-    cfg = Config.from_dict(spec["config"])
-    status = {"name": spec["name"], "dir": str(out)}
-    summary_path = out / "summary.json"
-    try:
-        if summary_path.is_file():
-            done = json.loads(summary_path.read_text(encoding="utf-8"))
-            if done.get("config") != cfg.to_dict():
-                raise ExperimentError(f"{out} holds a finished run with a different config; "
-                                      f"use a new --out or delete that directory")
-            return {**status, "status": "skipped"}
-        if spec.get("threads"):
-            torch.set_num_threads(spec["threads"])
-        text = spec.get("text")
-        if text is None:
-            text = load_corpus(spec.get("corpus"), min_chars=cfg.block_size + 1)
-        resume = (out / "ckpt.pt").is_file()
-        t0 = time.perf_counter()
-        train(text, cfg, out_dir=out, resume=resume)
-        (out / "error.json").unlink(missing_ok=True)
-        return {**status, "status": "resumed" if resume else "done",
-                "seconds": round(time.perf_counter() - t0, 3)}
-    except Exception as e:                       # one trial's failure must not stop the sweep
-        error = f"{type(e).__name__}: {e}"
-        try:
-            write_json(out / "error.json", {"error": error, "traceback": traceback.format_exc()})
-        except OSError:
-            pass
-        return {**status, "status": "failed", "error": error}
-
-
-# --------------------------------------------------------------------------- executors
-def _failed(spec: dict, e: BaseException) -> dict:
-    return {"name": spec["name"], "dir": spec["dir"], "status": "failed",
-            "error": f"{type(e).__name__}: {e}"}
-
-
-def _serial(specs, on_result, **_):
-    for spec in specs:
-        on_result(run_trial(spec))
-
-
-def _local(specs, on_result, workers: int | None = None, **_):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    workers = max(1, min(workers or os.cpu_count() or 1, len(specs)))
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    ctx = multiprocessing.get_context("spawn")   # fork + torch threads can deadlock
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_trial, {**spec, "threads": threads}): spec for spec in specs}
-        for fut in as_completed(futures):
-            try:
-                on_result(fut.result())
-            except Exception as e:               # a worker that died (killed, out of memory)
-                on_result(_failed(futures[fut], e))
-
-
-def _check_reachable(address: str) -> None:
-    """Fail fast with one message instead of Ray's long retry loop."""
-    hostport = address.split("://", 1)[-1]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        return                                   # let Ray interpret it ("auto", "local", ...)
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-    except OSError as e:
-        raise ExperimentError(f"cannot reach a Ray cluster at {address} ({e.strerror or e}); start one "
-                              f"with `ray start --head` and pass its address, or use --executor local"
-                              ) from None
-
-
-def _ray(specs, on_result, address: str | None = "auto", **_):
-    try:
-        import ray
-    except ImportError:
-        raise ExperimentError("the ray executor needs Ray: pip install 'attnlab[ray]'") from None
-    started = False
-    if not ray.is_initialized():
-        if address:
-            _check_reachable(address)
-        try:
-            ray.init(address=None if address == "local" else address, logging_level="ERROR",
-                     log_to_driver=False)
-        except Exception as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ExperimentError(f"cannot connect to a Ray cluster at {address}: {first}; start one with "
-                                  f"`ray start --head`, or use --executor local") from None
-        started = True
-    try:
-        remote = ray.remote(num_cpus=1)(run_trial)
-        pending = {}
-        for spec in specs:
-            spec = {**spec, "threads": 1}
-            pending[remote.remote(spec)] = spec
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                spec = pending.pop(ref)
-                try:
-                    on_result(ray.get(ref))
-                except Exception as e:           # the task or its worker died
-                    on_result(_failed(spec, e))
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ------------------------------------------------------------------------ aggregation
@@ -282,41 +159,48 @@ def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = No
 # ------------------------------------------------------------------------------- sweep
 def sweep(out: str | Path, grid: dict[str, list[str]] | None = None, *, base: Config | None = None,
           seeds: int = 1, steps: int | None = None, corpus: str | None = None, text: str | None = None,
-          executor: str = "local", address: str | None = "auto", workers: int | None = None,
-          on_result: Callable[[dict], None] | None = None) -> dict:
-    """Run every trial of ``grid`` × ``seeds`` (skipping finished ones) and aggregate.
+          executor: str = "local", address: str | None = None, workers: int | None = None,
+          progress: bool = False, on_result: Callable[[dict], None] | None = None) -> dict:
+    """Run every trial of ``grid`` × ``seeds`` through :mod:`attnlab.runner` and aggregate.
 
-    ``text`` (for tests and notebooks) is used instead of reading ``corpus``.
-    Returns the content of sweep.json plus "runs": what happened to each trial now.
+    Finished trials are reused, interrupted ones resume, a failing one is recorded
+    (error.json) without stopping the others. ``text`` (for tests and notebooks)
+    is used instead of reading ``corpus``. Returns the content of sweep.json plus
+    "runs": the runner's status of each trial now (reused, trained, resumed, failed).
     """
-    if executor not in EXECUTORS:
-        raise ExperimentError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    from ..corpus import load_corpus
+    from ..runner import Run, execute
+
     grid = grid if grid is not None else DEFAULT_GRID
     base = base or Config()
     if steps is not None:
         base = base.replace(max_steps=steps)
     trials = expand(base, grid, seeds)
-    if text is None:                         # fail here, once, rather than in every trial
-        from ..corpus import load_corpus
-
-        load_corpus(corpus, min_chars=2)
+    if text is None:                         # read once here; the text travels to every worker
+        text = load_corpus(corpus, min_chars=2)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "grid.json", {"grid": grid, "seeds": seeds, "base": base.to_dict(),
                                    "trials": [t["name"] for t in trials]})
-    specs = [{"name": t["name"], "dir": str(out / t["name"]), "config": t["config"],
-              "corpus": str(Path(corpus).resolve()) if corpus else None,
-              **({"text": text} if text is not None else {})} for t in trials]
     runs: list[dict] = []
 
     def collect(r: dict) -> None:
-        runs.append(r)
+        d = out / r["name"]
+        if r["status"] == "failed":
+            try:
+                write_json(d / "error.json", {"error": r["error"], "traceback": r.get("traceback", "")})
+            except OSError:
+                pass
+        elif (d / "error.json").is_file():
+            (d / "error.json").unlink()
+        runs.append({k: r[k] for k in ("name", "status", "seconds", "error")})
         if on_result is not None:
-            on_result(r)
+            on_result(runs[-1])
 
     t0 = time.perf_counter()
-    {"serial": _serial, "local": _local, "ray": _ray}[executor](
-        specs, collect, workers=workers, address=address)
+    execute([Run(t["name"], Config.from_dict(t["config"])) for t in trials], text, out, executor=executor,
+            workers=workers, ray_address=address, progress=progress, keep_going=True, on_result=collect,
+            desc="sweep")
     result = aggregate(trials, out, grid, {"executor": executor, "seeds": seeds,
                                            "base": base.to_dict(), "corpus": corpus or "data/corpus.txt",
                                            "seconds": round(time.perf_counter() - t0, 3)}, runs)
@@ -354,9 +238,9 @@ def add_parser(sub) -> None:
                    help="base config shared by every trial")
     p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
     p.add_argument("--executor", choices=EXECUTORS, default="local")
-    p.add_argument("--address", default="auto",
-                   help="Ray cluster address for --executor ray (default auto: the running cluster; "
-                        "'local' starts one in this process)")
+    p.add_argument("--address", "--ray-address", dest="address", default=None,
+                   help="Ray cluster address for --executor ray (default: RAY_ADDRESS, else a local "
+                        "Ray instance started here)")
     p.add_argument("--workers", type=int, default=None, help="processes for --executor local")
     p.add_argument("--out", required=True, help="sweep directory (one subdirectory per trial)")
     p.set_defaults(func=cli_run)

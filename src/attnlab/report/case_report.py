@@ -236,8 +236,11 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     e = res["environment"]
     table(["部分 / part", "秒 / seconds"], [
         ["初始化扫描 / init sweep", fmt(t["init_sweep_s"])],
-        ["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
-        ["大模型组 / big runs", fmt(t["big_runs_s"])],
+    ] + ([["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
+          ["大模型组 / big runs", fmt(t["big_runs_s"])]] if "small_runs_s" in t else []) + (
+        [["执行器 / executor", f"{t['executor']}"
+          + (f"，{t['workers']} 个进程 / {t['workers']} workers" if t.get("workers") else "")]]
+        if "executor" in t else []) + [
         ["分析与采样 / analysis", fmt(t["analysis_s"])],
         ["训练总耗时 / training wall", fmt(t["train_wall_s"])],
         ["训练浮点运算 / training FLOPs", f"{t['train_flops'] / 1e12:.2f} TFLOP"],
