@@ -101,6 +101,9 @@ def _masked_moments(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
     return xw, ((dev * dev).sum() / (n - 1)).sqrt()
 
 
+DIAG_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "logit_absmax", "q_std", "k_std")
+
+
 def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str, Tensor]:
     """The per-layer numbers recorded during training, as 0-d tensors.
 
@@ -122,7 +125,7 @@ def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str
     sw, std = _masked_moments(scores, causal)
     lo, hi = torch.aminmax(sw)                             # zeros above the diagonal: harmless,
     return {                                               # the diagonal itself is never masked
-        "weight_entropy": ent.mean(),
+        "weight_entropy": ent.mean(),                      # (keys and order: DIAG_KEYS)
         "jacobian_fro": jac.mean(),
         "logit_std": std,
         "logit_absmax": torch.maximum(hi.abs(), lo.abs()),

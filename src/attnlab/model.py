@@ -11,9 +11,10 @@ Attention has two paths that compute the same function. The fast one calls
 ``torch.nn.functional.scaled_dot_product_attention``. The explicit one writes
 scores, mask, softmax and weighted sum out, and passes the intermediate tensors
 through named taps (``blocks.0.attn.tap_scores``, ``...tap_pattern``, ...) that
-cost nothing when nobody listens. Recording diagnostics (``record=True``),
-listening on a tap or an injected bug (``Config.bug``) selects the explicit
-path; tests check that both paths give the same logits and gradients.
+cost nothing when nobody listens. Listening on a tap (which is how
+``model.recording()`` and ``record=True`` compute the diagnostics) or an
+injected bug (``Config.bug``) selects the explicit path; tests check that both
+paths give the same logits and gradients.
 
 Deliberately left out: dropout (the book's model has none), biases in the
 attention projections, flash kernels of our own.
@@ -31,8 +32,11 @@ from torch import Tensor, nn
 
 from .attention.positions import apply_rope, sinusoidal_table
 from .config import Config
-from .diagnostics import pattern_summary
+from .diagnostics import DIAG_KEYS, pattern_summary
 from .errors import AttnlabError
+
+
+RECORDED_TAPS = ("tap_q", "tap_k", "tap_scores", "tap_pattern")
 
 
 class SequenceTooLongError(AttnlabError, ValueError):
@@ -91,8 +95,7 @@ class CausalSelfAttention(nn.Module):
         """Factor applied to q·k before the softmax: 1/sqrt(d_head), or 1 without scaling."""
         return 1.0 / math.sqrt(self.d_head) if self.cfg.scaled else 1.0
 
-    def forward(self, x: Tensor, pos: Tensor, record: bool = False,
-                cache: KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None) -> Tensor:
         B, T, C = x.shape
         nh, nkv, hs = self.n_head, self.n_kv, self.d_head
         q, k, v = self.qkv(x).split([C, nkv * hs, nkv * hs], dim=2)
@@ -112,11 +115,11 @@ class CausalSelfAttention(nn.Module):
             k = k.repeat_interleave(nh // nkv, dim=1)      # (B, nh, Tk, hs)
             v = v.repeat_interleave(nh // nkv, dim=1)
 
-        explicit = (record or self.cfg.bug is not None
+        explicit = (self.cfg.bug is not None
                     or any(t.active for t in (self.tap_q, self.tap_k, self.tap_v,
                                               self.tap_scores, self.tap_pattern)))
         if explicit:
-            y = self._explicit(q, k, v, record)
+            y = self._explicit(q, k, v)
         else:
             y = self._fast(q, k, v)
         y = y.transpose(1, 2).contiguous().view(B, T, C)   # (B, T, C): heads side by side
@@ -126,45 +129,72 @@ class CausalSelfAttention(nn.Module):
         Tq, Tk = q.shape[2], k.shape[2]
         if Tq == Tk:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
-        mask = _causal_mask(Tq, Tk, q.device)
+        mask = causal_mask(Tq, Tk, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
 
-    def _explicit(self, q: Tensor, k: Tensor, v: Tensor, record: bool) -> Tensor:
-        bug = self.cfg.bug
+    def _explicit(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
-        Tq, Tk, hs = q.shape[2], k.shape[2], self.d_head
-        scores = q @ k.transpose(-2, -1)                   # (B, nh, Tq, Tk)
-        if bug == "divide_by_d_k":                         # §1.11.4: d_k instead of sqrt(d_k)
-            scores = scores / hs
-        elif bug != "scale_after_softmax":
-            scores = scores * self.scale
-        scores = self.tap_scores(_at_least_fp32(scores))   # softmax in float32 or wider (§1.17.5)
-        mask = _causal_mask(Tq, Tk, q.device)
-        if bug == "mask_zero":         # §1.11.1: filling with 0 still gives the future weight
-            masked = scores * mask
-        else:                          # adding -inf above the diagonal: exactly 0 after softmax
-            masked = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, float("-inf"))
-        if bug == "no_max_subtraction":                    # §1.11.3: exp without the max shift
-            e = masked.exp()
-            p = e / e.sum(-1, keepdim=True)
-        else:
-            p = masked.softmax(-1)
-        if bug == "scale_after_softmax" and self.cfg.scaled:   # §1.11.2: rows no longer sum to 1
-            p = p * self.scale
-        p = self.tap_pattern(p)
-        if record:
-            with torch.no_grad():
-                summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
-                values = torch.stack(list(summary.values())).tolist()
-            self.last_diag = dict(zip(summary.keys(), values))
+        scores = self.tap_scores(scaled_scores(q, k, self.cfg, self.scale))   # (B, nh, Tq, Tk)
+        masked = apply_causal_mask(scores, self.cfg.bug)
+        p = self.tap_pattern(normalize(masked, self.cfg, self.scale))
         return p.to(v.dtype) @ v                           # (B, nh, Tq, hs)
+
+
+# The explicit path's steps, one function each, with the injected bugs of §1.11.7
+# (Config.bug) in exactly one place; AttentionDebugger replays them stage by stage.
+def scaled_scores(q: Tensor, k: Tensor, cfg: Config, scale: float) -> Tensor:
+    """q·kᵀ times the scale, in float32 or wider (softmax must not run in bf16, §1.17.5)."""
+    scores = q @ k.transpose(-2, -1)                       # (B, nh, Tq, Tk)
+    if cfg.bug == "divide_by_d_k":                         # §1.11.4: d_k instead of sqrt(d_k)
+        scores = scores / q.shape[-1]
+    elif cfg.bug != "scale_after_softmax":
+        scores = scores * scale
+    return _at_least_fp32(scores)
+
+
+def apply_causal_mask(scores: Tensor, bug: str | None = None) -> Tensor:
+    """-inf above the diagonal (exactly 0 after the softmax); query i sits at Tk - Tq + i."""
+    mask = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+    if bug == "mask_zero":             # §1.11.1: filling with 0 still gives the future weight
+        return scores * mask
+    return scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, float("-inf"))
+
+
+def exponentiate(masked: Tensor, bug: str | None = None) -> Tensor:
+    """The softmax's numerator, shifted by the row max unless the §1.11.3 bug drops the shift."""
+    if bug == "no_max_subtraction":
+        return masked.exp()
+    return (masked - masked.amax(-1, keepdim=True)).exp()
+
+
+def normalize(masked: Tensor, cfg: Config, scale: float) -> Tensor:
+    """Attention weights from masked scores (PyTorch's softmax on the correct path)."""
+    if cfg.bug == "no_max_subtraction":
+        e = exponentiate(masked, cfg.bug)
+        p = e / e.sum(-1, keepdim=True)
+    else:
+        p = masked.softmax(-1)
+    if cfg.bug == "scale_after_softmax" and cfg.scaled:    # §1.11.2: rows no longer sum to 1
+        p = p * scale
+    return p
+
+
+def attention_stages(q: Tensor, k: Tensor, cfg: Config, scale: float) -> list[Tensor]:
+    """The four stages of §1.13.3 (scores, masked, exp, weights), each as the model makes it."""
+    scores = scaled_scores(q.float(), k.float(), cfg, scale)
+    masked = apply_causal_mask(scores, cfg.bug)
+    e = exponentiate(masked, cfg.bug)
+    p = e / e.sum(-1, keepdim=True)
+    if cfg.bug == "scale_after_softmax" and cfg.scaled:
+        p = p * scale
+    return [scores, masked, e, p]
 
 
 def _at_least_fp32(x: Tensor) -> Tensor:
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
-def _causal_mask(Tq: int, Tk: int, device) -> Tensor:
+def causal_mask(Tq: int, Tk: int, device) -> Tensor:
     """(Tq, Tk) bool, True = may look; query i sits at absolute position Tk - Tq + i."""
     return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(diagonal=Tk - Tq)
 
@@ -183,9 +213,8 @@ class Block(nn.Module):
             nn.Linear(cfg.d_ff, cfg.d_model),
         )
 
-    def forward(self, x: Tensor, pos: Tensor, record: bool = False,
-                cache: KVCache | None = None) -> Tensor:
-        a = self.attn(self.ln1(x), pos, record=record, cache=cache)
+    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None) -> Tensor:
+        a = self.attn(self.ln1(x), pos, cache=cache)
         x = x + a if self.residual else a
         m = self.mlp(self.ln2(x))
         return x + m if self.residual else m
@@ -245,9 +274,12 @@ class TinyGPT(nn.Module):
                 kv_cache: list[KVCache] | None = None) -> tuple[Tensor, Tensor | None]:
         """idx (B, T) token ids -> (logits (B, T, V), mean cross-entropy or None).
 
-        record=True takes the explicit attention path and fills
-        ``blocks[i].attn.last_diag``. Targets equal to -100 are ignored by the loss.
+        record=True is the book's spelling of ``with model.recording(): model(idx)``:
+        it fills ``blocks[i].attn.last_diag``. Targets equal to -100 are ignored by the loss.
         """
+        if record:
+            with self.recording():
+                return self(idx, targets, kv_cache=kv_cache)
         if idx.dim() != 2:
             raise ValueError(f"idx must be (B, T) token ids, got shape {tuple(idx.shape)}")
         B, T = idx.shape
@@ -257,7 +289,7 @@ class TinyGPT(nn.Module):
         if pos_vec is not None:
             x = x + pos_vec
         for i, block in enumerate(self.blocks):
-            x = block(x, pos, record=record, cache=kv_cache[i] if kv_cache else None)
+            x = block(x, pos, cache=kv_cache[i] if kv_cache else None)
         x = self.ln_f(x)
         logits = self.head(x)                              # (B, T, V)
         loss = None
@@ -293,8 +325,31 @@ class TinyGPT(nn.Module):
             self(idx)
         return [store[f"blocks.{i}.attn.tap_pattern"][0] for i in range(len(self.blocks))]
 
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """Per-layer attention diagnostics of the last forward pass inside the block.
+
+        Listens on the q, k, scores and pattern taps (which selects the explicit
+        path), then computes every layer's :func:`~attnlab.diagnostics.pattern_summary`
+        and moves them to the host in one transfer: one sync per step, not one per
+        layer. The numbers land in ``blocks[i].attn.last_diag`` (see ``diagnostics()``).
+        """
+        with self.capture(*RECORDED_TAPS) as store:
+            yield
+        if not store or not store[f"blocks.0.attn.{RECORDED_TAPS[-1]}"]:
+            return                                          # no forward pass happened
+        with torch.no_grad():
+            rows = []
+            for i in range(len(self.blocks)):
+                q, k, scores, p = (store[f"blocks.{i}.attn.{t}"][-1] for t in RECORDED_TAPS)
+                summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
+                rows.append(torch.stack(list(summary.values())))
+            values = torch.stack(rows).tolist()             # the one host sync
+        for block, vals in zip(self.blocks, values):
+            block.attn.last_diag = dict(zip(DIAG_KEYS, vals))
+
     def diagnostics(self) -> list[dict[str, float]]:
-        """``last_diag`` of every layer from the latest ``record=True`` forward."""
+        """``last_diag`` of every layer from the latest recorded forward."""
         return [b.attn.last_diag for b in self.blocks]
 
 

@@ -113,6 +113,27 @@ class History:
         pts = [(r["step"], r["layers"][layer][key]) for r in self.records if r.get("layers")]
         return [s for s, _ in pts], [v for _, v in pts]
 
+    def summary(self, window: int = 1) -> dict:
+        """The numbers every experiment reports about a run.
+
+        loss_end is the mean training loss of the last ``window`` steps (1: the last
+        step's); val_loss_end the last validation loss; final_layers the last
+        recorded per-layer diagnostics.
+        """
+        recs = self.records
+        losses = [r["loss"] for r in recs]
+        tail = losses[-max(1, window):]
+        val = self.val
+        return {
+            "steps": len(recs),
+            "loss_start": losses[0] if losses else None,
+            "loss_end": sum(tail) / len(tail) if tail else None,
+            "loss_last": losses[-1] if losses else None,
+            "val_loss_end": val[-1][1] if val else None,
+            "diverged_at": self.diverged_at,
+            "final_layers": next((r["layers"] for r in reversed(recs) if r.get("layers")), None),
+        }
+
     def to_dict(self) -> dict:
         return {"records": self.records, "diverged_at": self.diverged_at}
 
@@ -232,7 +253,7 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
                 if stopper.requested or (stop_after is not None and step >= start + stop_after):
                     checkpoint(step)
                     raise TrainingInterrupted(step, ckpt_path)
-                record = _train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
+                record = train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
                 if not math.isfinite(record["loss"]):
                     history.diverged_at = step
                     x, y = record.pop("_batch")
@@ -266,7 +287,7 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
     return model, tok, history
 
 
-def _train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config,
+def train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config,
                 step: int, device: torch.device, autocast) -> dict:
     lr = lr_at(step, cfg)
     for g in opt.param_groups:
@@ -306,18 +327,9 @@ def evaluate(model: TinyGPT, batches: list[tuple[Tensor, Tensor]], device, autoc
 
 
 def summarize(history: History, cfg: Config, model: TinyGPT) -> dict:
-    recs = history.records
-    val = history.val
-    return {
-        "steps": len(recs),
-        "loss_start": recs[0]["loss"] if recs else None,
-        "loss_end": recs[-1]["loss"] if recs else None,
-        "val_loss_end": val[-1][1] if val else None,
-        "diverged_at": history.diverged_at,
-        "params": model.num_params(),
-        "config": cfg.to_dict(),
-        "final_layers": next((r["layers"] for r in reversed(recs) if r.get("layers")), None),
-    }
+    s = history.summary()
+    return {key: s[key] for key in ("steps", "loss_start", "loss_end", "val_loss_end", "diverged_at")} | {
+        "params": model.num_params(), "config": cfg.to_dict(), "final_layers": s["final_layers"]}
 
 
 def _progress(start: int, total: int, enabled: bool):

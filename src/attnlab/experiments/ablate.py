@@ -56,10 +56,17 @@ def _row(history, model, seconds: float) -> dict:
 
 
 def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
-        changes: list[str] | None = None, corpus: str | None = None) -> dict:
-    """Train the baseline and each one-variable change; Δ is against the baseline."""
-    from ..tokenizer import CharTokenizer
-    from ..train import train
+        changes: list[str] | None = None, corpus: str | None = None, root: str | Path | None = None,
+        executor: str = "serial", workers: int | None = None, ray_address: str | None = None,
+        progress: bool = False) -> dict:
+    """Train the baseline and each one-variable change; Δ is against the baseline.
+
+    The runs go through :mod:`attnlab.runner` into ``root/<change>`` (a temporary
+    folder when None), so a rerun into the same root reuses what finished.
+    """
+    import tempfile
+
+    from ..runner import Run, execute
 
     cfg = cfg or Config()
     if steps is not None:
@@ -70,13 +77,15 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
         raise ExperimentError(f"unknown change(s) {', '.join(unknown)}; known: {', '.join(CHANGES)}")
     if "baseline" not in names:
         names = ["baseline"] + names
-    tok = CharTokenizer(text, cfg.vocab_size)
     rows: dict[str, dict] = {}
     t0 = time.perf_counter()
-    for name in names:
-        t = time.perf_counter()
-        model, _, history = train(text, cfg.replace(**CHANGES[name]), tok=tok)
-        rows[name] = {"change": CHANGES[name], **_row(history, model, time.perf_counter() - t)}
+    with tempfile.TemporaryDirectory(prefix="attnlab-ablate-") as tmp:
+        done = execute([Run(name, cfg.replace(**CHANGES[name])) for name in names], text,
+                       root if root is not None else tmp, executor=executor, workers=workers,
+                       ray_address=ray_address, progress=progress, desc="ablate")
+        for name in names:
+            f = done[name]
+            rows[name] = {"change": CHANGES[name], **_row(f.history, f.model, f.seconds)}
     base = rows["baseline"]
     for r in rows.values():
         ok = r["val_loss_end"] is not None and base["val_loss_end"] is not None and not r["diverged"]

@@ -34,98 +34,14 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from ..config import Config
+from ..config import PRESETS, Config
 from ..io import write_json
-from ..train import _train_step, get_batch, lr_at, make_optimizer, resolve_device
+from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
+from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from .common import environment
 from .reference_gpt import ReferenceGPT
 
-CONFIGS = {"small": {}, "big": {"d_model": 256, "n_head": 1}}
-
-
-# =========================================================================== FLOPs
-def forward_flops(cfg: Config, batch_size: int | None = None) -> float:
-    """Matmul FLOPs of one forward pass over a (batch_size, block_size) batch.
-
-    Counts 2 * m * n * k for every matmul: q/k/v, attention scores and the
-    weighted sum (the full T x T square, as the explicit path computes it;
-    a causal kernel may skip the upper half), output projection, the two MLP
-    layers and the tied head. Norms, softmax, GELU and the loss are left out:
-    they are O(T C) per token, under 2% here.
-    """
-    B = batch_size or cfg.batch_size
-    T, C, V = cfg.block_size, cfg.d_model, cfg.vocab_size
-    N = B * T
-    kv = cfg.kv_heads * cfg.d_head
-    per_layer = (2 * N * C * (C + 2 * kv)                  # qkv
-                 + 2 * 2 * B * cfg.n_head * T * T * cfg.d_head   # q k^T and p v
-                 + 2 * N * C * C                           # proj
-                 + 2 * 2 * N * C * cfg.d_ff)               # MLP up and down
-    return float(cfg.n_layer * per_layer + 2 * N * C * V)
-
-
-def train_flops(cfg: Config, steps: int = 1) -> float:
-    """FLOPs of ``steps`` training steps: forward matmuls x 3 (backward costs twice the forward)."""
-    return 3.0 * forward_flops(cfg) * steps
-
-
-# ========================================================================= timing
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _matmul_once(n: int, device: torch.device) -> Callable[[], float]:
-    """A function timing one n x n float32 matmul, returning FLOP/s."""
-    g = torch.Generator(device="cpu").manual_seed(0)
-    a = torch.randn(n, n, generator=g).to(device)
-    b = torch.randn(n, n, generator=g).to(device)
-
-    def run() -> float:
-        _sync(device)
-        t = time.perf_counter()
-        torch.mm(a, b)
-        _sync(device)
-        return 2.0 * n ** 3 / (time.perf_counter() - t)
-
-    return run
-
-
-def matmul_rate(seconds: float = 2.0, sizes: tuple[int, ...] = (1024, 2048),
-                device: str | torch.device = "cpu") -> float:
-    """Float32 matmul rate of this machine (FLOP/s): median over repeats, best size.
-
-    Large square matmuls are the best case for a BLAS, so the rate is the
-    roof that training steps are compared against. Two warm-up calls per size.
-    """
-    device = torch.device(device) if not isinstance(device, torch.device) else device
-    fns = {n: _matmul_once(n, device) for n in sizes}
-    for fn in fns.values():
-        fn(), fn()
-    rates: dict[int, list[float]] = {n: [] for n in sizes}
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end or min(len(r) for r in rates.values()) < 3:
-        for n, fn in fns.items():
-            rates[n].append(fn())
-    return max(statistics.median(r) for r in rates.values())
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int,
-                device: torch.device, inner: int = 1) -> dict[str, list[float]]:
-    """Seconds per call of each function: warm-up, then rounds A, B, C, A, B, C..."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            _sync(device)
-            t = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            _sync(device)
-            times[k].append((time.perf_counter() - t) / inner)
-    return times
+CONFIGS = {name: PRESETS[name] for name in ("small", "big")}
 
 
 # ==================================================================== bench train
@@ -146,7 +62,7 @@ def attnlab_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], dict]:
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
                 else nullcontext())
     counter = iter(range(10 ** 9))
-    return lambda: _train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
+    return lambda: train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
 
 
 def reference_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], float]:
@@ -174,52 +90,6 @@ def reference_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], float]:
     return step
 
 
-def matmul_stepper(cfg: Config, R: int = 1, device: str | torch.device = "cpu") -> Callable[[], None]:
-    """Only the matrix multiplies of one training step (of R stacked runs), nothing else.
-
-    Every matmul the forward and backward passes do, at the model's own shapes
-    (per linear layer: y = x Wᵀ, dx = dy W, dW = dyᵀ x; per attention: q kᵀ and
-    p v forward, four products backward) on fixed random operands. Its FLOPs are
-    exactly ``train_flops(cfg) * R``, so its rate is the ceiling this model's
-    shapes allow on this machine: small matrices run a BLAS well below the
-    rate of large square ones.
-    """
-    dev = torch.device(device)
-    B, T, C, V = cfg.batch_size, cfg.block_size, cfg.d_model, cfg.vocab_size
-    M, nh, hs = B * T, cfg.n_head, cfg.d_head
-    g = torch.Generator().manual_seed(0)
-    rnd = lambda *shape: torch.randn(*shape, generator=g).to(dev)
-    linears = [(C, C + 2 * cfg.kv_heads * hs), (C, C), (C, cfg.d_ff), (cfg.d_ff, C)] * cfg.n_layer
-    linears.append((C, V))                                  # the tied head
-    ops: list[Callable[[], Any]] = []
-    for fan_in, fan_out in linears:
-        x, w, dy = rnd(R, M, fan_in), rnd(R, fan_out, fan_in), rnd(R, M, fan_out)
-        ops += [lambda x=x, w=w: torch.bmm(x, w.transpose(1, 2)),      # y = x Wᵀ
-                lambda dy=dy, w=w: torch.bmm(dy, w),                    # dx = dy W
-                lambda dy=dy, x=x: torch.bmm(dy.transpose(1, 2), x)]    # dW = dyᵀ x
-    for _ in range(cfg.n_layer):
-        q, k, p = rnd(R * B * nh, T, hs), rnd(R * B * nh, T, hs), rnd(R * B * nh, T, T)
-        ops += [lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),      # scores; dP = dO Vᵀ
-                lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),
-                lambda p=p, k=k: torch.bmm(p, k),                       # p v; dV, dQ, dK
-                lambda p=p, k=k: torch.bmm(p.transpose(1, 2), k),
-                lambda p=p, k=k: torch.bmm(p, k),
-                lambda p=p, q=q: torch.bmm(p.transpose(1, 2), q)]
-
-    def step() -> None:
-        for op in ops:
-            op()
-
-    return step
-
-
-def matmul_only_step_s(cfg: Config, repeats: int = 5, device: str | torch.device = "cpu") -> float:
-    """Median seconds of :func:`matmul_stepper` for one run of ``cfg`` (after one warm-up)."""
-    dev = torch.device(device)
-    times = interleaved({"matmuls": matmul_stepper(cfg, 1, dev)}, repeats, warmup=1, device=dev)
-    return statistics.median(times["matmuls"])
-
-
 def bench_train(configs: tuple[str, ...] = ("small", "big"),
                 records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
                 device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
@@ -237,7 +107,7 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"),
                                            "matmul_sizes": list(matmul_sizes)},
                               "configs": {}}
     rate_rounds: list[float] = []
-    mm = {n: _matmul_once(n, dev) for n in matmul_sizes}
+    mm = {n: matmul_once(n, dev) for n in matmul_sizes}
     for name in configs:
         base = Config().replace(**CONFIGS[name], device=str(dev), max_steps=10 ** 6)
         cfg = Config.from_overrides(list(overrides), base)
@@ -347,11 +217,11 @@ class _PeakRSS:
 
 def _peak_bytes(fn: Callable[[], Any], device: torch.device) -> tuple[int | None, str]:
     if device.type == "cuda":
-        _sync(device)
+        sync(device)
         base = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
         fn()
-        _sync(device)
+        sync(device)
         return torch.cuda.max_memory_allocated(device) - base, "cuda max_memory_allocated - before"
     try:
         with _PeakRSS() as w:
@@ -598,3 +468,47 @@ def format_attention(result: dict) -> str:
         lines.append(f"stopped: {result['stopped']}")
     lines.append("memory: " + (result["rows"][0]["memory_method"] or "-") if result["rows"] else "")
     return "\n".join(lines)
+
+
+# ================================================================= bench executors
+def bench_executors(steps: int = 150, workers: int | None = None, seeds: int = 3,
+                    corpus: str | None = None, root: str | Path | None = None,
+                    log: Callable[[str], None] | None = None) -> dict:
+    """The case's training runs (at ``steps`` steps each) serially, then with local workers.
+
+    Both into fresh folders, timed in this one process, and compared bit for bit:
+    the speed-up of the default executor and the proof that it changes no number.
+    """
+    import tempfile
+
+    from ..corpus import DEFAULT_CORPUS, load_corpus
+    from ..runner import Run, execute
+    from .case import BOOK_SEED, CaseSettings, case_runs
+
+    text = load_corpus(corpus or DEFAULT_CORPUS)
+    settings = CaseSettings(steps=steps, seeds=tuple(BOOK_SEED + i for i in range(seeds)))
+    groups, _ = case_runs(settings)
+    runs = [Run(sp.name, sp.cfg.replace(device="cpu")) for g in groups for sp in g]
+    with tempfile.TemporaryDirectory(prefix="attnlab-bench-", dir=root) as tmp:
+        timings, losses = {}, {}
+        for executor in ("serial", "local"):
+            if log:
+                log(f"bench executors: {len(runs)} runs x {steps} steps, {executor}")
+            t0 = time.perf_counter()
+            done = execute(runs, text, Path(tmp) / executor, executor=executor, workers=workers,
+                           progress=False)
+            timings[executor] = time.perf_counter() - t0
+            losses[executor] = {n: [r["loss"] for r in f.history.records] + [f.history.val[-1][1]]
+                                for n, f in done.items()}
+    used = max(1, min(workers or os.cpu_count() or 1, len(runs)))
+    return {"kind": "bench_executors", "machine": environment(torch.device("cpu")),
+            "runs": [r.name for r in runs], "steps": steps, "workers": used,
+            "serial_s": timings["serial"], "local_s": timings["local"],
+            "local_over_serial": timings["local"] / timings["serial"],
+            "identical": losses["serial"] == losses["local"]}
+
+
+def format_executors(result: dict) -> str:
+    return (f"{len(result['runs'])} runs x {result['steps']} steps: serial {result['serial_s']:.1f} s, "
+            f"local x {result['workers']} workers {result['local_s']:.1f} s = "
+            f"{result['local_over_serial']:.3f} x serial; results identical: {result['identical']}")

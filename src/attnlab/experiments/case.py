@@ -23,8 +23,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..config import Config
+from ..config import PRESETS, Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
+from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError
 from ..io import write_json
 from ..model import TinyGPT, generate
@@ -35,8 +36,8 @@ from .claims import check_claims
 from .common import environment
 
 BOOK_SEED = 20261014
-SMALL = {"d_model": 128, "n_head": 4}      # d_head 32
-BIG = {"d_model": 256, "n_head": 1}        # d_head 256
+SMALL = PRESETS["small"]                   # d_head 32 (the defaults)
+BIG = PRESETS["big"]                       # d_head 256
 PROMPT = "秦川雄帝宅"
 
 
@@ -174,29 +175,22 @@ def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
 
 # --------------------------------------------------------------------- summaries
 def run_summary(history: History, window: int) -> dict:
+    """History.summary plus the per-step trace the figures and claims are made from."""
     recs = history.records
-    losses = [r["loss"] for r in recs]
-    val = history.val
     n_layer = len(next(r["layers"] for r in recs if r.get("layers")))
+    val = history.val
     trace = {
         "step": [r["step"] for r in recs],
-        "loss": losses,
+        "loss": [r["loss"] for r in recs],
         "grad_norm": [r["grad_norm"] for r in recs],
         "val_step": [s for s, _ in val],
         "val_loss": [v for _, v in val],
         "layers": [{key: [r["layers"][i][key] if r.get("layers") else None for r in recs]
-                    for key in ("weight_entropy", "jacobian_fro", "logit_std", "logit_absmax",
-                                "q_std", "k_std")} for i in range(n_layer)],
+                    for key in DIAG_KEYS} for i in range(n_layer)],
     }
-    return {
-        "steps": len(recs),
-        "loss_start": losses[0],
-        "loss_end": sum(losses[-window:]) / len(losses[-window:]),
-        "loss_last": losses[-1],
-        "val_loss_end": val[-1][1] if val else None,
-        "diverged_at": history.diverged_at,
-        "trace": trace,
-    }
+    s = history.summary(window)
+    return {**{k: s[k] for k in ("steps", "loss_start", "loss_end", "loss_last", "val_loss_end",
+                                  "diverged_at")}, "trace": trace}
 
 
 # ---------------------------------------------------------------------------- run
@@ -204,7 +198,7 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
              progress: bool = True, log: Callable[[str], None] = print) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result."""
     from ..train import resolve_device
-    from .bench import matmul_only_step_s, matmul_rate, train_flops
+    from ..perf import matmul_only_step_s, matmul_rate, train_flops
 
     out = Path(out)
     _check_writable(out)

@@ -18,8 +18,8 @@ to 1, and no weight reaches a future position.
 
 On a NaN/inf loss it re-runs the failing batch through the four checkpoints
 of §1.13.3 -- ① scores, ② after the mask, ③ exp, ④ normalisation -- layer by
-layer, recomputed from each layer's q and k exactly as the model computes them
-(including an injected bug), and names the first stage that broke with its
+layer, replayed from each layer's q and k (captured through the model's taps) by
+the model's own ``attention_stages`` (so an injected bug is replayed too), and names the first stage that broke with its
 layer and head. Messages go to ``print_fn``; everything is also kept in
 ``warnings`` and ``nan_report``.
 """
@@ -31,7 +31,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ..model import TinyGPT, _causal_mask
+from ..model import TinyGPT, attention_stages
 
 STAGES = {
     0: ("input", "输入 q/k 已非有限 / q or k already non-finite",
@@ -49,29 +49,6 @@ STAGES = {
 
 
 # ------------------------------------------------------------------------ NaN bisection
-def _stages(q: Tensor, k: Tensor, cfg, scale: float) -> list[Tensor]:
-    """The four intermediate tensors of one layer, as the model's explicit path makes them."""
-    Tq, Tk, hs = q.shape[2], k.shape[2], q.shape[-1]
-    s = q.float() @ k.float().transpose(-2, -1)                    # (B, nh, Tq, Tk)
-    if cfg.bug == "divide_by_d_k":
-        s = s / hs
-    elif cfg.bug != "scale_after_softmax":
-        s = s * scale
-    mask = _causal_mask(Tq, Tk, q.device)
-    if cfg.bug == "mask_zero":
-        masked = s * mask
-    else:
-        masked = s + torch.zeros_like(s).masked_fill(~mask, float("-inf"))
-    if cfg.bug == "no_max_subtraction":
-        e = masked.exp()
-    else:
-        e = (masked - masked.amax(-1, keepdim=True)).exp()
-    p = e / e.sum(-1, keepdim=True)
-    if cfg.bug == "scale_after_softmax" and cfg.scaled:
-        p = p * scale
-    return [s, masked, e, p]
-
-
 def _broken(stage: int, t: Tensor) -> Tensor:
     """(B, nh) bool: which batch rows / heads are broken at ``stage``."""
     if stage == 2:      # -inf is the mask itself; NaN, +inf or a row with nothing visible is not
@@ -104,7 +81,7 @@ def diagnose_nonfinite(model: TinyGPT, x: Tensor) -> dict:
     for layer, block in enumerate(model.blocks):
         q = store[f"blocks.{layer}.attn.tap_q"][0]
         k = store[f"blocks.{layer}.attn.tap_k"][0]
-        tensors = [torch.cat([q, k], dim=-2)] + _stages(q, k, model.cfg, block.attn.scale)
+        tensors = [torch.cat([q, k], dim=-2)] + attention_stages(q, k, model.cfg, block.attn.scale)
         for stage, t in enumerate(tensors):
             bad = _broken(stage, t)
             finite = t[torch.isfinite(t)]

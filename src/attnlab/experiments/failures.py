@@ -60,11 +60,8 @@ def pattern_symptoms(model: TinyGPT, batches) -> dict[str, float]:
             "future_weight_max": fut_max, "future_weight_mean": fut_sum / n_rows}
 
 
-def run_variant(text: str, cfg: Config, tok: CharTokenizer, eval_batches) -> dict:
-    from ..train import train
-
-    t0 = time.perf_counter()
-    model, _, history = train(text, cfg, tok=tok)
+def variant_symptoms(model: TinyGPT, history, cfg: Config, eval_batches, seconds: float = 0.0) -> dict:
+    """The row of the symptom table for one trained variant."""
     recs = history.records
     last_layers = next((r["layers"] for r in reversed(recs) if r.get("layers")), None)
     val = history.val
@@ -80,13 +77,23 @@ def run_variant(text: str, cfg: Config, tok: CharTokenizer, eval_batches) -> dic
         "loss_curve": [r["loss"] for r in recs],
     }
     out.update(pattern_symptoms(model, eval_batches))
-    out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["seconds"] = round(seconds, 3)
     return out
 
 
 def run(text: str, cfg: Config | None = None, *, steps: int | None = 300,
-        variants: Sequence[str] = VARIANTS, corpus: str | None = None, eval_batches: int = 4) -> dict:
-    """Train the correct model and each bug with the same seed and batches; return the symptoms."""
+        variants: Sequence[str] = VARIANTS, corpus: str | None = None, eval_batches: int = 4,
+        root: str | Path | None = None, executor: str = "serial", workers: int | None = None,
+        ray_address: str | None = None, progress: bool = False) -> dict:
+    """Train the correct model and each bug with the same seed and batches; return the symptoms.
+
+    The runs go through :mod:`attnlab.runner` into ``root/<variant>`` (a temporary
+    folder when None), so a rerun into the same root reuses what finished.
+    """
+    import tempfile
+
+    from ..runner import Run, execute
+
     cfg = (cfg or Config()).replace(bug=None)
     if steps is not None:
         cfg = cfg.replace(max_steps=steps)
@@ -100,8 +107,13 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = 300,
     tok = CharTokenizer(text, cfg.vocab_size)
     batches = validation_batches(text, tok, cfg, eval_batches)
     t0 = time.perf_counter()
-    results = {v: run_variant(text, cfg.replace(bug=None if v == "correct" else v), tok, batches)
-               for v in variants}
+    cfgs = {v: cfg.replace(bug=None if v == "correct" else v) for v in variants}
+    with tempfile.TemporaryDirectory(prefix="attnlab-failures-") as tmp:
+        done = execute([Run(v, c) for v, c in cfgs.items()], text, root if root is not None else tmp,
+                       executor=executor, workers=workers, ray_address=ray_address, progress=progress,
+                       desc="failures")
+        results = {v: variant_symptoms(done[v].model, done[v].history, cfgs[v], batches, done[v].seconds)
+                   for v in variants}
     return {"kind": "failure_symptoms", "config": cfg.to_dict(), "corpus": corpus or "data/corpus.txt",
             "d_head": cfg.d_head, "expected_row_sum_after_softmax_scale": cfg.d_head ** -0.5,
             "variants": results, "book": book_values("failure_symptoms_1_11_7"),
