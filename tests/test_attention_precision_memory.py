@@ -1,12 +1,11 @@
 """Precision limits and demos, memory formulas, and their CLI entry points."""
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from attnlab import cli_memory, cli_precision
+from attnlab.cli import main
 from attnlab.attention import memory as M
 from attnlab.attention import precision as P
 
@@ -69,41 +68,27 @@ def test_book_examples_round_to_the_printed_values():
         assert round(r["value"], places) == r["book"], r["label"]
 
 
-def _parser():
-    ap = argparse.ArgumentParser(prog="attnlab")
-    sub = ap.add_subparsers(dest="command", required=True)
-    cli_precision.add_parser(sub)
-    cli_memory.add_parser(sub)
-    return ap
-
-
 def test_cli_precision_prints_chinese_and_english(capsys):
-    args = _parser().parse_args(["precision"])
-    assert args.func(args) == 0
+    assert main(["precision"]) == 0
     out = capsys.readouterr().out
     assert "三种格式" in out and "Range of the three formats" in out
     assert out.index("三种格式") < out.index("Range of the three formats")  # Chinese first
-    args = _parser().parse_args(["precision", "--section", "limits", "--json"])
-    assert args.func(args) == 0
+    assert main(["precision", "--section", "limits", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["limits"][1]["max"] == 65504.0
 
 
 def test_cli_memory(capsys):
-    ap = _parser()
-    args = ap.parse_args(["memory", "kv-cache", "--json"])
-    assert args.func(args) == 0
+    assert main(["memory", "kv-cache", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["per_token"]["bytes"] == 2621440 and round(data["total"]["GB"], 1) == 10.7
-    args = ap.parse_args(["memory", "attention", "--n", "2048", "--n-head", "16", "--n-layer", "24"])
-    assert args.func(args) == 0
+    assert main(["memory", "attention", "--n", "2048", "--n-head", "16", "--n-layer", "24"]) == 0
     out = capsys.readouterr().out
     assert "3.221 GB" in out and "3 GiB" in out
-    args = ap.parse_args(["memory", "book"])
-    assert args.func(args) == 0 and "10.74 GB" in capsys.readouterr().out
-    args = ap.parse_args(["memory", "kv-cache", "--seq-len", "0"])
-    assert args.func(args) == 2
-    assert "seq_len" in capsys.readouterr().err
+    assert main(["memory", "book"]) == 0 and "10.74 GB" in capsys.readouterr().out
+    assert main(["memory", "kv-cache", "--seq-len", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "seq_len" in err and err.startswith("attnlab: error:") and len(err.splitlines()) == 1
 
 
 def test_registered_in_the_main_cli(capsys):

@@ -5,7 +5,6 @@ JSON the model produces.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -19,6 +18,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from attnlab.errors import AttnlabError, CheckpointError  # noqa: E402
 from attnlab.web import server  # noqa: E402
 from attnlab.web.server import MAX_BODY_BYTES, create_app  # noqa: E402
+
+LOCAL = "http://127.0.0.1"   # the server answers only its own Host (DNS-rebinding guard)
 
 STATIC = Path(server.__file__).parent / "static"
 TEXT = "床前明月光，疑是地上霜。举头望明月，低头思故乡。\n" * 30
@@ -51,12 +52,12 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(lab):
-    return TestClient(create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]), case_json=str(lab["case"])))
+    return TestClient(base_url=LOCAL, app=create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]), case_json=str(lab["case"])))
 
 
 @pytest.fixture(scope="module")
 def bare():
-    return TestClient(create_app(None, runs_dir="/nonexistent/runs", case_json="/nonexistent/case.json"))
+    return TestClient(base_url=LOCAL, app=create_app(None, runs_dir="/nonexistent/runs", case_json="/nonexistent/case.json"))
 
 
 # ------------------------------------------------------------------ pages, assets
@@ -189,7 +190,7 @@ def test_malformed_and_oversized_bodies(client):
 
 def test_unexpected_errors_are_500_without_traceback(lab, monkeypatch):
     app = create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]))
-    c = TestClient(app, raise_server_exceptions=False)
+    c = TestClient(base_url=LOCAL, app=app, raise_server_exceptions=False)
     from attnlab.model import TinyGPT
     monkeypatch.setattr(TinyGPT, "attention_patterns", lambda self, idx: 1 / 0)
     r = c.post("/api/attention", json={"text": "明月"})
@@ -237,7 +238,7 @@ def test_symlinked_run_is_not_served(lab, tmp_path):
     except OSError:
         pytest.skip("no symlinks here")
     try:
-        c = TestClient(create_app(None, runs_dir=str(lab["runs"])))
+        c = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(lab["runs"])))
         assert "sneaky" not in c.get("/api/runs").json()["runs"]
         assert c.get("/api/runs/sneaky").status_code == 404
     finally:
@@ -254,7 +255,7 @@ def test_metrics_reader_skips_bad_lines_and_keeps_val(tmp_path):
     lines.insert(1, "{broken")
     lines.append(json.dumps({"step": 9, "loss": float("nan"), "layers": []}).replace("NaN", "NaN"))
     (runs / "r1" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-    m = TestClient(create_app(None, runs_dir=str(runs))).get("/api/runs/r1").json()
+    m = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(runs))).get("/api/runs/r1").json()
     assert m["skipped_lines"] == 1 and m["rows"] == 5
     assert m["val_step"] == [2] and m["val_loss"] == [4.9]
     assert m["loss"][-1] is None                      # NaN becomes null, the JSON stays valid
@@ -266,7 +267,7 @@ def test_long_runs_are_thinned(tmp_path):
     with open(tmp_path / "r" / "metrics.jsonl", "w") as f:
         for s in range(server.MAX_POINTS * 2 + 7):
             f.write(json.dumps({"step": s, "loss": 1.0}) + "\n")
-    m = TestClient(create_app(None, runs_dir=str(tmp_path))).get("/api/runs/r").json()
+    m = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(tmp_path))).get("/api/runs/r").json()
     assert len(m["step"]) <= server.MAX_POINTS + 1 and m["step"][-1] == server.MAX_POINTS * 2 + 6
 
 
@@ -278,19 +279,21 @@ def test_case_json(client, bare, tmp_path):
     assert r.status_code == 404 and "make case" in r.json()["detail"]
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    r = TestClient(create_app(None, case_json=str(bad))).get("/api/case")
+    r = TestClient(base_url=LOCAL, app=create_app(None, case_json=str(bad))).get("/api/case")
     assert r.status_code == 422 and "parsed" in r.json()["detail"]
 
 
 # ------------------------------------------------------------------------------- CLI
-def test_serve_defaults_to_loopback():
-    parser = argparse.ArgumentParser()
-    server.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["serve"])
+def test_serve_defaults_to_loopback(capsys):
+    from attnlab.cli import build_parser, main
+    from attnlab.cli import serve
+
+    args = build_parser().parse_args(["serve"])
     assert (args.host, args.port, args.checkpoint) == ("127.0.0.1", 8000, None)
-    assert args.func is server.run
-    with pytest.raises(SystemExit):
-        parser.parse_args(["serve", "--port", "70000"])
+    assert args.func is serve.main
+    assert main(["serve", "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert "port must be an integer" in err and len(err.splitlines()) == 1
 
 
 def test_serve_is_registered_in_the_cli():
@@ -299,10 +302,15 @@ def test_serve_is_registered_in_the_cli():
     assert args.port == 8123 and args.host == "127.0.0.1"
 
 
-def test_missing_web_extra_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(server, "WEB_MISSING", "fastapi")
-    with pytest.raises(AttnlabError, match="attnlab\\[web\\]"):
-        create_app()
+def test_missing_web_extra_is_a_clear_error(monkeypatch, capsys):
+    import sys
+
+    from attnlab.cli import main
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)      # as if the web extra were not installed
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "attnlab[web]" in err and len(err.splitlines()) == 1
 
 
 def test_ci_deps_script_is_idempotent_shell():

@@ -42,7 +42,50 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                               f"({type(e).__name__}); delete it and train again") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an attnlab checkpoint (missing format tag {FORMAT!r})")
+    problem = payload_problem(payload)
+    if problem:
+        raise CheckpointError(f"checkpoint {path} is damaged: {problem}; delete it and train again")
     return payload
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def payload_problem(payload: dict) -> str | None:
+    """What is wrong with a loaded checkpoint's contents, or None: every field
+    is checked for its type before anything uses it (contents are data, not trusted)."""
+    itos = payload.get("itos")
+    if not isinstance(payload.get("config"), dict):
+        return "'config' is not a mapping of config fields"
+    if not (isinstance(itos, list) and len(itos) >= 2 and all(isinstance(c, str) and c for c in itos)):
+        return "'itos' is not a list of the tokenizer's characters"
+    if not (isinstance(payload.get("model"), dict)
+            and all(isinstance(v, torch.Tensor) for v in payload["model"].values())):
+        return "'model' is not a state_dict of tensors"
+    if "step" in payload and not (_is_int(payload["step"]) and payload["step"] >= 0):
+        return "'step' is not a step count"
+    if "history" in payload:
+        h = payload["history"]
+        if not (isinstance(h, dict) and isinstance(h.get("records"), list)
+                and all(isinstance(r, dict) and _is_int(r.get("step")) and isinstance(r.get("loss"), float)
+                        for r in h["records"])
+                and (h.get("diverged_at") is None or _is_int(h.get("diverged_at")))):
+            return "'history' is not a training history (records with step and loss)"
+        if "step" in payload and len(h["records"]) > payload["step"] + 1:
+            return f"'history' has {len(h['records'])} records for {payload['step']} steps"
+    if "optimizer" in payload and not isinstance(payload["optimizer"], dict):
+        return "'optimizer' is not an optimizer state"
+    if "gen_state" in payload and not (isinstance(payload["gen_state"], torch.Tensor)
+                                       and payload["gen_state"].dtype == torch.uint8):
+        return "'gen_state' is not a random generator state"
+    if "fingerprint" in payload and not isinstance(payload["fingerprint"], dict):
+        return "'fingerprint' is not a mapping"
+    if "schedule" in payload and not (isinstance(payload["schedule"], list) and all(
+            isinstance(x, dict) and _is_int(x.get("from_step")) and _is_int(x.get("max_steps"))
+            for x in payload["schedule"])):
+        return "'schedule' is not a list of schedule segments"
+    return None
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",

@@ -8,6 +8,8 @@ raises :class:`~attnlab.errors.ConfigError` naming the field.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
@@ -18,6 +20,8 @@ POS_KINDS = ("learned", "sinusoidal", "rope", "none")
 NORM_KINDS = ("layernorm", "rmsnorm", "none")
 BUGS = ("mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k")
 DTYPES = ("fp32", "bf16")
+DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
+SEED_MAX = 2**53          # seeds travel through JSON and JavaScript, exact up to 2**53
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,11 @@ class Config:
             if not cond:
                 raise ConfigError(f"config field '{name}' = {getattr(self, name)!r}: {why}")
 
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, float):
+                need(math.isfinite(v), f.name, "must be a finite number")
+        need(0 <= self.seed <= SEED_MAX, "seed", f"must be between 0 and 2**53 = {SEED_MAX}")
         for name in ("n_layer", "n_head", "d_model", "d_ff", "block_size", "batch_size"):
             need(getattr(self, name) > 0, name, "must be positive")
         need(self.d_model % self.n_head == 0, "d_model",
@@ -115,8 +124,7 @@ class Config:
         need(self.norm in NORM_KINDS, "norm", f"must be one of {', '.join(NORM_KINDS)}")
         need(self.bug is None or self.bug in BUGS, "bug", f"must be None or one of {', '.join(BUGS)}")
         need(self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}")
-        need(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"),
-             "device", "must be auto, cpu, cuda or cuda:N")
+        need(bool(DEVICE.match(self.device)), "device", "must be auto, cpu, mps, cuda or cuda:N")
         if self.pos == "rope":
             need(self.d_head % 2 == 0, "d_model", "RoPE needs an even head size (d_model/n_head)")
         if self.n_kv_head is not None:

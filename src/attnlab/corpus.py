@@ -28,16 +28,50 @@ def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
         if not path.is_file():
             raise CorpusError(f"missing source file {path}; expected the chinese-poetry files "
                               f"{', '.join(TANG_FILES)} in {source_dir}")
-        for poem in json.loads(path.read_text(encoding="utf-8")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CorpusError(f"source file {path} is not valid UTF-8 JSON ({e}); use the chinese-poetry "
+                              f"files unchanged") from None
+        except OSError as e:
+            raise CorpusError(f"cannot read source file {path}: {e.strerror}") from None
+        if not isinstance(data, list):
+            raise CorpusError(f"source file {path} holds a JSON {type(data).__name__}, not a list of poems")
+        for i, poem in enumerate(data):
+            paragraphs = poem.get("paragraphs") if isinstance(poem, dict) else None
+            if not (isinstance(paragraphs, list) and all(isinstance(x, str) for x in paragraphs)):
+                raise CorpusError(f"source file {path}: poem {i} has no 'paragraphs' list of strings; "
+                                  f"not a chinese-poetry file")
             poems += 1
-            lines.extend(poem["paragraphs"])
+            lines.extend(paragraphs)
     return "\n".join(lines), poems
 
 
 def write_tang_corpus(source_dir: str | Path, out: str | Path) -> dict:
+    """Write the corpus; the returned record names it relative to the repo (no
+    machine-specific absolute path in committed provenance)."""
     text, poems = build_tang_corpus(source_dir)
     write_text(out, text)
-    return {"path": str(out), "poems": poems, **corpus_stats(text)}
+    return {"path": repo_relative(out), "poems": poems, **corpus_stats(text)}
+
+
+def repo_relative(path: str | Path) -> str:
+    """``path`` relative to the repository when inside it, else its file name."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return path.name
+
+
+def poem_count(path: str | Path) -> int | None:
+    """Poem count recorded beside a corpus at build time (``corpus.json``), if any."""
+    meta = Path(path).with_suffix(".json")
+    try:
+        n = json.loads(meta.read_text(encoding="utf-8"))["poems"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
@@ -49,6 +83,9 @@ def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
         raise CorpusError(f"corpus path is not a file: {path}")
     try:
         text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise CorpusError(f"cannot read corpus {path}: {e.strerror or type(e).__name__}; "
+                          f"check its permissions or pass another --corpus") from None
     except UnicodeDecodeError as e:
         raise CorpusError(f"corpus {path} is not valid UTF-8 (byte {e.start}); "
                           f"convert it, e.g. iconv -f GBK -t UTF-8") from None

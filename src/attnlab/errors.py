@@ -19,3 +19,15 @@ class CorpusError(AttnlabError):
 
 class CheckpointError(AttnlabError):
     """A checkpoint that is missing, corrupt or does not match the config."""
+
+
+class UsageError(AttnlabError):
+    """A command-line argument that argparse (or a check beside it) refused."""
+
+
+class OutputError(AttnlabError, OSError):
+    """An output path that cannot be written (missing permission, full disk, a file in the way)."""
+
+
+class RunFolderError(AttnlabError):
+    """A run folder that holds another run or is in use by another process."""

@@ -1,7 +1,11 @@
 """Atomic file writes: an interrupted run never leaves a half-written file.
 
 Everything is written to a temporary file in the target directory, flushed to
-disk, then moved over the target with ``os.replace`` (atomic on POSIX).
+disk, then moved over the target with ``os.replace`` (atomic on POSIX). A write
+that fails (full disk, no permission) removes its temporary file, leaves the
+previous file as it was and raises :class:`~attnlab.errors.OutputError` naming
+the path. Temporary files are named ``.<name>.<random>.tmp``; one left behind by
+a process killed mid-write is removed by :func:`clean_stale_temps`.
 """
 from __future__ import annotations
 
@@ -11,11 +15,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from .errors import OutputError
+
 
 def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise _output_error(path, e) from None
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
             write(f)
@@ -23,13 +32,53 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())     # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise _output_error(path, e) from None
         raise
     return path
+
+
+def _output_error(path: Path, e: OSError) -> OutputError:
+    why = e.strerror or type(e).__name__
+    kept = " (the previous file is unchanged)" if path.exists() else ""
+    return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose "
+                                f"another output path")
+
+
+def check_writable(directory: str | os.PathLike) -> Path:
+    """Create ``directory`` if needed and prove a file can be written there,
+    before any work starts; :class:`OutputError` otherwise."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".attnlab-write-test.", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"cannot write to output directory {directory}: "
+                                   f"{e.strerror or type(e).__name__}; choose another with --out") from None
+    return directory
+
+
+def clean_stale_temps(directory: str | os.PathLike, name: str) -> list[Path]:
+    """Remove ``.<name>.*.tmp`` files left in ``directory`` by a process killed
+    during an atomic write of ``name``; returns what was removed.
+
+    Call it only while holding the directory's run lock, so no live writer owns them.
+    """
+    removed = []
+    for tmp in Path(directory).glob(f".{name}.*.tmp"):
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _umask() -> int:
@@ -51,6 +100,12 @@ def write_json(path, obj: Any, indent: int | None = 1) -> Path:
 
 
 def save_torch(path, obj: Any) -> Path:
+    """torch.save, serialized in memory first so that a failing disk write is a
+    plain OSError (torch's own writer turns it into an opaque RuntimeError)."""
+    import io as _io
+
     import torch
 
-    return _atomic(path, lambda f: torch.save(obj, f), "wb")
+    buf = _io.BytesIO()
+    torch.save(obj, buf)
+    return _atomic(path, lambda f: f.write(buf.getbuffer()), "wb")

@@ -398,3 +398,26 @@ def generate(model: TinyGPT, tok, prompt: str, max_new_tokens: int = 50,
             logits, _ = model(torch.tensor([out[-block:]], device=device))
     model.train(was_training)
     return tok.decode(out)
+
+
+def parameter_table(cfg: Config) -> dict[str, int]:
+    """Parameters per part, counted from the real module tree (shared weights once).
+
+    The model is built on the ``meta`` device: shapes without storage, so even a
+    config far too large to train (``d_model=262144``) is counted without allocating.
+    """
+    with torch.device("meta"):
+        model = TinyGPT(cfg)
+    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    table: dict[str, int] = {}
+    table["token embedding (tied head)" if cfg.tie_weights else "token embedding"] = model.tok_emb.weight.numel()
+    if not cfg.tie_weights:
+        table["output head"] = model.head.weight.numel()
+    table["positions"] = model.pos_emb.weight.numel() if cfg.pos == "learned" else 0
+    for i, blk in enumerate(model.blocks):
+        table[f"layer {i} attention"] = n(blk.attn)
+        table[f"layer {i} FFN"] = n(blk.mlp)
+        table[f"layer {i} norms"] = n(blk.ln1) + n(blk.ln2)
+    table["final norm"] = n(model.ln_f)
+    table["total"] = model.num_params()
+    return table

@@ -188,7 +188,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         if task.get("threads"):
             torch.set_num_threads(task["threads"])
         callbacks = [_StepCallback(on_step)] if on_step else []
-        train(task["text"], cfg, out_dir=out, resume=resume, callbacks=callbacks)
+        train(task["text"], cfg, out_dir=out, resume=resume, overwrite=not resume,   # the run folder is ours
+              callbacks=callbacks)
         result["status"] = "resumed" if resume else "trained"
     except TrainingInterrupted:
         result["status"] = "interrupted"

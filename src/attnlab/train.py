@@ -9,8 +9,10 @@ checkpoint, and the validation batches are fixed by the seed.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import signal
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -22,10 +24,11 @@ from torch import Tensor
 
 from .runtime import keep_freed_memory
 from .checkpoint import config_diff, read_checkpoint, save_checkpoint
-from .config import Config
-from .errors import CheckpointError, CorpusError
+from .config import DEVICE, Config
+from .errors import CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
 from .model import TinyGPT
+from .runfolder import RUN_FILES, RunFolder, holds_run
 from .tokenizer import CharTokenizer
 
 
@@ -67,9 +70,62 @@ def split_data(ids: Tensor, cfg: Config) -> tuple[Tensor, Tensor]:
 
 
 def resolve_device(device: str) -> torch.device:
+    """``auto`` -> cuda when present, else cpu; a device this build or machine
+    lacks is a :class:`ConfigError`, not torch's traceback."""
+    if not isinstance(device, str) or not DEVICE.match(device):
+        raise ConfigError(f"device {device!r} is not one of auto, cpu, cuda, cuda:N, mps")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {device!r} is not available: this torch {torch.__version__} "
+                              f"{'has no CUDA support' if torch.version.cuda is None else 'sees no GPU'}; "
+                              f"use device=cpu or auto")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"device {device!r} is not available: this machine has "
+                              f"{torch.cuda.device_count()} GPU(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
+    if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ConfigError(f"device {device!r} is not available on this machine; use device=cpu or auto")
+    return dev
+
+
+def step_bytes(cfg: Config) -> int:
+    """A generous estimate of the memory one training step needs, in bytes:
+    weights, gradients and two AdamW moments, plus the activations kept for
+    backward (per layer a few (B, nh, T, T) attention tensors and about twenty
+    (B, T, C)-sized ones, and the logits)."""
+    d, L, V, T, B = cfg.d_model, cfg.n_layer, cfg.vocab_size, cfg.block_size, cfg.batch_size
+    params = V * d + T * d + L * (4 * d * d + 2 * d * cfg.d_ff + 4 * d) + 2 * d
+    attention = 4 * B * cfg.n_head * T * T
+    per_layer = attention + 20 * B * T * d + 2 * B * T * cfg.d_ff
+    return 4 * (4 * params + L * per_layer + 3 * B * T * V)
+
+
+def _machine_bytes(device: torch.device) -> int | None:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(cfg: Config, device: torch.device) -> None:
+    """Refuse a config whose training step cannot fit in this device's memory,
+    before anything is allocated (block_size=100000 would ask for terabytes)."""
+    need, have = step_bytes(cfg), _machine_bytes(device)
+    if have is not None and need > have:
+        raise ConfigError(f"one training step needs about {need / 1e9:,.0f} GB (block_size={cfg.block_size}, "
+                          f"batch_size={cfg.batch_size}, d_model={cfg.d_model}, n_layer={cfg.n_layer}) but "
+                          f"{device.type} has {have / 1e9:,.0f} GB; lower block_size, batch_size or d_model")
+
+
+def fingerprint(text: str, tok: CharTokenizer) -> dict:
+    """What the run was trained on: the corpus text and the tokenizer, hashed."""
+    return {"corpus_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "corpus_chars": len(text),
+            "tokenizer_sha256": hashlib.sha256(json.dumps(tok.itos).encode("utf-8")).hexdigest(),
+            "vocab": len(tok)}
 
 
 def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
@@ -177,39 +233,99 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 # --------------------------------------------------------------------------- training
 def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = None,
-          resume: bool = False, progress: bool = False, callbacks: Iterable[Any] = (),
-          tok: CharTokenizer | None = None, stop_after: int | None = None,
+          resume: bool = False, overwrite: bool = False, extend: bool = False, progress: bool = False,
+          callbacks: Iterable[Any] = (), tok: CharTokenizer | None = None, stop_after: int | None = None,
           ) -> tuple[TinyGPT, CharTokenizer, History]:
     """Train the tiny GPT on ``text``; returns (model, tokenizer, history).
 
-    out_dir: where metrics.jsonl, ckpt.pt, config.json, tokenizer.json and
-    summary.json go (nothing is written when None). resume: continue from
-    out_dir/ckpt.pt. stop_after: stop (with a checkpoint) after this many steps,
-    as Ctrl-C would — used by tests of resume.
+    out_dir: the run folder, where metrics.jsonl, ckpt.pt, config.json,
+    tokenizer.json and summary.json go (nothing is written when None). The
+    folder is locked for this process while training (see
+    :mod:`attnlab.runfolder`), and nothing but the lock is written into it until
+    the first step has succeeded.
+
+    resume: continue the run in out_dir from its ckpt.pt. The corpus and the
+    tokenizer must be those the checkpoint was trained on (it carries their
+    fingerprints) and the config the same except ``device`` (and ``max_steps``
+    with ``extend``).
+    extend: with resume, a different ``max_steps`` (at least the steps already
+    run) extends the run: the learning-rate schedule from the checkpoint's step
+    on is the new one, and the change is recorded as ``schedule`` in the
+    checkpoint and summary.json. Without it a changed max_steps is refused, so
+    a resumed run stays bit-for-bit the run never interrupted.
+    overwrite: replace the run already in out_dir (its files go once the first
+    step of the new run has succeeded). Without resume or overwrite, an out_dir
+    that holds a run is refused with :class:`RunFolderError`.
+    stop_after: stop (with a checkpoint) after this many steps, as Ctrl-C would —
+    used by tests of resume.
     """
     cfg = cfg or Config()
-    callbacks = list(callbacks)
+    if cfg.max_steps < 1:
+        raise ConfigError(f"config field 'max_steps' = {cfg.max_steps}: nothing to train; give max_steps >= 1")
+    if resume and overwrite:
+        raise ConfigError("resume and overwrite exclude each other: continue the run or replace it")
+    if resume and out_dir is None:
+        raise CheckpointError("--resume needs an output directory holding ckpt.pt")
+    if resume and not (Path(out_dir) / "ckpt.pt").is_file():
+        raise CheckpointError(f"nothing to resume in {out_dir}: it has no ckpt.pt; start the run without --resume")
     device = resolve_device(cfg.device)
+    check_fits(cfg, device)
     keep_freed_memory()                # see attnlab.runtime: fewer page faults per step
-    out = Path(out_dir) if out_dir is not None else None
-    ckpt_path = out / "ckpt.pt" if out else None
+    if out_dir is None:
+        return _train(text, cfg, None, device, False, False, False, progress, list(callbacks), tok,
+                      stop_after)
+    with RunFolder(out_dir):
+        return _train(text, cfg, Path(out_dir), device, resume, overwrite, extend, progress,
+                      list(callbacks), tok, stop_after)
 
+
+def _describe_run(out: Path) -> str:
+    try:
+        n = sum(1 for _ in (out / "metrics.jsonl").open(encoding="utf-8", errors="replace"))
+        return f" ({n} steps recorded)"
+    except OSError:
+        return ""
+
+
+_RESUME_NEEDS = {"model": "model weights", "optimizer": "optimizer state", "gen_state": "batch generator state",
+                 "history": "training history", "step": "step count"}
+
+
+def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resume: bool, overwrite: bool,
+           extend: bool, progress: bool, callbacks: list, tok: CharTokenizer | None, stop_after: int | None,
+           ) -> tuple[TinyGPT, CharTokenizer, History]:
+    ckpt_path = out / "ckpt.pt" if out else None
+    if out is not None and not resume and not overwrite and holds_run(out):
+        raise RunFolderError(f"{out} already holds a run{_describe_run(out)}; add --resume to continue it, "
+                             f"--overwrite to replace it, or choose another --out")
     payload = None
+    schedule = [{"from_step": 0, "max_steps": cfg.max_steps}]
     if resume:
-        if ckpt_path is None:
-            raise CheckpointError("--resume needs an output directory holding ckpt.pt")
         payload = read_checkpoint(ckpt_path)
+        missing = [what for key, what in _RESUME_NEEDS.items() if key not in payload]
+        if missing:
+            raise CheckpointError(f"cannot resume {ckpt_path}: it holds no {', no '.join(missing)} (a checkpoint "
+                                  f"saved for inference only); train again with --overwrite or a new --out")
         saved = Config.from_dict(payload["config"])
-        diff = config_diff(saved, cfg, ignore=("device",))
+        diff = config_diff(saved, cfg, ignore=("device", "max_steps") if extend else ("device",))
         if diff:
             raise CheckpointError(f"cannot resume {ckpt_path}: it was trained with a different "
                                   f"config ({diff}); use the same --set values or a new --out")
+        done = payload["step"]
+        if cfg.max_steps < done:
+            raise CheckpointError(f"cannot resume {ckpt_path} with max_steps={cfg.max_steps}: it has already "
+                                  f"run {done} steps; give max_steps >= {done} to extend it")
+        schedule = list(payload.get("schedule") or [{"from_step": 0, "max_steps": saved.max_steps}])
+        if cfg.max_steps != schedule[-1]["max_steps"]:
+            schedule.append({"from_step": done, "max_steps": cfg.max_steps})
         tok = CharTokenizer.from_itos(payload["itos"])
+        _check_fingerprint(payload.get("fingerprint"), text, tok, ckpt_path)
     tok = tok or CharTokenizer(text, cfg.vocab_size)
     if len(tok) > cfg.vocab_size:
         raise CorpusError(f"tokenizer has {len(tok)} entries but vocab_size is {cfg.vocab_size}")
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     train_ids, val_ids = split_data(ids, cfg)
+    fp = fingerprint(text, tok)
 
     torch.manual_seed(cfg.seed)
     model = TinyGPT(cfg).to(device)
@@ -227,37 +343,53 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
             gen.set_state(payload["gen_state"])
             history = History.from_dict(payload["history"])
             start = int(payload["step"])
-        except (KeyError, RuntimeError, ValueError) as e:
-            raise CheckpointError(f"cannot resume from {ckpt_path}: {e}") from None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        except (KeyError, RuntimeError, ValueError, TypeError) as e:
+            why = " ".join(str(e).split()[:20]) or type(e).__name__
+            raise CheckpointError(f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
+                                  f"train again with --overwrite or a new --out") from None
+
+    metrics_file = None
+    files_ready = False
+
+    def start_files() -> None:
+        """The first step succeeded: from now on the folder holds this run."""
+        nonlocal metrics_file, files_ready
+        files_ready = True
+        if out is None:
+            return
+        if overwrite:                  # the old run's files that this run does not rewrite right away
+            for name in RUN_FILES:
+                if name not in ("metrics.jsonl", "config.json", "tokenizer.json"):
+                    (out / name).unlink(missing_ok=True)
         write_json(out / "config.json", cfg.to_dict())
         tok.save(out / "tokenizer.json")
-        # metrics.jsonl mirrors the history exactly up to the resume point
+        # metrics.jsonl mirrors the history exactly up to here
         write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history.records))
+        metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8")
 
-    def checkpoint(step: int) -> None:
-        if ckpt_path is not None:
-            save_checkpoint(ckpt_path, model, tok, optimizer=opt.state_dict(),
-                            gen_state=gen.get_state(), history=history.to_dict(), step=step)
+    def checkpoint(step: int) -> Path | None:
+        if ckpt_path is None or not (files_ready or payload is not None):
+            return None
+        return save_checkpoint(ckpt_path, model, tok, optimizer=opt.state_dict(), gen_state=gen.get_state(),
+                               history=history.to_dict(), step=step, fingerprint=fp, schedule=schedule)
 
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
                 else nullcontext())
     bar = _progress(start, cfg.max_steps, progress)
-    metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8") if out else None
     stopper = _StopRequest()
     step = start
     try:
         with stopper.installed():
             for step in range(start, cfg.max_steps):
                 if stopper.requested or (stop_after is not None and step >= start + stop_after):
-                    checkpoint(step)
-                    raise TrainingInterrupted(step, ckpt_path)
+                    raise TrainingInterrupted(step, checkpoint(step))
                 record = train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
                 if not math.isfinite(record["loss"]):
                     history.diverged_at = step
                     x, y = record.pop("_batch")
                     _fire(callbacks, "on_nonfinite", step, (x, y), model)
+                    if not files_ready:
+                        start_files()
                     history.records.append(record)
                     break
                 record.pop("_batch")
@@ -265,7 +397,9 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
                 if (cfg.eval_every and (step + 1) % cfg.eval_every == 0) or last:
                     record["val_loss"] = evaluate(model, val_batches, device, autocast)
                 history.records.append(record)
-                if metrics_file:
+                if not files_ready:
+                    start_files()
+                elif metrics_file:
                     metrics_file.write(json.dumps(record) + "\n")
                     metrics_file.flush()
                 _fire(callbacks, "on_step_end", step, record, model)
@@ -282,9 +416,30 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
         if bar is not None:
             bar.close()
     if out is not None:
-        write_json(out / "summary.json", summarize(history, cfg, model))
+        write_json(out / "summary.json", {**summarize(history, cfg, model), "fingerprint": fp,
+                                          "schedule": schedule})
     model.eval()
     return model, tok, history
+
+
+def _check_fingerprint(saved: dict | None, text: str, tok: CharTokenizer, ckpt_path: Path) -> None:
+    """--resume must continue on the very text and tokenizer the run started with.
+
+    Checkpoints written before fingerprints existed carry none and are not checked.
+    """
+    if not saved:
+        return
+    now = fingerprint(text, tok)
+    if saved.get("tokenizer_sha256") not in (None, now["tokenizer_sha256"]):
+        raise CheckpointError(f"cannot resume {ckpt_path}: its tokenizer does not match the fingerprint it "
+                              f"was saved with; the checkpoint is damaged, train again with --overwrite")
+    if saved.get("corpus_sha256") not in (None, now["corpus_sha256"]):
+        chars = saved.get("corpus_chars")
+        raise CheckpointError(
+            f"cannot resume {ckpt_path}: it was trained on a different corpus "
+            f"({f'{chars:,}' if isinstance(chars, int) else '?'} characters, sha256 {str(saved['corpus_sha256'])[:12]}…) than the one given ({len(text):,} "
+            f"characters, sha256 {now['corpus_sha256'][:12]}…); pass the same --corpus, or start a new run "
+            f"with another --out")
 
 
 def train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config,

@@ -23,6 +23,7 @@ from attnlab.attention.masks import (
     sliding_window_mask,
     sliding_window_mask_np,
 )
+from attnlab.attention.memory import attention_matrix_bytes, kv_cache_bytes
 from attnlab.attention.online import (
     OnlineStep,
     blocked_attention,
@@ -53,12 +54,14 @@ __all__ = [
     "apply_rope_np",
     "attention",
     "attention_backward",
+    "attention_matrix_bytes",
     "blocked_attention",
     "blocked_attention_np",
     "blocked_attention_torch",
     "build_mask",
     "build_mask_np",
     "causal_mask",
+    "kv_cache_bytes",
     "masked_lm_loss",
     "multi_head_attention",
     "online_softmax",

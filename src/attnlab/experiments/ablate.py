@@ -9,13 +9,11 @@ add an output matrix).
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
 
 from ..config import Config
-from ..io import write_json
 from .common import ExperimentError, format_table, provenance
 
 CHANGES: dict[str, dict] = {
@@ -106,31 +104,3 @@ def checklist_table(result: dict) -> str:
                      "是 yes" if r["diverged"] else "否 no", r["max_grad_norm"], r["max_loss_jump"],
                      f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})", book])
     return format_table(headers, rows)
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("ablate", help="the ablation checklist of §1.13.4 / 逐要素消融",
-                       description="Baseline and one-variable changes (no scaling, no residual, no "
-                                   "LayerNorm, untied weights, no positions, no warmup, no clipping), "
-                                   "same seed and batches; Δ validation loss and divergence.")
-    p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--steps", type=int, default=None, help="training steps per run (default max_steps)")
-    p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
-    p.add_argument("--out", default="runs/ablate/ablate.json")
-    p.set_defaults(func=cli_run)
-
-
-def cli_run(args: argparse.Namespace) -> int:
-    from ..corpus import load_corpus
-
-    cfg = Config.from_overrides(args.overrides)
-    text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
-    only = [s.strip() for s in args.only.split(",")] if args.only else None
-    result = run(text, cfg, steps=args.steps, changes=only, corpus=args.corpus)
-    write_json(Path(args.out), result)
-    print(f"一次只改一个要素，同一种子与批次 / one change at a time, same seed and batches "
-          f"({result['config']['max_steps']} steps)")
-    print(checklist_table(result))
-    print(f"结果 / result: {args.out}")
-    return 0

@@ -35,7 +35,6 @@ import torch
 import torch.nn.functional as F
 
 from ..config import PRESETS, Config
-from ..io import write_json
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from .common import environment
@@ -354,66 +353,7 @@ def plot_attention(result: dict, path: str | Path) -> Path:
     return path
 
 
-# ============================================================================ CLI
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="speed: training steps and attention / 速度测量")
-    sub = p.add_subparsers(dest="bench_cmd", required=True)
-
-    t = sub.add_parser("train", help="ms/step, tokens/s and GFLOP/s of training steps")
-    t.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
-    t.add_argument("--records", nargs="+", type=int, default=[1, 0], metavar="N",
-                   help="record_every values (default 1 0)")
-    t.add_argument("--repeats", type=int, default=5, help="interleaved rounds (median reported)")
-    t.add_argument("--warmup", type=int, default=2, help="untimed steps per variant first")
-    t.add_argument("--no-reference", action="store_true")
-    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a Config field of every timed model, e.g. --set batch_size=8")
-    t.add_argument("--matmul-sizes", nargs="+", type=int, default=[1024, 2048])
-    t.add_argument("--device", default="auto")
-    t.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's choice; 1 on a busy shared machine)")
-    t.add_argument("--json", default=None, metavar="PATH", help="also write the result as JSON")
-    t.set_defaults(func=cmd_bench_train)
-
-    a = sub.add_parser("attention", help="SDPA vs explicit vs blocked attention over n (§1.14.2)")
-    a.add_argument("--n", nargs="+", type=int, default=[512, 1024, 2048, 4096, 8192])
-    a.add_argument("--heads", type=int, default=8)
-    a.add_argument("--d-head", type=int, default=64)
-    a.add_argument("--repeats", type=int, default=10)
-    a.add_argument("--warmup", type=int, default=3)
-    a.add_argument("--budget", type=float, default=60.0, help="seconds for the whole sweep (default 60)")
-    a.add_argument("--block-size", type=int, default=256, help="key block of blocked_attention")
-    a.add_argument("--methods", nargs="+", choices=["sdpa", "explicit", "blocked"],
-                   default=["sdpa", "explicit", "blocked"])
-    a.add_argument("--device", default="auto")
-    a.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    a.add_argument("--figure", default="figures/bench_attention.png")
-    a.add_argument("--json", default=None, metavar="PATH")
-    a.set_defaults(func=cmd_bench_attention)
-
-
-def _log(msg: str) -> None:
-    print(f"attnlab: {msg}", flush=True)
-
-
-def _threads(args) -> None:
-    # On a CPU shared with other jobs, OpenMP workers that wait on each other
-    # can make 2 threads 10-20x slower than 1; the JSON records the count used.
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-
-def cmd_bench_train(args) -> int:
-    _threads(args)
-    result = bench_train(tuple(args.configs), tuple(args.records),
-                         args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
-                         reference=not args.no_reference, overrides=tuple(args.overrides), log=_log)
-    print(format_train(result))
-    if args.json:
-        print(f"wrote {write_json(args.json, result)}")
-    return 0
-
-
+# ====================================================================== tables
 def format_train(result: dict) -> str:
     m = result["machine"]
     lines = [f"device {m['device']}, {m['torch_threads']} threads, torch {m['torch']}; "
@@ -432,19 +372,6 @@ def format_train(result: dict) -> str:
                          f"{ratio:>7}{r['tokens_per_s']:>10,.0f}{r['gflop_per_s']:>9.1f}"
                          f"{100 * r['fraction_of_matmul_rate']:>7.0f}%")
     return "\n".join(lines)
-
-
-def cmd_bench_attention(args) -> int:
-    _threads(args)
-    result = bench_attention(tuple(args.n), args.heads, args.d_head, repeats=args.repeats,
-                             warmup=args.warmup, budget_s=args.budget, block_size=args.block_size,
-                             device=args.device, methods=tuple(args.methods), log=_log)
-    print(format_attention(result))
-    if args.figure:
-        print(f"wrote {plot_attention(result, args.figure)}")
-    if args.json:
-        print(f"wrote {write_json(args.json, result)}")
-    return 0
 
 
 def format_attention(result: dict) -> str:

@@ -27,10 +27,10 @@ from ..config import PRESETS, Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
 from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError
-from ..io import write_json
+from ..io import check_writable, write_json
 from ..model import TinyGPT, generate
 from ..tokenizer import CharTokenizer
-from ..runner import EXECUTORS, Run, execute
+from ..runner import Run, execute
 from ..train import History, get_batch, split_data
 from .claims import check_claims
 from .common import environment
@@ -201,7 +201,7 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
     from ..perf import matmul_only_step_s, matmul_rate, train_flops
 
     out = Path(out)
-    _check_writable(out)
+    check_writable(out)
     text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
     device = resolve_device(settings.device)
     groups, pair_names = case_runs(settings)
@@ -314,17 +314,6 @@ def _fixed_val_batch(text: str, tok: CharTokenizer, cfg: Config) -> torch.Tensor
     return x
 
 
-def _check_writable(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".attnlab-write-test"
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as e:
-        raise CaseError(f"cannot write to output directory {out}: {e.strerror}; "
-                        f"choose another with --out DIR") from None
-
-
 def _workers_used(settings: CaseSettings, n_runs: int) -> int:
     import os
 
@@ -352,81 +341,38 @@ class _Progress:
             self.bar.close()
 
 
-# -------------------------------------------------------------------------- CLI
-def _positive_int(value: str) -> int:
-    import argparse
-
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number of steps, got {value!r}")
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number of steps, got {value!r}")
-    return n
+# ------------------------------------------------------------------- reading results
+CASE_SHAPE = {"config": dict, "init_sweep": list, "pairs": dict, "seeds": dict, "qk_scale": dict,
+              "samples": dict, "timings": dict, "claims": list}
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("case", help="reproduce the chapter's case study / 复现第 1 章案例")
-    p.add_argument("--steps", type=_positive_int, default=None, help="training steps per run (default 1500)")
-    p.add_argument("--quick", action="store_true", help="a few hundred steps, one seed (what the tests run)")
-    p.add_argument("--out", default=".", help="root for data/, figures/, reports/ and runs/ (default: here)")
-    p.add_argument("--corpus", default=None)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="serial | local (worker processes, default) | ray")
-    p.add_argument("--workers", type=int, default=None, help="processes for --executor local")
-    p.add_argument("--ray-address", default=None, help="Ray cluster for --executor ray (default: RAY_ADDRESS "
-                                                       "or a local instance)")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_case)
-
-    p = sub.add_parser("report", help="rebuild figures and report from a case JSON / 由 JSON 重建图与报告")
-    p.add_argument("json", nargs="?", default="data/ch1_case.json")
-    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: two levels above JSON)")
-    p.set_defaults(func=cmd_report)
-
-
-def cmd_case(args) -> int:
-    from ..report.case_report import build_report
-
-    settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
-    settings = CaseSettings(**{**asdict(settings), "device": args.device,
-                                      "executor": args.executor, "workers": args.workers,
-                                      "ray_address": args.ray_address})
-    out = Path(args.out)
-    result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
-                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))
-    paths = build_report(result, out)
-    failed = [c for c in result["claims"] if not c["pass"]]
-    print(f"论断 / claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
-    for c in failed:
-        print(f"  FAIL {c['section']} {c['id']}: {c['statement']} (measured {c['measured']}, expected {c['expected']})")
-    t = result["timings"]
-    print(f"训练耗时 / training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x 算力下限 / floor "
-          f"({t['train_flops'] / 1e12:.1f} TFLOP at {t['matmul_rate_flops_per_s'] / 1e9:.0f} GFLOP/s)")
-    if "train_matmuls_only_s" in t:
-        print(f"仅矩阵乘 / the same matmuls alone {t['train_matmuls_only_s']:.0f} s = "
-              f"{t['matmuls_only_over_floor']:.2f} x floor")
-    print("结果 / results: " + ", ".join(str(p) for p in [out / "data" / "ch1_case.json", *paths]))
-    return 0
-
-
-def cmd_report(args) -> int:
+def read_case_json(path: Path) -> dict:
+    """A case result read back for the report, its shape checked before anything uses it."""
     import json
 
-    from ..report.case_report import build_report
-
-    path = Path(args.json)
+    path = Path(path)
     if not path.is_file():
         raise CaseError(f"case results not found: {path} (run `attnlab case` first)")
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise CaseError(f"{path} is not valid JSON ({e}); run `attnlab case` again") from None
+    except OSError as e:
+        raise CaseError(f"cannot read {path}: {e.strerror}") from None
+    if not isinstance(result, dict):
+        raise CaseError(f"{path} holds a JSON {type(result).__name__}, not a case result (an object)")
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
     if missing:
         raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
-    out = Path(args.out) if args.out else path.resolve().parent.parent
-    for p in build_report(result, out):
-        print(p)
-    return 0
+    wrong = [f"{k} is {type(result[k]).__name__}, not {t.__name__}" for k, t in CASE_SHAPE.items()
+             if k in result and not isinstance(result[k], t)]
+    pairs = result["pairs"]
+    if not wrong and isinstance(pairs, dict):
+        wrong = [f"pairs.{k} is not an object with a trace" for k, v in pairs.items()
+                 if not (isinstance(v, dict) and isinstance(v.get("trace"), dict))]
+    if not wrong and not all(isinstance(c, dict) for c in result["claims"]):
+        wrong = ["claims holds something other than objects"]
+    if wrong:
+        raise CaseError(f"{path} does not have the shape of a case result ({'; '.join(wrong[:3])}); "
+                        f"run `attnlab case` again")
+    return result

@@ -18,7 +18,6 @@ on the same batches; only ``Config.bug`` differs. The symptoms:
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Sequence
@@ -27,7 +26,6 @@ import torch
 
 from ..config import BUGS, Config
 from ..diagnostics import head_metrics
-from ..io import write_json
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from .common import book_values, format_table, provenance, validation_batches
@@ -132,33 +130,3 @@ def symptoms_table(result: dict, with_book: bool = True) -> str:
         if book and name in book:
             rows.append(["  书 / book"] + list(book[name]) + [None, None])
     return format_table(headers, rows, fmt=".4f")
-
-
-# ------------------------------------------------------------------------------- CLI
-def add_parser(sub) -> None:
-    p = sub.add_parser("failures", help="train the four injected bugs of §1.11.7 / 注入 bug 的症状表",
-                       description="Train the correct attention and each injected bug (same seed, "
-                                   "same batches) and tabulate the symptoms beside the book's.")
-    p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--steps", type=int, default=300, help="training steps per variant (book: 300)")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
-    p.add_argument("--out", default="data/failure_symptoms.json")
-    p.set_defaults(func=cli_run)
-
-
-def cli_run(args: argparse.Namespace) -> int:
-    from ..corpus import load_corpus
-
-    cfg = Config.from_overrides(args.overrides)
-    text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    result = run(text, cfg, steps=args.steps, variants=variants, corpus=args.corpus)
-    write_json(Path(args.out), result)
-    print(f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
-          f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
-          f"{result['expected_row_sum_after_softmax_scale']:.4f}")
-    print(symptoms_table(result))
-    print("“书”行来自书中 §1.11.7 的表（默认配置）/ 'book' rows: the book's table (§1.11.7, default config)")
-    print(f"结果 / result: {args.out}")
-    return 0

@@ -18,7 +18,6 @@ the validation split; the slice is restored even when the forward fails.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from contextlib import contextmanager
@@ -30,7 +29,6 @@ from torch import Tensor
 
 from ..config import Config
 from ..diagnostics import head_metrics, uniform_reference
-from ..io import write_json
 from ..model import SequenceTooLongError, TinyGPT
 from ..tokenizer import CharTokenizer
 from .common import (ExperimentError, book_values, format_table, is_book_model, load_model,
@@ -310,74 +308,3 @@ def dynamics_table(result: dict) -> str:
     rows = [[f"L{l}·H{h}"] + [f"{by[s][(l, h)]['entropy']:.3f}/{by[s][(l, h)]['prev']:.3f}"
                              for s in steps] for l, h in keys]
     return format_table(headers, rows)
-
-
-# -------------------------------------------------------------------------------- CLI
-def add_parser(sub) -> None:
-    p = sub.add_parser("heads", help="head portrait, ablation, attention maps, dynamics / 注意力头画像",
-                       description="Head portrait of a checkpoint (§1.8.5): entropy, diagonal, "
-                                   "previous-token weight, distance and its spread, ablation Δloss; "
-                                   "--maps draws heatmaps; --dynamics trains once and follows the "
-                                   "portrait across steps (§1.12.4).")
-    p.add_argument("checkpoint", nargs="?", help="attnlab checkpoint, run directory or bare state_dict")
-    p.add_argument("--text", action="append", default=None,
-                   help="analyse this text instead of the validation poems (repeatable)")
-    p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="config of a bare state_dict, or of the --dynamics run")
-    p.add_argument("--out", default=None, help="result JSON (default next to the checkpoint)")
-    p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
-    p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
-    p.add_argument("--ablate-batches", type=int, default=8)
-    p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
-    p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
-    p.add_argument("--ckpt-dir", default="runs/dynamics", help="where --dynamics keeps its snapshots")
-    p.set_defaults(func=run)
-
-
-def _parse_steps(s: str) -> list[int]:
-    try:
-        return [int(v) for v in s.split(",") if v.strip()]
-    except ValueError:
-        raise ExperimentError(f"--steps expects comma-separated integers, got {s!r}") from None
-
-
-def run(args: argparse.Namespace) -> int:
-    from ..corpus import load_corpus
-
-    if args.dynamics:
-        cfg = Config.from_overrides(args.overrides)
-        text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
-        result = dynamics(text, cfg, _parse_steps(args.steps), args.ckpt_dir, corpus=args.corpus,
-                          ablate=not args.no_ablate, progress=True)
-        out = Path(args.out or Path(args.ckpt_dir) / "dynamics.json")
-        write_json(out, result)
-        print(dynamics_table(result))
-        print(f"结果 / result: {out}")
-        return 0
-    if not args.checkpoint:
-        raise ExperimentError("give a checkpoint (or --dynamics): attnlab heads runs/default/ckpt.pt")
-    cfg = Config.from_overrides(args.overrides) if args.overrides else None
-    result = analyze(args.checkpoint, args.text, corpus=args.corpus, cfg=cfg,
-                     ablate=not args.no_ablate, ablate_batches=args.ablate_batches)
-    ckpt = Path(args.checkpoint)
-    out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "heads.json"
-    write_json(out, result)
-    for note in result["notes"]:
-        print(f"注 / note: {note}")
-    print(f"评估集 / evaluation: {result['eval']['protocol']}")
-    print(portrait_table(result))
-    if result["book"]:
-        print("右侧四列是书中 §1.8.5 的表（默认配置训练 1500 步）/ the right four columns are the "
-              "book's table (§1.8.5, default config, 1500 steps)")
-    print(f"结果 / result: {out}")
-    if args.maps:
-        from .plots import plot_attention_maps
-
-        model, tok, _, _ = load_model(args.checkpoint, cfg=cfg, corpus=args.corpus)
-        maps = attention_maps(model, tok, result["eval"]["texts"][0])
-        maps_json = Path(args.maps).with_suffix(".json")
-        write_json(maps_json, maps)
-        plot_attention_maps(maps, args.maps)
-        print(f"注意力图 / attention maps: {args.maps} (data {maps_json})")
-    return 0

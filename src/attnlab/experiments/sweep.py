@@ -17,7 +17,6 @@ means everywhere.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import itertools
@@ -30,7 +29,6 @@ from typing import Callable, Sequence
 
 from ..config import Config
 from ..io import write_json, write_text
-from ..runner import EXECUTORS
 from .common import ExperimentError, provenance
 
 DEFAULT_GRID = {"d_head": ["32", "64", "96", "128", "192", "256"], "scaled": ["true", "false"]}
@@ -222,45 +220,3 @@ def sweep_table(result: dict) -> str:
             [[g["d_head"], g["gap"], g["gap_std"], g["val_loss_scaled"], g["val_loss_unscaled"]]
              for g in result["gap"]], fmt=".4f")
     return table
-
-
-# -------------------------------------------------------------------------------- CLI
-def add_parser(sub) -> None:
-    p = sub.add_parser("sweep", help="grid sweep, e.g. the critical head size / 临界维度扫描",
-                       description="Train every point of a grid (× seeds), locally or on Ray; rerunning "
-                                   "skips finished trials and resumes interrupted ones. Default grid: "
-                                   "d_head 32..256 × scaled on/off (exercise 2).")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
-                   help="a Config field or d_head (sets n_head=1, d_model=d_head); repeatable")
-    p.add_argument("--seeds", type=int, default=1)
-    p.add_argument("--steps", type=int, default=None, help="training steps per trial (default max_steps)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="base config shared by every trial")
-    p.add_argument("--corpus", default=None, help="UTF-8 corpus (default data/corpus.txt)")
-    p.add_argument("--executor", choices=EXECUTORS, default="local")
-    p.add_argument("--address", "--ray-address", dest="address", default=None,
-                   help="Ray cluster address for --executor ray (default: RAY_ADDRESS, else a local "
-                        "Ray instance started here)")
-    p.add_argument("--workers", type=int, default=None, help="processes for --executor local")
-    p.add_argument("--out", required=True, help="sweep directory (one subdirectory per trial)")
-    p.set_defaults(func=cli_run)
-
-
-def cli_run(args: argparse.Namespace) -> int:
-    base = Config.from_overrides(args.overrides)
-    grid = parse_grid(args.grid) if args.grid else DEFAULT_GRID
-
-    def report(r: dict) -> None:
-        extra = f"  {r['error']}" if r["status"] == "failed" else ""
-        print(f"  [{r['status']}] {r['name']}{extra}", flush=True)
-
-    result = sweep(args.out, grid, base=base, seeds=args.seeds, steps=args.steps, corpus=args.corpus,
-                   executor=args.executor, address=args.address, workers=args.workers, on_result=report)
-    print(sweep_table(result))
-    failed = [r for r in result["runs"] if r["status"] == "failed"]
-    print(f"结果 / results: {args.out}/sweep.csv, {args.out}/sweep.json"
-          + (f", {result['figure']}" if result.get("figure") else ""))
-    if failed:
-        print(f"{len(failed)} 个试验失败 / trial(s) failed: " + ", ".join(r["name"] for r in failed))
-        return 1
-    return 0

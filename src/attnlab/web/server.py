@@ -11,37 +11,31 @@ fetched from another host):
 
 What the server deliberately does not do: take a file path from a request.
 The checkpoint is chosen when the server starts; runs are addressed by the
-name of a directory directly inside ``runs_dir`` and nothing else. Every
+name of a directory directly inside ``runs_dir`` and nothing else (symlinks are
+refused at every level below it). It answers only requests whose ``Host`` is its
+own (127.0.0.1, localhost or ``--host``, with its port), so a page on another
+site cannot reach it through DNS rebinding. Every
 request body is size-limited and validated by a pydantic model, and every
 error comes back as ``{"detail": "<message>"}`` with a 4xx status, never a
 traceback.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import re
+import os
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
-from attnlab.errors import AttnlabError
-
-# fastapi/uvicorn are the optional "web" extra: `attnlab --help` must work without them.
-try:
-    from fastapi import FastAPI, HTTPException, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse, JSONResponse
-    from fastapi.staticfiles import StaticFiles
-    from pydantic import BaseModel, ConfigDict, Field
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-except ModuleNotFoundError as e:
-    WEB_MISSING: Optional[str] = e.name
-else:
-    WEB_MISSING = None
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {
@@ -54,7 +48,8 @@ PAGES = {
 MAX_BODY_BYTES = 16 * 1024          # a request body larger than this is refused before parsing
 MAX_TEXT_CHARS = 2048               # hard cap; the real limit is the checkpoint's block_size
 MAX_POINTS = 2000                   # curves are thinned to at most this many points
-RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_RUN_NAME = 128
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")   # names a local browser uses for this machine
 LAYER_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")
 NO_CHECKPOINT_HINT = ("没有加载模型。请用 `attnlab serve --checkpoint runs/<名字>/ckpt.pt` 启动。 "
                       "No checkpoint loaded: start the server with "
@@ -65,10 +60,9 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "frame-ancestors 'none'; form-action 'self'")
 
 
-if WEB_MISSING is None:
-    class AttentionRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-        text: str = Field(max_length=MAX_TEXT_CHARS)
+class AttentionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(max_length=MAX_TEXT_CHARS)
 
 
 @dataclass
@@ -135,6 +129,66 @@ class BodyLimit:
         return await self.app(scope, replay, send)
 
 
+def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> list[str]:
+    """The Host headers ``attnlab serve --host HOST --port PORT`` answers:
+    ``127.0.0.1:PORT``, ``localhost:PORT`` and ``HOST:PORT`` (IPv6 in brackets)."""
+    def name(h: str) -> str:
+        h = h.strip().lower()
+        return f"[{h}]" if ":" in h and not h.startswith("[") else h
+    return sorted({f"{name(h)}:{port}" for h in ("127.0.0.1", "localhost", host, *extra)})
+
+
+class HostCheck:
+    """ASGI middleware against DNS rebinding: a page on another site whose name
+    resolves to 127.0.0.1 reaches this server with its own name in ``Host``;
+    such requests get 421 before any route runs.
+
+    ``hosts``: exact ``name:port`` values; None accepts the loopback names on any
+    port (for an app built in a script or a test).
+    """
+
+    def __init__(self, app, hosts: Optional[Iterable[str]]):
+        self.app = app
+        self.hosts = None if hosts is None else {h.lower() for h in hosts}
+
+    def _ok(self, host: str) -> bool:
+        host = host.strip().lower()
+        if self.hosts is not None:
+            return host in self.hosts
+        name, sep, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+        if not sep or not port.isdigit():
+            name = host
+        return name in LOOPBACK
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        values = [v for k, v in scope.get("headers") or [] if k == b"host"]
+        if len(values) != 1:
+            response = JSONResponse({"detail": "request needs exactly one Host header"}, status_code=400)
+            return await response(scope, receive, send)
+        host = values[0].decode("latin-1")
+        if not self._ok(host):
+            response = JSONResponse(
+                {"detail": f"this server answers only requests for {', '.join(sorted(self.hosts or LOOPBACK))}"},
+                status_code=421)
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def valid_run_name(name: str) -> bool:
+    """A run folder's name as listed and served: one path component, any
+    printable Unicode (CJK, spaces), no leading dot, no separators."""
+    return (0 < len(name) <= MAX_RUN_NAME and name.isprintable() and not name.startswith(".")
+            and "/" not in name and "\\" not in name and name.strip() == name)
+
+
+def _no_symlink(path: Path) -> Path:
+    if path.is_symlink():
+        raise PermissionError(f"{path} is a symlink")
+    return path
+
+
 def _finite(x: float, nd: int = 4) -> Optional[float]:
     x = float(x)
     return round(x, nd) if math.isfinite(x) else None
@@ -152,7 +206,9 @@ def _thin(n: int) -> list[int]:
 def read_metrics(path: Path) -> dict:
     """Columns of one run's metrics.jsonl; malformed lines are counted and skipped."""
     rows, bad = [], 0
-    with path.open(encoding="utf-8", errors="replace") as f:
+    # O_NOFOLLOW: a symlink swapped in after the listing is refused here too
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with open(fd, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
                 continue
@@ -194,10 +250,11 @@ def read_metrics(path: Path) -> dict:
 
 
 def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
-               case_json: str = "data/ch1_case.json") -> FastAPI:
-    """Build the app. A checkpoint that cannot be loaded raises CheckpointError here."""
-    if WEB_MISSING:
-        raise AttnlabError(f"the web playground needs {WEB_MISSING}: pip install 'attnlab[web]'")
+               case_json: str = "data/ch1_case.json", hosts: Optional[Iterable[str]] = None) -> FastAPI:
+    """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
+
+    hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
+    """
     loaded = _load(checkpoint) if checkpoint else None
     runs_root = Path(runs_dir)
     case_path = Path(case_json)
@@ -213,7 +270,8 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
-    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)   # outermost: runs first
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(HostCheck, hosts=hosts)                # outermost: runs first
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError):
@@ -239,7 +297,7 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
         return serve_page
 
     for route, name in PAGES.items():
-        app.add_api_route(route, page(name), methods=["GET"], include_in_schema=False)
+        app.add_api_route(route, page(name), methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     # -------------------------------------------------------------------- api
@@ -292,11 +350,16 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
                 "block_size": block, "layers": layers}
 
     def run_names() -> list[str]:
+        """Run folders directly in runs_dir; symlinks refused at every level below it."""
         if not runs_root.is_dir():
             return []
-        return sorted(d.name for d in runs_root.iterdir()
-                      if RUN_NAME.match(d.name) and not d.is_symlink()
-                      and (d / "metrics.jsonl").is_file())
+        names = []
+        for d in runs_root.iterdir():
+            m = d / "metrics.jsonl"
+            if (valid_run_name(d.name) and not d.is_symlink() and d.is_dir()
+                    and not m.is_symlink() and m.is_file()):
+                names.append(d.name)
+        return sorted(names)
 
     @app.get("/api/runs")
     def runs() -> dict:
@@ -305,9 +368,12 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
         # Only names that were listed are served: no separators, no "..", no symlinks.
-        if not RUN_NAME.match(name) or ".." in name or name not in run_names():
+        if not valid_run_name(name) or ".." in name or name not in run_names():
             raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
-        return {"name": name, **read_metrics(runs_root / name / "metrics.jsonl")}
+        try:
+            return {"name": name, **read_metrics(_no_symlink(runs_root / name) / "metrics.jsonl")}
+        except OSError:
+            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory") from None
 
     @app.get("/api/case")
     def case() -> dict:
@@ -327,38 +393,3 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
         raise HTTPException(404, "unknown API endpoint")
 
     return app
-
-
-# --------------------------------------------------------------------------- CLI
-def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise argparse.ArgumentTypeError(f"port must be an integer in 1-65535, got {text!r}")
-    return int(text)
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "serve", help="interactive attention playground in the browser (local only)",
-        description="Serve the attention playground. Listens on 127.0.0.1 unless --host says otherwise.")
-    p.add_argument("--port", type=_port, default=8000)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface to listen on (default 127.0.0.1; anything else exposes the server)")
-    p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
-    p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
-    p.add_argument("--case-json", default="data/ch1_case.json")
-    p.set_defaults(func=run)
-    return p
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
-    except ModuleNotFoundError:
-        raise AttnlabError("the web playground needs uvicorn: pip install 'attnlab[web]'") from None
-
-    app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
-    print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    return 0

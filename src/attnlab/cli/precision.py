@@ -1,11 +1,10 @@
 """``attnlab precision``: float formats and the attention failures they cause (§1.17, ⑯).
 
-Thin entry point: the numbers come from ``attnlab.attention.precision``; this
-module only lays them out, Chinese first with English alongside.
+The numbers come from ``attnlab.attention.precision``; this module only picks
+the sections and lays them out, Chinese first with English alongside.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -14,7 +13,7 @@ from attnlab.attention import precision as P
 SECTIONS = ("limits", "overflow", "bf16", "mask", "all")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers):
     p = subparsers.add_parser(
         "precision",
         help="数值格式的范围与注意力的溢出 / float formats and attention overflow (§1.17)",
@@ -23,7 +22,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--section", choices=SECTIONS, default="all", help="只看某一部分 / show one part only")
     p.add_argument("--json", action="store_true", help="输出 JSON 而不是表格 / print JSON instead of tables")
-    p.set_defaults(func=run)
     return p
 
 
@@ -84,7 +82,7 @@ def _print_tables(data: dict, file) -> None:
             w(f"  {r['dtype']:<10}{r['variant']:<28}{'nan' if r['nan'] else 'uniform ' + str(round(r['weights'][0], 3))}")
 
 
-def run(args) -> int:
+def main(args) -> int:
     data = collect(args.section)
     if args.json:
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)

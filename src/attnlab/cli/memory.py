@@ -5,19 +5,19 @@ book's decimal units (MB = 10^6 B, GB = 10^9 B) with binary MiB/GiB alongside.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from attnlab.attention import memory as M
+from attnlab.errors import UsageError
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers):
     p = subparsers.add_parser(
         "memory",
         help="KV 缓存与注意力矩阵的显存 / KV-cache and attention-matrix memory (§1.8.7, §1.13.5)",
     )
-    sub = p.add_subparsers(dest="memory_cmd", required=True)
+    sub = p.add_subparsers(dest="memory_cmd", required=True, parser_class=type(p))
 
     kv = sub.add_parser("kv-cache", help="KV 缓存 (式 1.20) / KV cache (eq. 1.20); defaults: Llama-2 70B")
     kv.add_argument("--n-layer", type=int, default=M.LLAMA2_70B["n_layer"], help="层数 / layers")
@@ -38,7 +38,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     for q in (kv, at, p):
         q.add_argument("--json", action="store_true", help="输出 JSON / print JSON")
-    p.set_defaults(func=run)
     return p
 
 
@@ -63,12 +62,11 @@ def _fmt(s: dict) -> str:
     return f"{s['bytes']:,} B = {s['MB']:.4g} MB = {s['GB']:.4g} GB  ({s['MiB']:.4g} MiB = {s['GiB']:.4g} GiB)"
 
 
-def run(args) -> int:
+def main(args) -> int:
     try:
         data = collect(args)
-    except ValueError as e:
-        print(f"错误 / error: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:              # the formulas check their own inputs
+        raise UsageError(str(e)) from None
     if getattr(args, "json", False):
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
         print()

@@ -1,0 +1,25 @@
+"""``attnlab report``: rebuild figures and the report from a case JSON alone."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_parser(sub):
+    p = sub.add_parser("report", help="rebuild figures and report from a case JSON / 由 JSON 重建图与报告")
+    p.add_argument("json", nargs="?", default="data/ch1_case.json")
+    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: two levels above JSON)")
+    return p
+
+
+def main(args) -> int:
+    from ..experiments.case import read_case_json
+    from ..io import check_writable
+    from ..report.case_report import build_report
+
+    path = Path(args.json)
+    result = read_case_json(path)
+    out = Path(args.out) if args.out else path.resolve().parent.parent
+    check_writable(out)
+    for p in build_report(result, out):
+        print(p)
+    return 0

@@ -1,0 +1,110 @@
+"""A run folder belongs to one run: an OS lock against a second writer, and the
+rule that an existing run is continued (``resume``) or replaced (``overwrite``)
+only when asked.
+
+The lock is ``fcntl.flock`` on ``OUT/.attnlab-lock``: the kernel releases it
+when the process exits in any way (return, exception, Ctrl-C, kill -9), so a
+stale lock cannot block the next run. The file also records who holds it
+(pid, host, command), which is what a refused second writer is told. On
+systems without ``fcntl`` (Windows) the folder is not locked.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from .errors import OutputError, RunFolderError
+from .io import clean_stale_temps
+
+LOCK_NAME = ".attnlab-lock"
+RUN_FILES = ("ckpt.pt", "summary.json", "metrics.jsonl", "config.json", "tokenizer.json")
+
+try:
+    import fcntl
+except ImportError:                       # not POSIX: no advisory locks to take
+    fcntl = None
+
+
+def holds_run(path: str | os.PathLike) -> bool:
+    """True when ``path`` holds (part of) a run: a checkpoint, a summary or metrics."""
+    path = Path(path)
+    metrics = path / "metrics.jsonl"
+    return ((path / "ckpt.pt").exists() or (path / "summary.json").exists()
+            or (metrics.is_file() and metrics.stat().st_size > 0))
+
+
+class RunFolder:
+    """``with RunFolder(out): ...`` holds ``out`` for this process.
+
+    Entering creates the folder (nothing else is written into it but the lock
+    file), takes the lock or raises :class:`RunFolderError` naming the holder,
+    and removes temporary files a killed writer left behind.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._created = False
+
+    def __enter__(self) -> "RunFolder":
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None and self._created:
+            self._remove_if_empty()          # a run that never started leaves no folder behind
+        self.release()
+
+    def _remove_if_empty(self) -> None:
+        try:
+            if [p.name for p in self.path.iterdir()] == [LOCK_NAME]:
+                (self.path / LOCK_NAME).unlink()
+                self.path.rmdir()
+        except OSError:
+            pass
+
+    def acquire(self) -> None:
+        try:
+            self._created = not self.path.exists()
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OutputError(f"cannot use run folder {self.path}: {e.strerror or type(e).__name__}; "
+                              f"choose another with --out") from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise RunFolderError(f"run folder {self.path} is in use by {holder}; wait for it to "
+                                     f"finish or choose another --out") from None
+        self._fd = fd
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(_me()).encode(), 0)
+        for name in RUN_FILES:                 # left by a writer killed mid-save
+            clean_stale_temps(self.path, name)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)                 # closing the descriptor releases the flock
+            self._fd = None
+
+
+def _me() -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "command": " ".join(os.path.basename(a) if i == 0 else a
+                                for i, a in enumerate(sys.argv[:6]))[:200],
+            "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
+        return (f"process {info['pid']} on {info['host']} ({info['command']}, since {info['since']})")
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
