@@ -32,3 +32,11 @@ def tiny_cfg() -> Config:
     return Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=40, batch_size=4,
                   max_steps=12, warmup=3, eval_every=5, eval_batches=2, ckpt_every=4,
                   device="cpu")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line when the browser tests were skipped, so a local `make test` does not pass silently short."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "test_web_browser" in r.nodeid]
+    if skipped:
+        terminalreporter.write_line(f"attnlab: {len(skipped)} browser tests skipped (no Chromium); "
+                                    f"bash scripts/ci_system_deps.sh installs it")
