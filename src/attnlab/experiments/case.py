@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from ..config import PRESETS, Config
-from ..corpus import DEFAULT_CORPUS, load_corpus
+from ..corpus import DEFAULT_CORPUS, load_corpus, repo_relative
 from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError
 from ..io import check_writable, write_json
@@ -281,7 +281,7 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
                                 "init_d_heads": list(settings.init_d_heads)},
                    "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
                    "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
-                   "corpus": str(corpus or DEFAULT_CORPUS), "corpus_chars": len(text),
+                   "corpus": repo_relative(corpus or DEFAULT_CORPUS), "corpus_chars": len(text),
                    "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
                                   "(batch_size x block_size) drawn from the validation split with a "
                                   "generator seeded seed+1 (the trainer's first evaluation batch); "
