@@ -150,6 +150,8 @@ def _cases():
         ("heads --ablate-batches 0", ["heads", "{ckpt}", "--ablate-batches", "0"], "--ablate-batches"),
         ("heads --dynamics --steps", ["heads", "--dynamics", "--steps", "0,a"], "--steps"),
         ("heads without checkpoint", ["heads"], "give a checkpoint"),
+        ("heads maps under a file", ["heads", "{ckpt}", "--no-ablate", "--out", "{d}/rep/h.json", "--maps",
+                                     "{d}/blocker/m.png"], "cannot write"),
         ("ablate --steps 0", ["ablate", "--steps", "0"], "--steps"),
         ("ablate out under a file", ["ablate", "--corpus", c, "--out", "{d}/blocker/a.json", "--steps", "1"]
          + SMALL, "cannot write"),

@@ -67,6 +67,8 @@ def main(args) -> int:
     ckpt = Path(args.checkpoint)
     out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "heads.json"
     if ckpt.exists():
+        if args.maps:
+            check_writable(Path(args.maps).parent)
         check_writable(out.parent)
     result = analyze(args.checkpoint, args.text, corpus=args.corpus, cfg=cfg,
                      ablate=not args.no_ablate, ablate_batches=args.ablate_batches)
