@@ -123,3 +123,18 @@ def test_attnlab_serve_refuses_a_foreign_host_header(runs):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_serve_on_a_busy_port_or_unknown_host_is_one_line(capsys):
+    from attnlab.cli import main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+    assert main(["serve", "--host", "no-such-host.invalid"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not an address of this machine" in err

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import socket
+
+from ..errors import AttnlabError, UsageError
 
 
 def port(text: str) -> int:
@@ -24,10 +27,28 @@ def add_parser(sub):
     return p
 
 
+def check_listen(host: str, port: int) -> None:
+    """Fail with one line, before anything starts, when HOST:PORT cannot be listened on."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise UsageError(f"--host {host!r} is not an address of this machine ({e.strerror}); "
+                         f"use 127.0.0.1 or an interface's address") from None
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as uvicorn binds
+        try:
+            s.bind(addr)
+        except OSError as e:
+            raise AttnlabError(f"cannot listen on {host}:{port}: {e.strerror}; choose another --port "
+                               f"or stop the server that uses it") from None
+
+
 def main(args) -> int:
     import uvicorn                       # the optional "web" extra; missing -> one line from cli.main
 
     from ..web.server import allowed_hosts, create_app
+
+    check_listen(args.host, args.port)
 
     app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json,
                      hosts=allowed_hosts(args.host, args.port))
