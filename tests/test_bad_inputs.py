@@ -142,6 +142,8 @@ def _cases():
         ("bench attention --repeats 0", ["bench", "attention", "--repeats", "0"], "--repeats"),
         ("bench attention --heads 0", ["bench", "attention", "--heads", "0"], "--heads"),
         ("bench attention --budget -1", ["bench", "attention", "--budget", "-1"], "--budget"),
+        ("bench attention too big", ["bench", "attention", "--heads", "1024", "--d-head", "65536", "--n", "512"],
+         "half of this machine"),
         ("bench attention --device tpu", ["bench", "attention", "--device", "tpu"], "device"),
         ("bench attention json under a file", ["bench", "attention", "--n", "8", "--json",
                                                "{d}/blocker/b.json", "--figure", ""], "cannot write"),
@@ -251,3 +253,11 @@ def test_non_utf8_terminal_gets_replacement_characters():
                        capture_output=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert b"?" in r.stdout and b"float16" in r.stdout and b"Traceback" not in r.stderr
+
+
+def test_generate_never_samples_an_id_the_tokenizer_lacks(lab, capsys):
+    """vocab_size 40 on a corpus of ~24 characters: the untrained head rows are never sampled
+    (an empty prompt used to end in IndexError)."""
+    for seed in range(5):
+        assert main(["generate", lab["ckpt"], "--prompt", "", "--max-new-tokens", "40", "--seed", str(seed),
+                     "--temperature", "5"]) == 0

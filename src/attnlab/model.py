@@ -383,7 +383,9 @@ def generate(model: TinyGPT, tok, prompt: str, max_new_tokens: int = 50,
     logits, _ = model(idx, kv_cache=cache)
     out = list(ids)
     for _ in range(max_new_tokens):
-        next_logits = logits[0, -1].float() / temperature
+        # only ids the tokenizer has: a vocab_size above the corpus's characters leaves
+        # untrained rows in the head, and sampling one of them would decode to nothing
+        next_logits = logits[0, -1, :len(tok)].float() / temperature
         if top_k is not None:
             kth = torch.topk(next_logits, min(top_k, next_logits.numel())).values[-1]
             next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))

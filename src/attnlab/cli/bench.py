@@ -61,6 +61,23 @@ def _outputs(*paths) -> None:
             check_writable(Path(path).parent)
 
 
+def _inputs_fit(args) -> None:
+    """q, k, v and the output at the largest n must fit in half this machine's memory."""
+    import os
+
+    from ..errors import UsageError
+
+    need = 4 * 4 * args.heads * max(args.n) * args.d_head
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have / 2:
+        raise UsageError(f"--heads {args.heads} x --d-head {args.d_head} x n {max(args.n)} needs "
+                         f"{need / 1e9:,.1f} GB for q, k, v and the output, more than half of this "
+                         f"machine's {have / 1e9:,.0f} GB; lower them")
+
+
 def _threads(args) -> None:
     # On a CPU shared with other jobs, OpenMP workers that wait on each other
     # can make 2 threads 10-20x slower than 1; the JSON records the count used.
@@ -87,6 +104,7 @@ def main(args) -> int:
         print(B.format_train(result))
     else:
         _outputs(args.figure, args.json)
+        _inputs_fit(args)
         result = B.bench_attention(tuple(args.n), args.heads, args.d_head, repeats=args.repeats,
                                    warmup=args.warmup, budget_s=args.budget, block_size=args.block_size,
                                    device=args.device, methods=tuple(args.methods), log=_log)
