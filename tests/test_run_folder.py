@@ -118,7 +118,7 @@ def test_overwrite_whose_first_step_fails_leaves_the_old_run(tmp_path, corpus, m
     def broken_step(*a, **k):
         raise RuntimeError("the first step fails")
 
-    monkeypatch.setattr(train_mod, "_train_step", broken_step)
+    monkeypatch.setattr(train_mod, "train_step", broken_step)
     cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, batch_size=4, device="cpu",
                  max_steps=5, lr=0.02)
     with pytest.raises(RuntimeError, match="first step fails"):

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from attnlab.errors import AttnlabError, CheckpointError  # noqa: E402
+from attnlab.errors import CheckpointError  # noqa: E402
 from attnlab.web import server  # noqa: E402
 from attnlab.web.server import MAX_BODY_BYTES, create_app  # noqa: E402
 

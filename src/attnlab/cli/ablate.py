@@ -18,6 +18,7 @@ def add_parser(sub):
     p.add_argument("--steps", type=common.positive_int, default=None,
                    help="training steps per run (default max_steps)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
+    common.add_executor(p)
     common.add_out(p, "runs/ablate/ablate.json", "result JSON (default runs/ablate/ablate.json)")
     return p
 
@@ -33,7 +34,8 @@ def main(args) -> int:
     check_writable(out.parent)                 # before the training, not after it
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    result = run(text, cfg, steps=args.steps, changes=only, corpus=args.corpus)
+    result = run(text, cfg, steps=args.steps, changes=only, corpus=args.corpus,
+                 executor=args.executor, workers=args.workers, ray_address=args.ray_address)
     write_json(out, result)
     print(f"一次只改一个要素，同一种子与批次 / one change at a time, same seed and batches "
           f"({result['config']['max_steps']} steps)")

@@ -17,6 +17,7 @@ def add_parser(sub):
     p.add_argument("--steps", type=common.positive_int, default=300,
                    help="training steps per variant (book: 300)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
+    common.add_executor(p)
     common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
     return p
 
@@ -32,7 +33,8 @@ def main(args) -> int:
     check_writable(out.parent)                 # before the training, not after it
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    result = run(text, cfg, steps=args.steps, variants=variants, corpus=args.corpus)
+    result = run(text, cfg, steps=args.steps, variants=variants, corpus=args.corpus,
+                 executor=args.executor, workers=args.workers, ray_address=args.ray_address)
     write_json(out, result)
     print(f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
           f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
