@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "attnlab.experiments.failures",  # failures
     "attnlab.experiments.ablate",    # ablate
     "attnlab.experiments.sweep",     # sweep
+    "attnlab.experiments.labbook",   # book
     "attnlab.experiments.bench",     # bench
     "attnlab.cli_precision",         # precision
     "attnlab.cli_memory",            # memory

@@ -34,7 +34,7 @@ from attnlab.errors import AttnlabError
 try:
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse, JSONResponse
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
     from pydantic import BaseModel, ConfigDict, Field
     from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -60,6 +60,8 @@ NO_CHECKPOINT_HINT = ("没有加载模型。请用 `attnlab serve --checkpoint r
                       "No checkpoint loaded: start the server with "
                       "`attnlab serve --checkpoint runs/<name>/ckpt.pt`.")
 # The pages only ever talk to the server that served them.
+BOOK_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+            "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
        "frame-ancestors 'none'; form-action 'self'")
@@ -194,7 +196,8 @@ def read_metrics(path: Path) -> dict:
 
 
 def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
-               case_json: str = "data/ch1_case.json") -> FastAPI:
+               case_json: str = "data/ch1_case.json",
+               book_html: str = "reports/lab_book.html") -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here."""
     if WEB_MISSING:
         raise AttnlabError(f"the web playground needs {WEB_MISSING}: pip install 'attnlab[web]'")
@@ -208,7 +211,8 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
     @app.middleware("http")
     async def harden(request: Request, call_next):
         response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CSP
+        if "content-security-policy" not in response.headers:    # /book sets its own, stricter one
+            response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
@@ -241,6 +245,14 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
     for route, name in PAGES.items():
         app.add_api_route(route, page(name), methods=["GET"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/book", include_in_schema=False)
+    def lab_book():
+        # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
+        path = Path(book_html)
+        if not path.is_file():
+            raise HTTPException(404, "还没有实验手册：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first.")
+        return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
     @app.get("/api/info")
@@ -346,6 +358,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
     p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
     p.add_argument("--case-json", default="data/ch1_case.json")
+    p.add_argument("--book-html", default="reports/lab_book.html", help="the lab book served at /book")
     p.set_defaults(func=run)
     return p
 
@@ -356,7 +369,8 @@ def run(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         raise AttnlabError("the web playground needs uvicorn: pip install 'attnlab[web]'") from None
 
-    app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json)
+    app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json,
+                     book_html=getattr(args, "book_html", "reports/lab_book.html"))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
     print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")
