@@ -743,7 +743,7 @@ def markov_floor(text: str, cfg: Config) -> dict:
 
 
 def analyze_markov(ctx: Context) -> Outcome:
-    cfg = ctx.scale.base()
+    cfg = Config()          # the trainer's split and vocabulary at every scale: no training needed
     floor = markov_floor(ctx.text, cfg)
     models = []
     try:
