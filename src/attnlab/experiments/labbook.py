@@ -268,6 +268,8 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
                     "book_claims": sum(c["kind"] == "book" for c in claims),
                     "sanity_claims": sum(c["kind"] == "sanity" for c in claims)},
         "status": status,
+        "entries": {e.id: {"section": e.section, "title": e.title, "statement": e.statement,
+                           "command": e.command} for e in experiments},
         "sections": secs,
         "scale": ({"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds} if scale else None),
         "environment": environment(torch.device("cpu")),

@@ -60,6 +60,15 @@ def summary_line(book: dict) -> str:
             f"自检 sanity {s['sanity_claims']}）：{s['pass']} PASS，{s['fail']} FAIL")
 
 
+def _placeholder(book: dict, eid: str) -> dict | None:
+    """An experiment with no JSON yet: the registry's words and command, no numbers."""
+    meta = book.get("entries", {}).get(eid)
+    if meta is None:
+        return None
+    return {**meta, "id": eid, "status": "not_run", "results": {}, "claims": [], "figures": [],
+            "notes": ["还没有结果 / no result yet"]}
+
+
 # -------------------------------------------------------------------------------- markdown
 def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") -> str:
     out = ["# 实验手册 / The lab book", "",
@@ -74,7 +83,7 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
-            out += _md_experiment(eid, docs.get(eid), fig_prefix)
+            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix)
     env = book.get("environment", {})
     out += ["## 环境 / Environment", "", f"- {env.get('platform')}, {env.get('cpu_count')} CPU, torch {env.get('torch')}",
             f"- created {book.get('created')}", ""]
@@ -140,7 +149,7 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
-            body.append(_html_experiment(eid, docs.get(eid), root))
+            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root))
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
