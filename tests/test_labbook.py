@@ -151,3 +151,21 @@ def test_book_route_and_links(tmp_path):
     r = TestClient(create_app(book_html=str(tmp_path / "b.html"))).get("/book")
     assert r.status_code == 200 and "书" in r.text
     assert "default-src 'none'" in r.headers["content-security-policy"]
+
+
+def test_learnable_temperature_starts_at_one_and_learns(tiny_cfg):
+    """Exercise ⑬'s model: at init it computes exactly the unscaled model; the temperature gets a gradient."""
+    import torch
+
+    from attnlab import TinyGPT
+
+    cfg = tiny_cfg.replace(scaled=False)
+    torch.manual_seed(0)
+    plain = TinyGPT(cfg)
+    torch.manual_seed(0)
+    temp = TinyGPT(cfg.replace(learn_temp=True))
+    x = torch.randint(0, cfg.vocab_size, (2, cfg.block_size))
+    assert torch.equal(plain(x)[0], temp(x)[0])
+    temp(x, x)[1].backward()
+    g = temp.blocks[0].attn.log_inv_temp.grad
+    assert g is not None and g.abs().sum() > 0

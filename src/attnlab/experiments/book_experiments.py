@@ -445,6 +445,9 @@ def analyze_dynamics(ctx: Context) -> Outcome:
                 model, tok, _, _ = load_model(p)
                 snaps.append({"step": s, "heads": analyze_model(model, tok, ctx.text, ablate=False)["heads"]})
             r = {"snapshots": snaps, "reused": True}
+        elif not ctx.train:
+            raise NotAvailable(f"snapshots of seed {seed} not on disk (runs/dynamics/s{seed}); "
+                               f"run `attnlab book --only §1.12.4`")
         else:
             r = dynamics(ctx.text, cfg, steps, d)
         per_seed.append({"seed": seed, "prev": [_layer0_best(s["heads"], "prev") for s in r["snapshots"]],
@@ -699,6 +702,39 @@ def analyze_sweep_committed(ctx: Context) -> Outcome:
                       if c["pass"] is False])
 
 
+# ====================================================================== ⑬ learnable temperature
+def analyze_temperature(ctx: Context) -> Outcome:
+    seeds = _seeds_done(ctx, lambda s: [R.temperature_run(ctx.scale, s)])
+    rows = []
+    for s in seeds:
+        f = ctx.get(R.temperature_run(ctx.scale, s))
+        inv = [float(b.attn.log_inv_temp.detach().exp().mean()) for b in f.model.blocks]
+        last = next(r["layers"] for r in reversed(f.history.records) if r.get("layers"))
+        rows.append({"seed": s, "val_loss": _val(f), "temperature_per_layer": [1 / x for x in inv],
+                     "entropy_end": [l["weight_entropy"] for l in last],
+                     "logit_std_end": [l["logit_std"] for l in last]})
+    case = {}
+    try:
+        P = _committed(ctx, "ch1_case.json")["pairs"]
+        case = {"big_unscaled": P["big_unscaled"]["val_loss_end"], "big_scaled": P["big_scaled"]["val_loss_end"]}
+    except NotAvailable:
+        pass
+    v = statistics.fmean(r["val_loss"] for r in rows)
+    temps = [t for r in rows for t in r["temperature_per_layer"]]
+    claims = [claim("temp_goes_down", "§1.6.3 ⑬", "可学温度“会往坏的方向走”：被推向更尖（温度 < 1）/ a free "
+                    "temperature is pushed towards sharper attention", [_r(t, 3) for t in temps],
+                    "every learned temperature < 1 (it started at 1)", all(t < 1 for t in temps))]
+    if case:
+        claims.append(claim("temp_does_not_rescue", "§1.6.3 ⑬", "可学温度救不回不缩放的大模型 / a learnable "
+                            "temperature does not rescue the unscaled big model",
+                            {"learned_temp": _r(v), "unscaled": _r(case["big_unscaled"]),
+                             "scaled": _r(case["big_scaled"])},
+                            "val loss with learned temperature − scaled > 0.3", v - case["big_scaled"] > 0.3))
+    return Outcome(results={"seeds": seeds, "runs": rows, "case": case}, claims=claims,
+                   status="done" if len(seeds) == ctx.scale.seeds else "partial",
+                   notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"])
+
+
 # ====================================================================== checkpoint ② Markov floor
 def markov_floor(text: str, cfg: Config) -> dict:
     """Unigram and smoothed bigram cross-entropy (nats) on the trainer's validation split.
@@ -828,6 +864,11 @@ EXPERIMENTS: list[Experiment] = [
                "“即使权重疯狂增长，logits 也不会失控” / QK-norm fixes the scale of q and k explicitly",
                "attnlab book --only §1.7.8", analyze_qk_norm, runs=R.qk_norm_runs,
                min_runs=lambda scale: qk_runs_of_seed(scale, scale.seed_list()[0])),
+    Experiment("temperature", "§1.6.3", "停下来想一想⑬：可学的温度 / exercise ⑬: a learnable temperature",
+               "为什么温度设成 √d_k 而不是学出来？可学温度“没有该是多少的信号，而且会往坏的方向走”，一路被推到饱和 / "
+               "a free temperature is pushed to saturation", "attnlab book --only §1.6.3", analyze_temperature,
+               runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
+               min_runs=lambda scale: [R.temperature_run(scale, scale.seed_list()[0])]),
     Experiment("heads", "§1.8.5", "头部画像 / head portrait",
                "层 0 头 0 有 77% 的注意力给自己，层 0 头 1 有 45% 给紧邻左边 / L0H0 attends to itself (0.77), "
                "L0H1 to the previous character (0.45)",

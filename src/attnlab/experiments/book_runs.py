@@ -131,3 +131,9 @@ def exercise2_run(scale: Scale, d_head: int, scaled: bool, seed: int, fixed_d_mo
                    scale.cfg(d_model=256, n_head=256 // d_head, scaled=scaled, seed=seed), group="exercise2")
     return Run(f"ex2_d{d_head}_{tag}_s{seed}", scale.cfg(d_model=d_head, n_head=1, scaled=scaled, seed=seed),
                group="exercise2")
+
+
+def temperature_run(scale: Scale, seed: int) -> Run:
+    """Exercise ⑬: the unscaled big model with a learnable temperature per head (1 at init)."""
+    return Run(f"temp_big_unscaled_s{seed}", scale.cfg(**BIG, scaled=False, learn_temp=True, seed=seed),
+               group="temperature")

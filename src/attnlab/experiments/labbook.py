@@ -71,6 +71,7 @@ class Context:
     root: Path
     finished: dict[str, Finished]
     experiment: "Experiment"
+    train: bool = True              # False: analyses must not train either (NotAvailable instead)
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
@@ -169,7 +170,7 @@ def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale:
     timings: dict[str, dict] = {}
     for e in experiments:
         t = time.perf_counter()
-        doc = _run_one(e, Context(scale, text, root, finished, e), scale, finished, train, log)
+        doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
         if doc is not None:
             doc["timings"] = {"analysis_s": round(time.perf_counter() - t, 3),
                               "train_s": _train_seconds(e, scale, finished)}
@@ -198,7 +199,9 @@ def _run_one(e: Experiment, ctx: Context, scale: Scale, finished: dict, train: b
             return None
         log(f"lab book: {e.id}: not run yet ({len(missing)} run(s) missing)")
         return envelope(e, scale, status="not_run", runs=runs, finished=finished,
-                        outcome=Outcome(results={}, notes=[f"missing runs: {', '.join(missing)}"]))
+                        outcome=Outcome(results={}, notes=[
+                            f"缺少的训练 / missing runs ({len(missing)}): {', '.join(missing[:6])}"
+                            + (" …" if len(missing) > 6 else "")]))
     try:
         outcome = e.analyze(ctx)
     except NotAvailable as na:
