@@ -98,6 +98,9 @@ class Experiment:
     runs: Callable[[Scale], list[Run]] = lambda scale: []
     min_runs: Callable[[Scale], list[Run]] | None = None    # enough for a partial result
     order: tuple = ()               # sort key in the chapter's order (from section if empty)
+    prediction: str = ""            # written before the runs, shown even while they are not run
+    remeasure: bool = True          # False: a measurement kept from its JSON unless asked for by --only
+    why: dict = field(default_factory=dict)   # claim id -> why it fails, written after reading the numbers
 
     def key(self) -> tuple:
         return self.order or section_key(self.section)
@@ -135,7 +138,8 @@ def select(experiments: Sequence[Experiment], only: Sequence[str] | None) -> lis
 def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale: Scale,
              train: bool = True, executor: str = "serial", workers: int | None = None,
              ray_address: str | None = None, progress: bool = True,
-             log: Callable[[str], None] = print, registry: Sequence[Experiment] | None = None) -> dict:
+             log: Callable[[str], None] = print, registry: Sequence[Experiment] | None = None,
+             explicit: Sequence[str] = ()) -> dict:
     """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
 
     ``registry`` (default: ``experiments``) is the whole book: sections not run
@@ -170,6 +174,10 @@ def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale:
     timings: dict[str, dict] = {}
     for e in experiments:
         t = time.perf_counter()
+        old = root / DATA_DIR / f"{e.id}.json"
+        if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
+            log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
+            continue
         doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
         if doc is not None:
             doc["timings"] = {"analysis_s": round(time.perf_counter() - t, 3),
@@ -183,6 +191,24 @@ def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale:
     return book
 
 
+def _status(path: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def _same_scale(path: Path, scale: Scale) -> bool:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("scale", {}).get("quick") == scale.quick
+    except (OSError, ValueError):
+        return False
+
+
 def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -> float:
     """Training time of this experiment's runs as recorded in each run's history."""
     return round(sum(f.seconds for r in e.runs(scale) if (f := finished.get(r.name))), 3)
@@ -194,7 +220,8 @@ def _run_one(e: Experiment, ctx: Context, scale: Scale, finished: dict, train: b
     enough = e.min_runs(scale) if e.min_runs else runs
     if not ctx.have(enough):
         missing = [r.name for r in enough if r.name not in finished]
-        if (ctx.root / DATA_DIR / f"{e.id}.json").is_file() and not scale.quick:
+        prev = ctx.root / DATA_DIR / f"{e.id}.json"
+        if prev.is_file() and not scale.quick and _status(prev) != "not_run":
             log(f"lab book: {e.id}: runs not finished ({', '.join(missing[:4])}...); kept its previous JSON")
             return None
         log(f"lab book: {e.id}: not run yet ({len(missing)} run(s) missing)")
@@ -220,10 +247,15 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
     """The common result envelope of every lab-book experiment."""
     import torch
 
+    notes = list(outcome.notes)
+    for c in outcome.claims:
+        if c["pass"] is False:
+            why = e.why.get(c["id"], "原因未查明 / not explained yet")
+            notes.append(f"FAIL {c['id']}: {why} (measured {c['measured']}; expected {c['expected']})")
     return {
         "kind": KIND,
         "id": e.id, "section": e.section, "title": e.title, "statement": e.statement,
-        "command": e.command, "status": status,
+        "command": e.command, "status": status, "prediction": e.prediction,
         "scale": {"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds},
         "provenance": provenance(),
         "environment": environment(torch.device("cpu")),
@@ -232,7 +264,7 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
         "results": outcome.results,
         "claims": outcome.claims,
         "figures": outcome.figures,
-        "notes": outcome.notes,
+        "notes": notes,
     }
 
 
@@ -272,7 +304,7 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
                     "sanity_claims": sum(c["kind"] == "sanity" for c in claims)},
         "status": status,
         "entries": {e.id: {"section": e.section, "title": e.title, "statement": e.statement,
-                           "command": e.command} for e in experiments},
+                           "command": e.command, "prediction": e.prediction} for e in experiments},
         "sections": secs,
         "scale": ({"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds} if scale else None),
         "environment": environment(torch.device("cpu")),
@@ -324,7 +356,8 @@ def cmd_book(args) -> int:
     text = load_corpus(args.corpus, min_chars=200)
     book = run_book(chosen, text, root, scale=scale, train=not args.no_train, executor=args.executor,
                     workers=args.workers, ray_address=args.ray_address, progress=not args.no_progress,
-                    log=lambda m: print(f"attnlab: {m}"), registry=EXPERIMENTS)
+                    log=lambda m: print(f"attnlab: {m}"), registry=EXPERIMENTS,
+                    explicit=[e.id for e in chosen] if args.only else ())
     paths = build_book_report(root)
     print(summary_line(book))
     for s in book["sections"]:

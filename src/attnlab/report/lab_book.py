@@ -95,13 +95,13 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
     out = [f"### {doc['title']}", "", f"> 书中 / the book: {doc['statement']}", "",
            f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`", ""]
+    if doc.get("prediction"):
+        out += [f"**预测（训练前写下）/ prediction (written before training):** {doc['prediction']}", ""]
     if doc["status"] == "not_run":
         out += [f"**{NOT_RUN}** — 运行上面的命令 / run the command above.", ""]
         out += [f"- {n}" for n in doc.get("notes", [])] + [""]
         return out
     res = doc["results"]
-    if res.get("prediction"):
-        out += [f"**预测（训练前写下）/ prediction (written before training):** {res['prediction']}", ""]
     if res.get("headers") and res.get("rows"):
         out += ["| " + " | ".join(res["headers"]) + " |", "|" + "---|" * len(res["headers"])]
         out += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in res["rows"]] + [""]
@@ -174,13 +174,13 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
     out = [f"<h3 id='{e(eid)}'>{e(doc['title'])} <span class='badge {doc['status']}'>{e(STATUS[doc['status']])}</span></h3>",
            f"<blockquote>书中 / the book: {e(doc['statement'])}</blockquote>",
            f"<p>命令 / command: <code>{e(doc['command'])}</code></p>"]
+    if doc.get("prediction"):
+        out.append(f"<p><b>预测（训练前写下）/ prediction (written before training):</b> {e(doc['prediction'])}</p>")
     if doc["status"] == "not_run":
         out.append(f"<p><b>{NOT_RUN}</b> — 运行上面的命令 / run the command above.</p>")
         out += [f"<p>{e(n)}</p>" for n in doc.get("notes", [])]
         return "".join(out)
     res = doc["results"]
-    if res.get("prediction"):
-        out.append(f"<p><b>预测（训练前写下）/ prediction (written before training):</b> {e(res['prediction'])}</p>")
     if res.get("headers") and res.get("rows"):
         out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in res["headers"]) + "</tr>"
                    + "".join("<tr>" + "".join(f"<td>{e(_fmt(v))}</td>" for v in row) + "</tr>" for row in res["rows"])
