@@ -129,7 +129,9 @@ def test_no_train_marks_missing_runs_not_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow          # starting a local Ray takes a minute or two on a shared 2-core machine
 def test_quick_through_local_ray(tmp_path):
+    """The book runs unchanged on Ray: --quick through a local Ray instance."""
     pytest.importorskip("ray")
     assert book(tmp_path, "--only", "§1.18.5", "--executor", "ray") == 0
     idx = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
