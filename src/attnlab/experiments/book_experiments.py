@@ -106,30 +106,32 @@ def qk_runs_of_seed(scale, seed):
     return [r for r in R.qk_norm_runs(scale) if r.name.endswith(f"_s{seed}")]
 
 
+def qk_pair(scale, size: str, seed: int):
+    return [r for r in qk_runs_of_seed(scale, seed) if f"_{size}_" in r.name]     # unscaled, scaled
+
+
 def analyze_qk_norm(ctx: Context) -> Outcome:
-    seeds = _seeds_done(ctx, lambda s: qk_runs_of_seed(ctx.scale, s))
-    per = {}
+    """Each size's pair stands on its own: a size is analysed over the seeds whose pair finished."""
+    seeds = {size: _seeds_done(ctx, lambda s, size=size: qk_pair(ctx.scale, size, s)) for size in ("small", "big")}
+    per, gap = {}, {}
     for size in ("small", "big"):
-        for tag in ("unscaled", "scaled"):
-            fs = [ctx.get(next(r for r in qk_runs_of_seed(ctx.scale, s) if f"_{size}_{tag}_" in r.name))
-                  for s in seeds]
+        for i, tag in enumerate(("unscaled", "scaled")):
+            fs = [ctx.get(qk_pair(ctx.scale, size, s)[i]) for s in seeds[size]]
             per[f"{size}_{tag}"] = {"val": [_val(f) for f in fs],
                                     "logit_std_init": [_first_logit_std(f) for f in fs],
                                     "logit_std_end": [f.history.records[-1]["layers"][0]["logit_std"] for f in fs],
                                     "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs]}
-    gap = {size: [u - s for u, s in zip(per[f"{size}_unscaled"]["val"], per[f"{size}_scaled"]["val"])]
-           for size in ("small", "big")}
-    # the prediction, written from §1.3 before any run: unit-variance q, k after LayerNorm
-    pred = {"small": math.sqrt(32), "big": math.sqrt(256)}
+        gap[size] = [u - s for u, s in zip(per[f"{size}_unscaled"]["val"], per[f"{size}_scaled"]["val"])]
     case = _case_gaps(ctx)
     res = {"seeds": seeds, "runs": per, "gap": gap,
-           "gap_mean": {k: _r(_mean_sd(v)[0]) for k, v in gap.items()},
-           "gap_sd": {k: _r(_mean_sd(v)[1]) for k, v in gap.items()},
+           "gap_mean": {k: _r(_mean_sd(v)[0]) if v else None for k, v in gap.items()},
+           "gap_sd": {k: _r(_mean_sd(v)[1]) if v else None for k, v in gap.items()},
            "without_qk_norm": case}
     claims = []
-    for size, d in (("small", 32), ("big", 256)):
-        if ctx.scale.quick:
-            d = ctx.get(qk_runs_of_seed(ctx.scale, seeds[0])[0 if size == "small" else 2]).model.cfg.d_head
+    for size in ("small", "big"):
+        if not seeds[size]:
+            continue
+        d = ctx.get(qk_pair(ctx.scale, size, seeds[size][0])[0]).model.cfg.d_head
         init = per[f"{size}_unscaled"]["logit_std_init"]
         claims.append(claim(f"qk_init_std_sqrt_d_{size}", "§1.3 / §1.7.8",
                             f"QK-norm 使脚注前提成立：不缩放时初始 logits 标准差 ≈ √d_head = {math.sqrt(d):.2f} / "
@@ -141,36 +143,37 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                             f"缩放后初始 logits 标准差 ≈ 1，与 d_head 无关 / scaled: init logit std near 1 (d_head {d})",
                             [_r(x, 3) for x in sc], "within 25% of 1", all(abs(x - 1) < 0.25 for x in sc),
                             kind="sanity"))
-    gs, gb = gap["small"], gap["big"]
-    ms, sds = _mean_sd(gs)
-    tol = 2 * sds if sds is not None else 0.05
-    claims.append(claim("qk_small_gap_appears", "§1.7.8",
-                        "预测：有 QK-norm 时 d_head=32 也会出现明显差距（不缩放的 logits 一开始就 ≈5.7）/ "
-                        "prediction: with QK-norm the small model's gap becomes clear",
-                        {"gaps": [_r(g) for g in gs], "mean": _r(ms), "sd": _r(sds),
-                         "without_qk_norm_mean": case.get("small_mean")},
-                        f"mean gap > 0.1 and > 2 sd of the seed spread (tol {tol:.3f})"
-                        + (" — one seed: no spread" if sds is None else ""),
-                        ms > 0.1 and ms > tol))
-    mb, sdb = _mean_sd(gb)
-    claims.append(claim("qk_big_gap_persists", "§1.7.8",
-                        "预测：d_head=256 的差距依然存在（logits 一开始 ≈16，比无 QK-norm 时的 1.6 更大）/ "
-                        "prediction: the big gap persists", {"gaps": [_r(g) for g in gb], "mean": _r(mb), "sd": _r(sdb),
-                                                                "without_qk_norm": case.get("big")},
-                        "mean gap > 0.1", mb > 0.1))
-    claims.append(claim("qk_bounds_logits", "§1.7.8",
-                        "“即使权重疯狂增长，logits 也不会失控” / QK-norm keeps the logits bounded: the unscaled big "
-                        "model no longer reaches thousands",
-                        {"qk_norm_end": [_r(x, 3) for x in per["big_unscaled"]["logit_std_end"]],
-                         "without_qk_norm_end": case.get("big_unscaled_logit_std_end")},
-                        "logit std at the end < 100 (without QK-norm: thousands)",
-                        all(x < 100 for x in per["big_unscaled"]["logit_std_end"])))
+    if seeds["small"]:
+        gs = gap["small"]
+        ms, sds = _mean_sd(gs)
+        tol = 2 * sds if sds is not None else 0.05
+        claims.append(claim("qk_small_gap_appears", "§1.7.8",
+                            "预测：有 QK-norm 时 d_head=32 也会出现明显差距（不缩放的 logits 一开始就 ≈5.7）/ "
+                            "prediction: with QK-norm the small model's gap becomes clear",
+                            {"gaps": [_r(g) for g in gs], "mean": _r(ms), "sd": _r(sds),
+                             "without_qk_norm": [_r(g) for g in case.get("small", [])]},
+                            f"mean gap > 0.1 and > 2 sd of the seed spread (tol {tol:.3f})"
+                            + (" — one seed: no spread" if sds is None else ""),
+                            ms > 0.1 and ms > tol))
+    if seeds["big"]:
+        mb, sdb = _mean_sd(gap["big"])
+        claims.append(claim("qk_big_gap_persists", "§1.7.8",
+                            "预测：d_head=256 的差距依然存在（logits 一开始 ≈16，比无 QK-norm 时的 1.6 更大）/ "
+                            "prediction: the big gap persists",
+                            {"gaps": [_r(g) for g in gap["big"]], "mean": _r(mb), "sd": _r(sdb),
+                             "without_qk_norm": case.get("big")}, "mean gap > 0.1", mb > 0.1))
+        claims.append(claim("qk_bounds_logits", "§1.7.8",
+                            "“即使权重疯狂增长，logits 也不会失控” / QK-norm keeps the logits bounded: the unscaled big "
+                            "model no longer reaches thousands",
+                            {"qk_norm_end": [_r(x, 3) for x in per["big_unscaled"]["logit_std_end"]],
+                             "without_qk_norm_end": case.get("big_unscaled_logit_std_end")},
+                            "logit std at the end < 100 (without QK-norm: thousands)",
+                            all(x < 100 for x in per["big_unscaled"]["logit_std_end"])))
     figs = [ctx.rel(_qk_figure(ctx, res))]
-    notes = []
-    if len(seeds) < ctx.scale.seeds:
-        notes.append(f"{len(seeds)} of {ctx.scale.seeds} seeds finished; the rest resume with the same command")
-    return Outcome(results=res, claims=claims, figures=figs, notes=notes,
-                   status="done" if len(seeds) == ctx.scale.seeds else "partial")
+    notes = [f"d_head={32 if k == 'small' else 256}: {len(v)} / {ctx.scale.seeds} 个种子完成 / seeds finished"
+             for k, v in seeds.items() if len(v) < ctx.scale.seeds]
+    full = all(len(v) == ctx.scale.seeds for v in seeds.values())
+    return Outcome(results=res, claims=claims, figures=figs, notes=notes, status="done" if full else "partial")
 
 
 PREDICTION_QK = (
@@ -205,7 +208,7 @@ def _qk_figure(ctx: Context, res: dict) -> Path:
             (-0.18, "无 QK-norm（案例）/ without (case)", [res["without_qk_norm"].get("small", []),
                                                            [res["without_qk_norm"].get("big")] if res["without_qk_norm"].get("big") is not None else []], "#999999"),
             (0.18, "有 QK-norm / with QK-norm", [res["gap"]["small"], res["gap"]["big"]], "#2463a6")):
-        means = [statistics.fmean(v) if v else float("nan") for v in vals]
+        means = [statistics.fmean(v) if v else 0.0 for v in vals]
         ax.bar([x + off for x in xs], means, width=0.34, color=color, label=label)
         for x, v in zip(xs, vals):
             ax.plot([x + off] * len(v), v, "k.", ms=6)
@@ -855,7 +858,7 @@ EXPERIMENTS: list[Experiment] = [
                "“如果一开始就用 QK-norm，那个没复现出来的实验会是什么结果？”QK-norm 把 q、k 的尺度钉死，"
                "“即使权重疯狂增长，logits 也不会失控” / QK-norm fixes the scale of q and k explicitly",
                "attnlab book --only §1.7.8", analyze_qk_norm, runs=R.qk_norm_runs, prediction=PREDICTION_QK,
-               min_runs=lambda scale: qk_runs_of_seed(scale, scale.seed_list()[0])),
+               min_runs=lambda scale: qk_pair(scale, "small", scale.seed_list()[0])),
     Experiment("temperature", "§1.6.3", "停下来想一想⑬：可学的温度 / exercise ⑬: a learnable temperature",
                "为什么温度设成 √d_k 而不是学出来？可学温度“没有该是多少的信号，而且会往坏的方向走”，一路被推到饱和 / "
                "a free temperature is pushed to saturation", "attnlab book --only §1.6.3", analyze_temperature,
