@@ -171,3 +171,20 @@ def test_learnable_temperature_starts_at_one_and_learns(tiny_cfg):
     temp(x, x)[1].backward()
     g = temp.blocks[0].attn.log_inv_temp.grad
     assert g is not None and g.abs().sum() > 0
+
+
+def test_attnlab_report_rebuilds_the_book(tmp_path):
+    """`attnlab report` rebuilds reports/lab_book.* from data/ alone (the repo's committed JSON)."""
+    import shutil
+
+    from attnlab.corpus import REPO_ROOT
+
+    shutil.copytree(REPO_ROOT / "data", tmp_path / "data")
+    assert (tmp_path / "data" / "lab_book.json").is_file()
+    assert main(["report", str(tmp_path / "data" / "ch1_case.json"), "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "reports" / "lab_book.html").read_text(encoding="utf-8")
+    book = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    from attnlab.report.lab_book import anchor
+
+    for s in book["sections"]:
+        assert f'<section id="{anchor(s["section"])}">' in page and f'href="#{anchor(s["section"])}"' in page

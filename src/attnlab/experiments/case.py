@@ -429,4 +429,9 @@ def cmd_report(args) -> int:
     out = Path(args.out) if args.out else path.resolve().parent.parent
     for p in build_report(result, out):
         print(p)
+    if (out / "data" / "lab_book.json").is_file():     # the lab book is rebuilt from its JSON too
+        from ..report.lab_book import build_book_report
+
+        for p in build_book_report(out):
+            print(p)
     return 0
