@@ -123,7 +123,14 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                                     "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs]}
         gap[size] = [u - s for u, s in zip(per[f"{size}_unscaled"]["val"], per[f"{size}_scaled"]["val"])]
     case = _case_gaps(ctx)
-    res = {"seeds": seeds, "runs": per, "gap": gap,
+    table = [[f"d_head={32 if k.startswith('small') else 256} {k.split('_')[1]}", len(v["val"]),
+              _r(statistics.fmean(v["val"])) if v["val"] else None,
+              _r(statistics.fmean(v["logit_std_init"]), 3) if v["val"] else None,
+              _r(statistics.fmean(v["logit_std_end"]), 3) if v["val"] else None,
+              _r(statistics.fmean(v["entropy_end"]), 3) if v["val"] else None] for k, v in per.items()]
+    res = {"headers": ["QK-norm 模型 / model", "种子 / seeds", "验证 loss / val", "初始 logits std / init",
+                       "训练后 logits std / end", "训练后熵 / entropy end"], "rows": table,
+           "seeds": seeds, "runs": per, "gap": gap,
            "gap_mean": {k: _r(_mean_sd(v)[0]) if v else None for k, v in gap.items()},
            "gap_sd": {k: _r(_mean_sd(v)[1]) if v else None for k, v in gap.items()},
            "without_qk_norm": case}
@@ -292,7 +299,13 @@ def analyze_kv(ctx: Context) -> Outcome:
     seeds = _seeds_done(ctx, lambda s: [R.kv_run(ctx.scale, g, s) for g in (4, 2, 1)])
     for g in (4, 2, 1):
         trained[str(g)] = [_val(ctx.get(R.kv_run(ctx.scale, g, s))) for s in seeds]
-    res = {"book_llama2_70b_MB_per_token": {k: _r(v, 3) for k, v in per_tok.items()},
+    res = {"headers": ["方案 / scheme", "KV 头 / kv heads", "缓存字节（实测）/ cache bytes held",
+                       "式 1.20 / formula", "参数 / params", "验证 loss / val"],
+           "rows": [[m["scheme"], m["n_kv_head"], m["cache_bytes_measured"], m["cache_bytes_formula"], m["params"],
+                     _r(statistics.fmean(trained[str(m["n_kv_head"])])) if seeds else "未运行 / not run yet"]
+                    for m in measured],
+           "table": [[f"Llama-2 70B {k} MB/token", mem["kv_cache_per_token_MB"][k], _r(v, 3)] for k, v in per_tok.items()],
+           "book_llama2_70b_MB_per_token": {k: _r(v, 3) for k, v in per_tok.items()},
            "book_MB_per_token": mem["kv_cache_per_token_MB"], "ours": measured, "seeds": seeds,
            "val_loss": trained}
     notes = []
@@ -358,7 +371,11 @@ def analyze_positions(ctx: Context) -> Outcome:
     figs = [ctx.rel(_save(fig, ctx.figure("val_loss.png")))]
     figs.append(ctx.rel(_portrait_figure(ctx, portraits)))
     notes = [] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds finished"]
-    return Outcome(results={"seeds": seeds, "summary": summary, "portraits": portraits}, claims=claims,
+    table = [[k, len(val[k]), summary[k]["val_mean"], summary[k]["layer0_max_prev"], summary[k]["layer0_max_diag"]]
+             for k in POS_KINDS]
+    return Outcome(results={"headers": ["位置编码 / positions", "种子 / seeds", "验证 loss / val",
+                                        "层 0 最大前一位 / L0 max prev", "层 0 最大对角 / L0 max diag"],
+                            "rows": table, "seeds": seeds, "summary": summary, "portraits": portraits}, claims=claims,
                    figures=figs, notes=notes, status="done" if len(seeds) == ctx.scale.seeds else "partial")
 
 
@@ -471,7 +488,10 @@ def analyze_dynamics(ctx: Context) -> Outcome:
     ax.set_title("头部特化的过程 / heads specialising")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return Outcome(results={"steps": list(steps), "seeds": per_seed}, claims=claims,
+    return Outcome(results={"headers": ["种子 / seed"] + [f"prev @ {s}" for s in steps] + [f"diag @ {s}" for s in steps],
+                            "rows": [[p["seed"]] + [_r(x, 3) for x in p["prev"]] + [_r(x, 3) for x in p["diag"]]
+                                     for p in per_seed],
+                            "steps": list(steps), "seeds": per_seed}, claims=claims,
                    figures=[ctx.rel(_save(fig, ctx.figure("prev.png")))])
 
 
@@ -515,7 +535,12 @@ def analyze_ablation(ctx: Context) -> Outcome:
                      "max_jump": _r(rows[k]["max_loss_jump"], 3), "early_max_jump": _r(rows[k]["early_max_jump"], 3),
                      "params_ratio": _r(rows[k]["params_ratio"], 3)}, v[1], v[2])
               for k, v in expect.items()]
-    return Outcome(results={"seed": seed, "rows": rows}, claims=claims,
+    table = [[f"{LABELS[k][0]} / {LABELS[k][1]}", _r(r["val_loss_end"]), _r(r["delta_val_loss"], 3),
+              "是 yes" if r["diverged"] else "否 no", _r(r["max_loss_jump"], 3), _r(r["early_max_jump"], 3),
+              f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})", LABELS[k][2]] for k, r in rows.items()]
+    return Outcome(results={"headers": ["要素 / change", "验证 / val", "Δ val", "发散 / diverged", "最大跳升 / max jump",
+                                        "前期跳升 / early jump", "参数 / params", "书中 / book"],
+                            "rows": table, "seed": seed, "by_change": rows}, claims=claims,
                    notes=["一个种子（同一初始化、同一批数据），每行只改一个要素 / one seed; one change per row"])
 
 
@@ -584,7 +609,9 @@ def analyze_deep(ctx: Context) -> Outcome:
               [[p["layer"], p["distance"]] for p in per_layer], "layer 0 mean distance < last layer's",
               per_layer[0]["distance"] < per_layer[-1]["distance"]),
     ]
-    return Outcome(results={"seeds": seeds, "val_4_layers": v4, "val_2_layers": v2, "per_layer": per_layer,
+    return Outcome(results={"headers": ["层 / layer", "熵 / entropy", "对角 / diag", "前一位 / prev", "平均距离 / distance"],
+                            "rows": [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer],
+                            "seeds": seeds, "val_4_layers": v4, "val_2_layers": v2, "per_layer": per_layer,
                             "heads": heads}, claims=claims,
                    notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"],
                    status="done" if len(seeds) == ctx.scale.seeds else "partial")
@@ -608,7 +635,10 @@ def analyze_exercise1(ctx: Context) -> Outcome:
                             "d_head multiplies the init logit std by about sqrt 2",
                             {"d64": [_r(x, 3) for x in ls64], "d32": [_r(x, 3) for x in ls32], "ratio": _r(ratio, 3)},
                             "ratio within 1.41 ± 0.35 (q, k variance also changes with n_head)", abs(ratio - 1.414) < 0.35))
-    return Outcome(results={"seeds": seeds, "gaps": gaps, "init_logit_std_d64": ls64, "init_logit_std_d32": ls32},
+    return Outcome(results={"headers": ["种子 / seed", "差距 d_head=64 / gap", "初始 logits std d64", "初始 logits std d32"],
+                            "rows": [[s, _r(g), _r(a, 3), _r(b, 3) if b is not None else None]
+                                     for s, g, a, b in zip(seeds, gaps, ls64, ls32 + [None] * len(seeds))],
+                            "seeds": seeds, "gaps": gaps, "init_logit_std_d64": ls64, "init_logit_std_d32": ls32},
                    claims=claims, status="done" if len(seeds) == ctx.scale.seeds else "partial",
                    notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"])
 
@@ -659,7 +689,9 @@ def analyze_exercise2(ctx: Context) -> Outcome:
     ax.set_title(f"练习二：临界维度（{len(seeds)} 个种子）/ exercise 2")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return Outcome(results={"seeds": seeds, "summary": summary, "critical_d_head": critical, "threshold": thr,
+    return Outcome(results={"headers": ["d_head", "差距均值 / mean gap", "标准差 / sd", "各种子 / per seed"],
+                            "rows": [[x["d_head"], x["gap_mean"], x["gap_sd"], x["gaps"]] for x in summary],
+                            "seeds": seeds, "summary": summary, "critical_d_head": critical, "threshold": thr,
                             "fixed_d_model": {str(k): v for k, v in fixed.items()}, "fixed_seeds": fseeds},
                    claims=claims, figures=[ctx.rel(_save(fig, ctx.figure("gap.png")))],
                    status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
@@ -724,7 +756,10 @@ def analyze_temperature(ctx: Context) -> Outcome:
                             {"learned_temp": _r(v), "unscaled": _r(case["big_unscaled"]),
                              "scaled": _r(case["big_scaled"])},
                             "val loss with learned temperature − scaled > 0.3", v - case["big_scaled"] > 0.3))
-    return Outcome(results={"seeds": seeds, "runs": rows, "case": case}, claims=claims,
+    return Outcome(results={"headers": ["种子 / seed", "验证 / val", "学到的温度 / learned temperature", "熵 / entropy end"],
+                            "rows": [[r["seed"], _r(r["val_loss"]), [_r(t, 3) for t in r["temperature_per_layer"]],
+                                      [_r(e, 3) for e in r["entropy_end"]]] for r in rows],
+                            "seeds": seeds, "runs": rows, "case": case}, claims=claims,
                    status="done" if len(seeds) == ctx.scale.seeds else "partial",
                    notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"])
 
@@ -798,7 +833,8 @@ def analyze_markov(ctx: Context) -> Outcome:
         if p.stem in ("markov",):
             continue
         doc = json.loads(p.read_text(encoding="utf-8"))
-        for k, v in (doc.get("results", {}).get("runs") or {}).items():
+        runs = doc.get("results", {}).get("runs")
+        for k, v in (runs.items() if isinstance(runs, dict) else ()):
             if isinstance(v, dict) and isinstance(v.get("val"), list):
                 for i, x in enumerate(v["val"]):
                     models.append({"model": f"{p.stem} {k} #{i}", "val_loss": x, "source": f"data/lab_book/{p.name}"})
@@ -833,7 +869,12 @@ def analyze_markov(ctx: Context) -> Outcome:
     ax.set_xlabel("验证 loss（nats）/ validation loss")
     ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
     ax.legend(fontsize=8)
-    return Outcome(results={"floor": floor_r, "models": [{**m, "val_loss": _r(m["val_loss"])} for m in models]},
+    return Outcome(results={"table": [["平滑一元 / smoothed unigram (nats)", None, floor_r["unigram"]],
+                                      ["平滑二元 / smoothed bigram (nats)", "≈ 4.84（issue，末 10%）", floor_r["bigram"]],
+                                      ["注意力塌缩的大模型 / collapsed big model", 5.18,
+                                       _r(case["pairs"]["big_unscaled"]["val_loss_end"]) if case else None],
+                                      ["ln 1200（随机猜测 / uniform）", 7.09, _r(floor["ln_vocab"], 3)]],
+                            "floor": floor_r, "models": [{**m, "val_loss": _r(m["val_loss"])} for m in models]},
                    claims=claims, figures=[ctx.rel(_save(fig, ctx.figure("floor.png")))])
 
 
