@@ -251,7 +251,7 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
         # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
         path = Path(book_html)
         if not path.is_file():
-            raise HTTPException(404, "还没有实验手册：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first.")
+            raise HTTPException(404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first.")
         return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
