@@ -177,7 +177,22 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                             "logit std at the end < 100 (without QK-norm: thousands)",
                             all(x < 100 for x in per["big_unscaled"]["logit_std_end"])))
     figs = [ctx.rel(_qk_figure(ctx, res))]
-    notes = [f"d_head={32 if k == 'small' else 256}: {len(v)} / {ctx.scale.seeds} 个种子完成 / seeds finished"
+    if seeds["small"] and case.get("small"):
+        same = [(g, case["small"][ctx.scale.seed_list().index(s)]) for g, s in zip(gap["small"], seeds["small"])
+                if ctx.scale.seed_list().index(s) < len(case["small"])]
+        if same:
+            res["same_seed_without_qk_norm"] = [[_r(a), _r(b)] for a, b in same]
+            spread = max(case["small"]) - min(case["small"])
+            decisive = len(seeds["small"]) > 1 and all(a - b > spread for a, b in same)
+            res["decisive"] = decisive
+            if not decisive:
+                res_note = ("同一种子下有/无 QK-norm 的小模型差距 / the small gap with vs without QK-norm, same seed: "
+                            + ", ".join(f"{a:.3f} vs {b:.3f}" for a, b in same)
+                            + f"；无 QK-norm 时三个种子的差距本身就相差 {spread:.2f}，所以在更多种子完成之前这还不能"
+                              f"说明 QK-norm 让差距变大 / without QK-norm the three seeds' gaps already span "
+                              f"{spread:.2f}, so this does not yet show that QK-norm widens the gap")
+                res.setdefault("notes", []).append(res_note)
+    notes = list(res.get("notes", [])) + [f"d_head={32 if k == 'small' else 256}: {len(v)} / {ctx.scale.seeds} 个种子完成 / seeds finished"
              for k, v in seeds.items() if len(v) < ctx.scale.seeds]
     full = all(len(v) == ctx.scale.seeds for v in seeds.values())
     return Outcome(results=res, claims=claims, figures=figs, notes=notes, status="done" if full else "partial")
@@ -219,6 +234,8 @@ def _qk_figure(ctx: Context, res: dict) -> Path:
         ax.bar([x + off for x in xs], means, width=0.34, color=color, label=label)
         for x, v in zip(xs, vals):
             ax.plot([x + off] * len(v), v, "k.", ms=6)
+            if not v:
+                ax.text(x + off, 0.02, "未运行\nnot run", ha="center", va="bottom", fontsize=9)
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xticks(xs, ["d_head = 32", "d_head = 256"])
     ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
