@@ -335,6 +335,7 @@ def add_parser(sub) -> None:
     p.add_argument("--corpus", default=None)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_book)
+    return p
 
 
 def cmd_book(args) -> int:
