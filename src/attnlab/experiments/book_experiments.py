@@ -199,7 +199,7 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
 
 
 PREDICTION_QK = (
-    "写在训练之前 / written before training: QK-norm 把每个头的 q、k 归一化成零均值、单位方差（LayerNorm，增益初始为 1），"
+    "QK-norm 把每个头的 q、k 归一化成零均值、单位方差（LayerNorm，增益初始为 1），"
     "正好是 §1.3 脚注的前提。于是不缩放时初始 logits 标准差 ≈ √d_head：d_head=32 时约 5.7，d_head=256 时约 16；"
     "缩放后两者都 ≈ 1。预测：(1) 缩放的两个模型都在安全区起步、正常训练；(2) 不缩放的小模型这次也一开始就饱和，"
     "书中“没复现出来”的差距会出现（> 0.1）；(3) 不缩放的大模型依然明显更差，但 logits 被钉住，不会冲到几千；"
