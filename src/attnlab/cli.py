@@ -18,7 +18,7 @@ COMMAND_MODULES = [
     "attnlab.experiments.failures",  # failures
     "attnlab.experiments.ablate",    # ablate
     "attnlab.experiments.sweep",     # sweep
-    "attnlab.experiments.labbook",   # book
+    "attnlab.cli_book",              # book
     "attnlab.experiments.bench",     # bench
     "attnlab.cli_precision",         # precision
     "attnlab.cli_memory",            # memory

@@ -53,16 +53,6 @@ def _seeds_done(ctx: Context, runs_of_seed) -> list[int]:
     return [s for s in ctx.scale.seed_list() if ctx.have(runs_of_seed(s))]
 
 
-def _plt():
-    from ..report.figures import _plt as plt
-
-    return plt()
-
-
-def _save(fig, path: Path) -> Path:
-    from ..report.figures import _save as save
-
-    return save(fig, path)
 
 
 def _first_logit_std(f, layer: int = 0) -> float:
@@ -176,7 +166,7 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                              "without_qk_norm_end": case.get("big_unscaled_logit_std_end")},
                             "logit std at the end < 100 (without QK-norm: thousands)",
                             all(x < 100 for x in per["big_unscaled"]["logit_std_end"])))
-    figs = [ctx.rel(_qk_figure(ctx, res))]
+    figs = [ctx.fig("gaps.png")]
     if seeds["small"] and case.get("small"):
         same = [(g, case["small"][ctx.scale.seed_list().index(s)]) for g, s in zip(gap["small"], seeds["small"])
                 if ctx.scale.seed_list().index(s) < len(case["small"])]
@@ -222,27 +212,6 @@ def _case_gaps(ctx: Context) -> dict:
             "big_unscaled_logit_std_end": _r(sum(ls[-20:]) / len(ls[-20:]))}
 
 
-def _qk_figure(ctx: Context, res: dict) -> Path:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    xs = [0, 1]
-    for off, label, vals, color in (
-            (-0.18, "无 QK-norm（案例）/ without (case)", [res["without_qk_norm"].get("small", []),
-                                                           [res["without_qk_norm"].get("big")] if res["without_qk_norm"].get("big") is not None else []], "#999999"),
-            (0.18, "有 QK-norm / with QK-norm", [res["gap"]["small"], res["gap"]["big"]], "#2463a6")):
-        means = [statistics.fmean(v) if v else 0.0 for v in vals]
-        ax.bar([x + off for x in xs], means, width=0.34, color=color, label=label)
-        for x, v in zip(xs, vals):
-            ax.plot([x + off] * len(v), v, "k.", ms=6)
-            if not v:
-                ax.text(x + off, 0.02, "未运行\nnot run", ha="center", va="bottom", fontsize=9)
-    ax.axhline(0, color="k", lw=0.6)
-    ax.set_xticks(xs, ["d_head = 32", "d_head = 256"])
-    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
-    ax.set_title("QK-norm：去掉缩放的代价 / the cost of removing the scale")
-    ax.legend()
-    ax.grid(alpha=0.3, axis="y")
-    return _save(fig, ctx.figure("gaps.png"))
 
 
 # =================================================================== §1.8.5 heads (committed)
@@ -373,20 +342,7 @@ def analyze_positions(ctx: Context) -> Outcome:
               max(m[k] for k in ("learned", "sinusoidal", "rope")) - min(m[k] for k in ("learned", "sinusoidal", "rope")) < 0.15,
               kind="sanity"),
     ]
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    labels = {"learned": "可学习 / learned", "sinusoidal": "正弦 / sinusoidal", "rope": "RoPE", "none": "无 / none"}
-    for i, k in enumerate(POS_KINDS):
-        ax.bar(i, m[k], color="#2463a6" if k != "none" else "#c0392b")
-        ax.plot([i] * len(val[k]), val[k], "k.", ms=6)
-    ax.set_xticks(range(4), [labels[k] for k in POS_KINDS])
-    lo = min(m.values())
-    ax.set_ylim(lo - 0.3, max(m.values()) + 0.15)
-    ax.set_ylabel("验证 loss / val loss")
-    ax.set_title("位置编码 / positional encoding")
-    ax.grid(alpha=0.3, axis="y")
-    figs = [ctx.rel(_save(fig, ctx.figure("val_loss.png")))]
-    figs.append(ctx.rel(_portrait_figure(ctx, portraits)))
+    figs = [ctx.fig("val_loss.png"), ctx.fig("portraits.png")]
     notes = [] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds finished"]
     table = [[k, len(val[k]), summary[k]["val_mean"], summary[k]["layer0_max_prev"], summary[k]["layer0_max_diag"]]
              for k in POS_KINDS]
@@ -396,19 +352,6 @@ def analyze_positions(ctx: Context) -> Outcome:
                    figures=figs, notes=notes, status="done" if len(seeds) == ctx.scale.seeds else "partial")
 
 
-def _portrait_figure(ctx: Context, portraits: dict) -> Path:
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(portraits), figsize=(3 * len(portraits), 3), sharey=True)
-    for ax, (k, heads) in zip(axes, portraits.items()):
-        names = [f"L{h['layer']}H{h['head']}" for h in heads]
-        ax.bar(range(len(heads)), [h["prev"] for h in heads], color="#2463a6", label="prev")
-        ax.bar(range(len(heads)), [h["diag"] for h in heads], bottom=[h["prev"] for h in heads],
-               color="#e0a030", label="diag")
-        ax.set_xticks(range(len(heads)), names, rotation=90, fontsize=7)
-        ax.set_title(k)
-    axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
-    axes[0].legend(fontsize=7)
-    return _save(fig, ctx.figure("portraits.png"))
 
 
 # ==================================================================== §1.11.7 failures (committed)
@@ -494,22 +437,11 @@ def analyze_dynamics(ctx: Context) -> Outcome:
                     f"（书中留作问题）/ sudden or gradual? fraction of the final prev reached by step {steps[1]}",
                     [_r(x, 3) for x in early], "reported; ≥ 0.8 = formed early (sudden), else gradual",
                     None)]
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for p in per_seed:
-        ax.plot(steps, p["prev"], "o-", label=f"seed {p['seed']} prev")
-        ax.plot(steps, p["diag"], "s--", alpha=0.6, label=f"seed {p['seed']} diag")
-    ax.set_xscale("log")
-    ax.set_xlabel("训练步数 / step")
-    ax.set_ylabel("层 0 最大权重 / layer-0 max")
-    ax.set_title("头部特化的过程 / heads specialising")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
     return Outcome(results={"headers": ["种子 / seed"] + [f"prev @ {s}" for s in steps] + [f"diag @ {s}" for s in steps],
                             "rows": [[p["seed"]] + [_r(x, 3) for x in p["prev"]] + [_r(x, 3) for x in p["diag"]]
                                      for p in per_seed],
                             "steps": list(steps), "seeds": per_seed}, claims=claims,
-                   figures=[ctx.rel(_save(fig, ctx.figure("prev.png")))])
+                   figures=[ctx.fig("prev.png")])
 
 
 # ======================================================================== §1.13.4 ablation
@@ -562,15 +494,43 @@ def analyze_ablation(ctx: Context) -> Outcome:
 
 
 # ===================================================================== §1.14.2 attention timing
-def analyze_timing(ctx: Context) -> Outcome:
-    from .bench import bench_attention
+def time_sdpa(n_values, heads: int = 8, d_head: int = 64, repeats: int = 5, warmup: int = 2,
+              budget_s: float = 240.0) -> dict:
+    """§1.14.2's protocol on this CPU: F.scaled_dot_product_attention, causal, warm-up first,
+    median of ``repeats``. Stops before an n whose time, predicted by n² from the last one,
+    would pass ``budget_s`` (``attnlab bench attention`` compares more methods)."""
+    import time
 
+    import torch.nn.functional as F
+
+    from ..perf import interleaved
+
+    cpu = torch.device("cpu")
+    start, rows, stopped, last = time.perf_counter(), [], None, None
+    for i, n in enumerate(n_values):
+        if last is not None:
+            predicted = last * (n / n_values[i - 1]) ** 2
+            if time.perf_counter() - start + predicted > budget_s:
+                stopped = f"n={n}: predicted {predicted:.0f} s would pass the {budget_s:g} s budget"
+                break
+        t = time.perf_counter()
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(1, heads, n, d_head, generator=g) for _ in range(3))
+        with torch.no_grad():
+            ts = interleaved({"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)},
+                             repeats, warmup, cpu)["sdpa"]
+        rows.append({"n": n, "ms": {"sdpa": statistics.median(ts) * 1e3}, "ms_rounds": [x * 1e3 for x in ts]})
+        last = time.perf_counter() - t
+    protocol = {"heads": heads, "d_head": d_head, "batch": 1, "causal": True, "dtype": "float32",
+                "warmup": warmup, "repeats": repeats, "statistic": "median", "threads": torch.get_num_threads()}
+    return {"rows": rows, "stopped": stopped, "protocol": protocol}
+
+
+def analyze_timing(ctx: Context) -> Outcome:
     if ctx.scale.quick:
-        res = bench_attention(n_values=(64, 128, 256), repeats=2, warmup=1, budget_s=20, methods=("sdpa",),
-                              device="cpu")
+        res = time_sdpa(n_values=(64, 128, 256), repeats=2, warmup=1, budget_s=20)
     else:
-        res = bench_attention(n_values=(512, 1024, 2048, 4096, 8192), repeats=5, warmup=2, budget_s=240,
-                              methods=("sdpa",), device="cpu")
+        res = time_sdpa(n_values=(512, 1024, 2048, 4096, 8192), repeats=5, warmup=2, budget_s=240)
     rows = [(r["n"], r["ms"]["sdpa"]) for r in res["rows"] if "sdpa" in r["ms"]]
     book = book_values("sdpa_timing_rtx_a6000_1_14_2")
     fit_from = 1024 if not ctx.scale.quick else 64
@@ -592,20 +552,11 @@ def analyze_timing(ctx: Context) -> Outcome:
               "book: ×3–4 per doubling on the A6000", [_r(x, 3) for x in doubling],
               "ratio per doubling at the largest n within 2.5–4.5", bool(doubling) and 2.5 <= doubling[-1] <= 4.5),
     ]
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog([n for n, _ in rows], [t for _, t in rows], "o-", color="#2463a6", label="本机 CPU / this CPU (SDPA)")
-    ax.loglog(book["n"], book["ms"], "s--", color="#c0392b", label="书中 RTX A6000 / book")
-    ax.set_xlabel("序列长度 n / sequence length")
-    ax.set_ylabel("单次前向 ms / forward ms")
-    ax.set_title("§1.14.2 注意力耗时 / attention time")
-    ax.legend()
-    ax.grid(alpha=0.3, which="both")
     return Outcome(results={"headers": ["n", "书·A6000 ms", "本机 ms / ours", "相对 n 最小 / rel."],
                             "rows": table, "exponent_ours": _r(ours, 3), "exponent_book": _r(theirs, 3),
-                            "fit_from_n": fit_from, "protocol": res["protocol"], "machine": res["machine"],
+                            "fit_from_n": fit_from, "protocol": res["protocol"],
                             "stopped": res["stopped"]},
-                   claims=claims, figures=[ctx.rel(_save(fig, ctx.figure("timing.png")))])
+                   claims=claims, figures=[ctx.fig("timing.png")])
 
 
 # ============================================================ §1.18.5 ③ n_layer 4, exercise 1
@@ -691,26 +642,11 @@ def analyze_exercise2(ctx: Context) -> Outcome:
                     critical is not None),
               claim("ex2_big_gap", "§1.20.2", "d_head=256 时差距明显 / a clear gap at 256",
                     summary[-1]["gap_mean"], "> 0.3", summary[-1]["gap_mean"] > 0.3)]
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    ax.errorbar([s["d_head"] for s in summary], [s["gap_mean"] for s in summary],
-                yerr=[s["gap_sd"] or 0 for s in summary], fmt="o-", capsize=4, color="#c0392b",
-                label="n_head=1, d_model = d_head")
-    if fseeds:
-        ax.errorbar(list(fixed), [statistics.fmean(v) for v in fixed.values()],
-                    yerr=[_mean_sd(v)[1] or 0 for v in fixed.values()], fmt="s--", capsize=4, color="#2463a6",
-                    label="d_model = 256, n_head = 256 / d_head")
-    ax.axhline(0, color="k", lw=0.6)
-    ax.set_xlabel("d_head")
-    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
-    ax.set_title(f"练习二：临界维度（{len(seeds)} 个种子）/ exercise 2")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
     return Outcome(results={"headers": ["d_head", "差距均值 / mean gap", "标准差 / sd", "各种子 / per seed"],
                             "rows": [[x["d_head"], x["gap_mean"], x["gap_sd"], x["gaps"]] for x in summary],
                             "seeds": seeds, "summary": summary, "critical_d_head": critical, "threshold": thr,
                             "fixed_d_model": {str(k): v for k, v in fixed.items()}, "fixed_seeds": fseeds},
-                   claims=claims, figures=[ctx.rel(_save(fig, ctx.figure("gap.png")))],
+                   claims=claims, figures=[ctx.fig("gap.png")],
                    status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
                    notes=[] if fseeds else ["固定 d_model 的变体未运行 / the fixed-d_model variant is not run yet"])
 
@@ -875,24 +811,13 @@ def analyze_markov(ctx: Context) -> Outcome:
                             "(scaled) model beats the bigram", [_r(m["val_loss"]) for m in scaled],
                             "every scaled case model < bigram", all(m["val_loss"] < floor["bigram"] for m in scaled),
                             kind="sanity"))
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(models) + 1)))
-    ys = range(len(models))
-    ax.barh(list(ys), [m["val_loss"] for m in models], color="#2463a6")
-    ax.set_yticks(list(ys), [m["model"] for m in models], fontsize=6)
-    for name, v, c in (("一元 / unigram", floor["unigram"], "#999999"), ("二元 / bigram", floor["bigram"], "#c0392b")):
-        ax.axvline(v, color=c, ls="--", label=f"{name} {v:.2f}")
-    ax.set_xlim(min([floor["bigram"]] + [m["val_loss"] for m in models]) - 0.4, floor["ln_vocab"])
-    ax.set_xlabel("验证 loss（nats）/ validation loss")
-    ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
-    ax.legend(fontsize=8)
     return Outcome(results={"table": [["平滑一元 / smoothed unigram (nats)", None, floor_r["unigram"]],
                                       ["平滑二元 / smoothed bigram (nats)", "≈ 4.84（issue，末 10%）", floor_r["bigram"]],
                                       ["注意力塌缩的大模型 / collapsed big model", 5.18,
                                        _r(case["pairs"]["big_unscaled"]["val_loss_end"]) if case else None],
                                       ["ln 1200（随机猜测 / uniform）", 7.09, _r(floor["ln_vocab"], 3)]],
                             "floor": floor_r, "models": [{**m, "val_loss": _r(m["val_loss"])} for m in models]},
-                   claims=claims, figures=[ctx.rel(_save(fig, ctx.figure("floor.png")))])
+                   claims=claims, figures=[ctx.fig("floor.png")])
 
 
 # ============================================================================= the registry

@@ -79,12 +79,10 @@ class Context:
     def have(self, runs: Sequence[Run]) -> bool:
         return all(r.name in self.finished for r in runs)
 
-    def figure(self, name: str) -> Path:
-        """Absolute path for a figure of this experiment (figures/lab_book/<id>_<name>)."""
-        return self.root / FIG_DIR / f"{self.experiment.id}_{name}"
-
-    def rel(self, path: Path) -> str:
-        return str(Path(path).relative_to(self.root))
+    def fig(self, name: str) -> str:
+        """The path, relative to the root, of a figure of this experiment (figures/lab_book/<id>_<name>);
+        report.lab_book_figures draws it from the experiment's JSON."""
+        return str(FIG_DIR / f"{self.experiment.id}_{name}")
 
 
 @dataclass(frozen=True)
@@ -310,60 +308,3 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
         "environment": environment(torch.device("cpu")),
         **provenance(),
     }
-
-
-# -------------------------------------------------------------------------------- CLI
-def add_parser(sub) -> None:
-    from ..runner import EXECUTORS
-
-    p = sub.add_parser("book", help="the lab book: every experiment of the chapter / 实验手册",
-                       description="Run every experiment of the chapter (or --only some), reusing every "
-                                   "finished run, and write data/lab_book.json, data/lab_book/*.json, "
-                                   "figures/lab_book/ and reports/lab_book.{md,html}. Interrupt and rerun "
-                                   "to resume.")
-    p.add_argument("--quick", action="store_true", help="tiny runs of every experiment (what the tests run)")
-    p.add_argument("--only", nargs="+", metavar="SECTION", default=None,
-                   help="experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9")
-    p.add_argument("--executor", choices=EXECUTORS, default="serial")
-    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
-    p.add_argument("--ray-address", default=None, help="Ray cluster address (default RAY_ADDRESS or a local Ray)")
-    p.add_argument("--no-train", action="store_true",
-                   help="train nothing: analyze the runs already on disk, the rest shows as not run yet")
-    p.add_argument("--render", action="store_true", help="only rebuild reports/lab_book.* from the JSON")
-    p.add_argument("--out", default=None, help="root for data/, figures/, reports/ and runs/ "
-                   "(default: here; with --quick runs/book-quick, so tiny runs never touch full-size ones)")
-    p.add_argument("--corpus", default=None)
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_book)
-    return p
-
-
-def cmd_book(args) -> int:
-    from ..corpus import load_corpus
-    from ..report.lab_book import build_book_report, summary_line
-    from .book_experiments import EXPERIMENTS
-
-    root = Path(args.out or ("runs/book-quick" if args.quick else "."))
-    if args.render:
-        if not (root / "data" / "lab_book.json").is_file():
-            raise BookError(f"{root / 'data' / 'lab_book.json'} not found: run `attnlab book` first")
-        for p in build_book_report(root):
-            print(p)
-        return 0
-    chosen = select(EXPERIMENTS, args.only)
-    if args.workers is not None and args.workers < 1:
-        raise BookError(f"--workers must be at least 1, got {args.workers}")
-    scale = Scale.make(args.quick)
-    text = load_corpus(args.corpus, min_chars=200)
-    book = run_book(chosen, text, root, scale=scale, train=not args.no_train, executor=args.executor,
-                    workers=args.workers, ray_address=args.ray_address, progress=not args.no_progress,
-                    log=lambda m: print(f"attnlab: {m}"), registry=EXPERIMENTS,
-                    explicit=[e.id for e in chosen] if args.only else ())
-    paths = build_book_report(root)
-    print(summary_line(book))
-    for s in book["sections"]:
-        for c in s["claims"]:
-            if c["pass"] is False:
-                print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
-    print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
-    return 0

@@ -238,8 +238,12 @@ def _font_face(text: str) -> str:
 
 def build_book_report(root: Path) -> list[Path]:
     """Write reports/lab_book.md and reports/lab_book.html under ``root``; returns the paths."""
+    from .lab_book_figures import draw_figures
+
     root = Path(root)
     book, docs = load_book(root)
+    for doc in docs.values():
+        draw_figures(doc, root)
     md = write_text(root / "reports" / "lab_book.md", render_markdown(book, docs))
     page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root))
     return [md, page]
