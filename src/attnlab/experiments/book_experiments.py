@@ -450,13 +450,13 @@ ABL_ORDER = ("baseline", "no_scaling", "no_residual", "no_layernorm", "untied", 
 
 
 def analyze_ablation(ctx: Context) -> Outcome:
-    from .ablate import LABELS, _row
+    from .ablate import LABELS, checklist_row
 
     seed = ctx.scale.seed_list()[0]
     rows = {}
     for c in ABL_ORDER:
         f = ctx.get(R.ablation_run(ctx.scale, c, seed))
-        rows[c] = _row(f.history, f.model, 0.0)
+        rows[c] = checklist_row(f.history, f.model, 0.0)
         rows[c].pop("seconds")
         early = [r["loss"] for r in f.history.records[:max(2, len(f.history.records) // 7)]]
         rows[c]["early_max_jump"] = max((b - a for a, b in zip(early, early[1:])), default=0.0)

@@ -12,7 +12,29 @@ from pathlib import Path
 from typing import Callable
 
 from ..book import book_values
-from .figures import _plt, _save
+from ..io import write_bytes
+from .fonts import use_cjk_font
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return write_bytes(path, buf.getvalue())
 
 
 def _mean(v: list[float]) -> float:
