@@ -6,7 +6,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup case test test-slow corpus clean
+.PHONY: setup case book test test-slow corpus clean
 
 setup: $(STAMP)
 
@@ -30,3 +30,6 @@ corpus: setup
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
+
+book: setup
+	$(BIN)/attnlab book

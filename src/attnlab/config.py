@@ -41,6 +41,7 @@ class Config:
     norm: str = "layernorm"             # layernorm | rmsnorm | none
     residual: bool = True
     qk_norm: bool = False
+    learn_temp: bool = False            # exercise ⑬: a learnable temperature per head (starts at 1)
     n_kv_head: Optional[int] = None     # None -> n_head (MHA); 1 -> MQA; else GQA
     bug: Optional[str] = None           # injected bug of §1.11.7, None = correct
     # optimisation (§1.18.3)

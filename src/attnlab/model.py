@@ -86,6 +86,8 @@ class CausalSelfAttention(nn.Module):
         if cfg.qk_norm:   # §1.7.8: fix the scale of q and k explicitly
             self.q_norm = nn.LayerNorm(self.d_head)
             self.k_norm = nn.LayerNorm(self.d_head)
+        if cfg.learn_temp:  # exercise ⑬: scores * exp(log_inv_temp) per head, 1 at init
+            self.log_inv_temp = nn.Parameter(torch.zeros(self.n_head))
         self.tap_q, self.tap_k, self.tap_v = Tap(), Tap(), Tap()
         self.tap_scores, self.tap_pattern = Tap(), Tap()
         self.last_diag: dict[str, float] | None = None
@@ -106,6 +108,8 @@ class CausalSelfAttention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         if self.cfg.pos == "rope":
             q, k = apply_rope(q, pos), apply_rope(k, pos)
+        if self.cfg.learn_temp:                            # dividing the scores by a temperature = scaling q
+            q = q * self.log_inv_temp.exp().view(1, nh, 1, 1)
         if cache is not None:
             if cache.k is not None:
                 k = torch.cat([cache.k, k], dim=2)         # (B, nkv, T_past + T, hs)

@@ -16,12 +16,12 @@ import errno
 import sys
 
 from ..errors import AttnlabError
-from . import (ablate, bench, build_corpus, case, corpus_stats, failures, generate, heads, info,
+from . import (ablate, bench, book, build_corpus, case, corpus_stats, failures, generate, heads, info,
                memory, precision, report, serve, sweep, train)
 from .common import Parser
 
 # in the order `attnlab --help` lists them
-COMMANDS = [train, generate, info, corpus_stats, build_corpus, case, report, heads, failures,
+COMMANDS = [train, generate, info, corpus_stats, build_corpus, case, report, book, heads, failures,
             ablate, sweep, bench, precision, memory, serve]
 
 

@@ -22,4 +22,9 @@ def main(args) -> int:
     check_writable(out)
     for p in build_report(result, out):
         print(p)
+    if (out / "data" / "lab_book.json").is_file():     # the lab book is rebuilt from its JSON too
+        from ..report.lab_book import build_book_report
+
+        for p in build_book_report(out):
+            print(p)
     return 0

@@ -24,6 +24,7 @@ def add_parser(sub):
     p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
     p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
     p.add_argument("--case-json", default="data/ch1_case.json")
+    p.add_argument("--book-html", default="reports/lab_book.html", help="the lab book served at /book")
     return p
 
 
@@ -51,6 +52,7 @@ def main(args) -> int:
     check_listen(args.host, args.port)
 
     app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json,
+                     book_html=args.book_html,
                      hosts=allowed_hosts(args.host, args.port))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")

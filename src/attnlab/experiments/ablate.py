@@ -38,7 +38,8 @@ LABELS = {
 }
 
 
-def _row(history, model, seconds: float) -> dict:
+def checklist_row(history, model, seconds: float) -> dict:
+    """One row of the checklist from a finished run (the lab book reads its runs the same way)."""
     recs = history.records
     losses = [r["loss"] for r in recs]
     val = history.val
@@ -83,7 +84,7 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
                        ray_address=ray_address, progress=progress, desc="ablate")
         for name in names:
             f = done[name]
-            rows[name] = {"change": CHANGES[name], **_row(f.history, f.model, f.seconds)}
+            rows[name] = {"change": CHANGES[name], **checklist_row(f.history, f.model, f.seconds)}
     base = rows["baseline"]
     for r in rows.values():
         ok = r["val_loss_end"] is not None and base["val_loss_end"] is not None and not r["diverged"]

@@ -27,7 +27,7 @@ from ..book import book_values  # noqa: F401  (re-exported for the experiments)
 # Fields that decide what the model computes; two configs equal on these have
 # the same architecture (training length, seed and device may differ).
 MODEL_FIELDS = ("n_layer", "n_head", "d_model", "d_ff", "block_size", "vocab_size", "scaled",
-                "tie_weights", "pos", "norm", "residual", "qk_norm", "n_kv_head", "bug")
+                "tie_weights", "pos", "norm", "residual", "qk_norm", "learn_temp", "n_kv_head", "bug")
 
 
 class ExperimentError(AttnlabError):

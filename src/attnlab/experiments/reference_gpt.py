@@ -67,7 +67,7 @@ class ReferenceGPT(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         if cfg.pos != "learned" or cfg.norm != "layernorm" or cfg.kv_heads != cfg.n_head \
-                or cfg.qk_norm or not cfg.residual or cfg.bug is not None:
+                or cfg.qk_norm or cfg.learn_temp or not cfg.residual or cfg.bug is not None:
             raise ValueError("ReferenceGPT covers the book's architecture only "
                              "(learned positions, LayerNorm, MHA, residuals, no bug)")
         self.cfg = cfg

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -55,6 +55,8 @@ NO_CHECKPOINT_HINT = ("没有加载模型。请用 `attnlab serve --checkpoint r
                       "No checkpoint loaded: start the server with "
                       "`attnlab serve --checkpoint runs/<name>/ckpt.pt`.")
 # The pages only ever talk to the server that served them.
+BOOK_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+            "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
        "frame-ancestors 'none'; form-action 'self'")
@@ -250,7 +252,8 @@ def read_metrics(path: Path) -> dict:
 
 
 def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
-               case_json: str = "data/ch1_case.json", hosts: Optional[Iterable[str]] = None) -> FastAPI:
+               case_json: str = "data/ch1_case.json", hosts: Optional[Iterable[str]] = None,
+               book_html: str = "reports/lab_book.html") -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
     hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
@@ -265,7 +268,8 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
     @app.middleware("http")
     async def harden(request: Request, call_next):
         response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CSP
+        if "content-security-policy" not in response.headers:    # /book sets its own, stricter one
+            response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
@@ -299,6 +303,14 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
     for route, name in PAGES.items():
         app.add_api_route(route, page(name), methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/book", include_in_schema=False)
+    def lab_book():
+        # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
+        path = Path(book_html)
+        if not path.is_file():
+            raise HTTPException(404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first.")
+        return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
     @app.get("/api/info")

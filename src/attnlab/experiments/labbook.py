@@ -1,0 +1,310 @@
+"""The lab book: every experiment of the chapter, declared as data, run as one.
+
+An :class:`Experiment` is one entry: its id, the chapter section it answers,
+the chapter's own statement, the command that reproduces it, the runs it needs
+(``attnlab.runner.Run`` list, possibly empty) and ``analyze(ctx) -> Outcome``,
+which turns finished runs (or committed JSON, or a measurement) into results,
+claims and figures. The registry lives in :mod:`book_experiments`; adding an
+experiment is one entry there and one function.
+
+``run_book`` collects the runs of the chosen experiments, executes them once
+through the runner (runs shared between experiments, or with the case study,
+are one run), analyzes each experiment and writes
+
+  data/lab_book/<id>.json   each experiment in the common envelope
+                            (kind, provenance, environment, results, claims)
+  data/lab_book.json        sections in the chapter's order, their claims,
+                            timings and environment
+
+Figures go to figures/lab_book/. ``train=False`` trains nothing: an experiment
+whose runs are not all on disk keeps its previous JSON if it has one, else is
+recorded as not run yet ("未运行 / not run yet"), with its command, never a number.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import AttnlabError
+from ..io import write_json
+from ..runner import Finished, Run, execute, finished_history
+from .book_runs import Scale
+from .common import environment, provenance
+
+KIND = "lab_book_experiment"
+DATA_DIR = Path("data") / "lab_book"
+FIG_DIR = Path("figures") / "lab_book"
+
+
+class BookError(AttnlabError):
+    pass
+
+
+def claim(cid: str, section: str, statement: str, measured: Any, expected: str, ok: bool | None,
+          kind: str = "book") -> dict:
+    """One checked statement. kind: "book" (what the chapter says) or "sanity" (what must hold
+    for the measurement to mean anything). ``ok`` None = cannot be decided yet (shown, not counted)."""
+    if kind not in ("book", "sanity"):
+        raise ValueError(f"claim kind must be book or sanity, got {kind!r}")
+    return {"id": cid, "section": section, "statement": statement, "measured": measured,
+            "expected": expected, "pass": None if ok is None else bool(ok), "kind": kind}
+
+
+@dataclass
+class Outcome:
+    """What an experiment's analysis returns."""
+    results: dict
+    claims: list[dict] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)       # paths relative to the output root
+    notes: list[str] = field(default_factory=list)         # why a FAIL fails, caveats
+    status: str = "done"                                    # done | partial (fewer seeds than asked)
+
+
+@dataclass
+class Context:
+    """What ``analyze`` sees: the scale, the corpus, finished runs and where to write figures."""
+    scale: Scale
+    text: str
+    root: Path
+    finished: dict[str, Finished]
+    experiment: "Experiment"
+    train: bool = True              # False: analyses must not train either (NotAvailable instead)
+
+    def get(self, run: Run) -> Finished | None:
+        return self.finished.get(run.name)
+
+    def have(self, runs: Sequence[Run]) -> bool:
+        return all(r.name in self.finished for r in runs)
+
+    def fig(self, name: str) -> str:
+        """The path, relative to the root, of a figure of this experiment (figures/lab_book/<id>_<name>);
+        report.lab_book_figures draws it from the experiment's JSON."""
+        return str(FIG_DIR / f"{self.experiment.id}_{name}")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    section: str                    # the chapter's section, e.g. "§1.7.8"
+    title: str                      # 中文 / English
+    statement: str                  # what the chapter says, with its numbers
+    command: str                    # the exact command that reproduces this entry
+    analyze: Callable[[Context], Outcome]
+    runs: Callable[[Scale], list[Run]] = lambda scale: []
+    min_runs: Callable[[Scale], list[Run]] | None = None    # enough for a partial result
+    order: tuple = ()               # sort key in the chapter's order (from section if empty)
+    prediction: str = ""            # written before the runs, shown even while they are not run
+    remeasure: bool = True          # False: a measurement kept from its JSON unless asked for by --only
+    why: dict = field(default_factory=dict)   # claim id -> why it fails, written after reading the numbers
+
+    def key(self) -> tuple:
+        return self.order or section_key(self.section)
+
+
+def section_key(section: str) -> tuple:
+    """"§1.7.8" -> (1, 7, 8); anything else sorts last."""
+    nums = re.findall(r"\d+", section.split("/")[0])
+    return tuple(int(n) for n in nums) if nums else (999,)
+
+
+# -------------------------------------------------------------------------- selection
+def select(experiments: Sequence[Experiment], only: Sequence[str] | None) -> list[Experiment]:
+    """Experiments whose id or section matches one of ``only`` (a section matches its subsections)."""
+    if not only:
+        return list(experiments)
+    chosen, unknown = [], []
+    for token in only:
+        t = token.strip().lstrip("§")
+        hits = [e for e in experiments
+                if e.id == token or e.section.lstrip("§").split(" ")[0] == t
+                or e.section.lstrip("§").startswith(t + ".")]
+        if not hits:
+            unknown.append(token)
+        chosen += [e for e in hits if e not in chosen]
+    if unknown:
+        ids = ", ".join(e.id for e in experiments)
+        secs = ", ".join(sorted({e.section for e in experiments}, key=section_key))
+        raise BookError(f"unknown --only {', '.join(unknown)}: give an experiment id ({ids}) "
+                        f"or a chapter section ({secs})")
+    return chosen
+
+
+# --------------------------------------------------------------------------------- run
+def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale: Scale,
+             train: bool = True, executor: str = "serial", workers: int | None = None,
+             ray_address: str | None = None, progress: bool = True,
+             log: Callable[[str], None] = print, registry: Sequence[Experiment] | None = None,
+             explicit: Sequence[str] = ()) -> dict:
+    """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
+
+    ``registry`` (default: ``experiments``) is the whole book: sections not run
+    now keep their previous JSON in the book index, or show as not run yet.
+    """
+    root = Path(root)
+    runs_root = root / "runs"
+    needed: dict[str, Run] = {}
+    for e in experiments:
+        for r in e.runs(scale):
+            if r.name in needed and needed[r.name] != r:
+                raise BookError(f"two experiments declare run {r.name} differently")
+            needed[r.name] = r
+    t0 = time.perf_counter()
+    finished: dict[str, Finished] = {}
+    statuses: dict[str, str] = {}
+    if needed and train:
+        log(f"lab book: {len(needed)} runs for {len(experiments)} experiment(s) under {runs_root}")
+        finished = execute(list(needed.values()), text, runs_root, executor=executor, workers=workers,
+                           ray_address=ray_address, progress=progress, log=log, keep_going=True,
+                           on_result=lambda r: statuses.__setitem__(r["name"], r["status"]),
+                           desc="lab book")
+    elif needed:
+        for r in needed.values():
+            d = r.dir(runs_root)
+            try:
+                if finished_history(d, r.cfg):
+                    finished[r.name] = Finished(r, d, "reused")
+            except AttnlabError:
+                pass
+    train_s = time.perf_counter() - t0
+    timings: dict[str, dict] = {}
+    for e in experiments:
+        t = time.perf_counter()
+        old = root / DATA_DIR / f"{e.id}.json"
+        if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
+            log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
+            continue
+        doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
+        if doc is not None:
+            doc["timings"] = {"analysis_s": round(time.perf_counter() - t, 3),
+                              "train_s": _train_seconds(e, scale, finished)}
+            write_json(root / DATA_DIR / f"{e.id}.json", doc)
+            timings[e.id] = doc["timings"]
+    book = build_index(registry or experiments, root, scale)
+    book["timings"] = {"this_run_s": round(time.perf_counter() - t0, 3), "training_s": round(train_s, 3),
+                       "experiments": timings}
+    write_json(root / "data" / "lab_book.json", book)
+    return book
+
+
+def _status(path: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def _same_scale(path: Path, scale: Scale) -> bool:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("scale", {}).get("quick") == scale.quick
+    except (OSError, ValueError):
+        return False
+
+
+def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -> float:
+    """Training time of this experiment's runs as recorded in each run's history."""
+    return round(sum(f.seconds for r in e.runs(scale) if (f := finished.get(r.name))), 3)
+
+
+def _run_one(e: Experiment, ctx: Context, scale: Scale, finished: dict, train: bool,
+             log: Callable[[str], None]) -> dict | None:
+    runs = e.runs(scale)
+    enough = e.min_runs(scale) if e.min_runs else runs
+    if not ctx.have(enough):
+        missing = [r.name for r in enough if r.name not in finished]
+        prev = ctx.root / DATA_DIR / f"{e.id}.json"
+        if prev.is_file() and not scale.quick and _status(prev) != "not_run":
+            log(f"lab book: {e.id}: runs not finished ({', '.join(missing[:4])}...); kept its previous JSON")
+            return None
+        log(f"lab book: {e.id}: not run yet ({len(missing)} run(s) missing)")
+        return envelope(e, scale, status="not_run", runs=runs, finished=finished,
+                        outcome=Outcome(results={}, notes=[
+                            f"缺少的训练 / missing runs ({len(missing)}): {', '.join(missing[:6])}"
+                            + (" …" if len(missing) > 6 else "")]))
+    try:
+        outcome = e.analyze(ctx)
+    except NotAvailable as na:
+        return envelope(e, scale, status="not_run", runs=runs, finished=finished,
+                        outcome=Outcome(results={}, notes=[str(na)]))
+    status = outcome.status if ctx.have(runs) else "partial"
+    return envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
+
+
+class NotAvailable(Exception):
+    """Raised by an analysis whose inputs (e.g. a committed JSON) are absent."""
+
+
+def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finished: dict,
+             outcome: Outcome) -> dict:
+    """The common result envelope of every lab-book experiment."""
+    import torch
+
+    notes = list(outcome.notes)
+    for c in outcome.claims:
+        if c["pass"] is False:
+            why = e.why.get(c["id"], "原因未查明 / not explained yet")
+            notes.append(f"FAIL {c['id']}: {why} (measured {c['measured']}; expected {c['expected']})")
+    return {
+        "kind": KIND,
+        "id": e.id, "section": e.section, "title": e.title, "statement": e.statement,
+        "command": e.command, "status": status, "prediction": e.prediction,
+        "scale": {"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds},
+        "provenance": provenance(),
+        "environment": environment(torch.device("cpu")),
+        "runs": [{"name": r.name, "group": r.group, "done": r.name in finished,
+                  "status": finished[r.name].status if r.name in finished else "missing"} for r in runs],
+        "results": outcome.results,
+        "claims": outcome.claims,
+        "figures": outcome.figures,
+        "notes": notes,
+    }
+
+
+# ------------------------------------------------------------------------------ index
+def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | None = None) -> dict:
+    """data/lab_book.json from the experiments' JSON on disk (sections in the chapter's order)."""
+    import json
+
+    import torch
+
+    docs = {}
+    for e in experiments:
+        p = Path(root) / DATA_DIR / f"{e.id}.json"
+        if p.is_file():
+            docs[e.id] = json.loads(p.read_text(encoding="utf-8"))
+    sections: dict[str, dict] = {}
+    for e in sorted(experiments, key=lambda x: x.key()):
+        s = sections.setdefault(e.section, {"section": e.section, "title": e.title, "experiments": [],
+                                            "claims": []})
+        s["experiments"].append(e.id)
+        s["claims"] += docs.get(e.id, {}).get("claims", [])
+    secs = list(sections.values())
+    for s in secs:
+        s["pass"] = sum(c["pass"] is True for c in s["claims"])
+        s["fail"] = sum(c["pass"] is False for c in s["claims"])
+    status = {e.id: docs.get(e.id, {}).get("status", "not_run") for e in experiments}
+    claims = [c for s in secs for c in s["claims"]]
+    return {
+        "kind": "lab_book",
+        "summary": {"experiments": len(experiments),
+                    "done": sum(v == "done" for v in status.values()),
+                    "partial": sum(v == "partial" for v in status.values()),
+                    "not_run": sum(v == "not_run" for v in status.values()),
+                    "claims": len(claims), "pass": sum(c["pass"] is True for c in claims),
+                    "fail": sum(c["pass"] is False for c in claims),
+                    "book_claims": sum(c["kind"] == "book" for c in claims),
+                    "sanity_claims": sum(c["kind"] == "sanity" for c in claims)},
+        "status": status,
+        "entries": {e.id: {"section": e.section, "title": e.title, "statement": e.statement,
+                           "command": e.command, "prediction": e.prediction} for e in experiments},
+        "sections": secs,
+        "scale": ({"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds} if scale else None),
+        "environment": environment(torch.device("cpu")),
+        **provenance(),
+    }

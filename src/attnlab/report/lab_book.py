@@ -1,0 +1,249 @@
+"""reports/lab_book.{md,html} from data/lab_book.json and data/lab_book/*.json alone.
+
+One page in the chapter's order: a summary line, a table of contents with the
+PASS/FAIL count of each section, then per section the chapter's statement, the
+command that reproduces it, the tables, the figures and the claims (book |
+ours | verdict) with the reason of every FAIL. The HTML is self-contained: the
+figures are embedded as PNG data and the CJK font as a subset of the shipped
+Noto Sans CJK holding exactly the page's characters, so it opens from file://
+with no network.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from ..io import write_text
+
+NOT_RUN = "未运行 / not run yet"
+STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run": NOT_RUN}
+
+
+def load_book(root: Path) -> tuple[dict, dict[str, dict]]:
+    root = Path(root)
+    book = json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    docs = {}
+    for s in book["sections"]:
+        for eid in s["experiments"]:
+            p = root / "data" / "lab_book" / f"{eid}.json"
+            if p.is_file():
+                docs[eid] = json.loads(p.read_text(encoding="utf-8"))
+    return book, docs
+
+
+def anchor(section: str) -> str:
+    return "s" + "".join(c if c.isalnum() else "-" for c in section.lstrip("§")).strip("-")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
+
+
+def verdict(c: dict) -> str:
+    return {True: "PASS", False: "FAIL", None: "—（记录 / reported）"}[c["pass"]]
+
+
+def summary_line(book: dict) -> str:
+    s = book["summary"]
+    return (f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
+            f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}（书中 book {s['book_claims']}，"
+            f"自检 sanity {s['sanity_claims']}）：{s['pass']} PASS，{s['fail']} FAIL")
+
+
+def _placeholder(book: dict, eid: str) -> dict | None:
+    """An experiment with no JSON yet: the registry's words and command, no numbers."""
+    meta = book.get("entries", {}).get(eid)
+    if meta is None:
+        return None
+    return {**meta, "id": eid, "status": "not_run", "results": {}, "claims": [], "figures": [],
+            "notes": ["还没有结果 / no result yet"]}
+
+
+# -------------------------------------------------------------------------------- markdown
+def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") -> str:
+    out = ["# 实验手册 / The lab book", "",
+           "第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：`attnlab book`。"
+           "*Every experiment the chapter runs or invites, in one command.*", "",
+           f"**{summary_line(book)}**", "", "## 目录 / Contents", "",
+           "| 节 / section | 标题 / title | 状态 / status | PASS | FAIL |", "|---|---|---|---|---|"]
+    for s in book["sections"]:
+        st = ", ".join(STATUS[book["status"][e]] for e in s["experiments"])
+        out.append(f"| [{s['section']}](#{anchor(s['section'])}) | {s['title']} | {st} | {s['pass']} | {s['fail']} |")
+    out.append("")
+    for s in book["sections"]:
+        out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
+        for eid in s["experiments"]:
+            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix)
+    env = book.get("environment", {})
+    out += ["## 环境 / Environment", "", f"- {env.get('platform')}, {env.get('cpu_count')} CPU, torch {env.get('torch')}",
+            f"- created {book.get('created')}", ""]
+    return "\n".join(out) + "\n"
+
+
+def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
+    if doc is None:
+        return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
+    out = [f"### {doc['title']}", "", f"> 书中 / the book: {doc['statement']}", "",
+           f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`", ""]
+    if doc.get("prediction"):
+        out += [f"**预测（训练前写下）/ prediction (written before training):** {doc['prediction']}", ""]
+    if doc["status"] == "not_run":
+        out += [f"**{NOT_RUN}** — 运行上面的命令 / run the command above.", ""]
+        out += [f"- {n}" for n in doc.get("notes", [])] + [""]
+        return out
+    res = doc["results"]
+    if res.get("headers") and res.get("rows"):
+        out += ["| " + " | ".join(res["headers"]) + " |", "|" + "---|" * len(res["headers"])]
+        out += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in res["rows"]] + [""]
+    if res.get("table"):
+        out += ["| 量 / quantity | 书中 / book | 本次 / ours |", "|---|---|---|"]
+        out += [f"| {a} | {_fmt(b)} | {_fmt(c)} |" for a, b, c in res["table"]] + [""]
+    for f in doc.get("figures", []):
+        out += [f"![{Path(f).name}]({fig_prefix}{f})", ""]
+    if doc["claims"]:
+        out += ["| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict |",
+                "|---|---|---|---|---|"]
+        for c in doc["claims"]:
+            out.append(f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
+                       f"{_fmt(c['measured'])} | **{verdict(c)}** |")
+        out.append("")
+    out += [f"- {n}" for n in doc.get("notes", [])]
+    return out + [""]
+
+
+# ------------------------------------------------------------------------------------ html
+CSS = """
+body{font-family:'BookCJK',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.55;color:#222}
+h1,h2,h3{font-family:'BookCJK',sans-serif} h2{border-bottom:2px solid #2463a6;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em} td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}
+th{background:#eef3f9} .PASS{color:#1b7a2e;font-weight:bold} .FAIL{color:#b02a1a;font-weight:bold}
+blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background:#f6f7fb}
+code,pre{background:#f3f3f3;padding:.1em .3em;font-family:monospace} img{max-width:100%}
+.badge{display:inline-block;padding:.05em .5em;border-radius:.6em;background:#ddd;font-size:.85em}
+.done{background:#cfe9d4} .partial{background:#f6e3b5} .not_run{background:#f3c7c1}
+.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{max-width:380px;word-break:break-all}
+"""
+
+
+def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
+    parts = []
+    nav = ["<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th></tr>"]
+    for s in book["sections"]:
+        st = " ".join(f'<span class="badge {book["status"][e]}">{html.escape(STATUS[book["status"][e]])}</span>'
+                      for e in s["experiments"])
+        nav.append(f'<tr><td><a href="#{anchor(s["section"])}">{html.escape(s["section"])}</a></td>'
+                   f"<td>{html.escape(s['title'])}</td><td>{st}</td><td class=PASS>{s['pass']}</td>"
+                   f"<td class=FAIL>{s['fail']}</td></tr>")
+    nav.append("</table>")
+    parts.append(f'<nav id="toc"><h2>目录 / Contents</h2>{"".join(nav)}</nav>')
+    for s in book["sections"]:
+        body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
+        for eid in s["experiments"]:
+            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root))
+        body.append("</section>")
+        parts.append("".join(body))
+    env = book.get("environment", {})
+    parts.append(f"<h2>环境 / Environment</h2><p>{html.escape(str(env.get('platform')))}, {env.get('cpu_count')} CPU, "
+                 f"torch {html.escape(str(env.get('torch')))}; created {html.escape(str(book.get('created')))}</p>")
+    main = "".join(parts)
+    head_text = ("实验手册 / The lab book" + summary_line(book) + main)
+    font = _font_face(head_text + CSS)
+    return ("<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
+            "<meta name=viewport content='width=device-width,initial-scale=1'>"
+            f"<title>实验手册 / The lab book</title><style>{font}{CSS}</style></head><body>"
+            "<h1>实验手册 / The lab book</h1>"
+            "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
+            "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
+            f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>{main}</body></html>\n")
+
+
+def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
+    e = html.escape
+    if doc is None:
+        return f"<h3>{e(eid)}</h3><p><span class='badge not_run'>{NOT_RUN}</span></p>"
+    out = [f"<h3 id='{e(eid)}'>{e(doc['title'])} <span class='badge {doc['status']}'>{e(STATUS[doc['status']])}</span></h3>",
+           f"<blockquote>书中 / the book: {e(doc['statement'])}</blockquote>",
+           f"<p>命令 / command: <code>{e(doc['command'])}</code></p>"]
+    if doc.get("prediction"):
+        out.append(f"<p><b>预测（训练前写下）/ prediction (written before training):</b> {e(doc['prediction'])}</p>")
+    if doc["status"] == "not_run":
+        out.append(f"<p><b>{NOT_RUN}</b> — 运行上面的命令 / run the command above.</p>")
+        out += [f"<p>{e(n)}</p>" for n in doc.get("notes", [])]
+        return "".join(out)
+    res = doc["results"]
+    if res.get("headers") and res.get("rows"):
+        out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in res["headers"]) + "</tr>"
+                   + "".join("<tr>" + "".join(f"<td>{e(_fmt(v))}</td>" for v in row) + "</tr>" for row in res["rows"])
+                   + "</table>")
+    if res.get("table"):
+        out.append("<table><tr><th>量 / quantity</th><th>书中 / book</th><th>本次 / ours</th></tr>"
+                   + "".join(f"<tr><td>{e(str(a))}</td><td>{e(_fmt(b))}</td><td>{e(_fmt(c))}</td></tr>"
+                             for a, b, c in res["table"]) + "</table>")
+    for f in doc.get("figures", []):
+        src = _image(root, f)
+        out.append(f"<figure><img alt='{e(Path(f).name)}' src='{src}'><figcaption>{e(f)}</figcaption></figure>"
+                   if src else f"<p>图缺失 / figure missing: {e(f)}</p>")
+    if doc["claims"]:
+        out.append("<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
+                   "<th>本次 / measured</th><th>判定 / verdict</th></tr>")
+        for c in doc["claims"]:
+            v = verdict(c)
+            out.append(f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
+                       f"<td>{e(str(c['expected']))}</td><td class=m>{e(_fmt(c['measured']))}</td>"
+                       f"<td class='{v.split('（')[0]}'>{e(v)}</td></tr>")
+        out.append("</table>")
+    if doc.get("notes"):
+        out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in doc["notes"]) + "</ul>")
+    return "".join(out)
+
+
+def _image(root: Path, rel: str) -> str | None:
+    from ..corpus import REPO_ROOT
+
+    for base in (Path(root), REPO_ROOT):
+        p = base / rel
+        if p.is_file():
+            return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+    return None
+
+
+def _font_face(text: str) -> str:
+    """@font-face with the shipped CJK font cut to the characters of ``text`` (WOFF, base64)."""
+    from fontTools import subset
+
+    from .fonts import FONT_FILE
+
+    opts = subset.Options()
+    opts.flavor = "woff"
+    opts.layout_features = ["*"]
+    font = subset.load_font(str(FONT_FILE), opts)
+    sub = subset.Subsetter(opts)
+    sub.populate(text="".join(sorted(set(text))))
+    sub.subset(font)
+    buf = io.BytesIO()
+    subset.save_font(font, buf, opts)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f"@font-face{{font-family:'BookCJK';src:url(data:font/woff;base64,{data}) format('woff')}}"
+
+
+def build_book_report(root: Path) -> list[Path]:
+    """Write reports/lab_book.md and reports/lab_book.html under ``root``; returns the paths."""
+    from .lab_book_figures import draw_figures
+
+    root = Path(root)
+    book, docs = load_book(root)
+    for doc in docs.values():
+        draw_figures(doc, root)
+    md = write_text(root / "reports" / "lab_book.md", render_markdown(book, docs))
+    page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root))
+    return [md, page]

@@ -1,0 +1,184 @@
+"""The lab book's figures, drawn from each experiment's JSON alone.
+
+One function per experiment id: ``draw(results) -> {file name: figure}``; the
+names match the ``figures`` paths the experiment recorded
+(figures/lab_book/<id>_<name>). ``attnlab book`` and ``attnlab report`` both
+redraw them, so a figure never needs a training run.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Callable
+
+from ..book import book_values
+from ..io import write_bytes
+from .fonts import use_cjk_font
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return write_bytes(path, buf.getvalue())
+
+
+def _mean(v: list[float]) -> float:
+    return statistics.fmean(v) if v else 0.0
+
+
+def _sd(v: list[float]) -> float:
+    return statistics.stdev(v) if len(v) > 1 else 0.0
+
+
+def qk_norm(r: dict) -> dict:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = [0, 1]
+    w = r["without_qk_norm"]
+    for off, label, vals, color in (
+            (-0.18, "无 QK-norm（案例）/ without (case)",
+             [w.get("small", []), [w["big"]] if w.get("big") is not None else []], "#999999"),
+            (0.18, "有 QK-norm / with QK-norm", [r["gap"]["small"], r["gap"]["big"]], "#2463a6")):
+        ax.bar([x + off for x in xs], [_mean(v) for v in vals], width=0.34, color=color, label=label)
+        for x, v in zip(xs, vals):
+            ax.plot([x + off] * len(v), v, "k.", ms=6)
+            if not v:
+                ax.text(x + off, 0.02, "未运行\nnot run", ha="center", va="bottom", fontsize=9)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(xs, ["d_head = 32", "d_head = 256"])
+    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
+    ax.set_title("QK-norm：去掉缩放的代价 / the cost of removing the scale")
+    ax.legend()
+    ax.grid(alpha=0.3, axis="y")
+    return {"gaps.png": fig}
+
+
+def positions(r: dict) -> dict:
+    plt = _plt()
+    kinds = list(r["summary"])
+    labels = {"learned": "可学习 / learned", "sinusoidal": "正弦 / sinusoidal", "rope": "RoPE", "none": "无 / none"}
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    m = {k: r["summary"][k]["val_mean"] for k in kinds}
+    for i, k in enumerate(kinds):
+        ax.bar(i, m[k], color="#2463a6" if k != "none" else "#c0392b")
+        ax.plot([i] * len(r["summary"][k]["val"]), r["summary"][k]["val"], "k.", ms=6)
+    ax.set_xticks(range(len(kinds)), [labels.get(k, k) for k in kinds])
+    ax.set_ylim(min(m.values()) - 0.3, max(m.values()) + 0.15)
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("位置编码 / positional encoding")
+    ax.grid(alpha=0.3, axis="y")
+    portraits = r["portraits"]
+    fig2, axes = plt.subplots(1, len(portraits), figsize=(3 * len(portraits), 3), sharey=True)
+    for a, (k, heads) in zip(axes, portraits.items()):
+        a.bar(range(len(heads)), [h["prev"] for h in heads], color="#2463a6", label="prev")
+        a.bar(range(len(heads)), [h["diag"] for h in heads], bottom=[h["prev"] for h in heads],
+              color="#e0a030", label="diag")
+        a.set_xticks(range(len(heads)), [f"L{h['layer']}H{h['head']}" for h in heads], rotation=90, fontsize=7)
+        a.set_title(k)
+    axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
+    axes[0].legend(fontsize=7)
+    return {"val_loss.png": fig, "portraits.png": fig2}
+
+
+def dynamics(r: dict) -> dict:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for p in r["seeds"]:
+        ax.plot(r["steps"], p["prev"], "o-", label=f"seed {p['seed']} prev")
+        ax.plot(r["steps"], p["diag"], "s--", alpha=0.6, label=f"seed {p['seed']} diag")
+    ax.set_xscale("log")
+    ax.set_xlabel("训练步数 / step")
+    ax.set_ylabel("层 0 最大权重 / layer-0 max")
+    ax.set_title("头部特化的过程 / heads specialising")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return {"prev.png": fig}
+
+
+def timing(r: dict) -> dict:
+    plt = _plt()
+    book = book_values("sdpa_timing_rtx_a6000_1_14_2")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog([row[0] for row in r["rows"]], [row[2] for row in r["rows"]], "o-", color="#2463a6",
+              label="本机 CPU / this CPU (SDPA)")
+    ax.loglog(book["n"], book["ms"], "s--", color="#c0392b", label="书中 RTX A6000 / book")
+    ax.set_xlabel("序列长度 n / sequence length")
+    ax.set_ylabel("单次前向 ms / forward ms")
+    ax.set_title("§1.14.2 注意力耗时 / attention time")
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return {"timing.png": fig}
+
+
+def exercise2(r: dict) -> dict:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    s = r["summary"]
+    ax.errorbar([x["d_head"] for x in s], [x["gap_mean"] for x in s], yerr=[x["gap_sd"] or 0 for x in s],
+                fmt="o-", capsize=4, color="#c0392b", label="n_head=1, d_model = d_head")
+    fixed = {int(k): v for k, v in r["fixed_d_model"].items() if v}
+    if fixed:
+        ax.errorbar(list(fixed), [_mean(v) for v in fixed.values()], yerr=[_sd(v) for v in fixed.values()],
+                    fmt="s--", capsize=4, color="#2463a6", label="d_model = 256, n_head = 256 / d_head")
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("d_head")
+    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
+    ax.set_title(f"练习二：临界维度（{len(r['seeds'])} 个种子）/ exercise 2")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return {"gap.png": fig}
+
+
+def markov(r: dict) -> dict:
+    plt = _plt()
+    models, floor = r["models"], r["floor"]
+    fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(models) + 1)))
+    ys = list(range(len(models)))
+    ax.barh(ys, [m["val_loss"] for m in models], color="#2463a6")
+    ax.set_yticks(ys, [m["model"] for m in models], fontsize=6)
+    for name, v, c in (("一元 / unigram", floor["unigram"], "#999999"), ("二元 / bigram", floor["bigram"], "#c0392b")):
+        ax.axvline(v, color=c, ls="--", label=f"{name} {v:.2f}")
+    ax.set_xlim(min([floor["bigram"]] + [m["val_loss"] for m in models]) - 0.4, floor["ln_vocab"])
+    ax.set_xlabel("验证 loss（nats）/ validation loss")
+    ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
+    ax.legend(fontsize=8)
+    return {"floor.png": fig}
+
+
+FIGURES: dict[str, Callable[[dict], dict]] = {
+    "qk_norm": qk_norm, "positions": positions, "dynamics": dynamics, "timing": timing,
+    "exercise2": exercise2, "markov": markov,
+}
+
+
+def draw_figures(doc: dict, root: Path) -> list[Path]:
+    """Draw the figures of one experiment's JSON under ``root``; returns the paths written."""
+    fn = FIGURES.get(doc.get("id"))
+    if fn is None or doc.get("status") == "not_run":
+        return []
+    wanted = {Path(f).name: f for f in doc.get("figures", [])}
+    out = []
+    for name, fig in fn(doc["results"]).items():
+        rel = wanted.get(f"{doc['id']}_{name}")
+        if rel is None:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+            continue
+        out.append(_save(fig, Path(root) / rel))
+    return out

@@ -1,0 +1,190 @@
+"""The lab book: experiments as data, resumable runs, the JSON schema, the report, bad input.
+
+Everything here runs the book at ``--quick`` scale (widths / 8, 20 steps) on a
+part of the chapter; the numbers mean nothing, the plumbing is what is tested.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.experiments import book_runs as R
+from attnlab.experiments.book_experiments import EXPERIMENTS, markov_floor
+from attnlab.experiments.labbook import BookError, section_key, select
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def book(tmp_path, *args):
+    return main(["book", "--quick", "--no-progress", "--out", str(tmp_path), *args])
+
+
+def test_registry_is_data():
+    ids = [e.id for e in EXPERIMENTS]
+    assert len(ids) == len(set(ids))
+    runs = {}
+    scale = R.Scale.make(False)
+    for e in EXPERIMENTS:
+        for r in e.runs(scale):
+            assert runs.setdefault(r.name, r) == r, f"{r.name} declared twice with different configs"
+    # the book shares the case's runs: same name, group and config as attnlab.experiments.case
+    from attnlab.experiments.case import CaseSettings, case_runs
+
+    groups, _ = case_runs(CaseSettings())
+    case = {sp.name: sp.cfg for g in groups for sp in g}
+    shared = [r for r in runs.values() if r.group == "case"]
+    assert shared and all(case[r.name] == r.cfg for r in shared)
+    assert sorted(EXPERIMENTS, key=lambda e: e.key()) == sorted(EXPERIMENTS, key=lambda e: e.key())
+    assert section_key("§1.7.8") < section_key("§1.8.5") < section_key("§1.20.1")
+
+
+def test_select_by_section_and_id():
+    assert [e.id for e in select(EXPERIMENTS, ["§1.9"])] == ["positions"]
+    assert {e.id for e in select(EXPERIMENTS, ["1.20"])} == {"exercise1", "sweep", "exercise2"}
+    assert [e.id for e in select(EXPERIMENTS, ["markov"])] == ["markov"]
+    with pytest.raises(BookError, match="unknown --only §9.9"):
+        select(EXPERIMENTS, ["§9.9"])
+
+
+def test_markov_floor_uses_the_trainers_split(text):
+    from attnlab import Config
+
+    cfg = Config(vocab_size=40, block_size=16)
+    f = markov_floor(text, cfg)
+    assert f["bigram"] < f["unigram"] < math.log(40)
+    assert f["val_tokens"] + f["train_tokens"] == len(text)
+    assert f["val_tokens"] == max(int(len(text) * cfg.val_fraction), cfg.block_size + 1)
+
+
+def test_bad_only_is_one_line(tmp_path, capsys):
+    assert book(tmp_path, "--only", "§9.9") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown --only §9.9" in err[0]
+    assert not (tmp_path / "data").exists()
+
+
+def test_unreachable_ray_is_one_line(tmp_path, capsys):
+    code = book(tmp_path, "--only", "§1.18.5", "--executor", "ray", "--ray-address", "127.0.0.1:9")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "ray" in err[0].lower(), err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("ckpt.pt"))
+
+
+def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
+    """Part of the book; one run interrupted first; the rerun trains nothing."""
+    import importlib
+
+    from attnlab.train import TrainingInterrupted, train
+
+    train_mod = importlib.import_module("attnlab.train")      # the module, not the function
+
+    scale = R.Scale.make(True)
+    from attnlab.corpus import load_corpus
+
+    text = load_corpus()
+    deep = R.deep_run(scale, R.BOOK_SEED)
+    with pytest.raises(TrainingInterrupted):
+        train(text, deep.cfg, out_dir=deep.dir(tmp_path / "runs"), stop_after=7)
+    assert book(tmp_path, "--only", "§1.18.5", "markov", "§1.8.7") == 0
+
+    idx = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    assert [s["section"] for s in idx["sections"]] == sorted((s["section"] for s in idx["sections"]), key=section_key)
+    assert {e for s in idx["sections"] for e in s["experiments"]} == {e.id for e in EXPERIMENTS}
+    for s in idx["sections"]:
+        for c in s["claims"]:
+            assert set(c) >= {"id", "section", "statement", "measured", "expected", "pass", "kind"}
+            assert c["kind"] in ("book", "sanity")
+    assert idx["status"]["deep"] == "done" and idx["status"]["markov"] == "done"
+    assert idx["status"]["qk_norm"] == "not_run"
+    doc = json.loads((tmp_path / "data" / "lab_book" / "deep.json").read_text(encoding="utf-8"))
+    assert {"kind", "provenance", "environment", "results", "claims"} <= set(doc)
+    assert {r["name"]: r["status"] for r in doc["runs"]}[deep.name] == "resumed"
+    kv = json.loads((tmp_path / "data" / "lab_book" / "kv_cache.json").read_text(encoding="utf-8"))
+    assert next(c for c in kv["claims"] if c["id"] == "kv_formula_matches_model")["pass"] is True
+
+    md = (tmp_path / "reports" / "lab_book.md").read_text(encoding="utf-8")
+    page = (tmp_path / "reports" / "lab_book.html").read_text(encoding="utf-8")
+    assert "未运行 / not run yet" in md and "attnlab book --only §1.7.8" in md
+    assert page.count("data:image/png;base64,") >= 1 and "@font-face" in page and "http" not in page.split("<body>")[1]
+
+    calls = []
+    monkeypatch.setattr(train_mod, "train", lambda *a, **k: calls.append(a) or pytest.fail("retrained"))
+    assert book(tmp_path, "--only", "§1.18.5") == 0
+    assert calls == []
+    doc = json.loads((tmp_path / "data" / "lab_book" / "deep.json").read_text(encoding="utf-8"))
+    assert {r["status"] for r in doc["runs"]} == {"reused"}
+    # the report rebuilds from JSON alone
+    (tmp_path / "reports" / "lab_book.html").unlink()
+    assert main(["book", "--render", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "reports" / "lab_book.html").is_file()
+
+
+def test_no_train_marks_missing_runs_not_run(tmp_path):
+    assert book(tmp_path, "--only", "§1.9", "--no-train") == 0
+    doc = json.loads((tmp_path / "data" / "lab_book" / "positions.json").read_text(encoding="utf-8"))
+    assert doc["status"] == "not_run" and doc["results"] == {} and doc["claims"] == []
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow          # starting a local Ray takes a minute or two on a shared 2-core machine
+def test_quick_through_local_ray(tmp_path):
+    """The book runs unchanged on Ray: --quick through a local Ray instance."""
+    pytest.importorskip("ray")
+    assert book(tmp_path, "--only", "§1.18.5", "--executor", "ray") == 0
+    idx = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    assert idx["status"]["deep"] == "done"
+
+
+def test_book_route_and_links(tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import PAGES, create_app
+
+    client = TestClient(create_app(book_html=str(tmp_path / "missing.html")))
+    r = client.get("/book")
+    assert r.status_code == 404 and "attnlab book" in r.json()["detail"]
+    for route in PAGES:
+        assert 'href="/book"' in client.get(route).text, route
+    (tmp_path / "b.html").write_text("<!DOCTYPE html><p>书</p>", encoding="utf-8")
+    r = TestClient(create_app(book_html=str(tmp_path / "b.html"))).get("/book")
+    assert r.status_code == 200 and "书" in r.text
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+
+
+def test_learnable_temperature_starts_at_one_and_learns(tiny_cfg):
+    """Exercise ⑬'s model: at init it computes exactly the unscaled model; the temperature gets a gradient."""
+    import torch
+
+    from attnlab import TinyGPT
+
+    cfg = tiny_cfg.replace(scaled=False)
+    torch.manual_seed(0)
+    plain = TinyGPT(cfg)
+    torch.manual_seed(0)
+    temp = TinyGPT(cfg.replace(learn_temp=True))
+    x = torch.randint(0, cfg.vocab_size, (2, cfg.block_size))
+    assert torch.equal(plain(x)[0], temp(x)[0])
+    temp(x, x)[1].backward()
+    g = temp.blocks[0].attn.log_inv_temp.grad
+    assert g is not None and g.abs().sum() > 0
+
+
+def test_attnlab_report_rebuilds_the_book(tmp_path):
+    """`attnlab report` rebuilds reports/lab_book.* from data/ alone (the repo's committed JSON)."""
+    import shutil
+
+    from attnlab.corpus import REPO_ROOT
+
+    shutil.copytree(REPO_ROOT / "data", tmp_path / "data")
+    assert (tmp_path / "data" / "lab_book.json").is_file()
+    assert main(["report", str(tmp_path / "data" / "ch1_case.json"), "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "reports" / "lab_book.html").read_text(encoding="utf-8")
+    book = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    from attnlab.report.lab_book import anchor
+
+    for s in book["sections"]:
+        assert f'<section id="{anchor(s["section"])}">' in page and f'href="#{anchor(s["section"])}"' in page
