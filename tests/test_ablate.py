@@ -7,7 +7,6 @@ from attnlab import Config, train
 from attnlab.cli import main
 from attnlab.experiments.ablate import CHANGES, checklist_table, run
 from attnlab.experiments.common import ExperimentError
-
 from conftest import SAMPLE_TEXT
 
 CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=8,
@@ -24,7 +23,7 @@ def test_checklist_rows_and_deltas():
     assert rows["baseline"]["delta_val_loss"] == 0.0
     _, _, hist = train(SAMPLE_TEXT, CFG)                  # the baseline is a plain run
     assert rows["baseline"]["val_loss_end"] == hist.val[-1][1]
-    for name, row in rows.items():
+    for row in rows.values():
         assert row["diverged"] is False and row["delta_val_loss"] == pytest.approx(
             row["val_loss_end"] - rows["baseline"]["val_loss_end"])
     assert rows["untied"]["params"] == rows["baseline"]["params"] + CFG.vocab_size * CFG.d_model

@@ -17,7 +17,7 @@ def test_sinusoidal_table_torch_matches_numpy_and_formula():
     assert t.shape == (50, 6) and t.dtype == torch.float32
     ref = sinusoidal_table_np(50, 6)
     np.testing.assert_allclose(t.numpy(), ref, atol=1e-7)
-    pos, i = 17, 2  # column 2i = 4 is sin(pos / 10000^(4/6)), column 5 the matching cos
+    pos = 17  # with i = 2: column 2i = 4 is sin(pos / 10000^(4/6)), column 5 the matching cos
     assert math.isclose(ref[pos, 4], math.sin(pos / 10000 ** (4 / 6)), rel_tol=1e-15)
     assert math.isclose(ref[pos, 5], math.cos(pos / 10000 ** (4 / 6)), rel_tol=1e-15)
 

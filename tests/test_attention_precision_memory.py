@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.attention import memory as M
 from attnlab.attention import precision as P
+from attnlab.cli import main
 
 
 def test_limits_come_from_finfo():

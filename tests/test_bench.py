@@ -8,8 +8,8 @@ import torch
 from attnlab import Config, TinyGPT
 from attnlab.cli import main
 from attnlab.experiments.bench import bench_attention, bench_train, explicit_attention
-from attnlab.perf import forward_flops, interleaved, matmul_rate, matmul_stepper, train_flops
 from attnlab.experiments.reference_gpt import ReferenceGPT
+from attnlab.perf import forward_flops, interleaved, matmul_rate, matmul_stepper, train_flops
 
 DEVICE = os.environ.get("ATTNLAB_TEST_DEVICE", "cpu")
 TINY = ("batch_size=2", "block_size=16", "vocab_size=40")

@@ -127,7 +127,6 @@ def test_1_13_1_three_numbers(capsys):
 
 
 def test_1_18_tokenizer_model_and_loop(text):
-    from attnlab import Config, TinyGPT
 
     ns = run('''
         tok = CharTokenizer(text, vocab_size)

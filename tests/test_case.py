@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from attnlab import Config
 from attnlab.cli import main
-from attnlab.experiments.case import CaseSettings, init_sweep, run_case
+from attnlab.experiments.case import CaseSettings, run_case
 from attnlab.experiments.claims import check_claims
 
 

@@ -6,7 +6,6 @@ from attnlab import Config, train
 from attnlab.cli import main
 from attnlab.experiments.debugger import AttentionDebugger, diagnose_nonfinite
 from attnlab.model import TinyGPT
-
 from conftest import SAMPLE_TEXT
 
 CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=20,

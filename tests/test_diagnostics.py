@@ -2,10 +2,17 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from attnlab.diagnostics import (head_metrics, jacobian_frobenius, jacobian_frobenius_explicit,
-                                 masked_std, pattern_summary, weight_entropy)
+from attnlab.diagnostics import (
+    head_metrics,
+    jacobian_frobenius,
+    jacobian_frobenius_explicit,
+    masked_std,
+    pattern_summary,
+    weight_entropy,
+)
 
 
 @settings(max_examples=40, deadline=None)

@@ -10,10 +10,16 @@ from attnlab.cli import main
 from attnlab.diagnostics import head_metrics
 from attnlab.errors import CheckpointError
 from attnlab.experiments.common import is_book_model, load_model
-from attnlab.experiments.heads import (ablate_heads, analyze, attention_maps, dynamics, head_removed,
-                                       poem_windows, portrait)
+from attnlab.experiments.heads import (
+    ablate_heads,
+    analyze,
+    attention_maps,
+    dynamics,
+    head_removed,
+    poem_windows,
+    portrait,
+)
 from attnlab.model import SequenceTooLongError
-
 from conftest import SAMPLE_TEXT
 
 CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=20,

@@ -1,10 +1,8 @@
 """The one runner: the same results from every executor, reuse, resume, set-aside, errors."""
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch

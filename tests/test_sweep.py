@@ -10,7 +10,6 @@ from attnlab.errors import AttnlabError
 from attnlab.experiments.common import ExperimentError
 from attnlab.experiments.sweep import expand, parse_grid, sweep
 from attnlab.train import TrainingInterrupted
-
 from conftest import SAMPLE_TEXT
 
 BASE = Config(n_layer=1, block_size=16, vocab_size=60, batch_size=4, max_steps=4, warmup=1, eval_batches=1,

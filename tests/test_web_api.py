@@ -285,8 +285,7 @@ def test_case_json(client, bare, tmp_path):
 
 # ------------------------------------------------------------------------------- CLI
 def test_serve_defaults_to_loopback(capsys):
-    from attnlab.cli import build_parser, main
-    from attnlab.cli import serve
+    from attnlab.cli import build_parser, main, serve
 
     args = build_parser().parse_args(["serve"])
     assert (args.host, args.port, args.checkpoint) == ("127.0.0.1", 8000, None)

@@ -13,7 +13,6 @@ import shutil
 import socket
 import threading
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -128,7 +127,7 @@ def page(browser):
 
 
 def expect(locator):
-    from playwright.sync_api import expect as _expect   # the page's CSP forbids eval-based waits
+    from playwright.sync_api import expect as _expect  # the page's CSP forbids eval-based waits
     return _expect(locator)
 
 

@@ -11,8 +11,8 @@ import dataclasses
 import math
 import re
 import typing
-from dataclasses import dataclass, field, fields
-from typing import Any, Optional
+from dataclasses import dataclass, fields
+from typing import Any
 
 from .errors import ConfigError
 
@@ -30,7 +30,7 @@ class Config:
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 128
-    d_ff: Optional[int] = None          # None -> 2 * d_model, as in the book
+    d_ff: int | None = None          # None -> 2 * d_model, as in the book
     block_size: int = 64
     vocab_size: int = 1200
     scaled: bool = True                 # divide scores by sqrt(d_head): the case study's one variable
@@ -42,8 +42,8 @@ class Config:
     residual: bool = True
     qk_norm: bool = False
     learn_temp: bool = False            # exercise ⑬: a learnable temperature per head (starts at 1)
-    n_kv_head: Optional[int] = None     # None -> n_head (MHA); 1 -> MQA; else GQA
-    bug: Optional[str] = None           # injected bug of §1.11.7, None = correct
+    n_kv_head: int | None = None     # None -> n_head (MHA); 1 -> MQA; else GQA
+    bug: str | None = None           # injected bug of §1.11.7, None = correct
     # optimisation (§1.18.3)
     batch_size: int = 32
     lr: float = 3e-3
@@ -133,7 +133,7 @@ class Config:
                  f"must divide n_head={self.n_head} (GQA groups of equal size)")
 
     # ----------------------------------------------------------- construction
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self, **changes: Any) -> Config:
         """A copy with ``changes``; d_ff follows d_model unless given or set explicitly."""
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
@@ -144,7 +144,7 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Config":
+    def from_dict(cls, d: dict[str, Any]) -> Config:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -155,7 +155,7 @@ class Config:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_overrides(cls, items: list[str], base: "Config | None" = None) -> "Config":
+    def from_overrides(cls, items: list[str], base: Config | None = None) -> Config:
         """Parse ``["key=value", ...]`` (the CLI's ``--set``) into a Config."""
         base = base or cls()
         hints = typing.get_type_hints(cls)

@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-
 # Weights at or below _TINY count as 0 in the entropy, as in the chapter's own
 # clamp at 1e-12 (§1.19.3). The Jacobian's sums of squares and cubes leave out
 # weights whose square (_SQ_MIN) or cube (_CU_MIN) would fall into float32's

@@ -22,9 +22,9 @@ attention projections, flash kernels of our own.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Iterator
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +34,6 @@ from .attention.positions import apply_rope, sinusoidal_table
 from .config import Config
 from .diagnostics import DIAG_KEYS, pattern_summary
 from .errors import AttnlabError
-
 
 RECORDED_TAPS = ("tap_q", "tap_k", "tap_scores", "tap_pattern")
 

@@ -50,7 +50,7 @@ class RunFolder:
         self._fd: int | None = None
         self._created = False
 
-    def __enter__(self) -> "RunFolder":
+    def __enter__(self) -> RunFolder:
         self.acquire()
         return self
 

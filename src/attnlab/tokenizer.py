@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .errors import AttnlabError
 from .io import write_json
@@ -36,7 +36,7 @@ class CharTokenizer:
         self.stoi = {c: i for i, c in enumerate(itos)}
 
     @classmethod
-    def from_itos(cls, itos: Sequence[str]) -> "CharTokenizer":
+    def from_itos(cls, itos: Sequence[str]) -> CharTokenizer:
         itos = list(itos)
         if itos[:2] != list(SPECIALS):
             raise AttnlabError("tokenizer vocabulary must start with <pad>, <unk>")
@@ -71,7 +71,7 @@ class CharTokenizer:
         write_json(path, self.to_dict(), indent=None)
 
     @classmethod
-    def load(cls, path: str | Path) -> "CharTokenizer":
+    def load(cls, path: str | Path) -> CharTokenizer:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             return cls.from_itos(data["itos"])

@@ -14,21 +14,22 @@ import json
 import math
 import os
 import signal
+from collections.abc import Iterable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
-from .runtime import keep_freed_memory
 from .checkpoint import config_diff, read_checkpoint, save_checkpoint
 from .config import DEVICE, Config
 from .errors import CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
 from .model import TinyGPT
 from .runfolder import RUN_FILES, RunFolder, holds_run
+from .runtime import keep_freed_memory
 from .tokenizer import CharTokenizer
 
 
@@ -194,7 +195,7 @@ class History:
         return {"records": self.records, "diverged_at": self.diverged_at}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "History":
+    def from_dict(cls, d: dict) -> History:
         return cls(records=list(d["records"]), diverged_at=d.get("diverged_at"))
 
 

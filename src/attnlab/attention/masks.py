@@ -17,8 +17,8 @@ Torch functions carry the plain names and take ``device=``; NumPy twins end in `
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch

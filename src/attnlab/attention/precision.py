@@ -206,7 +206,7 @@ def fully_masked_row_demo(dtypes=("float32", "float16", "bfloat16")) -> list[dic
     rows = []
     for d in dtypes:
         name, dt = _dtype(d)
-        for variant, code in _MASK_VARIANTS[:2]:
+        for variant, _code in _MASK_VARIANTS[:2]:
             w = torch.softmax(_apply_mask(variant, scores.to(dt), keep).float(), -1)
             rows.append(
                 {

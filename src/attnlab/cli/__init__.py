@@ -16,8 +16,24 @@ import errno
 import sys
 
 from ..errors import AttnlabError
-from . import (ablate, bench, book, build_corpus, case, corpus_stats, failures, generate, heads, info,
-               memory, precision, report, serve, sweep, train)
+from . import (
+    ablate,
+    bench,
+    book,
+    build_corpus,
+    case,
+    corpus_stats,
+    failures,
+    generate,
+    heads,
+    info,
+    memory,
+    precision,
+    report,
+    serve,
+    sweep,
+    train,
+)
 from .common import Parser
 
 # in the order `attnlab --help` lists them

@@ -44,8 +44,7 @@ def main(args) -> int:
     from ..corpus import load_corpus
     from ..errors import UsageError
     from ..experiments.common import load_model
-    from ..experiments.heads import (analyze, attention_maps, dynamics, dynamics_table,
-                                     portrait_table)
+    from ..experiments.heads import analyze, attention_maps, dynamics, dynamics_table, portrait_table
     from ..io import check_writable, write_json
 
     if args.dynamics:

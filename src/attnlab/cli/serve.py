@@ -45,7 +45,7 @@ def check_listen(host: str, port: int) -> None:
 
 
 def main(args) -> int:
-    import uvicorn                       # the optional "web" extra; missing -> one line from cli.main
+    import uvicorn  # the optional "web" extra; missing -> one line from cli.main
 
     from ..web.server import allowed_hosts, create_app
 

@@ -27,16 +27,17 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ..config import PRESETS, Config
-from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
+from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from .common import environment
 from .reference_gpt import ReferenceGPT
 
@@ -267,7 +268,7 @@ def bench_attention(n_values: tuple[int, ...] = (512, 1024, 2048, 4096, 8192), h
             if m == "explicit" and 3 * matrix_bytes > _free_bytes(dev) / 2:
                 row["skipped"][m] = "three n x n float32 matrices would not fit in half the free memory"
                 continue
-            run[m] = (lambda fn=fn: fn(q, k, v, scale))
+            run[m] = (lambda fn=fn, q=q, k=k, v=v: fn(q, k, v, scale))
         with torch.no_grad():
             times = interleaved(run, repeats, warmup, dev)
             for m, fn in run.items():

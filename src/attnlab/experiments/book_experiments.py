@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 
 import torch
 
@@ -334,7 +333,7 @@ def analyze_positions(ctx: Context) -> Outcome:
         claim("prev_head_needs_positions", "§1.9.7 / 自测 6", "没有位置编码，“看前一位”的头学不出来 / without "
               "positions the previous-token head does not form",
               {"none": summary["none"]["layer0_max_prev"], "learned": summary["learned"]["layer0_max_prev"]},
-              "max prev over layer-0 heads < half of the learned model's", 
+              "max prev over layer-0 heads < half of the learned model's",
               summary["none"]["layer0_max_prev"] < 0.5 * summary["learned"]["layer0_max_prev"]),
         claim("three_schemes_close", "§1.9", "三种位置编码在这个规模上都能用 / the three schemes all work here",
               {k: _r(m[k]) for k in ("learned", "sinusoidal", "rope")},
@@ -479,7 +478,7 @@ def analyze_ablation(ctx: Context) -> Outcome:
         "no_clipping": ("偶发 nan / occasional NaN", "diverged (NaN) — one run of 1500 steps",
                         rows["no_clipping"]["diverged"]),
     }
-    claims = [claim(f"ablate_{k}", "§1.13.4", f"去掉{LABELS[k][0]}：{v[0]}", 
+    claims = [claim(f"ablate_{k}", "§1.13.4", f"去掉{LABELS[k][0]}：{v[0]}",
                     {"delta_val": _r(d[k]), "diverged": rows[k]["diverged"],
                      "max_jump": _r(rows[k]["max_loss_jump"], 3), "early_max_jump": _r(rows[k]["early_max_jump"], 3),
                      "params_ratio": _r(rows[k]["params_ratio"], 3)}, v[1], v[2])
@@ -517,7 +516,7 @@ def time_sdpa(n_values, heads: int = 8, d_head: int = 64, repeats: int = 5, warm
         g = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(1, heads, n, d_head, generator=g) for _ in range(3))
         with torch.no_grad():
-            ts = interleaved({"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)},
+            ts = interleaved({"sdpa": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True)},
                              repeats, warmup, cpu)["sdpa"]
         rows.append({"n": n, "ms": {"sdpa": statistics.median(ts) * 1e3}, "ms_rounds": [x * 1e3 for x in ts]})
         last = time.perf_counter() - t

@@ -28,7 +28,7 @@ class Scale:
     seeds: int = 3
 
     @classmethod
-    def make(cls, quick: bool) -> "Scale":
+    def make(cls, quick: bool) -> Scale:
         return cls(quick=True, steps=20, seeds=1) if quick else cls()
 
     def seed_list(self, n: int | None = None) -> list[int]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 import torch
 
@@ -29,8 +29,8 @@ from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError
 from ..io import check_writable, write_json
 from ..model import TinyGPT, generate
-from ..tokenizer import CharTokenizer
 from ..runner import Run, execute
+from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from .claims import check_claims
 from .common import environment
@@ -57,7 +57,7 @@ class CaseSettings:
     device: str = "auto"
 
     @classmethod
-    def quick(cls, steps: int | None = None) -> "CaseSettings":
+    def quick(cls, steps: int | None = None) -> CaseSettings:
         """A few hundred steps, one seed, fewer init samples: what the default tests run."""
         return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40)
 
@@ -197,8 +197,8 @@ def run_summary(history: History, window: int) -> dict:
 def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
              progress: bool = True, log: Callable[[str], None] = print) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result."""
-    from ..train import resolve_device
     from ..perf import matmul_only_step_s, matmul_rate, train_flops
+    from ..train import resolve_device
 
     out = Path(out)
     check_writable(out)

@@ -8,7 +8,7 @@ written from the text, not fitted to any run. A failing claim is a finding.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 LN_VOCAB = math.log(1200)
 

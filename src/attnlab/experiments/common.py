@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from ..book import book_values  # noqa: F401  (re-exported for the experiments)
 from ..checkpoint import FORMAT, load_checkpoint
 from ..config import Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
@@ -22,7 +24,6 @@ from ..errors import AttnlabError, CheckpointError
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from ..train import get_batch, split_data
-from ..book import book_values  # noqa: F401  (re-exported for the experiments)
 
 # Fields that decide what the model computes; two configs equal on these have
 # the same architecture (training length, seed and device may differ).

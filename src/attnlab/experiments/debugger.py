@@ -26,7 +26,7 @@ layer and head. Messages go to ``print_fn``; everything is also kept in
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

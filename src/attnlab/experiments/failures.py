@@ -19,8 +19,8 @@ on the same batches; only ``Config.bug`` differs. The symptoms:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -47,7 +47,6 @@ def pattern_symptoms(model: TinyGPT, batches) -> dict[str, float]:
     for x, _ in batches:
         for p in model.attention_patterns(x.to(next(model.parameters()).device)):
             p = p.float()                                      # (B, nh, T, T)
-            T = p.shape[-1]
             diag.append(head_metrics(p)["diag"].mean())
             row_max = max(row_max, float(p.sum(-1).max()))
             future = p.triu(diagonal=1).sum(-1)                # (B, nh, T): weight on j > i

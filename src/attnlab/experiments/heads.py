@@ -18,11 +18,10 @@ the validation split; the slice is restored even when the forward fails.
 """
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -31,8 +30,16 @@ from ..config import Config
 from ..diagnostics import head_metrics, uniform_reference
 from ..model import SequenceTooLongError, TinyGPT
 from ..tokenizer import CharTokenizer
-from .common import (ExperimentError, book_values, format_table, is_book_model, load_model,
-                     provenance, validation_batches, validation_text)
+from .common import (
+    ExperimentError,
+    book_values,
+    format_table,
+    is_book_model,
+    load_model,
+    provenance,
+    validation_batches,
+    validation_text,
+)
 
 POEMS = 3
 POSITIONS = 24

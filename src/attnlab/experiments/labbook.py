@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import AttnlabError
 from ..io import write_json
@@ -70,7 +71,7 @@ class Context:
     text: str
     root: Path
     finished: dict[str, Finished]
-    experiment: "Experiment"
+    experiment: Experiment
     train: bool = True              # False: analyses must not train either (NotAvailable instead)
 
     def get(self, run: Run) -> Finished | None:

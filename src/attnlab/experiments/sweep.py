@@ -23,9 +23,9 @@ import itertools
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..config import Config
 from ..io import write_json, write_text

@@ -16,6 +16,7 @@ from ..io import write_text
 from .figures import case_figures
 from .fonts import FONT_FILE
 
+
 def verdict(book: float | None, ours: float | None) -> str:
     """Within 10 % → matches; within ×3 → same order; else differs."""
     if book is None or ours is None:
@@ -65,10 +66,10 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     claims = res["claims"]
     n_fail = sum(not c["pass"] for c in claims)
     h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
-    p(f"本报告由 `attnlab report` 从 `data/ch1_case.json` 生成：每个数字都来自这次真实运行，书中数字见 "
-      f"“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以判定分三档：±10% 以内为一致，"
-      f"3 倍以内为同量级，其余为不同。 / Every number below comes from this run; the book's column "
-      f"comes from the chapter. Verdicts: within 10 % = matches, within ×3 = same order, else differs.")
+    p("本报告由 `attnlab report` 从 `data/ch1_case.json` 生成：每个数字都来自这次真实运行，书中数字见 "
+      "“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以判定分三档：±10% 以内为一致，"
+      "3 倍以内为同量级，其余为不同。 / Every number below comes from this run; the book's column "
+      "comes from the chapter. Verdicts: within 10 % = matches, within ×3 = same order, else differs.")
     p(f"训练步数 / steps per run: **{S['steps']}**；种子 / seeds: {', '.join(map(str, S['seeds']))}；"
       f"设备 / device: {res['environment']['device']}；torch {res['environment']['torch']}。"
       f" 论断 / claims: **{len(claims) - n_fail} PASS, {n_fail} FAIL**。")

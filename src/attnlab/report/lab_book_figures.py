@@ -8,8 +8,8 @@ redraw them, so a figure never needs a training run.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..book import book_values
 from ..io import write_bytes

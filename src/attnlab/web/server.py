@@ -26,9 +26,10 @@ import math
 import os
 import threading
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -149,7 +150,7 @@ class HostCheck:
     port (for an app built in a script or a test).
     """
 
-    def __init__(self, app, hosts: Optional[Iterable[str]]):
+    def __init__(self, app, hosts: Iterable[str] | None):
         self.app = app
         self.hosts = None if hosts is None else {h.lower() for h in hosts}
 
@@ -191,7 +192,7 @@ def _no_symlink(path: Path) -> Path:
     return path
 
 
-def _finite(x: float, nd: int = 4) -> Optional[float]:
+def _finite(x: float, nd: int = 4) -> float | None:
     x = float(x)
     return round(x, nd) if math.isfinite(x) else None
 
@@ -251,8 +252,8 @@ def read_metrics(path: Path) -> dict:
     }
 
 
-def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
-               case_json: str = "data/ch1_case.json", hosts: Optional[Iterable[str]] = None,
+def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
+               case_json: str = "data/ch1_case.json", hosts: Iterable[str] | None = None,
                book_html: str = "reports/lab_book.html") -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
@@ -339,7 +340,7 @@ def create_app(checkpoint: Optional[str] = None, runs_dir: str = "runs",
         chars = list(text) if len(text) == len(ids) else [itos[i] for i in ids]
         tokens = [{"text": "<unk>" if i == unk else itos[i], "char": c, "unk": i == unk}
                   for i, c in zip(ids, chars)]
-        import torch   # only reached with a checkpoint, which needs torch anyway
+        import torch  # only reached with a checkpoint, which needs torch anyway
 
         device = next(loaded.model.parameters()).device
         idx = torch.tensor([ids], dtype=torch.long, device=device)   # (1, T)
