@@ -6,7 +6,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup case book test test-slow corpus clean
+.PHONY: setup case book test test-slow lint format corpus clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,14 @@ case: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests scripts notebooks
+	$(BIN)/ruff format --check src tests scripts notebooks
+
+format: setup
+	$(BIN)/ruff format src tests scripts notebooks
+	$(BIN)/ruff check --fix src tests scripts notebooks
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
