@@ -52,12 +52,12 @@ def tiers(settings: CaseSettings, order: str = "case-first"):
     # within a tier: first seed first, so one worker's share stays balanced
     if order == "new-first":
         # on a contended machine: the runs whose results are not yet in data/ch1_case.json first,
-        # interleaving the big pair's second seed, weight decay 0, the third seed, weight decay 0.01
+        # weight decay 0 (one pair explains the most), the big pair's second and third seed, weight decay 0.01
         seed2 = [sp for sp in big if sp.name.endswith(f"_s{settings.seeds[1]}")]
         seed3 = [sp for sp in big if sp not in seed2]
         wd0 = [sp for sp in wd if "_wd0_" in sp.name]
         wd_rest = [sp for sp in wd if sp not in wd0]
-        return [seed2, wd0, seed3, wd_rest, case]
+        return [wd0, seed2, seed3, wd_rest, case]
     return [case, big, wd]
 
 
