@@ -74,9 +74,9 @@ def pattern_symptoms(model: TinyGPT, batches) -> dict[str, float]:
 def renormalized_entropy(p: torch.Tensor) -> torch.Tensor:
     """Mean normalised entropy of the rows i >= 1 of attention weights ``p`` (..., T, T) after
     renormalising each row to sum to 1; the maximum is log(positions with weight > 0)."""
-    q = p[..., 1:, :]
+    q = p[..., 1:, :].double()
     q = q / q.sum(-1, keepdim=True)
-    h = -(q * q.clamp_min(1e-300).log()).sum(-1)
+    h = -torch.special.xlogy(q, q).sum(-1)
     support = (q > 0).sum(-1).clamp_min(2).double()
     return (h / support.log()).mean()
 
