@@ -56,7 +56,7 @@ def test_thresholds_on_records():
     ("scale_after_softmax", {"row_sum"}, {"future_leak", "nonfinite"}),
     ("divide_by_d_k", {"entropy_high"}, {"row_sum", "future_leak", "nonfinite"}),
     ("no_max_subtraction", set(), {"row_sum", "future_leak", "nonfinite", "logit_std"}),
-    (None, set(), {"row_sum", "future_leak", "nonfinite", "logit_std", "jacobian_small"}),
+    (None, set(), {"row_sum", "future_leak", "nonfinite", "logit_std", "jacobian_small", "entropy_high"}),
 ])
 def test_each_injected_bug(bug, expected, absent):
     dbg = AttentionDebugger(print_fn=None, grace=5, patience=3, probe_every=5)
