@@ -220,7 +220,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
                 empty = sum(1 for sn in snip for h in sn["heads"] if not h["real_heads_zeroed"])
                 total = sum(len(sn["heads"]) for sn in snip)
                 c["reason"] = {"category": "finding", "text": (
-                    "finding about the book: its printed snippet zeroes 64-column slices on 32-wide heads, so its "
+                    "its printed snippet zeroes 64-column slices on 32-wide heads, so its "
                     "'heads' 0 and 1 each remove two real heads and its 'heads' 2 and 3 remove nothing (Δ exactly 0), "
                     "and it scores random ids against themselves, model(x, x); half of its rows are 0 by construction"
                     + (f" (here {empty} of {total} rows zero no real head)" if snip else ""))}
