@@ -118,6 +118,19 @@ def test_rerun_reuses_finished_runs(quick_case):
     assert again["pairs"]["big_unscaled"]["trace"] == res["pairs"]["big_unscaled"]["trace"]
 
 
+def test_reuse_json_keeps_the_first_seed_and_trains_nothing(quick_case):
+    from attnlab.experiments.case import CaseError
+
+    out, res = quick_case
+    again = run_case(CaseSettings.quick(), out, progress=False, base=json.loads(json.dumps(res)))
+    assert again["pairs"] == res["pairs"] and again["seeds"] == res["seeds"]
+    assert again["timings"]["train_wall_s"] == res["timings"]["train_wall_s"]
+    assert "reused_from_json" in again["config"] and again["seed_runs"] == {}
+    assert {c["id"] for c in again["claims"]} == {c["id"] for c in res["claims"]}
+    with pytest.raises(CaseError, match="without --reuse-json"):
+        run_case(CaseSettings.quick(steps=100), out, progress=False, base=res)
+
+
 def test_report_rebuilds_from_json_alone(quick_case, tmp_path):
     out, _ = quick_case
     shutil.copy(out / "data" / "ch1_case.json", tmp_path / "case.json")
