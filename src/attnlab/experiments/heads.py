@@ -424,6 +424,9 @@ def add_parser(sub) -> None:
     p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
     p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
     p.add_argument("--ablate-batches", type=int, default=8)
+    p.add_argument("--rejudge", default=None, metavar="JSON",
+                   help="train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and "
+                        "write them into it")
     p.add_argument("--also", action="append", default=[], metavar="CHECKPOINT",
                    help="the same model trained on another seed (repeatable): claims are judged over all")
     p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
@@ -441,6 +444,21 @@ def _parse_steps(s: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from ..corpus import load_corpus
+
+    if args.rejudge:
+        import json
+
+        path = Path(args.rejudge)
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            result["claims"] = head_claims([result] + result.get("other_seeds", []))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ExperimentError(f"cannot re-judge {path}: {e}; give a JSON written by `attnlab heads`") from None
+        write_json(path, result)
+        for c in result["claims"]:
+            print(f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
+                  + (f" — {c['reason']['category']}: {c['reason']['text']}" if c.get("reason") else ""))
+        return 0
 
     if args.dynamics:
         cfg = Config.from_overrides(args.overrides)
