@@ -391,7 +391,9 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
         })
         env = environment(device)
     else:
-        timings = {**base["timings"], **timings}
+        # the earlier run's timings stay as they were; this pass's own under other names
+        timings = {**base["timings"], "reuse_analysis_s": timings["analysis_s"],
+                   "init_sweep_fixed_s": timings["init_sweep_fixed_s"]}
         env = base["environment"]
     cfg_section = {"settings": {**asdict(settings), "seeds": list(settings.seeds),
                                 "init_d_heads": list(settings.init_d_heads),

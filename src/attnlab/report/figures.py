@@ -84,7 +84,7 @@ def logit_std_figure(res: dict, path: Path) -> Path:
     ax.set_xlabel("d_head（书中协议 n_head = 1, d_model = d_head / book's protocol）")
     ax.set_ylabel("初始化时点积标准差 / init logit std")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     ax.set_title("图 1.3　初始化状态下 logits 的尺度 / Fig 1.3")
     return _save(fig, path)
 
