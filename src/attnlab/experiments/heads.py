@@ -191,14 +191,16 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     out.append(_claim("previous_token_head", "book", "§1.8.5",
                       "层 0 头 1 是一个非常明确的“前一位头”：45% 的注意力给了紧邻左边 / a previous-token head with 0.45",
                       0.450, ms(prev, 3), f"largest layer-0 previous-token weight: 0.45 within mean ± {tol:.2g}", ok))
+    two_layers = all(layer(r, 1, "distance") for r in results)
     gap = [sum(layer(r, 1, "distance")) / len(layer(r, 1, "distance"))
-           - sum(layer(r, 0, "distance")) / len(layer(r, 0, "distance")) for r in results]
-    s = spread(gap)
-    out.append(_claim("layer0_local_layer1_global", "book", "§1.8.5",
+           - sum(layer(r, 0, "distance")) / len(layer(r, 0, "distance")) for r in results] if two_layers else []
+    s = spread(gap) if gap else None
+    out.append(None if s is None else _claim("layer0_local_layer1_global", "book", "§1.8.5",
                       "第一层的头更“局部”（平均距离 1.2–3.9），第二层的头更“全局”（3.1–4.6）/ layer 0 local, layer 1 global",
                       {"layer0": [1.2, 3.9], "layer1": [3.1, 4.6], "mean_gap": 1.01}, ms(gap, 3),
                       "mean distance of layer-1 heads − layer-0 heads > max(2 sd over seeds, 0)",
                       s["mean"] > max(2 * s["sd"], 0)))
+    out = [c for c in out if c is not None]
     with_abl = [r for r in results if r.get("ablation")]
     if with_abl:
         frac = []
