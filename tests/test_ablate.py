@@ -26,6 +26,16 @@ def test_checklist_rows_and_deltas():
     for row in rows.values():
         assert row["diverged"] is False and row["delta_val_loss"] == pytest.approx(
             row["val_loss_end"] - rows["baseline"]["val_loss_end"])
+    # each row's config differs from the baseline in exactly the change it names, and moves the loss
+    base_cfg = rows["baseline"]["config"]
+    for name, row in rows.items():
+        if name == "baseline":
+            continue
+        changed = {k for k in base_cfg if row["config"][k] != base_cfg[k]}
+        assert changed == set(CHANGES[name]), (name, changed)
+        # clipping acts only when a gradient norm exceeds the threshold; every other change acts
+        acts = name != "no_clipping" or rows["baseline"]["max_grad_norm"] > CFG.grad_clip
+        assert (row["val_loss_end"] != rows["baseline"]["val_loss_end"]) == acts, name
     assert rows["untied"]["params"] == rows["baseline"]["params"] + CFG.vocab_size * CFG.d_model
     # warmup and clipping change nothing before they act: the first loss is the same
     assert rows["no_warmup"]["loss_start"] == rows["baseline"]["loss_start"]

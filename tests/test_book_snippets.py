@@ -45,13 +45,22 @@ def test_1_7_7_qk_scale(capsys):
 
 
 def test_1_8_6_head_ablation(capsys):
+    """The printed snippet, run as printed, does not remove the heads it names: the heads are 32
+    wide and it zeroes 64-column slices, so its 'head' 0 removes real heads 0 and 1, 'head' 1
+    removes 2 and 3, and 'heads' 2 and 3 zero an empty slice and change nothing."""
+    import re
+
     from attnlab import Config, TinyGPT
+    from attnlab.experiments.heads import book_snippet_ablation, head_removed
 
     torch.manual_seed(0)
     model = TinyGPT(Config())
     model.requires_grad_(False)      # "a trained model": frozen weights, edited in place below
+    with torch.no_grad():
+        for blk in model.blocks:     # make every head matter, as in a trained model
+            blk.attn.proj.weight.mul_(50)
     before = model.blocks[0].attn.proj.weight.clone()
-    run('''
+    ns = run('''
         import torch
 
         # 假设 model 是本章 tiny_gpt 训练出来的模型
@@ -78,6 +87,24 @@ def test_1_8_6_head_ablation(capsys):
     ''', model=model)
     out = capsys.readouterr().out
     assert out.count("消融后 loss") == 8
+    assert torch.equal(model.blocks[0].attn.proj.weight, before)             # restored
+    printed = {(int(l), int(h)): (float(v), d) for l, h, v, d in
+               re.findall(r"层(\d) 头(\d) 消融后 loss ([\d.]+)  （变化 ([+-][\d.]+)）", out)}
+    x = ns["x"]
+    with torch.no_grad():
+        base = model(x, x)[1].item()
+        for layer in range(2):
+            for head, real in ((0, (0, 1)), (1, (2, 3))):
+                with head_removed(model, layer, real[0]), head_removed(model, layer, real[1]):
+                    both = model(x, x)[1].item()
+                assert printed[(layer, head)][0] == pytest.approx(both, abs=6e-4)   # printed to 3 places
+                assert abs(both - base) > 1e-3                                     # and it matters
+            for head in (2, 3):                                                    # an empty slice
+                assert printed[(layer, head)] == (float(f"{base:.3f}"), "+0.000")
+    snip = book_snippet_ablation(model)
+    assert [h["real_heads_zeroed"] for h in snip["heads"]] == [[0, 1], [2, 3], [], []] * 2
+    assert [h["columns"] for h in snip["heads"][:4]] == [[0, 64], [64, 128], [128, 128], [128, 128]]
+    assert all(h["delta_loss"] == 0.0 for h in snip["heads"] if not h["real_heads_zeroed"])
     assert torch.equal(model.blocks[0].attn.proj.weight, before)
 
 

@@ -15,7 +15,8 @@ def test_shipped_corpus_numbers():
     stats = corpus_stats(text)
     assert stats["chars"] == 256_616
     assert stats["distinct"] == 5_035
-    assert 0.86 < stats["coverage"][1198] < 0.89        # book: 87.6 %
+    # book: 87.6 %; 0.87486 with the shipped newline convention (another convention gives 0.884)
+    assert round(stats["coverage"][1198], 4) == 0.8749
     meta = json.loads(DEFAULT_CORPUS.with_suffix(".json").read_text(encoding="utf-8"))
     assert meta["poems"] == 4003
     assert (DEFAULT_CORPUS.parent / "LICENSE.chinese-poetry").read_text().startswith("The MIT License")

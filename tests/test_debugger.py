@@ -64,6 +64,17 @@ def test_each_injected_bug(bug, expected, absent):
     assert expected <= kinds(dbg) and not (absent & kinds(dbg))
 
 
+def test_entropy_alarm_fires_on_over_scaling_and_not_on_a_healthy_model():
+    """In CFG's 20 steps even a healthy model's attention is still near uniform (> 0.99); with larger
+    initial weights it is not, and then only the over-scaled (d_k) model raises entropy_high."""
+    cfg = CFG.replace(init_std=0.1)
+    for bug, fires in ((None, False), ("divide_by_d_k", True)):
+        dbg = AttentionDebugger(print_fn=None, grace=5, patience=3, probe_every=5)
+        _, _, hist = train(SAMPLE_TEXT, cfg.replace(bug=bug), callbacks=[dbg])
+        assert hist.diverged_at is None
+        assert ("entropy_high" in kinds(dbg)) == fires, (bug, kinds(dbg))
+
+
 def test_forced_overflow_is_located_at_exp():
     lines = []
     dbg = AttentionDebugger(print_fn=lines.append, grace=0)

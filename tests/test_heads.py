@@ -128,7 +128,22 @@ def test_ablation_result_on_validation_batches(trained):
     r = analyze(trained["ckpt"], corpus=trained["corpus"], ablate_batches=3)
     a = r["ablation"]
     assert a["batches"] == 3 and len(a["heads"]) == 4
-    assert all(h["delta_loss_min"] <= h["delta_loss"] <= h["delta_loss_max"] for h in a["heads"])
+    # recompute one head's Δ by hand on the same validation batches, with head_removed
+    from attnlab.experiments.common import validation_batches
+
+    model, tok = trained["model"], trained["tok"]
+    model.eval()
+    batches = validation_batches(SAMPLE_TEXT, tok, model.cfg, 3)
+    with torch.no_grad():
+        base = [model(x, y)[1].item() for x, y in batches]
+        with head_removed(model, 1, 0):
+            lost = [model(x, y)[1].item() for x, y in batches]
+    d = [b - a_ for a_, b in zip(base, lost)]
+    h10 = next(h for h in a["heads"] if (h["layer"], h["head"]) == (1, 0))
+    assert h10["delta_loss"] == pytest.approx(sum(d) / 3, abs=1e-6)
+    assert a["base_loss"] == pytest.approx(sum(base) / 3, abs=1e-6)
+    assert h10["delta_loss_min"] == pytest.approx(min(d), abs=1e-6)
+    assert any(abs(h["delta_loss"]) > 1e-4 for h in a["heads"])        # removing a head moves the loss
 
 
 def test_attention_maps_png_with_chinese(trained, tmp_path):

@@ -109,6 +109,13 @@ def test_injected_bugs_show_their_signatures():
     p_ok = make(base).attention_patterns(x)[0]
     p = make(base.replace(bug="no_max_subtraction")).attention_patterns(x)[0]
     assert torch.allclose(p, p_ok, atol=1e-6)        # invisible at this scale
+    # ... but injected: at logits of hundreds exp overflows without the max subtracted
+    big_ok, big_bug = make(base), make(base.replace(bug="no_max_subtraction"))
+    with torch.no_grad():
+        for m in (big_ok, big_bug):
+            m.blocks[0].attn.qkv.weight.mul_(200)
+    assert torch.isfinite(big_ok.attention_patterns(x)[0]).all()
+    assert not torch.isfinite(big_bug.attention_patterns(x)[0]).all()
     p = make(base.replace(bug="divide_by_d_k")).attention_patterns(x)[0]
     m = make(base.replace(bug="divide_by_d_k"))
     m(x, record=True)

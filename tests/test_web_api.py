@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -137,6 +138,16 @@ def test_attention_maps_and_metrics(client, lab):
         assert set(head["metrics"]) == {"entropy", "diag", "prev", "distance"}
         assert 0 <= head["metrics"]["entropy"] <= 1.0001
         assert head["metrics"]["diag"] == pytest.approx(sum(w[i][i] for i in (1, 2)) / 2, abs=2e-3)
+    # the weights served are the model's own attention_patterns (the API rounds to 4 decimals)
+    from attnlab.experiments.common import load_model
+
+    model, tok, _, _ = load_model(lab["ckpt"])
+    idx = torch.tensor([tok.encode("明月光")], dtype=torch.long)
+    with torch.no_grad():
+        pats = model.eval().attention_patterns(idx)
+    for h, head in enumerate(data["layers"][0]["heads"]):
+        assert torch.allclose(torch.tensor(head["weights"], dtype=torch.float64), pats[0][0, h].double(),
+                              atol=5.1e-5, rtol=0)
 
 
 def test_unknown_characters_become_unk(client):

@@ -17,11 +17,14 @@ def add_parser(sub):
     common.add_device(p)
     common.add_executor(p, default="local")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--reuse-json", action="store_true",
+                   help="train nothing: keep the first seed's sections of the existing data/ch1_case.json "
+                        "and add the other seeds' and the weight-decay runs found finished under runs/case")
     return p
 
 
 def main(args) -> int:
-    from ..experiments.case import CaseSettings, run_case
+    from ..experiments.case import CaseSettings, claim_counts, read_case_json, run_case
     from ..report.case_report import build_report
 
     common.check_device(args.device)
@@ -29,13 +32,16 @@ def main(args) -> int:
     settings = CaseSettings(**{**asdict(settings), "device": args.device, "executor": args.executor,
                                "workers": args.workers, "ray_address": args.ray_address})
     out = Path(args.out)
+    base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
     result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
-                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))
+                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"), base=base)
     paths = build_report(result, out)
-    failed = [c for c in result["claims"] if not c["pass"]]
-    print(f"论断 / claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
-    for c in failed:
-        print(f"  FAIL {c['section']} {c['id']}: {c['statement']} (measured {c['measured']}, expected {c['expected']})")
+    print(claim_counts(result["claims"]))
+    for c in result["claims"]:
+        if not c["pass"]:
+            why = c.get("reason") or {}
+            print(f"  FAIL [{c['kind']}] {c['section']} {c['id']}: measured {c['measured']}, expected "
+                  f"{c['expected']}" + (f" — {why.get('category')}: {why.get('text')}" if why else ""))
     t = result["timings"]
     print(f"训练耗时 / training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x 算力下限 / floor "
           f"({t['train_flops'] / 1e12:.1f} TFLOP at {t['matmul_rate_flops_per_s'] / 1e9:.0f} GFLOP/s)")

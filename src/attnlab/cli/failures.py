@@ -19,27 +19,53 @@ def add_parser(sub):
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     common.add_executor(p)
     common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
+    p.add_argument("--report", default="reports/failure_symptoms.md", help="Markdown table and claims")
+    p.add_argument("--rejudge", action="store_true",
+                   help="train nothing: re-judge the claims of the --out JSON and rewrite the report")
     return p
+
+
+def _print_claims(claims) -> None:
+    for c in claims:
+        print(f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}")
 
 
 def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
-    from ..experiments.failures import run, symptoms_table
-    from ..io import check_writable, write_json
+    from ..experiments.common import ExperimentError
+    from ..experiments.failures import LEAKS, failure_claims, failures_markdown, run, symptoms_table
+    from ..io import check_writable, write_json, write_text
 
-    cfg = Config.from_overrides(args.overrides)
     out = Path(args.out)
+    if args.rejudge:
+        import json
+
+        try:
+            result = json.loads(out.read_text(encoding="utf-8"))
+            result["claims"] = failure_claims(result)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ExperimentError(f"cannot re-judge {out}: {e}; run `attnlab failures` without --rejudge") from None
+        write_text(Path(args.report), failures_markdown(result))
+        print(symptoms_table(result))
+        _print_claims(result["claims"])
+        print(f"报告 / report: {args.report}")
+        return 0
+    cfg = Config.from_overrides(args.overrides)
     check_writable(out.parent)                 # before the training, not after it
+    check_writable(Path(args.report).parent)
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     result = run(text, cfg, steps=args.steps, variants=variants, corpus=args.corpus,
                  executor=args.executor, workers=args.workers, ray_address=args.ray_address)
     write_json(out, result)
+    write_text(Path(args.report), failures_markdown(result))
     print(f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
           f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
           f"{result['expected_row_sum_after_softmax_scale']:.4f}")
     print(symptoms_table(result))
     print("“书”行来自书中 §1.11.7 的表（默认配置）/ 'book' rows: the book's table (§1.11.7, default config)")
+    print(f"权重熵为空（—）的行：{LEAKS}")
+    _print_claims(result["claims"])
     print(f"结果 / result: {out}")
     return 0

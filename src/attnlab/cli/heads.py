@@ -21,6 +21,11 @@ def add_parser(sub):
     p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
     p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
     p.add_argument("--ablate-batches", type=common.positive_int, default=8)
+    p.add_argument("--rejudge", default=None, metavar="JSON",
+                   help="train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and "
+                        "write them into it")
+    p.add_argument("--also", action="append", default=[], metavar="CHECKPOINT",
+                   help="the same model trained on another seed (repeatable): claims are judged over all")
     p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
     p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
     p.add_argument("--ckpt-dir", default="runs/dynamics", help="where --dynamics keeps its snapshots")
@@ -43,9 +48,27 @@ def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
     from ..errors import UsageError
-    from ..experiments.common import load_model
-    from ..experiments.heads import analyze, attention_maps, dynamics, dynamics_table, portrait_table
+    from ..experiments.common import ExperimentError, load_model
+    from ..experiments.heads import analyze, attention_maps, dynamics, dynamics_table, head_claims, portrait_table
     from ..io import check_writable, write_json
+
+    def print_claims(claims) -> None:
+        for c in claims:
+            print(f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
+                  + (f" — {c['reason']['category']}: {c['reason']['text']}" if c.get("reason") else ""))
+
+    if args.rejudge:
+        import json
+
+        path = Path(args.rejudge)
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            result["claims"] = head_claims([result] + result.get("other_seeds", []))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ExperimentError(f"cannot re-judge {path}: {e}; give a JSON written by `attnlab heads`") from None
+        write_json(path, result)
+        print_claims(result["claims"])
+        return 0
 
     if args.dynamics:
         cfg = Config.from_overrides(args.overrides)
@@ -71,6 +94,13 @@ def main(args) -> int:
         check_writable(out.parent)
     result = analyze(args.checkpoint, args.text, corpus=args.corpus, cfg=cfg,
                      ablate=not args.no_ablate, ablate_batches=args.ablate_batches)
+    if args.also:
+        others = [analyze(path, args.text, corpus=args.corpus, cfg=cfg, ablate=not args.no_ablate,
+                          ablate_batches=args.ablate_batches) for path in args.also]
+        for o in others:
+            o.pop("claims", None)
+        result["other_seeds"] = others
+        result["claims"] = head_claims([result] + others)
     write_json(out, result)
     for note in result["notes"]:
         print(f"注 / note: {note}")
@@ -79,6 +109,7 @@ def main(args) -> int:
     if result["book"]:
         print("右侧四列是书中 §1.8.5 的表（默认配置训练 1500 步）/ the right four columns are the "
               "book's table (§1.8.5, default config, 1500 steps)")
+    print_claims(result.get("claims", []))
     print(f"结果 / result: {out}")
     if args.maps:
         from ..experiments.plots import plot_attention_maps

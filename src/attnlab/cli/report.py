@@ -12,16 +12,24 @@ def add_parser(sub):
 
 
 def main(args) -> int:
-    from ..experiments.case import read_case_json
+    from ..experiments.case import CaseError, claim_counts, read_case_json
+    from ..experiments.claims import check_claims
     from ..io import check_writable
     from ..report.case_report import build_report
 
     path = Path(args.json)
     result = read_case_json(path)
+    # every verdict is re-judged from the numbers in the file, never copied from it
+    try:
+        result["claims"] = check_claims(result)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
+        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case "
+                        f"result") from None
     out = Path(args.out) if args.out else path.resolve().parent.parent
     check_writable(out)
     for p in build_report(result, out):
         print(p)
+    print(claim_counts(result["claims"]))
     if (out / "data" / "lab_book.json").is_file():     # the lab book is rebuilt from its JSON too
         from ..report.lab_book import build_book_report
 

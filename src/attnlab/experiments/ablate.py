@@ -84,7 +84,8 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
                        ray_address=ray_address, progress=progress, desc="ablate")
         for name in names:
             f = done[name]
-            rows[name] = {"change": CHANGES[name], **checklist_row(f.history, f.model, f.seconds)}
+            rows[name] = {"change": CHANGES[name], "config": cfg.replace(**CHANGES[name]).to_dict(),
+                          **checklist_row(f.history, f.model, f.seconds)}
     base = rows["baseline"]
     for r in rows.values():
         ok = r["val_loss_end"] is not None and base["val_loss_end"] is not None and not r["diverged"]

@@ -73,14 +73,18 @@ def logit_std_figure(res: dict, path: Path) -> Path:
     ax.loglog(d, [r["formula_logit_std"] for r in sw], "--", color="gray",
               label="式 1.1–1.2：d_model σ² √d_head / variance formula")
     ax.loglog(d, [r["logit_std_scaled"] for r in sw], "^:", color="#27ae60", label="实测（缩放后）/ measured, scaled")
+    fixed = res.get("init_sweep_fixed_d_model")
+    if fixed:
+        ax.loglog([r["d_head"] for r in fixed], [r["logit_std_unscaled"] for r in fixed], "D-", color="#8e44ad",
+                  label="实测，d_model 固定 512（n_head = 512/d_head）/ measured, d_model fixed at 512")
     from matplotlib.ticker import NullFormatter
 
     ax.set_xticks(d, [str(x) for x in d])
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("d_head（n_head = 1, d_model = d_head）")
+    ax.set_xlabel("d_head（书中协议 n_head = 1, d_model = d_head / book's protocol）")
     ax.set_ylabel("初始化时点积标准差 / init logit std")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     ax.set_title("图 1.3　初始化状态下 logits 的尺度 / Fig 1.3")
     return _save(fig, path)
 
