@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
     p.add_argument("--debug", action="store_true",
                    help="attach the AttentionDebugger (warnings on entropy, logit scale, Jacobian, NaN)")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard event files to OUT (needs the tensorboard extra)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_train)
 
@@ -66,7 +68,8 @@ def cmd_train(args) -> int:
 
         callbacks.append(AttentionDebugger(print_fn=print))
     model, tok, history = train(text, cfg, out_dir=args.out, resume=args.resume,
-                                progress=not args.no_progress, callbacks=callbacks)
+                                progress=not args.no_progress, callbacks=callbacks,
+                                tensorboard=args.tensorboard)
     recs = history.records
     val = history.val
     print(f"steps {len(recs)}  loss {recs[0]['loss']:.3f} -> {recs[-1]['loss']:.3f}"

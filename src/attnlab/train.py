@@ -23,9 +23,10 @@ from torch import Tensor
 from .runtime import keep_freed_memory
 from .checkpoint import config_diff, read_checkpoint, save_checkpoint
 from .config import Config
-from .errors import CheckpointError, CorpusError
+from .errors import AttnlabError, CheckpointError, CorpusError
 from .io import write_json, write_text
 from .model import TinyGPT
+from .snapshots import run_observers
 from .tokenizer import CharTokenizer
 
 
@@ -85,8 +86,10 @@ def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
 class Callback(Protocol):
     """Named training events; implement only the ones you need."""
 
+    def on_train_begin(self, start: int, model: TinyGPT) -> None: ...
     def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None: ...
     def on_nonfinite(self, step: int, batch: tuple[Tensor, Tensor], model: TinyGPT) -> None: ...
+    def on_train_end(self, step: int) -> None: ...
 
 
 def _fire(callbacks: Iterable[Any], event: str, *args) -> None:
@@ -179,13 +182,15 @@ class TrainingInterrupted(KeyboardInterrupt):
 def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = None,
           resume: bool = False, progress: bool = False, callbacks: Iterable[Any] = (),
           tok: CharTokenizer | None = None, stop_after: int | None = None,
-          ) -> tuple[TinyGPT, CharTokenizer, History]:
+          tensorboard: bool = False) -> tuple[TinyGPT, CharTokenizer, History]:
     """Train the tiny GPT on ``text``; returns (model, tokenizer, history).
 
     out_dir: where metrics.jsonl, ckpt.pt, config.json, tokenizer.json and
     summary.json go (nothing is written when None). resume: continue from
     out_dir/ckpt.pt. stop_after: stop (with a checkpoint) after this many steps,
-    as Ctrl-C would — used by tests of resume.
+    as Ctrl-C would — used by tests of resume. With out_dir, attention snapshots
+    of cfg.probe go to out_dir/snapshots.npz (attnlab.snapshots; snapshot_every=0
+    turns them off) and tensorboard=True adds TensorBoard event files (attnlab.tblog).
     """
     cfg = cfg or Config()
     callbacks = list(callbacks)
@@ -229,7 +234,10 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
             start = int(payload["step"])
         except (KeyError, RuntimeError, ValueError) as e:
             raise CheckpointError(f"cannot resume from {ckpt_path}: {e}") from None
+    if tensorboard and out is None:
+        raise AttnlabError("--tensorboard needs an output directory (out_dir) for its event files")
     if out is not None:
+        callbacks += run_observers(cfg, out, tok, tensorboard=tensorboard)
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "config.json", cfg.to_dict())
         tok.save(out / "tokenizer.json")
@@ -247,6 +255,7 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
     metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8") if out else None
     stopper = _StopRequest()
     step = start
+    _fire(callbacks, "on_train_begin", start, model)
     try:
         with stopper.installed():
             for step in range(start, cfg.max_steps):
@@ -277,6 +286,7 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
         final_step = len(history.records)
         checkpoint(final_step if history.diverged_at is None else history.diverged_at)
     finally:
+        _fire(callbacks, "on_train_end", step)
         if metrics_file:
             metrics_file.close()
         if bar is not None:
