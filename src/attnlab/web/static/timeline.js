@@ -142,7 +142,7 @@
   function play(on = state.timer === null) {
     clearInterval(state.timer);
     state.timer = null;
-    $("play").replaceChildren(on ? "⏸ 暂停 " : "▶ 播放 ", el("span", { class: "en", text: on ? "Pause" : "Play" }));
+    $("play").replaceChildren(on ? "暂停 " : "播放 ", el("span", { class: "en", text: on ? "Pause" : "Play" }));
     $("play").dataset.playing = on ? "true" : "false";
     if (!on || !state.main || !state.main.snapshots) return;
     if (state.index >= state.main.snapshots.steps.length - 1) state.index = -1;
