@@ -4,7 +4,8 @@
 (() => {
   const { el, fmt, json, lineChart, cursor } = UI;
   const $ = (id) => document.getElementById(id);
-  const LAYER_COLORS = ["#2456a6", "#c8372d", "#2f8f5b", "#8a5cc2", "#c9861a", "#4a4a4a"];
+  // The run in reds, its twin in blues (the case's colours: unscaled red, scaled blue); layers by shade.
+  const PALETTE = [["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"]];
   const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖ Jacobian"], ["logit_std", "logit std"],
     ["diag", "对角 diag"], ["prev", "前一位 prev"], ["distance", "距离 distance"]];
   const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null };
@@ -97,11 +98,11 @@
     const dash = (k) => (k === 0 ? "" : "5 3");
     const loss = [];
     runs.forEach((r, k) => {
-      loss.push({ name: `${r.name} train`, x: r.metrics.step, y: r.metrics.loss, color: k ? "#c8372d" : "#2456a6", dash: dash(k) });
-      loss.push({ name: `${r.name} val`, x: r.metrics.val_step, y: r.metrics.val_loss, color: k ? "#c8372d" : "#2456a6", dots: true, noLegend: true });
+      loss.push({ name: `${r.name} train`, x: r.metrics.step, y: r.metrics.loss, color: PALETTE[k][0], dash: dash(k) });
+      loss.push({ name: `${r.name} val`, x: r.metrics.val_step, y: r.metrics.val_loss, color: PALETTE[k][2], dots: true, noLegend: true });
     });
     const per = (field) => runs.flatMap((r, k) => r.metrics.layers.map((c, i) => ({
-      name: `${r.name} 层 ${i}`, x: r.metrics.step, y: c[field], color: LAYER_COLORS[i % LAYER_COLORS.length], dash: dash(k) })));
+      name: `${r.name} 层 ${i}`, x: r.metrics.step, y: c[field], color: PALETTE[k][i % PALETTE[k].length], dash: dash(k) })));
     state.charts = [
       lineChart(box, { title: "loss（点 = val）", series: loss, testid: "timeline-chart-loss" }),
       lineChart(box, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "timeline-chart-entropy" }),
