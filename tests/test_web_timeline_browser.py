@@ -127,3 +127,21 @@ def test_runs_page_updates_live_and_links_the_timeline(page, url, runs):  # noqa
     page.get_by_test_id("live-link-case/tiny_unscaled").click()
     page.get_by_test_id("map-L0H0").wait_for()
     assert page.get_by_test_id("timeline-run").input_value() == "case/tiny_unscaled"
+
+
+def test_playground_matrices_export(page, url):  # noqa: F811
+    page.goto(f"{url}/lookup")
+    card = page.locator(".card").filter(has=page.locator("#out-weights"))
+    with page.expect_download() as d:
+        card.get_by_test_id("export-svg").click()
+    svg = ET.parse(d.value.path()).getroot()
+    texts = [g.get("data-text") for g in svg.iter(f"{SVG_NS}g")]
+    row2 = [page.get_by_test_id(f"w-2-{j}").inner_text().strip() for j in range(3)]
+    assert set(row2) <= set(texts) and "—" not in row2            # the numbers on screen
+    assert "权重" in "".join(t or "" for t in texts)               # the title, outlined
+    assert {"权", "重", "4", "2"} <= {p.get("data-char") for p in svg.iter(f"{SVG_NS}path")}
+    with page.expect_download() as d:
+        card.get_by_test_id("export-png").click()
+    w, h = page.locator("#out-weights table").evaluate(
+        "t => { const r = t.getBoundingClientRect(); return [Math.ceil(r.width) + 2, Math.ceil(r.height) + 22]; }")
+    assert png_size(open(d.value.path(), "rb").read()) == (w, h)

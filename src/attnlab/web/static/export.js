@@ -92,6 +92,41 @@ const Export = (() => {
     return c.toDataURL("image/png");
   }
 
+  // An HTML table (the playground's matrices) as an SVG picture of what the screen shows:
+  // each cell's box, background, border and text (an input's value) at its on-screen place.
+  function tableSVG(table, title) {
+    const s = (tag, attrs, text) => {
+      const n = document.createElementNS(NS, tag);
+      for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+      if (text !== undefined) n.textContent = text;
+      return n;
+    };
+    const box = table.getBoundingClientRect();
+    const top = title ? 20 : 0;
+    const W = Math.ceil(box.width) + 2, H = Math.ceil(box.height) + 2 + top;
+    const root = s("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+    root.append(s("rect", { x: 0, y: 0, width: W, height: H, fill: "#ffffff" }));
+    if (title) root.append(s("text", { x: 2, y: 14, "font-size": 13, fill: "#1d2330" }, title));
+    const clear = (c) => !c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c);
+    for (const cell of table.querySelectorAll("th, td")) {
+      const r = cell.getBoundingClientRect(), cs = getComputedStyle(cell);
+      const x = r.left - box.left + 1, y = r.top - box.top + 1 + top;
+      const input = cell.querySelector("input");
+      const bg = input && !clear(getComputedStyle(input).backgroundColor) ? getComputedStyle(input).backgroundColor : cs.backgroundColor;
+      if (!clear(bg)) root.append(s("rect", { x, y, width: r.width, height: r.height, fill: bg }));
+      if (cs.borderTopStyle !== "none" && parseFloat(cs.borderTopWidth) > 0) {
+        root.append(s("rect", { x, y, width: r.width, height: r.height, fill: "none", stroke: cs.borderTopColor }));
+      }
+      const text = input ? input.value : cell.textContent.trim();
+      if (!text) continue;
+      const fs = parseFloat((input ? getComputedStyle(input) : cs).fontSize);
+      const right = (input ? getComputedStyle(input) : cs).textAlign === "right";
+      root.append(s("text", { x: right ? x + r.width - 6 : x + r.width / 2, y: y + r.height / 2 + fs * 0.36,
+        "font-size": fs, fill: (input ? getComputedStyle(input) : cs).color, "text-anchor": right ? "end" : "middle" }, text));
+    }
+    return root;
+  }
+
   function save(name, href) {
     const a = document.createElement("a");
     a.href = href; a.download = name;
@@ -130,5 +165,5 @@ const Export = (() => {
     return holder;
   }
 
-  return { buttons, wrap, svgText, pngOfSVG, outline, ensureGlyphs, dataURL };
+  return { buttons, wrap, svgText, pngOfSVG, outline, ensureGlyphs, dataURL, tableSVG };
 })();
