@@ -476,11 +476,11 @@ def format_train(result: dict) -> str:
         lines.append(f"{name}: d_model {cfg['d_model']}, n_head {cfg['n_head']}, {c['params']:,} params, "
                      f"{c['train_flops_per_step'] / 1e9:.2f} GFLOP/step, "
                      f"matmul roof {c['matmul_rate_flops'] / 1e9:.1f} GFLOP/s")
-        lines.append(f"  {'variant':<32}{'ms/step':>9}{'ms/run':>9}{'x ref':>7}"
+        lines.append(f"  {'variant':<36}{'ms/step':>9}{'ms/run':>9}{'x ref':>7}"
                      f"{'tokens/s':>10}{'GFLOP/s':>9}{'% roof':>8}")
         for r in c["rows"]:
             ratio = f"{r['vs_reference']:.2f}" if r["vs_reference"] else "-"
-            lines.append(f"  {r['variant']:<32}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
+            lines.append(f"  {r['variant']:<36}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
                          f"{ratio:>7}{r['tokens_per_s']:>10,.0f}{r['gflop_per_s']:>9.1f}"
                          f"{100 * r['fraction_of_matmul_rate']:>7.0f}%")
         sn = c.get("snapshots")
