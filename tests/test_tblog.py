@@ -69,3 +69,24 @@ def test_without_the_package_one_clear_line(tmp_path, text, tiny_cfg, monkeypatc
     assert code == 2 and len(err) == 1
     assert "--tensorboard needs the tensorboard package" in err[0] and "pip install" in err[0]
     assert not (out / "ckpt.pt").exists()                         # refused before training
+
+
+def test_runner_passes_tensorboard_to_every_run(tmp_path, text, tiny_cfg):
+    pytest.importorskip("tensorboard")
+    from attnlab.runner import Run, execute
+
+    runs = [Run(f"r{i}", tiny_cfg.replace(max_steps=3, seed=i), group="g") for i in range(2)]
+    execute(runs, text, tmp_path, executor="serial", progress=False, log=lambda m: None, tensorboard=True)
+    for i in range(2):
+        steps = [e.step for e in events(tmp_path / "g" / f"r{i}").Scalars("train/loss")]
+        assert steps == [0, 1, 2]
+
+
+def test_runner_without_the_package_fails_before_any_run(tmp_path, text, tiny_cfg, monkeypatch):
+    from attnlab.runner import Run, execute
+    from attnlab.tblog import TensorBoardMissing
+
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    with pytest.raises(TensorBoardMissing, match="pip install"):
+        execute([Run("r", tiny_cfg)], text, tmp_path, executor="serial", progress=False, tensorboard=True)
+    assert not (tmp_path / "r").exists()

@@ -30,6 +30,11 @@ class TensorBoardMissing(AttnlabError):
     """--tensorboard without the tensorboard package."""
 
 
+def require_tensorboard() -> None:
+    """Raise TensorBoardMissing (one line: what to install) unless TensorBoard can be used."""
+    _summary_writer()
+
+
 def _summary_writer():
     try:
         import tensorboard  # noqa: F401  (torch.utils.tensorboard needs it)

@@ -195,7 +195,7 @@ def run_summary(history: History, window: int) -> dict:
 
 # ---------------------------------------------------------------------------- run
 def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
-             progress: bool = True, log: Callable[[str], None] = print) -> dict:
+             progress: bool = True, log: Callable[[str], None] = print, tensorboard: bool = False) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result."""
     from ..train import resolve_device
     from ..perf import matmul_only_step_s, matmul_rate, train_flops
@@ -219,7 +219,8 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
     t0 = time.perf_counter()
     runs = [Run(sp.name, sp.cfg, group="case") for g in groups for sp in g]
     finished = execute(runs, text, out / "runs", executor=settings.executor, workers=settings.workers,
-                       ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case")
+                       ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case",
+                       tensorboard=tensorboard)
     results = {name: tuple(f) for name, f in finished.items()}          # (model, tok, history)
     timings["train_wall_s"] = time.perf_counter() - t0
     timings["executor"] = settings.executor
@@ -377,6 +378,8 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=None, help="processes for --executor local")
     p.add_argument("--ray-address", default=None, help="Ray cluster for --executor ray (default: RAY_ADDRESS "
                                                        "or a local instance)")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="each run also writes TensorBoard event files (needs the tensorboard extra)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_case)
 
@@ -395,7 +398,8 @@ def cmd_case(args) -> int:
                                       "ray_address": args.ray_address})
     out = Path(args.out)
     result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
-                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"))
+                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"),
+                      tensorboard=args.tensorboard)
     paths = build_report(result, out)
     failed = [c for c in result["claims"] if not c["pass"]]
     print(f"论断 / claims: {len(result['claims']) - len(failed)} PASS, {len(failed)} FAIL")
