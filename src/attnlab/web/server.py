@@ -7,7 +7,13 @@ fetched from another host):
 * ``/exp1-1``  experiment 1-1 (random q, k; scaled vs unscaled), in the browser;
 * ``/exp1-2``  experiment 1-2, attention maps of the loaded checkpoint, via
   ``POST /api/attention``;
-* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON.
+* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON, and a
+  live table of every run (``GET /api/live``), refreshed while runs train;
+* ``/timeline`` attention snapshots of a run beside a twin, with its curves
+  (``GET /api/timeline/<run>``; see ``attnlab.web.timeline``).
+
+Every figure has PNG/SVG buttons (``static/export.js``); ``POST /api/glyphs``
+gives the glyph outlines that make an exported SVG independent of fonts.
 
 What the server deliberately does not do: take a file path from a request.
 The checkpoint is chosen when the server starts; runs are addressed by the
