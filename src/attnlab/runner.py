@@ -432,14 +432,14 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
     finish together. A failing run does not stop the others; afterwards
     RunFailed is raised unless ``keep_going``, in which case failed runs are
     left out of the result (``on_result`` sees each run's status dict).
-    tensorboard: each run also writes TensorBoard event files (attnlab.tblog).
+    tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
     """
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise RunnerError(f"--workers must be at least 1, got {workers}")
     if tensorboard:                            # one clear line here, not one failure per run
-        from .tblog import require_tensorboard
+        from .tensorboard_log import require_tensorboard
 
         require_tensorboard()
     names = [r.name for r in runs]

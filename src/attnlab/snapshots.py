@@ -193,7 +193,7 @@ def run_observers(cfg: Config, run_dir: str | Path, tok, tensorboard: bool = Fal
     """The callbacks train() installs for a run directory: TensorBoard (when asked) and snapshots."""
     observers: list = []
     if tensorboard:
-        from .tblog import TensorBoardLogger
+        from .tensorboard_log import TensorBoardLogger
 
         observers.append(TensorBoardLogger(run_dir))
     if cfg.snapshot_every > 0:

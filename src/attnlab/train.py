@@ -190,7 +190,7 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
     out_dir/ckpt.pt. stop_after: stop (with a checkpoint) after this many steps,
     as Ctrl-C would — used by tests of resume. With out_dir, attention snapshots
     of cfg.probe go to out_dir/snapshots.npz (attnlab.snapshots; snapshot_every=0
-    turns them off) and tensorboard=True adds TensorBoard event files (attnlab.tblog).
+    turns them off) and tensorboard=True adds TensorBoard event files (attnlab.tensorboard_log).
     """
     cfg = cfg or Config()
     callbacks = list(callbacks)

@@ -84,7 +84,7 @@ def test_runner_passes_tensorboard_to_every_run(tmp_path, text, tiny_cfg):
 
 def test_runner_without_the_package_fails_before_any_run(tmp_path, text, tiny_cfg, monkeypatch):
     from attnlab.runner import Run, execute
-    from attnlab.tblog import TensorBoardMissing
+    from attnlab.tensorboard_log import TensorBoardMissing
 
     monkeypatch.setitem(sys.modules, "tensorboard", None)
     with pytest.raises(TensorBoardMissing, match="pip install"):
