@@ -29,7 +29,7 @@ EXTRA = "—–−×·…√∞←→⏎‖²³Σ≈≤≥「」（）：；，�
 
 def page_chars(web: Path = WEB) -> set[str]:
     files = [p for p in (web / "static").iterdir() if p.suffix in (".html", ".js", ".css")]
-    files.append(web / "server.py")
+    files += [web / "server.py", web / "timeline.py"]      # the messages both send
     chars = set()
     for p in files:
         chars |= set(p.read_text(encoding="utf-8"))

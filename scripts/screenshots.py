@@ -6,6 +6,14 @@ Chromium with Playwright. Experiment 1-2 needs a checkpoint: pass one with
 hundred steps (about a minute on a CPU) in a temporary folder.
 
     .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt]
+
+The timeline shots (timeline-before/during/after.png) need the d_head 256 pair
+trained with snapshots under the runs directory; --only timeline takes just
+those (no checkpoint needed):
+
+    attnlab train --set d_model=256 --set n_head=1 --set scaled=false --out runs/big_unscaled
+    attnlab train --set d_model=256 --set n_head=1 --set scaled=true --out runs/big_scaled
+    .venv/bin/python scripts/screenshots.py --only timeline
 """
 from __future__ import annotations
 
@@ -41,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-json", default=str(ROOT / "data" / "ch1_case.json"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--only", choices=["pages", "timeline"], default=None,
+                    help="only the playground pages, or only the timeline (default: both)")
+    ap.add_argument("--run", default="big_unscaled", help="timeline run (beside its twin --twin)")
+    ap.add_argument("--twin", default="big_scaled")
+    ap.add_argument("--steps-shown", default="0,75,200",
+                    help="snapshot steps for the before/during/after shots (default 0,75,200)")
     args = ap.parse_args(argv)
 
     import uvicorn
@@ -49,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     from attnlab.web.server import create_app
 
     tmp = tempfile.TemporaryDirectory()
-    ckpt = args.checkpoint or str(tiny_checkpoint(Path(tmp.name) / "tiny", args.steps))
+    pages = args.only != "timeline"
+    ckpt = args.checkpoint or (str(tiny_checkpoint(Path(tmp.name) / "tiny", args.steps)) if pages else None)
     app = create_app(ckpt, runs_dir=args.runs_dir, case_json=args.case_json)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -74,23 +89,38 @@ def main(argv: list[str] | None = None) -> int:
             page.screenshot(path=str(path), full_page=True)
             shots.append(path)
 
-        page.goto(f"{base}/")
-        shot("index")
-        page.goto(f"{base}/lookup")
-        page.get_by_test_id("preset-book").click()
-        shot("lookup")
-        page.goto(f"{base}/exp1-1")
-        page.get_by_test_id("dk-slider").fill("8")
-        shot("exp1-1")
-        page.goto(f"{base}/exp1-2")
-        page.get_by_test_id("text-input").fill("秦川雄帝宅，函谷壯皇居。")
-        page.get_by_test_id("run-attention").click()
-        page.get_by_test_id("map-L0H0").wait_for()
-        page.wait_for_timeout(300)
-        shot("exp1-2")
-        page.goto(f"{base}/runs")
-        page.get_by_test_id("chart-loss").wait_for()
-        shot("runs")
+        if args.only != "pages":
+            steps = [int(x) for x in args.steps_shown.split(",")]
+            page.goto(f"{base}/timeline?run={args.run}&twin={args.twin}")
+            page.get_by_test_id("twin-map-L0H0").wait_for()
+            page.evaluate('document.fonts.load(\'13px "AttnlabCJK"\', "层头")')
+            last = int(page.get_by_test_id("timeline-slider").get_attribute("max"))
+            for label, want in zip(("before", "during", "after"), steps):
+                # the slider walks snapshot indices; find the first one showing step `want` or later
+                for i in range(last + 1):
+                    page.get_by_test_id("timeline-slider").fill(str(i))
+                    if int(page.get_by_test_id("timeline-step").get_attribute("data-step")) >= want:
+                        break
+                page.wait_for_timeout(200)
+                shot(f"timeline-{label}")
+        if pages:
+            page.goto(f"{base}/")
+            shot("index")
+            page.goto(f"{base}/lookup")
+            page.get_by_test_id("preset-book").click()
+            shot("lookup")
+            page.goto(f"{base}/exp1-1")
+            page.get_by_test_id("dk-slider").fill("8")
+            shot("exp1-1")
+            page.goto(f"{base}/exp1-2")
+            page.get_by_test_id("text-input").fill("秦川雄帝宅，函谷壯皇居。")
+            page.get_by_test_id("run-attention").click()
+            page.get_by_test_id("map-L0H0").wait_for()
+            page.wait_for_timeout(300)
+            shot("exp1-2")
+            page.goto(f"{base}/runs")
+            page.get_by_test_id("chart-loss").wait_for()
+            shot("runs")
         browser.close()
 
     server.should_exit = True

@@ -77,10 +77,16 @@ def test_bench_train_tiny_end_to_end():
     r = bench_train(("small",), records=(1, 0), repeats=1, warmup=0,
                     device=DEVICE, matmul_sizes=(64,), overrides=TINY)
     rows = {row["variant"]: row for row in r["configs"]["small"]["rows"]}
-    assert set(rows) == {"reference", "attnlab record_every=1", "attnlab record_every=0", "matmuls only"}
+    assert set(rows) == {"reference", "attnlab record_every=1", "attnlab record_every=0", "matmuls only",
+                         "attnlab record_every=1 + snapshots"}
     assert rows["reference"]["vs_reference"] == 1.0
     one = rows["attnlab record_every=0"]
     assert one["tokens_per_s"] == pytest.approx(2 * 16 / (one["ms_per_step"] / 1e3))
+    snap = r["configs"]["small"]["snapshots"]
+    assert snap["ms_per_snapshot"] > 0 and snap["snapshots_per_run"] == 80 and snap["run_steps"] == 1500
+    with_snap = rows["attnlab record_every=1 + snapshots"]["ms_per_step"]
+    assert with_snap == pytest.approx(rows["attnlab record_every=1"]["ms_per_step"]
+                                      + snap["ms_per_snapshot"] * 80 / 1500)
     assert r["matmul_rate_flops"] > 0
     json.dumps(r)
 

@@ -85,7 +85,8 @@ def test_font_is_small_licensed_and_covers_every_page_character():
     assert "SIL OPEN FONT LICENSE" in (STATIC / "fonts" / "OFL.txt").read_text(encoding="utf-8")
     cmap = fontTools.TTFont(str(font_path)).getBestCmap()
     used = set()
-    for p in list(STATIC.glob("*.html")) + list(STATIC.glob("*.js")) + [Path(server.__file__)]:
+    for p in list(STATIC.glob("*.html")) + list(STATIC.glob("*.js")) + [Path(server.__file__),
+                                                                          STATIC.parent / "timeline.py"]:
         used |= set(p.read_text(encoding="utf-8"))
     missing = sorted(c for c in used if ord(c) > 0x7F and c.isprintable() and ord(c) not in cmap
                      and not 0x2000 <= ord(c) <= 0x206F)  # general punctuation may fall back

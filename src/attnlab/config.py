@@ -60,6 +60,10 @@ class Config:
     eval_batches: int = 8
     record_every: int = 1               # per-layer attention diagnostics every N steps (0 = never)
     ckpt_every: int = 500
+    # attention snapshots of one probe text during training (attnlab.snapshots, the /timeline page)
+    probe: str = "秦川雄帝宅，函谷壯皇居。"   # the book's prompt line; cropped to block_size
+    snapshot_every: int = 25            # snapshot every N steps (0 = never) ...
+    snapshot_dense: int = 20            # ... and at every step below this one, where attention forms
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -121,6 +125,10 @@ class Config:
         need(self.eval_batches > 0, "eval_batches", "must be positive")
         need(self.record_every >= 0, "record_every", "must be >= 0 (0 = never)")
         need(self.ckpt_every >= 0, "ckpt_every", "must be >= 0")
+        need(self.snapshot_every >= 0, "snapshot_every", "must be >= 0 (0 = no snapshots)")
+        need(self.snapshot_dense >= 0, "snapshot_dense", "must be >= 0")
+        need(bool(self.probe) or self.snapshot_every == 0, "probe",
+             "must be a non-empty text when snapshots are on (or set snapshot_every=0)")
         need(self.pos in POS_KINDS, "pos", f"must be one of {', '.join(POS_KINDS)}")
         need(self.norm in NORM_KINDS, "norm", f"must be one of {', '.join(NORM_KINDS)}")
         need(self.bug is None or self.bug in BUGS, "bug", f"must be None or one of {', '.join(BUGS)}")

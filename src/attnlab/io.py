@@ -110,3 +110,25 @@ def save_torch(path, obj: Any) -> Path:
     buf = _io.BytesIO()
     torch.save(obj, buf)
     return _atomic(path, lambda f: f.write(buf.getbuffer()), "wb")
+
+
+def write_figure(path, fig, dpi: int = 110, **savefig_kw: Any) -> Path:
+    """A matplotlib figure as PNG at ``path`` and as SVG beside it, both atomically.
+
+    The SVG draws its text as glyph outlines (``svg.fonttype = path``), so its
+    Chinese shows on a machine without the font. A ``path`` ending in .svg
+    writes only the SVG.
+    """
+    import io
+
+    import matplotlib
+
+    path = Path(path)
+    targets = [("svg", path)] if path.suffix == ".svg" else [("png", path), ("svg", path.with_suffix(".svg"))]
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "attnlab"}):
+        for fmt, target in targets:
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None,
+                        **savefig_kw)
+            write_bytes(target, buf.getvalue())
+    return path

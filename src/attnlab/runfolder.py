@@ -21,7 +21,7 @@ from .errors import OutputError, RunFolderError
 from .io import clean_stale_temps
 
 LOCK_NAME = ".attnlab-lock"
-RUN_FILES = ("ckpt.pt", "summary.json", "metrics.jsonl", "config.json", "tokenizer.json")
+RUN_FILES = ("ckpt.pt", "summary.json", "metrics.jsonl", "config.json", "tokenizer.json", "snapshots.npz")
 
 try:
     import fcntl

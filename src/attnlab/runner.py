@@ -190,7 +190,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
             torch.set_num_threads(task["threads"])
         callbacks = [_StepCallback(on_step)] if on_step else []
         train(task["text"], cfg, out_dir=out, resume=resume, overwrite=not resume,   # the run folder is ours
-              callbacks=callbacks)
+              callbacks=callbacks, tensorboard=bool(task.get("tensorboard")))
         result["status"] = "resumed" if resume else "trained"
     except TrainingInterrupted:
         result["status"] = "interrupted"
@@ -426,18 +426,23 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
             workers: int | None = None, ray_address: str | None = None, progress: bool = True,
             log: Callable[[str], None] = print, keep_going: bool = False,
             on_result: Callable[[dict], None] | None = None, desc: str = "runs",
-            ) -> dict[str, Finished]:
+            tensorboard: bool = False) -> dict[str, Finished]:
     """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
 
     Runs are scheduled longest first (by their training FLOPs) so that workers
     finish together. A failing run does not stop the others; afterwards
     RunFailed is raised unless ``keep_going``, in which case failed runs are
     left out of the result (``on_result`` sees each run's status dict).
+    tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
     """
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise RunnerError(f"--workers must be at least 1, got {workers}")
+    if tensorboard:                            # one clear line here, not one failure per run
+        from .tensorboard_log import require_tensorboard
+
+        require_tensorboard()
     names = [r.name for r in runs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -456,7 +461,8 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
                 continue
         except CheckpointError:
             pass                            # train_one sets it aside and says so
-        todo.append({"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text})
+        todo.append({"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text,
+                     "tensorboard": tensorboard})
     by_name = {r.name: r for r in runs}
     todo.sort(key=lambda t: -_cost(by_name[t["name"]].cfg))
     if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):

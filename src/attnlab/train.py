@@ -25,11 +25,12 @@ from torch import Tensor
 
 from .checkpoint import config_diff, read_checkpoint, save_checkpoint
 from .config import DEVICE, Config
-from .errors import CheckpointError, ConfigError, CorpusError, RunFolderError
+from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
 from .model import TinyGPT
 from .runfolder import RUN_FILES, RunFolder, holds_run
 from .runtime import keep_freed_memory
+from .snapshots import run_observers
 from .tokenizer import CharTokenizer
 
 
@@ -142,8 +143,10 @@ def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
 class Callback(Protocol):
     """Named training events; implement only the ones you need."""
 
+    def on_train_begin(self, start: int, model: TinyGPT) -> None: ...
     def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None: ...
     def on_nonfinite(self, step: int, batch: tuple[Tensor, Tensor], model: TinyGPT) -> None: ...
+    def on_train_end(self, step: int) -> None: ...
 
 
 def _fire(callbacks: Iterable[Any], event: str, *args) -> None:
@@ -236,7 +239,7 @@ class TrainingInterrupted(KeyboardInterrupt):
 def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = None,
           resume: bool = False, overwrite: bool = False, extend: bool = False, progress: bool = False,
           callbacks: Iterable[Any] = (), tok: CharTokenizer | None = None, stop_after: int | None = None,
-          ) -> tuple[TinyGPT, CharTokenizer, History]:
+          tensorboard: bool = False) -> tuple[TinyGPT, CharTokenizer, History]:
     """Train the tiny GPT on ``text``; returns (model, tokenizer, history).
 
     out_dir: the run folder, where metrics.jsonl, ckpt.pt, config.json,
@@ -259,6 +262,9 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
     that holds a run is refused with :class:`RunFolderError`.
     stop_after: stop (with a checkpoint) after this many steps, as Ctrl-C would —
     used by tests of resume.
+    With out_dir, attention snapshots of cfg.probe go to out_dir/snapshots.npz
+    (attnlab.snapshots; snapshot_every=0 turns them off) and tensorboard=True adds
+    TensorBoard event files (attnlab.tensorboard_log).
     """
     cfg = cfg or Config()
     if cfg.max_steps < 1:
@@ -274,10 +280,10 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
     keep_freed_memory()                # see attnlab.runtime: fewer page faults per step
     if out_dir is None:
         return _train(text, cfg, None, device, False, False, False, progress, list(callbacks), tok,
-                      stop_after)
+                      stop_after, tensorboard)
     with RunFolder(out_dir):
         return _train(text, cfg, Path(out_dir), device, resume, overwrite, extend, progress,
-                      list(callbacks), tok, stop_after)
+                      list(callbacks), tok, stop_after, tensorboard)
 
 
 def _describe_run(out: Path) -> str:
@@ -294,7 +300,7 @@ _RESUME_NEEDS = {"model": "model weights", "optimizer": "optimizer state", "gen_
 
 def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resume: bool, overwrite: bool,
            extend: bool, progress: bool, callbacks: list, tok: CharTokenizer | None, stop_after: int | None,
-           ) -> tuple[TinyGPT, CharTokenizer, History]:
+           tensorboard: bool = False) -> tuple[TinyGPT, CharTokenizer, History]:
     ckpt_path = out / "ckpt.pt" if out else None
     if out is not None and not resume and not overwrite and holds_run(out):
         raise RunFolderError(f"{out} already holds a run{_describe_run(out)}; add --resume to continue it, "
@@ -349,6 +355,11 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
             raise CheckpointError(f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
                                   f"train again with --overwrite or a new --out") from None
 
+    if tensorboard and out is None:
+        raise AttnlabError("--tensorboard needs an output directory (out_dir) for its event files")
+    if out is not None:
+        callbacks += run_observers(cfg, out, tok, tensorboard=tensorboard)
+
     metrics_file = None
     files_ready = False
 
@@ -379,6 +390,7 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
     bar = _progress(start, cfg.max_steps, progress)
     stopper = _StopRequest()
     step = start
+    _fire(callbacks, "on_train_begin", start, model)
     try:
         with stopper.installed():
             for step in range(start, cfg.max_steps):
@@ -412,6 +424,7 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
         final_step = len(history.records)
         checkpoint(final_step if history.diverged_at is None else history.diverged_at)
     finally:
+        _fire(callbacks, "on_train_end", step)
         if metrics_file:
             metrics_file.close()
         if bar is not None:

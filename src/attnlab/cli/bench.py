@@ -17,6 +17,7 @@ def add_parser(sub):
     t.add_argument("--repeats", type=common.positive_int, default=5, help="interleaved rounds (median reported)")
     t.add_argument("--warmup", type=common.nonneg_int, default=2, help="untimed steps per variant first")
     t.add_argument("--no-reference", action="store_true")
+    t.add_argument("--no-snapshots", action="store_true", help="do not time attention snapshots")
     common.add_set(t, help="override a Config field of every timed model, e.g. --set batch_size=8")
     t.add_argument("--matmul-sizes", nargs="+", type=common.int_range(1, 16384, "a matrix size"),
                    default=[1024, 2048])
@@ -100,7 +101,8 @@ def main(args) -> int:
         Config.from_overrides(args.overrides)          # a bad --set fails before any timing
         result = B.bench_train(tuple(args.configs), tuple(args.records),
                                args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
-                               reference=not args.no_reference, overrides=tuple(args.overrides), log=_log)
+                               reference=not args.no_reference, overrides=tuple(args.overrides), log=_log,
+                               snapshots=not args.no_snapshots)
         print(B.format_train(result))
     else:
         _outputs(args.figure, args.json)

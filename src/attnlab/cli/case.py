@@ -17,6 +17,8 @@ def add_parser(sub):
     common.add_device(p)
     common.add_executor(p, default="local")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="each run also writes TensorBoard event files (needs the tensorboard extra)")
     p.add_argument("--reuse-json", action="store_true",
                    help="train nothing: keep the first seed's sections of the existing data/ch1_case.json "
                         "and add the other seeds' and the weight-decay runs found finished under runs/case")
@@ -34,7 +36,8 @@ def main(args) -> int:
     out = Path(args.out)
     base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
     result = run_case(settings, out, corpus=Path(args.corpus) if args.corpus else None,
-                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"), base=base)
+                      progress=not args.no_progress, log=lambda m: print(f"attnlab: {m}"), base=base,
+                      tensorboard=args.tensorboard)
     paths = build_report(result, out)
     print(claim_counts(result["claims"]))
     for c in result["claims"]:

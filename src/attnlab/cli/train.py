@@ -17,6 +17,8 @@ def add_parser(sub):
     p.add_argument("--debug", action="store_true",
                    help="attach the AttentionDebugger (warnings on entropy, logit scale, Jacobian, NaN)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard event files to OUT (needs the tensorboard extra)")
     return p
 
 
@@ -37,7 +39,7 @@ def main(args) -> int:
         callbacks.append(AttentionDebugger(print_fn=print))
     model, tok, history = train(text, cfg, out_dir=args.out, resume=args.resume,
                                 overwrite=args.overwrite, extend=args.resume, progress=not args.no_progress,
-                                callbacks=callbacks)
+                                callbacks=callbacks, tensorboard=args.tensorboard)
     recs = history.records
     val = history.val
     print(f"steps {len(recs)}  loss {recs[0]['loss']:.3f} -> {recs[-1]['loss']:.3f}"

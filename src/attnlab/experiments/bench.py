@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -37,11 +38,13 @@ import torch.nn.functional as F
 
 from ..config import PRESETS, Config
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
+from ..snapshots import snapshot_steps
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from .common import environment
 from .reference_gpt import ReferenceGPT
 
 CONFIGS = {name: PRESETS[name] for name in ("small", "big")}
+SNAPSHOT_RUN_STEPS = 1500            # snapshot cost is reported as an average over a run this long
 
 
 # ==================================================================== bench train
@@ -63,6 +66,30 @@ def attnlab_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], dict]:
                 else nullcontext())
     counter = iter(range(10 ** 9))
     return lambda: train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
+
+
+def snapshot_taker(cfg: Config, run_dir: Path) -> Callable[[], None]:
+    """One attention snapshot per call, with the atomic rewrite of a file already holding a
+    whole run's snapshots (the last and largest rewrite of a run: a conservative cost)."""
+    from ..model import TinyGPT
+    from ..snapshots import SnapshotRecorder
+    from ..tokenizer import CharTokenizer
+
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    model = TinyGPT(cfg).to(device)
+    rec = SnapshotRecorder(run_dir, cfg, CharTokenizer(cfg.probe, cfg.vocab_size))
+    full = max(1, len(snapshot_steps(cfg)))
+    counter = iter(range(10 ** 9))
+
+    def take() -> None:
+        rec._take(next(counter), model)
+        if len(rec.steps) > full:                   # keep the file at a full run's size
+            del rec.steps[0], rec.patterns[0], rec.metrics[0]
+
+    for _ in range(full - 1):
+        take()
+    return take
 
 
 def reference_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], float]:
@@ -94,7 +121,7 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"),
                 records: tuple[int, ...] = (1, 0), repeats: int = 5, warmup: int = 2,
                 device: str = "auto", matmul_sizes: tuple[int, ...] = (1024, 2048),
                 reference: bool = True, overrides: tuple[str, ...] = (),
-                log: Callable[[str], None] | None = None) -> dict:
+                log: Callable[[str], None] | None = None, snapshots: bool = True) -> dict:
     """Time training steps; returns a JSON-able dict (rows per config and variant).
 
     overrides: ``key=value`` strings applied to every config (the CLI's --set),
@@ -128,9 +155,16 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"),
         runs["matmuls only"], meta["matmuls only"] = 1, {"impl": "matmuls_only", "R": 1, "record_every": None}
         for n, fn in mm.items():          # the matmul roof, measured in the same rounds
             fns[f"matmul {n}"] = fn
+        snap_dir = None
+        if snapshots and 1 in records:    # attention snapshots of the probe (attnlab.snapshots)
+            snap_dir = tempfile.TemporaryDirectory(prefix="attnlab-bench-")
+            fns["snapshot"] = snapshot_taker(cfg.replace(max_steps=SNAPSHOT_RUN_STEPS), Path(snap_dir.name))
         if log:
             log(f"bench train {name}: {len(fns)} variants x {repeats} rounds")
         times = interleaved(fns, repeats, warmup, dev)
+        snap_s = statistics.median(times.pop("snapshot")) if snap_dir else None
+        if snap_dir:
+            snap_dir.cleanup()
         rates = {n: statistics.median([2.0 * n ** 3 / t for t in times.pop(f"matmul {n}")])
                  for n in mm}
         rate = max(rates.values())
@@ -148,7 +182,23 @@ def bench_train(configs: tuple[str, ...] = ("small", "big"),
                          "tokens_per_s": R * tokens / (ms / 1e3),
                          "gflop_per_s": R * flops / (ms / 1e3) / 1e9,
                          "fraction_of_matmul_rate": R * flops / (ms / 1e3) / rate})
-        result["configs"][name] = {"config": cfg.to_dict(), "params": _params(cfg),
+        snap_info = None
+        if snap_s is not None:
+            # A run of SNAPSHOT_RUN_STEPS steps at the default schedule takes n_snap snapshots:
+            # its per-step cost is the recording step plus n_snap / steps of one snapshot.
+            n_snap = len(snapshot_steps(cfg.replace(max_steps=SNAPSHOT_RUN_STEPS)))
+            base_row = next(r for r in rows if r["variant"] == "attnlab record_every=1")
+            extra_ms = snap_s * 1e3 * n_snap / SNAPSHOT_RUN_STEPS
+            ms = base_row["ms_per_step"] + extra_ms
+            rows.append({"variant": "attnlab record_every=1 + snapshots", "impl": "attnlab", "R": 1,
+                         "record_every": 1, "ms_per_step": ms, "ms_per_run_step": ms, "ms_rounds": None,
+                         "vs_reference": ms / ref_ms if ref_ms else None,
+                         "tokens_per_s": tokens / (ms / 1e3), "gflop_per_s": flops / (ms / 1e3) / 1e9,
+                         "fraction_of_matmul_rate": flops / (ms / 1e3) / rate})
+            snap_info = {"ms_per_snapshot": snap_s * 1e3, "snapshots_per_run": n_snap,
+                         "run_steps": SNAPSHOT_RUN_STEPS, "ms_per_step_run_average": extra_ms,
+                         "overhead_fraction": extra_ms / base_row["ms_per_step"]}
+        result["configs"][name] = {"config": cfg.to_dict(), "params": _params(cfg), "snapshots": snap_info,
                                    "train_flops_per_step": flops, "tokens_per_step": tokens,
                                    "matmul_rate_flops": rate, "matmul_rates_by_size": rates,
                                    "rows": rows}
@@ -365,13 +415,19 @@ def format_train(result: dict) -> str:
         lines.append(f"{name}: d_model {cfg['d_model']}, n_head {cfg['n_head']}, {c['params']:,} params, "
                      f"{c['train_flops_per_step'] / 1e9:.2f} GFLOP/step, "
                      f"matmul roof {c['matmul_rate_flops'] / 1e9:.1f} GFLOP/s")
-        lines.append(f"  {'variant':<32}{'ms/step':>9}{'ms/run':>9}{'x ref':>7}"
+        lines.append(f"  {'variant':<36}{'ms/step':>9}{'ms/run':>9}{'x ref':>7}"
                      f"{'tokens/s':>10}{'GFLOP/s':>9}{'% roof':>8}")
         for r in c["rows"]:
             ratio = f"{r['vs_reference']:.2f}" if r["vs_reference"] else "-"
-            lines.append(f"  {r['variant']:<32}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
+            lines.append(f"  {r['variant']:<36}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
                          f"{ratio:>7}{r['tokens_per_s']:>10,.0f}{r['gflop_per_s']:>9.1f}"
                          f"{100 * r['fraction_of_matmul_rate']:>7.0f}%")
+        sn = c.get("snapshots")
+        if sn:
+            lines.append(f"  snapshots: {sn['ms_per_snapshot']:.1f} ms each (probe pass + atomic file rewrite), "
+                         f"{sn['snapshots_per_run']} per {sn['run_steps']}-step run = "
+                         f"+{sn['ms_per_step_run_average']:.2f} ms/step = "
+                         f"{100 * sn['overhead_fraction']:.2f}% of a recording step")
     return "\n".join(lines)
 
 

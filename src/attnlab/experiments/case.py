@@ -252,7 +252,8 @@ def unigram_entropy(text: str, tok: CharTokenizer) -> float:
 
 
 def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
-             progress: bool = True, log: Callable[[str], None] = print, base: dict | None = None) -> dict:
+             progress: bool = True, log: Callable[[str], None] = print, base: dict | None = None,
+             tensorboard: bool = False) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
 
     ``base``: an earlier result of the same settings (``attnlab case --reuse-json``). Nothing is
@@ -295,7 +296,8 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
 
         t0 = time.perf_counter()
         finished = execute(runs, text, out / "runs", executor=settings.executor, workers=settings.workers,
-                           ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case")
+                           ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case",
+                           tensorboard=tensorboard)
         results = {name: tuple(f) for name, f in finished.items()}          # (model, tok, history)
         timings["train_wall_s"] = time.perf_counter() - t0
         timings["executor"] = settings.executor

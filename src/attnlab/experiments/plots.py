@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..io import write_figure
+
 SYSTEM_CJK = ("Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK JP", "WenQuanYi Zen Hei")
 
 
@@ -57,11 +59,9 @@ def plot_attention_maps(maps: dict, path: str | Path) -> Path:
                 ax.set_ylabel("查询 query (i)", fontsize=8)
     fig.colorbar(im, ax=axes, shrink=0.6, label="注意力权重 / attention weight")
     fig.suptitle(f"注意力图 / attention maps: {maps['text'][:40]}", fontsize=11)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    write_figure(path, fig, dpi=110)        # PNG and SVG
     plt.close(fig)
-    return path
+    return Path(path)
 
 
 def plot_sweep_gap(sweep: dict, path: str | Path) -> Path:
@@ -82,8 +82,6 @@ def plot_sweep_gap(sweep: dict, path: str | Path) -> Path:
     ax.set_title("临界维度 / critical dimension (练习二 exercise 2)")
     ax.set_xticks(xs)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    write_figure(path, fig, dpi=110)        # PNG and SVG
     plt.close(fig)
-    return path
+    return Path(path)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io import write_bytes
+from ..io import write_figure
 from .fonts import use_cjk_font
 
 RED, BLUE = "#c0392b", "#2463a6"
@@ -20,11 +20,7 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
-    write_bytes(path, buf.getvalue())
+    write_figure(path, fig, dpi=130, bbox_inches="tight")      # PNG and SVG
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -7,7 +7,13 @@ fetched from another host):
 * ``/exp1-1``  experiment 1-1 (random q, k; scaled vs unscaled), in the browser;
 * ``/exp1-2``  experiment 1-2, attention maps of the loaded checkpoint, via
   ``POST /api/attention``;
-* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON.
+* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON, and a
+  live table of every run (``GET /api/live``), refreshed while runs train;
+* ``/timeline`` attention snapshots of a run beside a twin, with its curves
+  (``GET /api/timeline/<run>``; see ``attnlab.web.timeline``).
+
+Every figure has PNG/SVG buttons (``static/export.js``); ``POST /api/glyphs``
+gives the glyph outlines that make an exported SVG independent of fonts.
 
 What the server deliberately does not do: take a file path from a request.
 The checkpoint is chosen when the server starts; runs are addressed by the
@@ -45,6 +51,7 @@ PAGES = {
     "/exp1-1": "exp11.html",
     "/exp1-2": "exp12.html",
     "/runs": "runs.html",
+    "/timeline": "timeline.html",
 }
 MAX_BODY_BYTES = 16 * 1024          # a request body larger than this is refused before parsing
 MAX_TEXT_CHARS = 2048               # hard cap; the real limit is the checkpoint's block_size
@@ -401,8 +408,40 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
             raise HTTPException(422, "案例文件无法解析。 The case file could not be parsed.") from None
         return {"pairs": pairs}
 
+    add_timeline_routes(app, runs_root)
+
     @app.api_route("/api/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
     def unknown_api(rest: str):
         raise HTTPException(404, "unknown API endpoint")
 
     return app
+
+
+# ------------------------------------------------------------- timeline, live, export
+class GlyphRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(max_length=4096)
+
+
+def add_timeline_routes(app: FastAPI, runs_root: Path) -> None:
+    """/api/live (runs and their state), /api/timeline/<run> (curves + snapshots), /api/glyphs.
+
+    Runs may sit one level down (the case's runs/case/big_unscaled); a name is
+    served only when it is one of the listed run directories.
+    """
+    from . import timeline as tl
+
+    @app.get("/api/live")
+    def live() -> dict:
+        return {"runs": tl.list_runs(runs_root)}
+
+    @app.get("/api/timeline/{name:path}")
+    def timeline(name: str) -> dict:
+        data = tl.timeline_payload(runs_root, name, read_metrics)
+        if data is None:
+            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
+        return data
+
+    @app.post("/api/glyphs")
+    def glyphs(req: GlyphRequest) -> dict:
+        return tl.glyph_outlines(req.text)

@@ -101,6 +101,7 @@ const UI = (() => {
     if (!Number.isFinite(x0)) {
       svg.append(s("text", { x: pad.l + 10, y: pad.t + H / 2, "font-size": 12, fill: "#5d6675" }, "无数据 no data"));
       container.append(svg);
+      exportable(svg, testid || title);
       return svg;
     }
     if (x1 === x0) x1 = x0 + 1;
@@ -145,9 +146,36 @@ const UI = (() => {
       });
       if (!se.dots) svg.append(s("path", { d, fill: "none", stroke: se.color, "stroke-width": 1.6, "stroke-dasharray": se.dash || "" }));
     }
+    svg.xScale = { x0, x1, left: pad.l, width: W, top: pad.t, height: H };   // for cursor()
     container.append(svg);
+    exportable(svg, testid || title);
     return svg;
   }
 
-  return { el, fmt, heat, inkOn, json, lineChart };
+  // PNG/SVG buttons under a chart on pages that load export.js.
+  function exportable(svg, name) {
+    if (typeof Export !== "undefined") Export.wrap(svg, name);
+  }
+
+  // A vertical line at x on a lineChart (moved, not redrawn, when called again).
+  function cursor(svg, x, testid) {
+    const sc = svg && svg.xScale;
+    if (!sc) return;
+    let line = svg.querySelector("line.cursor");
+    if (!line) {
+      line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+      line.setAttribute("class", "cursor");
+      line.setAttribute("stroke", "#1d2330");
+      line.setAttribute("stroke-width", "1");
+      line.setAttribute("stroke-dasharray", "3 2");
+      if (testid) line.setAttribute("data-testid", testid);
+      svg.append(line);
+    }
+    const cx = sc.left + ((Math.min(sc.x1, Math.max(sc.x0, x)) - sc.x0) / (sc.x1 - sc.x0)) * sc.width;
+    line.setAttribute("x1", cx.toFixed(1)); line.setAttribute("x2", cx.toFixed(1));
+    line.setAttribute("y1", sc.top); line.setAttribute("y2", sc.top + sc.height);
+    line.setAttribute("data-x", String(x));
+  }
+
+  return { el, fmt, heat, inkOn, json, lineChart, cursor };
 })();

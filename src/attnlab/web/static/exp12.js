@@ -2,40 +2,9 @@
 "use strict";
 
 (() => {
-  const { el, fmt, heat, json } = UI;
+  const { el, fmt, json } = UI;
   const $ = (id) => document.getElementById(id);
-  const FONT = '"AttnlabCJK", "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", sans-serif';
   let info = null, timer = null, seq = 0;
-
-  function drawMap(canvas, weights, tokens) {
-    const T = weights.length;
-    const cell = Math.max(8, Math.min(26, Math.floor(230 / T)));
-    const margin = 22, size = margin + cell * T;
-    const ratio = window.devicePixelRatio || 1;
-    canvas.width = size * ratio; canvas.height = size * ratio;
-    canvas.style.width = `${size}px`; canvas.style.height = `${size}px`;
-    const g = canvas.getContext("2d");
-    g.scale(ratio, ratio);
-    g.fillStyle = "#ffffff"; g.fillRect(0, 0, size, size);
-    for (let i = 0; i < T; i++) {
-      for (let j = 0; j < T; j++) {
-        const w = weights[i][j];
-        g.fillStyle = w === null ? "#f1f2f4" : heat(w);
-        g.fillRect(margin + j * cell, margin + i * cell, cell, cell);
-      }
-    }
-    g.strokeStyle = "#d6dae1"; g.strokeRect(margin + 0.5, margin + 0.5, cell * T - 1, cell * T - 1);
-    g.fillStyle = "#1d2330";
-    g.font = `${Math.min(13, cell - 1)}px ${FONT}`;
-    g.textAlign = "center"; g.textBaseline = "middle";
-    tokens.forEach((t, i) => {
-      const label = t.unk ? "?" : t.text === "\n" ? "⏎" : t.text;
-      g.fillStyle = t.unk ? "#b3261e" : "#1d2330";
-      g.fillText(label, margin + i * cell + cell / 2, margin / 2);        // keys along the top
-      g.fillText(label, margin / 2, margin + i * cell + cell / 2);        // queries down the side
-    });
-    return { cell, margin };
-  }
 
   function showNoCheckpoint(hint) {
     $("ckpt-info").replaceChildren(el("div", { "data-testid": "no-checkpoint" },
@@ -95,7 +64,7 @@
         const canvas = el("canvas", { "data-testid": `map-L${L.layer}H${h}`, role: "img",
           "aria-label": `layer ${L.layer} head ${h} attention map` });
         const readout = el("span", { class: "note mono", text: " " });
-        const geom = drawMap(canvas, H.weights, toks);
+        const geom = Maps.draw(canvas, H.weights, toks);
         canvas.addEventListener("mousemove", (e) => {
           const rect = canvas.getBoundingClientRect();
           const j = Math.floor((e.clientX - rect.left - geom.margin) / geom.cell);
@@ -104,7 +73,9 @@
             readout.textContent = `${toks[i].text} ← ${toks[j].text}: ${fmt(H.weights[i][j])}`;
           }
         });
-        row.append(el("figure", {}, canvas, el("figcaption", {}, `层 ${L.layer} · 头 ${h} `, readout)));
+        const name = `exp1-2 L${L.layer}H${h}`;
+        row.append(el("figure", {}, canvas, el("figcaption", {}, `层 ${L.layer} · 头 ${h} `, readout),
+          Export.buttons(canvas, name, { svg: () => Maps.svg(H.weights, toks, name) })));
       });
       maps.append(el("div", { class: "card" }, el("h2", { text: `层 ${L.layer} · layer ${L.layer}` }), row));
     });

@@ -137,6 +137,12 @@
     $("toggle-mask").addEventListener("change", recompute);
     $("n-input").addEventListener("input", onShape);
     $("d-input").addEventListener("input", onShape);
+    // PNG/SVG buttons under each matrix (the tables are rebuilt on edits; the buttons stay)
+    for (const [id, name] of [["ed-q", "Q"], ["ed-k", "K"], ["ed-v", "V"], ["out-scores", "scores 打分"],
+      ["out-weights", "weights 权重"], ["out-output", "output 输出"], ["out-entropy", "entropy 熵"]]) {
+      $(id).after(Export.buttons(null, `lookup ${name.split(" ")[0]}`,
+        { svg: () => Export.tableSVG($(id).querySelector("table"), name) }));
+    }
     setMatrices(PRESETS.book);
   });
 })();

@@ -79,7 +79,30 @@
     if (current.src === CASE) drawCase(current.data.pairs); else drawRun(current.data);
   }
 
+  // The live table: every run (also one level down, like runs/case/*), its state and a timeline link.
+  // While the run shown in the charts is training, its curves are re-read at each poll.
+  const STATE_TEXT = { running: "训练中 running", finished: "已完成 finished", stopped: "已停止 stopped" };
+  let lastSteps = {};
+  async function poll() {
+    const r = await json("/api/live");
+    if (r.ok) {
+      const rows = r.data.runs.map((x) => el("tr", { "data-testid": `live-row-${x.name}` },
+        el("td", { text: x.name }),
+        el("td", {}, el("span", { class: `live-state ${x.state}`, "data-testid": `live-state-${x.name}`, text: STATE_TEXT[x.state] || x.state })),
+        el("td", { class: "mono", "data-testid": `live-steps-${x.name}`, text: `${x.steps} / ${x.max_steps ?? "?"}` }),
+        el("td", {}, el("a", { href: `/timeline?run=${encodeURIComponent(x.name)}`, "data-testid": `live-link-${x.name}`,
+          text: x.snapshots ? "时间线 timeline" : "时间线 timeline（无快照 no snapshots）" }))));
+      $("live-runs").replaceChildren(el("thead", {}, el("tr", {},
+        ...["训练 run", "状态 state", "步 steps", ""].map((h) => el("th", { text: h })))), el("tbody", {}, ...rows));
+      const shown = current && current.src !== CASE ? r.data.runs.find((x) => x.name === current.src) : null;
+      if (shown && lastSteps[shown.name] !== undefined && lastSteps[shown.name] !== shown.steps) await load();
+      lastSteps = Object.fromEntries(r.data.runs.map((x) => [x.name, x.steps]));
+    }
+    setTimeout(poll, 2000);
+  }
+
   document.addEventListener("DOMContentLoaded", async () => {
+    poll();
     const r = await json("/api/runs");
     const names = r.ok ? r.data.runs : [];
     $("source").replaceChildren(el("option", { value: CASE, text: "本章案例 case study (data/ch1_case.json)" }),

@@ -1,0 +1,213 @@
+"""Attention snapshots during training: how the maps of one probe text form (and collapse).
+
+At the steps of :func:`snapshot_steps` the :class:`SnapshotRecorder` (a trainer
+callback) runs the model once on ``cfg.probe`` and keeps every layer's and
+head's attention pattern (float16) and head metrics (float32). All snapshots
+of a run live in one file, ``snapshots.npz`` in the run directory, rewritten
+atomically after each snapshot (a few kB each, so rewriting is cheaper than
+any append format that could be left half-written).
+
+Step convention: snapshot ``s`` shows the weights *entering* step ``s``, the
+same weights whose diagnostics metrics.jsonl records at step ``s``; snapshot 0
+is the initial model and snapshot ``max_steps`` the trained one.
+
+Resume: a checkpoint at step ``s`` is written after snapshot ``s`` was taken,
+so a resumed run keeps the file's snapshots up to ``s``, drops any taken after
+the checkpoint and retakes them from the same weights: no duplicate, no gap.
+
+The probe pass runs in eval mode under ``no_grad`` and draws no random
+numbers, so snapshots leave the training numbers bit for bit unchanged
+(tested). Deliberately left out: snapshots of arbitrary texts (the /exp1-2
+page does that for one checkpoint) and of the MLPs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import Config
+from .diagnostics import head_metrics, jacobian_frobenius
+from .errors import AttnlabError
+from .io import write_bytes
+
+FILENAME = "snapshots.npz"
+FORMAT = 1
+METRICS = ("entropy", "jacobian_fro", "logit_std", "diag", "prev", "distance")
+
+
+class SnapshotError(AttnlabError):
+    """A snapshot file that is missing, corrupt or of an unknown format."""
+
+
+def snapshot_steps(cfg: Config) -> list[int]:
+    """Steps (0..max_steps) at which snapshots are taken; empty when snapshot_every is 0."""
+    if cfg.snapshot_every <= 0:
+        return []
+    return [s for s in range(cfg.max_steps + 1)
+            if s < cfg.snapshot_dense or s % cfg.snapshot_every == 0 or s == cfg.max_steps]
+
+
+def probe_ids(cfg: Config, tok) -> list[int]:
+    """The probe's token ids, cropped to block_size (characters outside the vocabulary -> <unk>)."""
+    return tok.encode(cfg.probe)[:cfg.block_size] or [1]
+
+
+@torch.no_grad()
+def take_snapshot(model, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(patterns (L, nh, T, T) float16, metrics (L, nh, len(METRICS)) float32) for one text."""
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    idx = torch.tensor([ids], dtype=torch.long, device=device)         # (1, T)
+    try:
+        with model.capture("tap_scores", "tap_pattern") as store:
+            model(idx)
+    finally:
+        model.train(was)
+    patterns, metrics = [], []
+    for i in range(len(model.blocks)):
+        p = store[f"blocks.{i}.attn.tap_pattern"][0].float()[0]        # (nh, T, T)
+        s = store[f"blocks.{i}.attn.tap_scores"][0].float()[0]         # (nh, T, T)
+        T = p.shape[-1]
+        with warnings.catch_warnings():                                # T = 1: std over nothing
+            warnings.simplefilter("ignore", UserWarning)
+            hm = head_metrics(p[None])
+        jac = jacobian_frobenius(p)[:, 1:].mean(-1)                    # rows with > 1 visible key
+        causal = torch.ones(T, T, dtype=torch.bool, device=p.device).tril()
+        logit_std = torch.stack([s[h][causal].std() for h in range(p.shape[0])])
+        cols = {"entropy": hm["entropy"], "jacobian_fro": jac, "logit_std": logit_std,
+                "diag": hm["diag"], "prev": hm["prev"], "distance": hm["distance"]}
+        metrics.append(torch.stack([cols[k] for k in METRICS], dim=-1))   # (nh, M)
+        patterns.append(p)
+    return (torch.stack(patterns).cpu().numpy().astype(np.float16),
+            torch.stack(metrics).cpu().numpy().astype(np.float32))
+
+
+@dataclass
+class Snapshots:
+    """All snapshots of one run, as read from its file."""
+    steps: np.ndarray          # (N,) int64, increasing
+    patterns: np.ndarray       # (N, L, nh, T, T) float16
+    metrics: np.ndarray        # (N, L, nh, M) float32, columns named by meta["metrics"]
+    meta: dict                 # format, probe, tokens, metrics, n_layer, n_head
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        np.savez(buf, steps=self.steps, patterns=self.patterns, metrics=self.metrics,
+                 meta=np.array(json.dumps(self.meta, ensure_ascii=False)))
+        return buf.getvalue()
+
+
+def read_snapshots(path: str | Path) -> Snapshots:
+    """Load a snapshot file; anything unreadable raises SnapshotError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SnapshotError(f"{path} does not exist: this run has no attention snapshots "
+                            f"(it was trained before snapshots existed or with snapshot_every=0)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            snap = Snapshots(z["steps"].astype(np.int64), z["patterns"], z["metrics"], meta)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise SnapshotError(f"{path} is corrupt ({type(e).__name__}: {str(e)[:120]}); "
+                            f"delete it and retrain to get snapshots again") from None
+    n = len(snap.steps)
+    ok = (meta.get("format") == FORMAT and snap.patterns.ndim == 5 and snap.metrics.ndim == 4
+          and snap.patterns.shape[0] == n and snap.metrics.shape[0] == n
+          and snap.metrics.shape[-1] == len(meta.get("metrics", ())))
+    if not ok:
+        raise SnapshotError(f"{path} has an unexpected layout (format {meta.get('format')!r}); "
+                            f"delete it and retrain to get snapshots again")
+    return snap
+
+
+class SnapshotRecorder:
+    """Trainer callback that keeps ``run_dir/snapshots.npz`` up to date."""
+
+    def __init__(self, run_dir: str | Path, cfg: Config, tok, listeners=()):
+        self.path = Path(run_dir) / FILENAME
+        self.cfg = cfg
+        self.ids = probe_ids(cfg, tok)
+        self.schedule = set(snapshot_steps(cfg))
+        self.listeners = list(listeners)     # objects with on_snapshot(step, patterns, tokens)
+        tokens = [tok.itos[i] for i in self.ids]
+        self.meta = {"format": FORMAT, "probe": cfg.probe, "tokens": tokens, "metrics": list(METRICS),
+                     "n_layer": cfg.n_layer, "n_head": cfg.n_head}
+        self.steps: list[int] = []
+        self.patterns: list[np.ndarray] = []
+        self.metrics: list[np.ndarray] = []
+        self.pending: list[tuple[int, np.ndarray]] = []   # taken before the run folder may be written
+
+    # ------------------------------------------------------------------ events
+    def on_train_begin(self, start: int, model) -> None:
+        self._load_until(start)
+        if start in self.schedule and start not in self.steps:
+            # a fresh run writes nothing into its folder before its first step has succeeded
+            # (attnlab.runfolder): the snapshot of the initial weights waits in memory until then
+            self._take(start, model, write=start > 0)
+
+    def on_step_end(self, step: int, record: dict, model) -> None:
+        if step + 1 in self.schedule:        # the weights that enter step + 1
+            self._take(step + 1, model)
+        elif self.pending:
+            self._write()
+
+    # ---------------------------------------------------------------- internals
+    def _load_until(self, start: int) -> None:
+        """Keep the file's snapshots up to ``start`` (a resume); a fresh run starts empty."""
+        if start == 0 or not self.path.is_file():
+            return
+        try:
+            old = read_snapshots(self.path)
+        except SnapshotError as e:
+            aside = self.path.with_name(self.path.name + ".corrupt")
+            self.path.replace(aside)
+            warnings.warn(f"{e}; kept it as {aside.name} and started a new snapshot file", stacklevel=2)
+            return
+        if old.meta.get("tokens") != self.meta["tokens"] or old.patterns.shape[1:3] != (
+                self.cfg.n_layer, self.cfg.n_head):
+            return                           # another probe or model: those snapshots do not continue
+        keep = old.steps <= start
+        self.steps = old.steps[keep].tolist()
+        self.patterns = list(old.patterns[keep])
+        self.metrics = list(old.metrics[keep])
+
+    def _take(self, step: int, model, write: bool = True) -> None:
+        patterns, metrics = take_snapshot(model, self.ids)
+        self.steps.append(step)
+        self.patterns.append(patterns)
+        self.metrics.append(metrics)
+        self.pending.append((step, patterns))
+        if write:
+            self._write()
+
+    def _write(self) -> None:
+        snap = Snapshots(np.asarray(self.steps, dtype=np.int64), np.stack(self.patterns),
+                         np.stack(self.metrics), self.meta)
+        write_bytes(self.path, snap.to_bytes())
+        for step, patterns in self.pending:
+            for listener in self.listeners:
+                listener.on_snapshot(step, patterns, self.meta["tokens"])
+        self.pending = []
+
+
+def run_observers(cfg: Config, run_dir: str | Path, tok, tensorboard: bool = False) -> list:
+    """The callbacks train() installs for a run directory: TensorBoard (when asked) and snapshots."""
+    observers: list = []
+    if tensorboard:
+        from .tensorboard_log import TensorBoardLogger
+
+        observers.append(TensorBoardLogger(run_dir))
+    if cfg.snapshot_every > 0:
+        observers.append(SnapshotRecorder(run_dir, cfg, tok, listeners=observers[:1]))
+    return observers

@@ -1,0 +1,201 @@
+// Timeline page: snapshots of a run's attention on its probe, with a slider, beside a twin run.
+"use strict";
+
+(() => {
+  const { el, fmt, json, lineChart, cursor } = UI;
+  const $ = (id) => document.getElementById(id);
+  // The run in reds, its twin in blues (the case's colours: unscaled red, scaled blue); layers by shade.
+  const PALETTE = [["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"]];
+  const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖ Jacobian"], ["logit_std", "logit std"],
+    ["diag", "对角 diag"], ["prev", "前一位 prev"], ["distance", "距离 distance"]];
+  const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null };
+
+  const apiPath = (name) => "/api/timeline/" + name.split("/").map(encodeURIComponent).join("/");
+  const tokensOf = (snap) => snap.tokens.map((t) => ({ text: t, unk: t === "<unk>" }));
+
+  async function fetchRun(name) {
+    if (!name) return null;
+    const r = await json(apiPath(name));
+    return r.ok ? r.data : { name, error: r.detail };
+  }
+
+  // The twin shows its last snapshot at or before the main run's step.
+  function twinIndex(snap, step) {
+    let k = -1;
+    snap.steps.forEach((s, i) => { if (s <= step) k = i; });
+    return Math.max(0, k);
+  }
+
+  function panel(which) {
+    const run = state[which], box = $(which === "main" ? "panel-main" : "panel-twin");
+    const prefix = which === "main" ? "" : "twin-";
+    box.replaceChildren();
+    if (!run) {
+      box.append(el("p", { class: "note", text: which === "twin" ? "没有选择对照。 No twin selected." : "" }));
+      return;
+    }
+    box.append(el("h2", { text: run.name }));
+    if (run.error || run.snapshot_error) {
+      box.append(el("div", { class: "msg", "data-testid": `${prefix}snapshot-msg`, text: run.error || run.snapshot_error }));
+      return;
+    }
+    const snap = run.snapshots;
+    const toks = tokensOf(snap);
+    box.append(el("p", { class: "note", text: `探针 probe：${snap.probe}（${toks.length} 字 tokens）· ${snap.steps.length} 个快照 snapshots` }));
+    run.canvases = [];
+    const maps = el("div", { class: "maps" });
+    snap.patterns[0].forEach((heads, li) => heads.forEach((_, h) => {
+      const canvas = el("canvas", { "data-testid": `${prefix}map-L${li}H${h}`, role: "img",
+        "aria-label": `${run.name} layer ${li} head ${h} attention map` });
+      const title = () => `${run.name} L${li}H${h} step ${snap.steps[run.shown]}`;
+      const fig = el("figure", {}, canvas, el("figcaption", { text: `层 ${li} · 头 ${h}` }),
+        Export.buttons(canvas, title, { svg: () => Maps.svg(snap.patterns[run.shown][li][h], toks, title()) }));
+      maps.append(fig);
+      run.canvases.push([canvas, li, h]);
+    }));
+    box.append(maps);
+    run.table = el("table", { class: "mat", "data-testid": `${prefix}metrics-table` });
+    box.append(el("h2", { text: "头部指标 head metrics" }), run.table);
+  }
+
+  function showRun(which, idx) {
+    const run = state[which];
+    if (!run || !run.snapshots || !run.canvases) return;
+    const snap = run.snapshots;
+    run.shown = idx;
+    const toks = tokensOf(snap);
+    for (const [canvas, li, h] of run.canvases) Maps.draw(canvas, snap.patterns[idx][li][h], toks);
+    const prefix = which === "main" ? "" : "twin-";
+    const body = el("tbody");
+    snap.metrics[idx].forEach((heads, li) => heads.forEach((vals, h) => {
+      const cell = (k) => { const j = snap.metric_names.indexOf(k); return j < 0 ? null : vals[j]; };
+      body.append(el("tr", { "data-testid": `${prefix}metrics-L${li}H${h}` }, el("th", { text: `层 ${li} · 头 ${h}` }),
+        ...COLS.map(([k]) => el("td", { class: "num", text: fmt(cell(k)) }))));
+    }));
+    run.table.replaceChildren(el("thead", {}, el("tr", {}, el("th", { text: `步 step ${snap.steps[idx]}` }),
+      ...COLS.map(([, h]) => el("th", { text: h })))), body);
+  }
+
+  function show() {
+    const main = state.main;
+    if (!main || !main.snapshots) { $("step").textContent = "—"; return; }
+    const snap = main.snapshots;
+    state.index = Math.max(0, Math.min(snap.steps.length - 1, state.index));
+    $("slider").value = String(state.index);
+    const step = snap.steps[state.index];
+    $("step").textContent = `步 step ${step} / ${main.max_steps ?? snap.steps[snap.steps.length - 1]}`;
+    $("step").dataset.step = String(step);
+    showRun("main", state.index);
+    if (state.twin && state.twin.snapshots) showRun("twin", twinIndex(state.twin.snapshots, step));
+    state.charts.forEach((svg, i) => cursor(svg, step, `cursor-${i}`));
+  }
+
+  function charts() {
+    const box = $("charts");
+    box.replaceChildren();
+    const runs = [state.main, state.twin].filter((r) => r && r.metrics);
+    if (!runs.length) { state.charts = []; return; }
+    const dash = (k) => (k === 0 ? "" : "5 3");
+    const loss = [];
+    runs.forEach((r, k) => {
+      loss.push({ name: `${r.name} train`, x: r.metrics.step, y: r.metrics.loss, color: PALETTE[k][0], dash: dash(k) });
+      loss.push({ name: `${r.name} val`, x: r.metrics.val_step, y: r.metrics.val_loss, color: PALETTE[k][2], dots: true, noLegend: true });
+    });
+    const per = (field) => runs.flatMap((r, k) => r.metrics.layers.map((c, i) => ({
+      name: `${r.name} 层 ${i}`, x: r.metrics.step, y: c[field], color: PALETTE[k][i % PALETTE[k].length], dash: dash(k) })));
+    state.charts = [
+      lineChart(box, { title: "loss（点 = val）", series: loss, testid: "timeline-chart-loss" }),
+      lineChart(box, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "timeline-chart-entropy" }),
+      lineChart(box, { title: "‖J‖_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "timeline-chart-jacobian" }),
+    ];
+  }
+
+  function setSlider() {
+    const n = state.main && state.main.snapshots ? state.main.snapshots.steps.length : 1;
+    $("slider").max = String(n - 1);
+  }
+
+  async function load(keepIndex = false) {
+    const [main, twin] = await Promise.all([fetchRun($("run").value), fetchRun($("twin").value)]);
+    const atEnd = state.main && state.main.snapshots && state.index === state.main.snapshots.steps.length - 1;
+    state.main = main; state.twin = twin;
+    $("msg").textContent = main && main.error ? main.error : "";
+    panel("main"); panel("twin");
+    setSlider();
+    if (!keepIndex) state.index = 0;
+    else if (atEnd && main && main.snapshots) state.index = main.snapshots.steps.length - 1;   // follow a live run
+    charts();
+    show();
+    const url = new URL(window.location.href);
+    url.searchParams.set("run", $("run").value);
+    if ($("twin").value) url.searchParams.set("twin", $("twin").value); else url.searchParams.delete("twin");
+    history.replaceState(null, "", url);
+    clearTimeout(state.poll);
+    if ([main, twin].some((r) => r && r.state === "running")) state.poll = setTimeout(() => load(true), 5000);
+  }
+
+  function step(delta) {
+    if (!state.main || !state.main.snapshots) return;
+    state.index += delta;
+    show();
+  }
+
+  function play(on = state.timer === null) {
+    clearInterval(state.timer);
+    state.timer = null;
+    $("play").replaceChildren(on ? "暂停 " : "播放 ", el("span", { class: "en", text: on ? "Pause" : "Play" }));
+    $("play").dataset.playing = on ? "true" : "false";
+    if (!on || !state.main || !state.main.snapshots) return;
+    if (state.index >= state.main.snapshots.steps.length - 1) state.index = -1;
+    state.timer = setInterval(() => {
+      if (state.index >= state.main.snapshots.steps.length - 1) { play(false); return; }
+      step(1);
+    }, 300);
+  }
+
+  // The case's big pair by default; else a run and its "scaled" twin when the names say so.
+  function defaults(runs, params) {
+    const names = runs.map((r) => r.name);
+    const withSnap = runs.filter((r) => r.snapshots).map((r) => r.name);
+    let main = params.get("run");
+    let twin = params.get("twin");
+    if (!names.includes(main)) {
+      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n)) || withSnap[0] || names[0] || "";
+    }
+    if (twin === null) {
+      const guess = main.replace(/unscaled/, "scaled");
+      twin = guess !== main && names.includes(guess) ? guess : "";
+    }
+    return [main, names.includes(twin) ? twin : ""];
+  }
+
+  document.addEventListener("DOMContentLoaded", async () => {
+    try { await document.fonts.load(`13px "AttnlabCJK"`, "层头"); } catch (e) { /* system fonts */ }
+    const r = await json("/api/live");
+    const runs = r.ok ? r.data.runs : [];
+    if (!r.ok) $("msg").textContent = r.detail;
+    if (!runs.length && r.ok) $("msg").textContent = "runs/ 下还没有训练。先运行 attnlab train。 No runs under the runs directory yet: run attnlab train first.";
+    const label = (x) => `${x.name}${x.snapshots ? "" : "（无快照 no snapshots）"}${x.state === "running" ? " · 训练中 running" : ""}`;
+    $("run").replaceChildren(...runs.map((x) => el("option", { value: x.name, text: label(x) })));
+    $("twin").replaceChildren(el("option", { value: "", text: "— 无 none —" }),
+      ...runs.map((x) => el("option", { value: x.name, text: label(x) })));
+    const [main, twin] = defaults(runs, new URL(window.location.href).searchParams);
+    $("run").value = main; $("twin").value = twin;
+    $("run").addEventListener("change", () => load());
+    $("twin").addEventListener("change", () => load(true));
+    $("slider").addEventListener("input", () => { state.index = Number($("slider").value); show(); });
+    $("play").addEventListener("click", () => play());
+    document.addEventListener("keydown", (e) => {
+      const t = e.target;
+      if (t instanceof HTMLSelectElement || (t instanceof HTMLInputElement && t.type !== "range")) return;
+      if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+        e.preventDefault();               // the slider itself would move too
+        step(e.key === "ArrowRight" ? 1 : -1);
+      } else if (e.key === " ") {
+        e.preventDefault();               // not a page scroll, not a second click on a focused button
+        play();
+      }
+    });
+    if (main) await load();
+  });
+})();
