@@ -3,11 +3,12 @@ from pathlib import Path
 
 from matplotlib import font_manager
 
-from attnlab.report.fonts import FONT_FILE, missing_glyphs, use_cjk_font
+from attnlab.fonts import FONT_FILE, missing_glyphs, use_cjk_font
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
-FIGURE_MODULES = ["report/figures.py", "experiments/plots.py", "experiments/sweep.py",
-                  "experiments/heads.py", "experiments/failures.py"]
+# the modules that draw matplotlib figures (failures writes a Markdown table, no figure)
+FIGURE_MODULES = ["report/figures.py", "report/lab_book_figures.py", "experiments/plots.py",
+                  "experiments/sweep.py", "experiments/heads.py"]
 
 
 def test_every_label_character_is_in_the_shipped_font():

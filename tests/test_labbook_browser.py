@@ -23,7 +23,7 @@ def built(tmp_path_factory):
 
 
 def test_book_page(built, browser):  # noqa: F811
-    from attnlab.report.fonts import missing_glyphs
+    from attnlab.fonts import missing_glyphs
     from attnlab.web.server import create_app
 
     app = create_app(book_html=str(built / "reports" / "lab_book.html"))

@@ -13,7 +13,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 
 # (layer, module-name prefixes), lowest first
 LAYERS = [
-    (0, ("errors", "config", "io", "runfolder", "runtime", "book", "attention", "tokenizer", "corpus", "diagnostics")),
+    (0, ("errors", "config", "io", "runfolder", "runtime", "book", "attention", "tokenizer", "corpus", "diagnostics",
+         "fonts")),
     (1, ("model",)),
     (2, ("checkpoint", "train", "perf", "runner", "snapshots", "tensorboard_log")),
     (3, ("experiments",)),

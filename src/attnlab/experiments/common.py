@@ -173,3 +173,20 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: 
     for r in body:
         lines.append("  ".join(_pad(c, w, i > 0) for i, (c, w) in enumerate(zip(r, widths))))
     return "\n".join(lines)
+
+
+def fmt(x: Any, digits: int = 4) -> str:
+    """A number, list or dict as the reports print it (— for None, 3 significant digits when tiny or huge)."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "PASS" if x else "FAIL"
+    if isinstance(x, float):
+        if x != 0 and (abs(x) >= 1e4 or abs(x) < 1e-3):
+            return f"{x:.3g}"
+        return f"{x:.{digits}g}"
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(fmt(v, 3) for v in x) + "]"
+    if isinstance(x, dict):
+        return "; ".join(f"{k} {fmt(v, 3)}" for k, v in x.items())
+    return str(x)

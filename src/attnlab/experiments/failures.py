@@ -240,7 +240,7 @@ def symptoms_table(result: dict, with_book: bool = True) -> str:
 
 def failures_markdown(result: dict) -> str:
     """The symptom table beside the book's, and every claim with its verdict and reason."""
-    from ..report.case_report import fmt
+    from .common import fmt
 
     claims = result["claims"]
     book_c = [c for c in claims if c["kind"] == "book"]

@@ -1,7 +1,7 @@
 """Figures of the experiments, drawn from their JSON results alone (matplotlib, Agg).
 
 Chinese labels and characters need a CJK font: the package's own subset
-(``attnlab.report.fonts``) when it is there, with the system's Noto Sans CJK
+(``attnlab.fonts``) when it is there, with the system's Noto Sans CJK
 as fallback for characters the subset lacks.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ def use_cjk_font() -> list[str]:
 
     families = []
     try:
-        from ..report.fonts import use_cjk_font as shipped
+        from ..fonts import use_cjk_font as shipped
 
         families.append(shipped())
     except (ImportError, OSError, RuntimeError):

@@ -10,13 +10,13 @@ import html
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 from ..book import book_values
 from ..experiments import claims as C
+from ..experiments.common import fmt
+from ..fonts import FONT_FILE
 from ..io import write_text
 from .figures import case_figures
-from .fonts import FONT_FILE
 
 
 def verdict(book: float | None, ours: float | None) -> str:
@@ -31,22 +31,6 @@ def verdict(book: float | None, ours: float | None) -> str:
     if 1 / 3 <= r <= 3:
         return "≈ 同量级 / same order"
     return "✗ 不同 / differs"
-
-
-def fmt(x: Any, digits: int = 4) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return "PASS" if x else "FAIL"
-    if isinstance(x, float):
-        if x != 0 and (abs(x) >= 1e4 or abs(x) < 1e-3):
-            return f"{x:.3g}"
-        return f"{x:.{digits}g}"
-    if isinstance(x, (list, tuple)):
-        return "[" + ", ".join(fmt(v, 3) for v in x) + "]"
-    if isinstance(x, dict):
-        return "; ".join(f"{k} {fmt(v, 3)}" for k, v in x.items())
-    return str(x)
 
 
 # ------------------------------------------------------------------------ blocks

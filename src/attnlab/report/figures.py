@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..fonts import use_cjk_font
 from ..io import write_figure
-from .fonts import use_cjk_font
 
 RED, BLUE = "#c0392b", "#2463a6"
 

@@ -221,7 +221,7 @@ def _font_face(text: str) -> str:
     """@font-face with the shipped CJK font cut to the characters of ``text`` (WOFF, base64)."""
     from fontTools import subset
 
-    from .fonts import FONT_FILE
+    from ..fonts import FONT_FILE
 
     opts = subset.Options()
     opts.flavor = "woff"

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..book import book_values
+from ..fonts import use_cjk_font
 from ..io import write_bytes
-from .fonts import use_cjk_font
 
 
 def _plt():

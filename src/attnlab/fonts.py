@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-FONT_DIR = Path(__file__).with_name("fonts")
+FONT_DIR = Path(__file__).parent / "report" / "fonts"
 FONT_FILE = FONT_DIR / "NotoSansCJKtc-subset.otf"
 
 
