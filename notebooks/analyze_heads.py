@@ -9,6 +9,7 @@ Same options as ``attnlab heads``. From Python, as in the chapter:
     from analyze_heads import analyze
     stats = analyze("ckpt_1500.pt")      # an attnlab checkpoint or torch.save(model.state_dict())
 """
+
 import sys
 from pathlib import Path
 

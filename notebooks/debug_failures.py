@@ -8,6 +8,7 @@ Same options as ``attnlab failures``. From Python:
     from debug_failures import run, symptoms_table
     print(symptoms_table(run(text, Config(), steps=300)))
 """
+
 import sys
 from pathlib import Path
 

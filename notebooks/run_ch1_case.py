@@ -5,6 +5,7 @@
 Same as `attnlab case`; writes data/ch1_case.json, figures/ and reports/ of the repo
 (wherever it is started from, unless --out says otherwise).
 """
+
 import sys
 from pathlib import Path
 
@@ -19,6 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if "--out" not in args:            # results land in the repo's data/, figures/, reports/
+    if "--out" not in args:  # results land in the repo's data/, figures/, reports/
         args += ["--out", str(ROOT)]
     sys.exit(main(["case", *args]))

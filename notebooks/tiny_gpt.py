@@ -1,7 +1,8 @@
 """The chapter's `from tiny_gpt import ...` works from notebooks/: this re-exports attnlab.
 
-    cd notebooks && python -c "from tiny_gpt import Config, TinyGPT, train"
+cd notebooks && python -c "from tiny_gpt import Config, TinyGPT, train"
 """
+
 import sys
 from pathlib import Path
 

@@ -8,6 +8,7 @@ pair's other seeds, then the weight-decay runs) with exactly the configs that
 whose folder holds ckpt.pt; ``attnlab case`` then finds them finished and
 reuses them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from attnlab.experiments.case import CaseSettings, case_runs
 from attnlab.runner import finished_history
 from attnlab.train import train
 
-BOOK_STEPS = (222, 444, 666, 888, 1480)    # §1.12.1's table
+BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table
 
 
 class Snapshots:
@@ -83,10 +84,12 @@ def main() -> int:
             resume = (run_dir / "ckpt.pt").is_file()
             t0 = time.time()
             print(f"[{time.strftime('%H:%M:%S')}] {sp.name}: {'resume' if resume else 'start'}", flush=True)
-            _, _, h = train(text, sp.cfg, out_dir=run_dir, resume=resume,
-                           callbacks=[Snapshots(run_dir)])
-            print(f"[{time.strftime('%H:%M:%S')}] {sp.name}: done in {time.time() - t0:.0f} s, "
-                  f"last loss {h.records[-1]['loss']:.4f}", flush=True)
+            _, _, h = train(text, sp.cfg, out_dir=run_dir, resume=resume, callbacks=[Snapshots(run_dir)])
+            print(
+                f"[{time.strftime('%H:%M:%S')}] {sp.name}: done in {time.time() - t0:.0f} s, "
+                f"last loss {h.records[-1]['loss']:.4f}",
+                flush=True,
+            )
     return 0
 
 

@@ -11,6 +11,7 @@ font covers them):
 Needs Debian's fonts-noto-cjk (scripts/ci_system_deps.sh installs it) and
 fontTools. WOFF (zlib) rather than WOFF2, because WOFF2 needs the brotli module.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ EXTRA = "—–−×·…√∞←→⏎‖²³Σ≈≤≥「」（）：；，�
 
 def page_chars(web: Path = WEB) -> set[str]:
     files = [p for p in (web / "static").iterdir() if p.suffix in (".html", ".js", ".css")]
-    files += [web / "server.py", web / "timeline.py"]      # the messages both send
+    files += [web / "server.py", web / "timeline.py"]  # the messages both send
     chars = set()
     for p in files:
         chars |= set(p.read_text(encoding="utf-8"))
@@ -52,12 +53,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = "".join(sorted(page_chars()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    subset.main([
-        str(args.source), f"--font-number={sc_index(args.source)}",
-        f"--text={text}", f"--output-file={args.out}", "--flavor=woff",
-        "--layout-features+=tnum,vert", "--no-hinting", "--desubroutinize",
-        "--name-IDs=0,1,2,3,4,5,6,7,13,14",
-    ])
+    subset.main(
+        [
+            str(args.source),
+            f"--font-number={sc_index(args.source)}",
+            f"--text={text}",
+            f"--output-file={args.out}",
+            "--flavor=woff",
+            "--layout-features+=tnum,vert",
+            "--no-hinting",
+            "--desubroutinize",
+            "--name-IDs=0,1,2,3,4,5,6,7,13,14",
+        ]
+    )
     print(f"{args.out.relative_to(ROOT)}: {len(text)} characters, {args.out.stat().st_size / 1024:.0f} KiB")
     return 0
 

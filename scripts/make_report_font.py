@@ -9,6 +9,7 @@ Re-run after adding Chinese labels:
 
     .venv/bin/python scripts/make_report_font.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,9 +38,9 @@ def gb2312_chars() -> set[str]:
 
 def wanted_chars() -> str:
     chars = set((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
-    for p in (ROOT / "src" / "attnlab").rglob("*.py"):    # every label, title and message
+    for p in (ROOT / "src" / "attnlab").rglob("*.py"):  # every label, title and message
         chars |= set(p.read_text(encoding="utf-8"))
-    chars |= gb2312_chars()                                # what readers type: simplified Chinese
+    chars |= gb2312_chars()  # what readers type: simplified Chinese
     chars |= {chr(c) for c in range(0x20, 0x7F)}
     chars |= set("—–−×·…√∞←→‖²³Σ≈≤≥「」（）：；，。、！？“”‘’①②③④⑤")
     return "".join(sorted(c for c in chars if c.isprintable()))
@@ -77,9 +78,18 @@ def main() -> int:
         return 1
     names = [f["name"].getDebugName(1) for f in TTCollection(str(SOURCE)).fonts]
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    subset.main([str(SOURCE), f"--font-number={names.index('Noto Sans CJK TC')}",
-                 f"--text={wanted_chars()}", f"--output-file={OUT}", "--no-hinting",
-                 "--desubroutinize", "--layout-features=", "--name-IDs=0,1,2,3,4,5,6,7,13,14"])
+    subset.main(
+        [
+            str(SOURCE),
+            f"--font-number={names.index('Noto Sans CJK TC')}",
+            f"--text={wanted_chars()}",
+            f"--output-file={OUT}",
+            "--no-hinting",
+            "--desubroutinize",
+            "--layout-features=",
+            "--name-IDs=0,1,2,3,4,5,6,7,13,14",
+        ]
+    )
     rename_family(OUT, FAMILY)
     print(f"wrote {OUT} ({OUT.stat().st_size // 1024} KiB)")
     return 0

@@ -15,6 +15,7 @@ those (no checkpoint needed):
     attnlab train --set d_model=256 --set n_head=1 --set scaled=true --out runs/big_scaled
     .venv/bin/python scripts/screenshots.py --only timeline
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 def tiny_checkpoint(out: Path, steps: int) -> Path:
@@ -35,8 +42,18 @@ def tiny_checkpoint(out: Path, steps: int) -> Path:
 
     corpus = ROOT / "data" / "corpus.txt"
     text = corpus.read_text(encoding="utf-8")[:200_000]
-    cfg = Config(n_layer=2, n_head=4, d_model=64, block_size=32, vocab_size=600,
-                 max_steps=steps, batch_size=16, warmup=20, eval_every=0, device="cpu")
+    cfg = Config(
+        n_layer=2,
+        n_head=4,
+        d_model=64,
+        block_size=32,
+        vocab_size=600,
+        max_steps=steps,
+        batch_size=16,
+        warmup=20,
+        eval_every=0,
+        device="cpu",
+    )
     train(text, cfg, out_dir=out)
     return out / "ckpt.pt"
 
@@ -49,12 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-json", default=str(ROOT / "data" / "ch1_case.json"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
-    ap.add_argument("--only", choices=["pages", "timeline"], default=None,
-                    help="only the playground pages, or only the timeline (default: both)")
+    ap.add_argument(
+        "--only",
+        choices=["pages", "timeline"],
+        default=None,
+        help="only the playground pages, or only the timeline (default: both)",
+    )
     ap.add_argument("--run", default="big_unscaled", help="timeline run (beside its twin --twin)")
     ap.add_argument("--twin", default="big_scaled")
-    ap.add_argument("--steps-shown", default="0,75,200",
-                    help="snapshot steps for the before/during/after shots (default 0,75,200)")
+    ap.add_argument(
+        "--steps-shown", default="0,75,200", help="snapshot steps for the before/during/after shots (default 0,75,200)"
+    )
     args = ap.parse_args(argv)
 
     import uvicorn

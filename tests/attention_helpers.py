@@ -1,4 +1,5 @@
 """Shared helpers for the tests of attnlab.attention (not a test module)."""
+
 from __future__ import annotations
 
 import json

@@ -7,8 +7,9 @@ from attnlab import Config
 
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
-SAMPLE_TEXT = ("床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n"
-               "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n") * 20
+SAMPLE_TEXT = (
+    "床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n"
+) * 20
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +30,26 @@ def text() -> str:
 @pytest.fixture
 def tiny_cfg() -> Config:
     """Small enough to train in a second on CPU, big enough to have 2 layers and heads."""
-    return Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=40, batch_size=4,
-                  max_steps=12, warmup=3, eval_every=5, eval_batches=2, ckpt_every=4,
-                  device="cpu")
+    return Config(
+        n_layer=2,
+        n_head=2,
+        d_model=32,
+        block_size=16,
+        vocab_size=40,
+        batch_size=4,
+        max_steps=12,
+        warmup=3,
+        eval_every=5,
+        eval_batches=2,
+        ckpt_every=4,
+        device="cpu",
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
     """One line when the browser tests were skipped, so a local `make test` does not pass silently short."""
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if "test_web_browser" in r.nodeid]
     if skipped:
-        terminalreporter.write_line(f"attnlab: {len(skipped)} browser tests skipped (no Chromium); "
-                                    f"bash scripts/ci_system_deps.sh installs it")
+        terminalreporter.write_line(
+            f"attnlab: {len(skipped)} browser tests skipped (no Chromium); bash scripts/ci_system_deps.sh installs it"
+        )

@@ -1,4 +1,5 @@
 """The §1.13.4 ablation checklist: one change at a time, same seed and batches."""
+
 import json
 
 import pytest
@@ -9,11 +10,22 @@ from attnlab.experiments.ablate import CHANGES, checklist_table, run
 from attnlab.experiments.common import ExperimentError
 from conftest import SAMPLE_TEXT
 
-CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=8,
-             warmup=3, eval_batches=2, record_every=0, device="cpu")
+CFG = Config(
+    n_layer=2,
+    n_head=2,
+    d_model=32,
+    block_size=16,
+    vocab_size=60,
+    batch_size=4,
+    max_steps=8,
+    warmup=3,
+    eval_batches=2,
+    record_every=0,
+    device="cpu",
+)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def test_checklist_rows_and_deltas():
@@ -21,11 +33,12 @@ def test_checklist_rows_and_deltas():
     rows = r["rows"]
     assert list(rows) == list(CHANGES)
     assert rows["baseline"]["delta_val_loss"] == 0.0
-    _, _, hist = train(SAMPLE_TEXT, CFG)                  # the baseline is a plain run
+    _, _, hist = train(SAMPLE_TEXT, CFG)  # the baseline is a plain run
     assert rows["baseline"]["val_loss_end"] == hist.val[-1][1]
     for row in rows.values():
         assert row["diverged"] is False and row["delta_val_loss"] == pytest.approx(
-            row["val_loss_end"] - rows["baseline"]["val_loss_end"])
+            row["val_loss_end"] - rows["baseline"]["val_loss_end"]
+        )
     # each row's config differs from the baseline in exactly the change it names, and moves the loss
     base_cfg = rows["baseline"]["config"]
     for name, row in rows.items():
@@ -58,8 +71,16 @@ def test_cli_ablate(tmp_path, capsys):
     corpus.write_text(SAMPLE_TEXT, encoding="utf-8")
     out = tmp_path / "a.json"
     args = ["ablate", "--corpus", str(corpus), "--steps", "3", "--only", "no_positions", "--out", str(out)]
-    for kv in ("n_layer=1", "n_head=2", "d_model=16", "block_size=16", "vocab_size=60", "batch_size=4",
-               "device=cpu", "eval_batches=1"):
+    for kv in (
+        "n_layer=1",
+        "n_head=2",
+        "d_model=16",
+        "block_size=16",
+        "vocab_size=60",
+        "batch_size=4",
+        "device=cpu",
+        "eval_batches=1",
+    ):
         args += ["--set", kv]
     assert main(args) == 0
     assert "Δ val" in capsys.readouterr().out

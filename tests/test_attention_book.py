@@ -4,6 +4,7 @@ The expectations come from src/attnlab/data/reference_values.json (the book's pr
 values). If one of these fails, the code changed, not the book: update the JSON only
 if the chapter itself is revised.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Masks for padded, packed and windowed batches: no empty rows, no NaN, padding out of the loss."""
+
 from __future__ import annotations
 
 import numpy as np

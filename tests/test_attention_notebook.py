@@ -1,4 +1,5 @@
 """Execute notebooks/attention_from_scratch.ipynb; every cell asserts its comparison with PyTorch."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Online softmax and blocked attention equal the full computation."""
+
 from __future__ import annotations
 
 import tracemalloc
@@ -47,7 +48,11 @@ def blocked_problems(draw):
     n_q, n_k, d = draw(st.integers(1, 12)), draw(st.integers(1, 12)), draw(st.integers(1, 6))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     mag = draw(st.sampled_from([1.0, 10.0, 40.0]))
-    Q, K, V = rng.normal(size=lead + (n_q, d)) * mag, rng.normal(size=lead + (n_k, d)) * mag, rng.normal(size=lead + (n_k, d))
+    Q, K, V = (
+        rng.normal(size=lead + (n_q, d)) * mag,
+        rng.normal(size=lead + (n_k, d)) * mag,
+        rng.normal(size=lead + (n_k, d)),
+    )
     mask = None
     if draw(st.booleans()):
         mask = rng.random(lead + (n_q, n_k)) < 0.5
@@ -81,7 +86,9 @@ def test_largest_logit_in_the_last_block_and_logits_in_the_thousands(impl):
     if impl == "np":
         got, lse = blocked_attention_np(Q, K, V, causal=True, block_size=8, return_lse=True)
     else:
-        got, lse = blocked_attention_torch(*map(torch.from_numpy, (Q, K, V)), causal=True, block_size=8, return_lse=True)
+        got, lse = blocked_attention_torch(
+            *map(torch.from_numpy, (Q, K, V)), causal=True, block_size=8, return_lse=True
+        )
         got, lse = got.numpy(), lse.numpy()
     np.testing.assert_allclose(got, full, rtol=0, atol=1e-12)
     S = np.where(causal_mask(n), Q @ K.T / np.sqrt(d), -np.inf)
@@ -120,8 +127,16 @@ def test_blocked_never_materialises_the_n_by_n_matrix():
         (lambda: blocked_attention_np(np.ones((3, 4)), np.ones((3, 5)), np.ones((3, 2))), "d_k"),
         (lambda: blocked_attention_np(np.ones((3, 4)), np.ones((3, 4)), np.ones((2, 2))), "n_k"),
         (lambda: blocked_attention_np(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 2)), block_size=-1), "block_size"),
-        (lambda: blocked_attention_np(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 2)), mask=np.ones((3, 2), bool)), "mask"),
-        (lambda: blocked_attention_torch(torch.ones(3, 4), torch.ones(3, 4), torch.ones(3, 2), mask=torch.ones(3, 3)), "mask"),
+        (
+            lambda: blocked_attention_np(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 2)), mask=np.ones((3, 2), bool)),
+            "mask",
+        ),
+        (
+            lambda: blocked_attention_torch(
+                torch.ones(3, 4), torch.ones(3, 4), torch.ones(3, 2), mask=torch.ones(3, 3)
+            ),
+            "mask",
+        ),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_argument(call, word):

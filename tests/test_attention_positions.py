@@ -1,4 +1,5 @@
 """Sinusoidal tables and RoPE: torch and NumPy agree, and RoPE scores depend on n - m only."""
+
 from __future__ import annotations
 
 import math

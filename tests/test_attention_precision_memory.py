@@ -1,4 +1,5 @@
 """Precision limits and demos, memory formulas, and their CLI entry points."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """attnlab.attention.reference against PyTorch: SDPA forward, autograd backward, exact zeros."""
+
 from __future__ import annotations
 
 import numpy as np

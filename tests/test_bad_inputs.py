@@ -7,6 +7,7 @@ where the command would have written. ``main()`` runs in-process, so any
 exception that escapes it fails the test with its traceback: this is the check
 that no subcommand prints one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,9 +21,26 @@ import torch
 
 from attnlab.cli import main
 
-SMALL = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "d_model=16", "--set", "block_size=16",
-         "--set", "vocab_size=40", "--set", "batch_size=4", "--set", "max_steps=4", "--set", "device=cpu",
-         "--set", "eval_batches=1"]
+SMALL = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "d_model=16",
+    "--set",
+    "block_size=16",
+    "--set",
+    "vocab_size=40",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "max_steps=4",
+    "--set",
+    "device=cpu",
+    "--set",
+    "eval_batches=1",
+]
 POEMS = "春眠不覺曉，處處聞啼鳥。\n夜來風雨聲，花落知多少。\n" * 10
 
 
@@ -53,24 +71,30 @@ def lab(tmp_path_factory):
     (d / "corrupt.pt").write_bytes(b"not a checkpoint")
     src = d / "src"
     src.mkdir()
-    for i, name in enumerate(("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json",
-                              "poet.tang.3000.json")):
+    for i, name in enumerate(("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json", "poet.tang.3000.json")):
         (src / name).write_text(json.dumps({"not": "a list"}) if i == 0 else "[]", encoding="utf-8")
     src2 = d / "src2"
     src2.mkdir()
     for name in ("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json", "poet.tang.3000.json"):
         (src2 / name).write_text(json.dumps([{"title": "x", "paragraphs": "not a list"}]), encoding="utf-8")
     (d / "list.json").write_text("[1, 2]")
-    (d / "shape.json").write_text(json.dumps({"init_sweep": [], "pairs": [], "seeds": {}, "qk_scale": {},
-                                              "claims": []}))
+    (d / "shape.json").write_text(
+        json.dumps({"init_sweep": [], "pairs": [], "seeds": {}, "qk_scale": {}, "claims": []})
+    )
     (d / "badjson.json").write_text("{not json")
     other = d / "other.txt"
     other.write_text(POEMS.replace("春", "秋"), encoding="utf-8")
-    return {"d": d, "corpus": str(corpus), "other": str(other), "run": str(run), "ckpt": str(run / "ckpt.pt"),
-            "bad_itos": damaged("bad_itos", itos="abc"),
-            "bad_history": damaged("bad_history", history=[1, 2, 3]),
-            "bad_model": damaged("bad_model", model=[1]),
-            "no_optimizer": damaged("no_optimizer", optimizer=None)}
+    return {
+        "d": d,
+        "corpus": str(corpus),
+        "other": str(other),
+        "run": str(run),
+        "ckpt": str(run / "ckpt.pt"),
+        "bad_itos": damaged("bad_itos", itos="abc"),
+        "bad_history": damaged("bad_history", history=[1, 2, 3]),
+        "bad_model": damaged("bad_model", model=[1]),
+        "no_optimizer": damaged("no_optimizer", optimizer=None),
+    }
 
 
 def _cases():
@@ -108,16 +132,28 @@ def _cases():
         ("GBK corpus", ["train", "--corpus", "{d}/gbk.txt", "--out", "{d}/new"], "UTF-8"),
         ("corpus is a dir", ["train", "--corpus", "{d}", "--out", "{d}/new"], "not a file"),
         ("train out under a file", t[:-1] + ["{d}/blocker/run"] + SMALL, "cannot use run folder"),
-        ("train into a run", ["train", "--corpus", c, "--out", "{run}", "--no-progress"] + SMALL,
-         "already holds a run"),
+        (
+            "train into a run",
+            ["train", "--corpus", c, "--out", "{run}", "--no-progress"] + SMALL,
+            "already holds a run",
+        ),
         ("resume and overwrite", t + ["--resume", "--overwrite"], "not allowed with"),
         ("resume nothing", t + SMALL + ["--resume"], "nothing to resume"),
-        ("resume other corpus", ["train", "--corpus", "{other}", "--out", "{run}", "--resume", "--no-progress"]
-         + SMALL, "different corpus"),
-        ("resume fewer steps", ["train", "--corpus", c, "--out", "{run}", "--resume", "--no-progress"]
-         + SMALL + ["--set", "max_steps=2"], "max_steps >= 4"),
-        ("resume other config", ["train", "--corpus", c, "--out", "{run}", "--resume", "--no-progress"]
-         + SMALL + ["--set", "lr=0.1"], "different config"),
+        (
+            "resume other corpus",
+            ["train", "--corpus", "{other}", "--out", "{run}", "--resume", "--no-progress"] + SMALL,
+            "different corpus",
+        ),
+        (
+            "resume fewer steps",
+            ["train", "--corpus", c, "--out", "{run}", "--resume", "--no-progress"] + SMALL + ["--set", "max_steps=2"],
+            "max_steps >= 4",
+        ),
+        (
+            "resume other config",
+            ["train", "--corpus", c, "--out", "{run}", "--resume", "--no-progress"] + SMALL + ["--set", "lr=0.1"],
+            "different config",
+        ),
         # generate
         ("temperature 0", ["generate", "{ckpt}", "--temperature", "0"], "--temperature"),
         ("temperature -1", ["generate", "{ckpt}", "--temperature", "-1"], "--temperature"),
@@ -130,8 +166,11 @@ def _cases():
         ("itos of wrong type", ["generate", "{bad_itos}"], "'itos'"),
         ("history of wrong type", ["generate", "{bad_history}"], "'history'"),
         ("model of wrong type", ["generate", "{bad_model}"], "'model'"),
-        ("resume without optimizer", ["train", "--corpus", c, "--out", "{d}/no_optimizer", "--resume",
-                                      "--no-progress"] + SMALL, "no optimizer state"),
+        (
+            "resume without optimizer",
+            ["train", "--corpus", c, "--out", "{d}/no_optimizer", "--resume", "--no-progress"] + SMALL,
+            "no optimizer state",
+        ),
         # other commands' arguments
         ("corpus-stats --top -5", ["corpus-stats", "--top", "-5"], "--top"),
         ("corpus-stats --top 0", ["corpus-stats", "--top", "0"], "--top"),
@@ -142,35 +181,55 @@ def _cases():
         ("bench attention --repeats 0", ["bench", "attention", "--repeats", "0"], "--repeats"),
         ("bench attention --heads 0", ["bench", "attention", "--heads", "0"], "--heads"),
         ("bench attention --budget -1", ["bench", "attention", "--budget", "-1"], "--budget"),
-        ("bench attention too big", ["bench", "attention", "--heads", "1024", "--d-head", "65536", "--n", "512"],
-         "half of this machine"),
+        (
+            "bench attention too big",
+            ["bench", "attention", "--heads", "1024", "--d-head", "65536", "--n", "512"],
+            "half of this machine",
+        ),
         ("bench attention --device tpu", ["bench", "attention", "--device", "tpu"], "device"),
-        ("bench attention json under a file", ["bench", "attention", "--n", "8", "--json",
-                                               "{d}/blocker/b.json", "--figure", ""], "cannot write"),
+        (
+            "bench attention json under a file",
+            ["bench", "attention", "--n", "8", "--json", "{d}/blocker/b.json", "--figure", ""],
+            "cannot write",
+        ),
         ("bench train --repeats 0", ["bench", "train", "--repeats", "0"], "--repeats"),
         ("bench train --set lr=inf", ["bench", "train", "--set", "lr=inf"], "finite"),
         ("heads --ablate-batches 0", ["heads", "{ckpt}", "--ablate-batches", "0"], "--ablate-batches"),
         ("heads --dynamics --steps", ["heads", "--dynamics", "--steps", "0,a"], "--steps"),
         ("heads without checkpoint", ["heads"], "give a checkpoint"),
-        ("heads maps under a file", ["heads", "{ckpt}", "--no-ablate", "--out", "{d}/rep/h.json", "--maps",
-                                     "{d}/blocker/m.png"], "cannot write"),
+        (
+            "heads maps under a file",
+            ["heads", "{ckpt}", "--no-ablate", "--out", "{d}/rep/h.json", "--maps", "{d}/blocker/m.png"],
+            "cannot write",
+        ),
         ("ablate --steps 0", ["ablate", "--steps", "0"], "--steps"),
-        ("ablate out under a file", ["ablate", "--corpus", c, "--out", "{d}/blocker/a.json", "--steps", "1"]
-         + SMALL, "cannot write"),
+        (
+            "ablate out under a file",
+            ["ablate", "--corpus", c, "--out", "{d}/blocker/a.json", "--steps", "1"] + SMALL,
+            "cannot write",
+        ),
         ("failures --steps 0", ["failures", "--steps", "0"], "--steps"),
-        ("failures out under a file", ["failures", "--corpus", c, "--out", "{d}/blocker/f.json", "--steps",
-                                       "1"] + SMALL, "cannot write"),
+        (
+            "failures out under a file",
+            ["failures", "--corpus", c, "--out", "{d}/blocker/f.json", "--steps", "1"] + SMALL,
+            "cannot write",
+        ),
         ("sweep without --out", ["sweep"], "--out"),
         ("sweep --seeds 0", ["sweep", "--seeds", "0", "--out", "{d}/sw"], "--seeds"),
         ("sweep unknown grid key", ["sweep", "--grid", "nope=1", "--out", "{d}/sw"], "unknown grid key"),
         ("sweep out under a file", ["sweep", "--out", "{d}/blocker/sw", "--corpus", c], "cannot write"),
         ("sweep --workers 0", ["sweep", "--workers", "0", "--out", "{d}/sw"], "--workers"),
-        ("build-corpus wrong shape", ["build-corpus", "--source", "{d}/src", "--out", "{d}/bc.txt"],
-         "not a list of poems"),
-        ("build-corpus no paragraphs", ["build-corpus", "--source", "{d}/src2", "--out", "{d}/bc.txt"],
-         "paragraphs"),
-        ("build-corpus missing source", ["build-corpus", "--source", "{d}/nope", "--out", "{d}/bc.txt"],
-         "missing source file"),
+        (
+            "build-corpus wrong shape",
+            ["build-corpus", "--source", "{d}/src", "--out", "{d}/bc.txt"],
+            "not a list of poems",
+        ),
+        ("build-corpus no paragraphs", ["build-corpus", "--source", "{d}/src2", "--out", "{d}/bc.txt"], "paragraphs"),
+        (
+            "build-corpus missing source",
+            ["build-corpus", "--source", "{d}/nope", "--out", "{d}/bc.txt"],
+            "missing source file",
+        ),
         ("report list JSON", ["report", "{d}/list.json", "--out", "{d}/rep"], "not a case result"),
         ("report wrong shape", ["report", "{d}/shape.json", "--out", "{d}/rep"], "shape of a case result"),
         ("report bad JSON", ["report", "{d}/badjson.json", "--out", "{d}/rep"], "not valid JSON"),
@@ -182,19 +241,22 @@ def _cases():
 
 
 CASES = _cases()
-TOUCHED = {"new", "case", "sw", "rep", "bc.txt", "bc.json"}     # must not appear after a refusal
+TOUCHED = {"new", "case", "sw", "rep", "bc.txt", "bc.json"}  # must not appear after a refusal
 
 
 def _tree(path: Path) -> dict:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file() and p.name != ".attnlab-lock"}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != ".attnlab-lock"
+    }
 
 
 @pytest.mark.parametrize("case_id, argv, phrase", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_and_exit_2(lab, case_id, argv, phrase, capsys, monkeypatch):
     if case_id == "device=cuda:999" and torch.cuda.device_count() > 999:
         pytest.skip("a machine with 1000 GPUs")
-    monkeypatch.chdir(lab["d"])                   # relative defaults (runs/, data/) land in the tmp dir
+    monkeypatch.chdir(lab["d"])  # relative defaults (runs/, data/) land in the tmp dir
     argv = [a.format(**lab) for a in argv]
     run_before = _tree(Path(lab["run"]))
     capsys.readouterr()
@@ -205,13 +267,14 @@ def test_bad_input_is_one_line_and_exit_2(lab, case_id, argv, phrase, capsys, mo
     assert lines[0].startswith("attnlab: error: ") and "Traceback" not in err
     assert phrase in lines[0], lines[0]
     assert not lines[0].rstrip().endswith(":")
-    assert _tree(Path(lab["run"])) == run_before          # the existing run is untouched
+    assert _tree(Path(lab["run"])) == run_before  # the existing run is untouched
     for name in TOUCHED:
         assert not (lab["d"] / name).exists(), f"a refused command created {name}"
 
 
 def test_unreadable_corpus(lab, capsys, monkeypatch):
     """A corpus the user may not read (PermissionError; root reads anything, so it is simulated)."""
+
     def deny(self):
         raise PermissionError(13, "Permission denied", str(self))
 
@@ -228,7 +291,7 @@ def test_info_counts_a_huge_model_without_allocating(capsys):
     from attnlab.model import TinyGPT, parameter_table
 
     small = Config(d_model=64)
-    assert parameter_table(small)["total"] == TinyGPT(small).num_params()     # meta count = real count
+    assert parameter_table(small)["total"] == TinyGPT(small).num_params()  # meta count = real count
     assert main(["info", "--set", "d_model=262144"]) == 0
     total = int(capsys.readouterr().out.splitlines()[-1].split()[1].replace(",", ""))
     assert total == parameter_table(Config(d_model=262144))["total"] > 10**12
@@ -236,12 +299,12 @@ def test_info_counts_a_huge_model_without_allocating(capsys):
 
 def test_no_traceback_in_a_real_process(lab, tmp_path):
     """The same path in a fresh interpreter (the console script's), for a few rows."""
-    for argv, phrase in [(["generate", lab["ckpt"], "--top-k", "0"], "--top-k"),
-                         (["train", "--corpus", lab["corpus"], "--set", "lr=inf", "--out", str(tmp_path / "x")],
-                          "finite"),
-                         (["bench", "attention", "--n", "0"], "--n")]:
-        r = subprocess.run([sys.executable, "-m", "attnlab.cli", *argv], capture_output=True, text=True,
-                           timeout=120)
+    for argv, phrase in [
+        (["generate", lab["ckpt"], "--top-k", "0"], "--top-k"),
+        (["train", "--corpus", lab["corpus"], "--set", "lr=inf", "--out", str(tmp_path / "x")], "finite"),
+        (["bench", "attention", "--n", "0"], "--n"),
+    ]:
+        r = subprocess.run([sys.executable, "-m", "attnlab.cli", *argv], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and phrase in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
 
@@ -249,8 +312,12 @@ def test_no_traceback_in_a_real_process(lab, tmp_path):
 def test_non_utf8_terminal_gets_replacement_characters():
     """Chinese output to a Latin-1 terminal is replaced, not a UnicodeEncodeError."""
     env = {**__import__("os").environ, "PYTHONIOENCODING": "latin-1"}
-    r = subprocess.run([sys.executable, "-m", "attnlab.cli", "precision", "--section", "limits"],
-                       capture_output=True, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "attnlab.cli", "precision", "--section", "limits"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert b"?" in r.stdout and b"float16" in r.stdout and b"Traceback" not in r.stderr
 
@@ -259,5 +326,20 @@ def test_generate_never_samples_an_id_the_tokenizer_lacks(lab, capsys):
     """vocab_size 40 on a corpus of ~24 characters: the untrained head rows are never sampled
     (an empty prompt used to end in IndexError)."""
     for seed in range(5):
-        assert main(["generate", lab["ckpt"], "--prompt", "", "--max-new-tokens", "40", "--seed", str(seed),
-                     "--temperature", "5"]) == 0
+        assert (
+            main(
+                [
+                    "generate",
+                    lab["ckpt"],
+                    "--prompt",
+                    "",
+                    "--max-new-tokens",
+                    "40",
+                    "--seed",
+                    str(seed),
+                    "--temperature",
+                    "5",
+                ]
+            )
+            == 0
+        )

@@ -1,4 +1,5 @@
 """attnlab bench: FLOP counts, the timing protocol, the reference model, tiny end-to-end runs."""
+
 import json
 import os
 
@@ -26,8 +27,7 @@ def one_thread():
 @pytest.mark.parametrize("cfg", [Config(), Config(d_model=256, n_head=1), Config(n_kv_head=1)])
 def test_train_flops_counts_every_matmul_weight_and_attention(cfg):
     # every 2-D weight except the position table is used in one matmul per token
-    weights = sum(p.numel() for n, p in TinyGPT(cfg).named_parameters()
-                  if p.dim() == 2 and n != "pos_emb.weight")
+    weights = sum(p.numel() for n, p in TinyGPT(cfg).named_parameters() if p.dim() == 2 and n != "pos_emb.weight")
     B, T = cfg.batch_size, cfg.block_size
     attention = cfg.n_layer * 2 * 2 * B * cfg.n_head * T * T * cfg.d_head
     assert forward_flops(cfg) == 2 * B * T * weights + attention
@@ -44,8 +44,12 @@ def test_matmul_rate_is_positive():
 
 def test_interleaved_alternates_and_skips_warmup():
     calls = []
-    times = interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-                        repeats=3, warmup=2, device=torch.device("cpu"))
+    times = interleaved(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+        repeats=3,
+        warmup=2,
+        device=torch.device("cpu"),
+    )
     assert calls == ["a", "a", "b", "b"] + ["a", "b"] * 3
     assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
 
@@ -58,7 +62,7 @@ def test_reference_gpt_computes_the_same_function_as_tinygpt():
     with torch.no_grad():
         t = dict(tiny.named_parameters())
         for name, p in ref.named_parameters():
-            src = (name.replace(".fc.", ".mlp.0.").replace(".out.", ".mlp.2."))
+            src = name.replace(".fc.", ".mlp.0.").replace(".out.", ".mlp.2.")
             for part, sl in (("q", slice(0, C)), ("k", slice(C, 2 * C)), ("v", slice(2 * C, 3 * C))):
                 if name.endswith(f"attn.{part}.weight"):
                     src, value = None, t[name.replace(f"attn.{part}", "attn.qkv")][sl]
@@ -74,19 +78,24 @@ def test_explicit_attention_equals_sdpa():
 
 
 def test_bench_train_tiny_end_to_end():
-    r = bench_train(("small",), records=(1, 0), repeats=1, warmup=0,
-                    device=DEVICE, matmul_sizes=(64,), overrides=TINY)
+    r = bench_train(("small",), records=(1, 0), repeats=1, warmup=0, device=DEVICE, matmul_sizes=(64,), overrides=TINY)
     rows = {row["variant"]: row for row in r["configs"]["small"]["rows"]}
-    assert set(rows) == {"reference", "attnlab record_every=1", "attnlab record_every=0", "matmuls only",
-                         "attnlab record_every=1 + snapshots"}
+    assert set(rows) == {
+        "reference",
+        "attnlab record_every=1",
+        "attnlab record_every=0",
+        "matmuls only",
+        "attnlab record_every=1 + snapshots",
+    }
     assert rows["reference"]["vs_reference"] == 1.0
     one = rows["attnlab record_every=0"]
     assert one["tokens_per_s"] == pytest.approx(2 * 16 / (one["ms_per_step"] / 1e3))
     snap = r["configs"]["small"]["snapshots"]
     assert snap["ms_per_snapshot"] > 0 and snap["snapshots_per_run"] == 80 and snap["run_steps"] == 1500
     with_snap = rows["attnlab record_every=1 + snapshots"]["ms_per_step"]
-    assert with_snap == pytest.approx(rows["attnlab record_every=1"]["ms_per_step"]
-                                      + snap["ms_per_snapshot"] * 80 / 1500)
+    assert with_snap == pytest.approx(
+        rows["attnlab record_every=1"]["ms_per_step"] + snap["ms_per_snapshot"] * 80 / 1500
+    )
     assert r["matmul_rate_flops"] > 0
     json.dumps(r)
 
@@ -103,8 +112,28 @@ def test_matmul_stepper_does_exactly_the_training_flops(overrides):
 
 def test_bench_attention_stops_at_the_budget_and_plots(tmp_path):
     out, fig = tmp_path / "a.json", tmp_path / "a.png"
-    assert main(["bench", "attention", "--n", "64", "128", "--repeats", "2", "--warmup", "1",
-                 "--device", DEVICE, "--figure", str(fig), "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "attention",
+                "--n",
+                "64",
+                "128",
+                "--repeats",
+                "2",
+                "--warmup",
+                "1",
+                "--device",
+                DEVICE,
+                "--figure",
+                str(fig),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
     assert [row["n"] for row in r["rows"]] == [64, 128]
     assert set(r["rows"][0]["ms"]) == {"sdpa", "explicit", "blocked"}

@@ -4,6 +4,7 @@ Each snippet is quoted from the chapter (section in the name). Where the book
 assumes surrounding state ("假设 model 是训练出来的模型", a batch ``x``, a block
 ``blk``), the test provides it before running the snippet verbatim.
 """
+
 import textwrap
 
 import pytest
@@ -27,7 +28,8 @@ def test_1_7_7_qk_scale(capsys):
     B, T = idx.shape
     x = model.tok_emb(idx) + model.pos_emb(torch.arange(T))
     因果下三角 = torch.ones(T, T, dtype=torch.bool).tril()
-    ns = run('''
+    ns = run(
+        """
         qkv = blk.attn.qkv(blk.ln1(x))
         q, k, _ = qkv.split(d_model, dim=2)
         qh = q.view(B, T, H, dh).transpose(1, 2)     # 拆成头
@@ -36,7 +38,18 @@ def test_1_7_7_qk_scale(capsys):
         dot = qh @ kh.transpose(-2, -1)
         if scaled: dot = dot / dh ** 0.5             # 按实际用的公式算
         print("logits 尺度", dot[..., 因果下三角].std().item())
-    ''', blk=model.blocks[0], x=x, d_model=128, B=B, T=T, H=4, dh=32, scaled=True, 因果下三角=因果下三角, torch=torch)
+    """,
+        blk=model.blocks[0],
+        x=x,
+        d_model=128,
+        B=B,
+        T=T,
+        H=4,
+        dh=32,
+        scaled=True,
+        因果下三角=因果下三角,
+        torch=torch,
+    )
     out = capsys.readouterr().out
     assert "q 尺度" in out and "logits 尺度" in out
     with torch.no_grad(), model.capture("tap_q") as st:
@@ -55,12 +68,13 @@ def test_1_8_6_head_ablation(capsys):
 
     torch.manual_seed(0)
     model = TinyGPT(Config())
-    model.requires_grad_(False)      # "a trained model": frozen weights, edited in place below
+    model.requires_grad_(False)  # "a trained model": frozen weights, edited in place below
     with torch.no_grad():
-        for blk in model.blocks:     # make every head matter, as in a trained model
+        for blk in model.blocks:  # make every head matter, as in a trained model
             blk.attn.proj.weight.mul_(50)
     before = model.blocks[0].attn.proj.weight.clone()
-    ns = run('''
+    ns = run(
+        """
         import torch
 
         # 假设 model 是本章 tiny_gpt 训练出来的模型
@@ -84,12 +98,16 @@ def test_1_8_6_head_ablation(capsys):
                 W[:, head * 64:(head + 1) * 64] = saved   # 还原
                 print(f"  层{layer} 头{head} 消融后 loss {ablated:.3f}"
                       f"  （变化 {ablated - base_loss:+.3f}）")
-    ''', model=model)
+    """,
+        model=model,
+    )
     out = capsys.readouterr().out
     assert out.count("消融后 loss") == 8
-    assert torch.equal(model.blocks[0].attn.proj.weight, before)             # restored
-    printed = {(int(l), int(h)): (float(v), d) for l, h, v, d in
-               re.findall(r"层(\d) 头(\d) 消融后 loss ([\d.]+)  （变化 ([+-][\d.]+)）", out)}
+    assert torch.equal(model.blocks[0].attn.proj.weight, before)  # restored
+    printed = {
+        (int(l), int(h)): (float(v), d)
+        for l, h, v, d in re.findall(r"层(\d) 头(\d) 消融后 loss ([\d.]+)  （变化 ([+-][\d.]+)）", out)
+    }
     x = ns["x"]
     with torch.no_grad():
         base = model(x, x)[1].item()
@@ -97,9 +115,9 @@ def test_1_8_6_head_ablation(capsys):
             for head, real in ((0, (0, 1)), (1, (2, 3))):
                 with head_removed(model, layer, real[0]), head_removed(model, layer, real[1]):
                     both = model(x, x)[1].item()
-                assert printed[(layer, head)][0] == pytest.approx(both, abs=6e-4)   # printed to 3 places
-                assert abs(both - base) > 1e-3                                     # and it matters
-            for head in (2, 3):                                                    # an empty slice
+                assert printed[(layer, head)][0] == pytest.approx(both, abs=6e-4)  # printed to 3 places
+                assert abs(both - base) > 1e-3  # and it matters
+            for head in (2, 3):  # an empty slice
                 assert printed[(layer, head)] == (float(f"{base:.3f}"), "+0.000")
     snip = book_snippet_ablation(model)
     assert [h["real_heads_zeroed"] for h in snip["heads"]] == [[0, 1], [2, 3], [], []] * 2
@@ -117,9 +135,15 @@ def test_1_12_4_dynamics(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     # only the import line differs: a small batch keeps the 2100 steps short
-    ns = {"Config": partial(attnlab.Config, batch_size=2, eval_batches=1, record_every=0, device="cpu"),
-          "train": attnlab.train, "analyze": analyze, "torch": torch, "text": load_corpus()}
-    exec(textwrap.dedent('''
+    ns = {
+        "Config": partial(attnlab.Config, batch_size=2, eval_batches=1, record_every=0, device="cpu"),
+        "train": attnlab.train,
+        "analyze": analyze,
+        "torch": torch,
+        "text": load_corpus(),
+    }
+    exec(
+        textwrap.dedent("""
         # 训练 100 步、500 步、1500 步，各存一次权重
         for steps in (100, 500, 1500):
             cfg = Config(max_steps=steps)
@@ -131,7 +155,9 @@ def test_1_12_4_dynamics(tmp_path, monkeypatch):
         for steps in (100, 500, 1500):
             stats = analyze(f"ckpt_{steps}.pt")
             results[steps] = stats
-    '''), ns)
+    """),
+        ns,
+    )
     assert set(ns["results"]) == {100, 500, 1500}
     assert all(ns["results"].values())
 
@@ -141,21 +167,28 @@ def test_1_13_1_three_numbers(capsys):
 
     torch.manual_seed(0)
     model = TinyGPT(Config())
-    run('''
+    run(
+        """
         # 训练循环里加这几行
         with torch.no_grad():
             model(xb, record=True)
             d = model.blocks[0].attn.last_diag
             print(f"step {step}  熵 {d['weight_entropy']:.4f}  "
                   f"logit_std {d['logit_std']:.2f}  ‖J‖ {d['jacobian_fro']:.5f}")
-    ''', model=model, xb=torch.randint(0, 1200, (4, 64)), step=0, torch=torch)
+    """,
+        model=model,
+        xb=torch.randint(0, 1200, (4, 64)),
+        step=0,
+        torch=torch,
+    )
     line = capsys.readouterr().out
     assert "熵 0.99" in line and "‖J‖" in line
 
 
 def test_1_18_tokenizer_model_and_loop(text):
 
-    ns = run('''
+    ns = run(
+        """
         tok = CharTokenizer(text, vocab_size)
         cfg = Config(n_layer=1, n_head=2, d_model=32, block_size=16, vocab_size=vocab_size,
                      batch_size=4, max_steps=5, warmup=2, device="cpu")
@@ -175,18 +208,22 @@ def test_1_18_tokenizer_model_and_loop(text):
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)  # ② 梯度裁剪
             opt.step()
-    ''', text=text, vocab_size=40, torch=torch)
+    """,
+        text=text,
+        vocab_size=40,
+        torch=torch,
+    )
     assert ns["tok"].itos[:2] == ["<pad>", "<unk>"]
     model = ns["model"]
-    assert model.head.weight is model.tok_emb.weight            # if cfg.tie_weights: ...
-    names = [n for n, _ in model.named_parameters()
-             if n.endswith("proj.weight") or n.endswith("mlp.2.weight")]
+    assert model.head.weight is model.tok_emb.weight  # if cfg.tie_weights: ...
+    names = [n for n, _ in model.named_parameters() if n.endswith("proj.weight") or n.endswith("mlp.2.weight")]
     assert names == ["blocks.0.attn.proj.weight", "blocks.0.mlp.2.weight"]
     assert torch.isfinite(ns["loss"])
 
 
 def test_1_19_1_init_sweep():
-    ns = run('''
+    ns = run(
+        """
         def init_sweep(text, d_heads):
             out = []
             for d_model in d_heads:
@@ -203,5 +240,8 @@ def test_1_19_1_init_sweep():
             return out
 
         res = init_sweep("", [32, 64])
-    ''', torch=torch, DEV="cpu")
-    assert len(ns["res"]) == 4          # the book elides the record with {...}
+    """,
+        torch=torch,
+        DEV="cpu",
+    )
+    assert len(ns["res"]) == 4  # the book elides the record with {...}

@@ -2,6 +2,7 @@
 
 The full 1500-step case is opt-in (`pytest -m slow`); it is what `make case` runs.
 """
+
 import json
 import os
 import shutil
@@ -25,8 +26,7 @@ def quick_case(tmp_path_factory):
 
 def test_quick_case_writes_the_promised_outputs(quick_case):
     out, res = quick_case
-    for key in ("config", "init_sweep", "pairs", "seeds", "qk_scale", "samples", "claims", "timings",
-                "environment"):
+    for key in ("config", "init_sweep", "pairs", "seeds", "qk_scale", "samples", "claims", "timings", "environment"):
         assert key in res
     for name in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled"):
         run = res["pairs"][name]
@@ -34,10 +34,15 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
         tr = run["trace"]
         assert len(tr["step"]) == len(tr["loss"]) == run["steps"] == 250
         assert len(tr["layers"]) == 2
-        assert len(tr["layers"][0]["weight_entropy"]) == 250      # diagnostics at every step
+        assert len(tr["layers"][0]["weight_entropy"]) == 250  # diagnostics at every step
         assert len(tr["layers"][0]["jacobian_fro"]) == len(tr["layers"][0]["logit_std"]) == 250
-    for f in ("figures/fig1_2_loss.png", "figures/fig1_3_logit_std.png", "figures/fig1_4_diagnostics.png",
-              "reports/ch1_case.md", "reports/ch1_case.html"):
+    for f in (
+        "figures/fig1_2_loss.png",
+        "figures/fig1_3_logit_std.png",
+        "figures/fig1_4_diagnostics.png",
+        "reports/ch1_case.md",
+        "reports/ch1_case.html",
+    ):
         assert (out / f).stat().st_size > 1000, f
     md = (out / "reports" / "ch1_case.md").read_text(encoding="utf-8")
     assert "书中 / book" in md and "4.17" in md and "0.95" in md and "5477" in md
@@ -53,14 +58,22 @@ def test_quick_case_claims_are_checks(quick_case):
         assert c["kind"] in ("book", "sanity") and c["section"].startswith("§")
         assert ("reason" in c) == (c["kind"] == "book" and not c["pass"])
     # properties of untrained models do not depend on the run length: these hold ...
-    for cid in ("init_std_table", "init_entropy_table", "init_std_below_theory", "variance_formula",
-                "start_near_ln_vocab", "twins_share_init", "fixed_d_model_slope_half",
-                "small_init_logit_std_177", "small_init_safe_zone", "big_init_near_critical",
-                "init_entropy_already_sharper"):
+    for cid in (
+        "init_std_table",
+        "init_entropy_table",
+        "init_std_below_theory",
+        "variance_formula",
+        "start_near_ln_vocab",
+        "twins_share_init",
+        "fixed_d_model_slope_half",
+        "small_init_logit_std_177",
+        "small_init_safe_zone",
+        "big_init_near_critical",
+        "init_entropy_already_sharper",
+    ):
         assert claims[cid]["pass"], claims[cid]
     # ... and these fail, each a finding about the book (its d_model = d_head sweep)
-    for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "small_init_logit_std_176",
-                "four_heads_std_near_0_2"):
+    for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "small_init_logit_std_176", "four_heads_std_near_0_2"):
         assert not claims[cid]["pass"], claims[cid]
         assert claims[cid]["reason"]["category"] == "finding"
     # the claims are recomputed from the JSON alone, and can fail
@@ -89,7 +102,7 @@ def test_report_rejudges_an_edited_committed_json(tmp_path):
     ent = res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"]
     res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"] = [ent[0]] + [0.9] * (len(ent) - 1)
     for c in res.get("claims", []):
-        c["pass"] = True                                   # stored verdicts are ignored
+        c["pass"] = True  # stored verdicts are ignored
     (tmp_path / "data").mkdir()
     path = tmp_path / "data" / "ch1_case.json"
     path.write_text(json.dumps(res), encoding="utf-8")
@@ -171,8 +184,12 @@ def test_report_bad_json(tmp_path, capsys):
 
 def test_notebook_entry_point_help():
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, str(root / "notebooks" / "run_ch1_case.py"), "--help"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(root / "notebooks" / "run_ch1_case.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and "--steps" in r.stdout
 
 

@@ -5,6 +5,7 @@ that follow §1.12's tables, the §1.3 sweep, the §1.7.7 q/k table, three seeds
 book contradicts itself (its slope, its 0.070 vs 0.29, its 0.0128), no single result can
 satisfy every claim, so FIX names the change that satisfies that one claim.
 """
+
 import copy
 import json
 import math
@@ -18,7 +19,7 @@ from attnlab.experiments.claims import check_claims
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 1500
 SEEDS = (20261014, 20261015, 20261016)
-JIT = (1.0, 1.01, 0.99)                      # seed-to-seed variation of the synthetic runs
+JIT = (1.0, 1.01, 0.99)  # seed-to-seed variation of the synthetic runs
 
 
 def _lin(t, pts):
@@ -52,29 +53,60 @@ def _run(key: str, j: float, seed: int) -> dict:
         return base + (0.95 * min(max((t - 180) / 300, 0), 1) if key == "big_unscaled" else 0.0)
 
     trace = {
-        "step": steps, "loss": [loss(t) for t in steps], "grad_norm": [1.0] * STEPS,
-        "val_step": [99 + 100 * i for i in range(15)], "val_loss": [end] * 15,
-        "layers": [{"weight_entropy": [_lin(t, ent) * (j if t else 1) for t in steps],
-                    "jacobian_fro": [_lin(t, jac) * (j if t else 1) for t in steps],
-                    "logit_std": [_lin(t, lsd) * j for t in steps],
-                    "q_std": [0.3 + t / 1500 for t in steps], "k_std": [0.3 + t / 1500 for t in steps]}],
+        "step": steps,
+        "loss": [loss(t) for t in steps],
+        "grad_norm": [1.0] * STEPS,
+        "val_step": [99 + 100 * i for i in range(15)],
+        "val_loss": [end] * 15,
+        "layers": [
+            {
+                "weight_entropy": [_lin(t, ent) * (j if t else 1) for t in steps],
+                "jacobian_fro": [_lin(t, jac) * (j if t else 1) for t in steps],
+                "logit_std": [_lin(t, lsd) * j for t in steps],
+                "q_std": [0.3 + t / 1500 for t in steps],
+                "k_std": [0.3 + t / 1500 for t in steps],
+            }
+        ],
     }
-    gap_j = {1.0: 0.0, 1.01: -0.02, 0.99: -0.05}[j]           # small gaps 0.17, 0.15, 0.12
+    gap_j = {1.0: 0.0, 1.01: -0.02, 0.99: -0.05}[j]  # small gaps 0.17, 0.15, 0.12
     val = end + (gap_j if key == "small_unscaled" else 0.0) + (0.0 if key != "big_unscaled" else (j - 1))
-    return {"run": f"{key}_s{seed}", "config": {"d_model": 256 if big else 128, "n_head": 1 if big else 4,
-                                               "weight_decay": 0.1, "seed": seed},
-            "steps": STEPS, "loss_start": loss(0), "loss_end": end - 0.2, "val_loss_end": val,
-            "trace": trace}
+    return {
+        "run": f"{key}_s{seed}",
+        "config": {"d_model": 256 if big else 128, "n_head": 1 if big else 4, "weight_decay": 0.1, "seed": seed},
+        "steps": STEPS,
+        "loss_start": loss(0),
+        "loss_end": end - 0.2,
+        "val_loss_end": val,
+        "trace": trace,
+    }
 
 
-QK = {"small_scaled": {"q_std": (0.228, 1.016), "k_std": (0.229, 1.217), "logit_std": (0.29 / math.sqrt(32), 3.3),
-                       "W_qkv_fro": (4.45, 11.98)},
-      "small_unscaled": {"q_std": (0.228, 0.863), "k_std": (0.229, 1.036), "logit_std": (0.29, 13.1),
-                         "W_qkv_fro": (4.45, 11.76)},
-      "big_scaled": {"q_std": (0.316, 0.650), "k_std": (0.317, 0.654), "logit_std": (1.64 / 16, 1.8),
-                     "W_qkv_fro": (8.89, 17.73)},
-      "big_unscaled": {"q_std": (0.316, 5.457), "k_std": (0.317, 5.361), "logit_std": (1.64, 4348),
-                       "W_qkv_fro": (8.89, 29.23)}}
+QK = {
+    "small_scaled": {
+        "q_std": (0.228, 1.016),
+        "k_std": (0.229, 1.217),
+        "logit_std": (0.29 / math.sqrt(32), 3.3),
+        "W_qkv_fro": (4.45, 11.98),
+    },
+    "small_unscaled": {
+        "q_std": (0.228, 0.863),
+        "k_std": (0.229, 1.036),
+        "logit_std": (0.29, 13.1),
+        "W_qkv_fro": (4.45, 11.76),
+    },
+    "big_scaled": {
+        "q_std": (0.316, 0.650),
+        "k_std": (0.317, 0.654),
+        "logit_std": (1.64 / 16, 1.8),
+        "W_qkv_fro": (8.89, 17.73),
+    },
+    "big_unscaled": {
+        "q_std": (0.316, 5.457),
+        "k_std": (0.317, 5.361),
+        "logit_std": (1.64, 4348),
+        "W_qkv_fro": (8.89, 29.23),
+    },
+}
 
 
 def _qk(key: str, j: float) -> dict:
@@ -84,18 +116,41 @@ def _qk(key: str, j: float) -> dict:
 
 def book_like() -> dict:
     """A case result that follows the book's numbers on three seeds."""
-    ref = json.loads((ROOT.parent.parent / "shared" / "book" / "reference_values.json").read_text()) \
-        if (ROOT.parent.parent / "shared" / "book").is_dir() else None
+    ref = (
+        json.loads((ROOT.parent.parent / "shared" / "book" / "reference_values.json").read_text())
+        if (ROOT.parent.parent / "shared" / "book").is_dir()
+        else None
+    )
     sweep_book = [0.070, 0.202, 0.561, 1.615, 4.666]
     ent_book = [0.999, 0.993, 0.939, 0.696, 0.272]
     ds = [32, 64, 128, 256, 512]
-    sweep = [{"d_head": d, "samples": 400, "theory_sqrt_d_head": math.sqrt(d), "logit_std_unscaled": s,
-              "logit_std_scaled": s / math.sqrt(d), "entropy_unscaled": e,
-              "ratio_unscaled_to_theory": s / math.sqrt(d), "var_q_formula": d * 4e-4,
-              "formula_logit_std": d * 4e-4 * math.sqrt(d)} for d, s, e in zip(ds, sweep_book, ent_book)]
-    fixed = [{"d_head": d, "d_model": 512, "n_head": 512 // d, "samples": 100,
-              "logit_std_unscaled": 0.2048 * math.sqrt(d), "formula_logit_std": 0.2048 * math.sqrt(d),
-              "entropy_unscaled": 0.9, "logit_std_scaled": 0.2048} for d in ds]
+    sweep = [
+        {
+            "d_head": d,
+            "samples": 400,
+            "theory_sqrt_d_head": math.sqrt(d),
+            "logit_std_unscaled": s,
+            "logit_std_scaled": s / math.sqrt(d),
+            "entropy_unscaled": e,
+            "ratio_unscaled_to_theory": s / math.sqrt(d),
+            "var_q_formula": d * 4e-4,
+            "formula_logit_std": d * 4e-4 * math.sqrt(d),
+        }
+        for d, s, e in zip(ds, sweep_book, ent_book)
+    ]
+    fixed = [
+        {
+            "d_head": d,
+            "d_model": 512,
+            "n_head": 512 // d,
+            "samples": 100,
+            "logit_std_unscaled": 0.2048 * math.sqrt(d),
+            "formula_logit_std": 0.2048 * math.sqrt(d),
+            "entropy_unscaled": 0.9,
+            "logit_std_scaled": 0.2048,
+        }
+        for d in ds
+    ]
     keys = ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
     pairs = {k: _run(k, JIT[0], SEEDS[0]) for k in keys}
     seed_runs = {k: [_run(k, JIT[i], SEEDS[i]) | {"qk": _qk(k, JIT[i])} for i in (1, 2)] for k in keys}
@@ -103,14 +158,27 @@ def book_like() -> dict:
     for i, seed in enumerate(SEEDS):
         u = pairs["small_unscaled"] if i == 0 else seed_runs["small_unscaled"][i - 1]
         s = pairs["small_scaled"] if i == 0 else seed_runs["small_scaled"][i - 1]
-        seeds.append({"seed": seed, "loss_end_unscaled": u["loss_end"], "loss_end_scaled": s["loss_end"],
-                      "val_loss_end_unscaled": u["val_loss_end"], "val_loss_end_scaled": s["val_loss_end"]})
+        seeds.append(
+            {
+                "seed": seed,
+                "loss_end_unscaled": u["loss_end"],
+                "loss_end_scaled": s["loss_end"],
+                "val_loss_end_unscaled": u["val_loss_end"],
+                "val_loss_end_scaled": s["val_loss_end"],
+            }
+        )
     assert ref is None or ref["case_loss_1_2_and_1_4"]["gap_big"] == 0.95
-    return {"config": {"corpus_unigram_entropy": 5.5, "settings": {"steps": STEPS, "seeds": list(SEEDS)}},
-            "init_sweep": sweep, "init_sweep_fixed_d_model": fixed,
-            "init_four_heads": {"d_head": 64, "d_model": 256, "n_head": 4, "logit_std_unscaled": 0.2},
-            "pairs": pairs, "seed_runs": seed_runs, "seeds": {"runs": seeds},
-            "qk_scale": {k: _qk(k, JIT[0]) for k in keys}, "weight_decay": {"values": [], "pairs": []}}
+    return {
+        "config": {"corpus_unigram_entropy": 5.5, "settings": {"steps": STEPS, "seeds": list(SEEDS)}},
+        "init_sweep": sweep,
+        "init_sweep_fixed_d_model": fixed,
+        "init_four_heads": {"d_head": 64, "d_model": 256, "n_head": 4, "logit_std_unscaled": 0.2},
+        "pairs": pairs,
+        "seed_runs": seed_runs,
+        "seeds": {"runs": seeds},
+        "qk_scale": {k: _qk(k, JIT[0]) for k in keys},
+        "weight_decay": {"values": [], "pairs": []},
+    }
 
 
 def _all_runs(res, key):
@@ -147,8 +215,9 @@ def _loss(res, key, fn):
 BREAK = {
     "start_near_ln_vocab": lambda r: r["pairs"]["big_scaled"].update(loss_start=6.5),
     "twins_share_init": lambda r: _set_qk(r, "big_scaled", "q_std", "before", 1.001),
-    "fixed_d_model_slope_half": lambda r: [x.update(logit_std_unscaled=x["d_head"] ** 1.5 / 100)
-                                           for x in r["init_sweep_fixed_d_model"]],
+    "fixed_d_model_slope_half": lambda r: [
+        x.update(logit_std_unscaled=x["d_head"] ** 1.5 / 100) for x in r["init_sweep_fixed_d_model"]
+    ],
     "big_unscaled_beats_unigram": lambda r: r["config"].update(corpus_unigram_entropy=5.2),
     "small_gap_small": lambda r: _small_gap(r, [0.5, 0.5, 0.5]),
     "small_gap_over_seeds": lambda r: _small_gap(r, [0.17, 0.05, 0.15]),
@@ -156,39 +225,49 @@ BREAK = {
     "big_gap_several_times_small": lambda r: _big_gap(r, [0.3, 0.3, 0.3]) or _small_gap(r, [0.17, 0.15, 0.12]),
     "curves_part_near_200": lambda r: _loss(r, "big_unscaled", lambda t, v: v + (0.5 if t >= 60 else 0)),
     "big_unscaled_still_learns": lambda r: [x.update(val_loss_end=6.5) for x in _all_runs(r, "big_unscaled")],
-    "late_training_slow": lambda r: _loss(r, "small_scaled", lambda t, v: v + (0.5 * (t - 1000) / 500 if t > 1000 else 0) * -1),
+    "late_training_slow": lambda r: _loss(
+        r, "small_scaled", lambda t, v: v + (0.5 * (t - 1000) / 500 if t > 1000 else 0) * -1
+    ),
     "init_std_table": lambda r: r["init_sweep"][2].update(logit_std_unscaled=0.8),
     "init_entropy_table": lambda r: r["init_sweep"][4].update(entropy_unscaled=0.6),
     "init_std_below_theory": lambda r: r["init_sweep"][0].update(logit_std_unscaled=0.02),
-    "init_std_slope_sqrt": lambda r: None,                      # the book's own table already violates it
+    "init_std_slope_sqrt": lambda r: None,  # the book's own table already violates it
     "variance_formula": lambda r: r["init_sweep"][4].update(formula_logit_std=3.0),
-    "formula_misses_at_32": lambda r: None,                     # eq. 1.2 agrees at 32: violated as built
+    "formula_misses_at_32": lambda r: None,  # eq. 1.2 agrees at 32: violated as built
     "four_heads_std_near_0_2": lambda r: r["init_four_heads"].update(logit_std_unscaled=0.81),
-    "big_unscaled_entropy_collapses": lambda r: _set_series(r, "big_unscaled", "weight_entropy",
-                                                            lambda t, v: 0.9 if t > 0 else v),
-    "big_unscaled_jacobian_drops": lambda r: _set_series(r, "big_unscaled", "jacobian_fro",
-                                                         lambda t, v: max(v, 0.001)),
-    "big_scaled_entropy_band": lambda r: _set_series(r, "big_scaled", "weight_entropy",
-                                                     lambda t, v: v + 0.2 if t > 150 else v),
-    "big_scaled_jacobian_band": lambda r: _set_series(r, "big_scaled", "jacobian_fro",
-                                                      lambda t, v: v * 0.9 if t > 150 else v),
-    "big_scaled_logit_std_band": lambda r: _set_series(r, "big_scaled", "logit_std",
-                                                       lambda t, v: v * 0.7 if t > 150 else v),
-    "big_scaled_entropy_keeps_falling": lambda r: _set_series(r, "big_scaled", "weight_entropy",
-                                                              lambda t, v: 0.62 if t > 150 else v),
-    "big_scaled_jacobian_rises": lambda r: _set_series(r, "big_scaled", "jacobian_fro",
-                                                       lambda t, v: 0.2017 * 1.05 if t > 150 else v),
-    "init_entropy_already_sharper": lambda r: _set_series(r, "big_unscaled", "weight_entropy",
-                                                          lambda t, v: 0.99 if t == 0 else v),
-    "small_init_logit_std_176": lambda r: None,                 # the small model starts at 0.29 as built
-    "small_init_logit_std_177": lambda r: _set_series(r, "small_unscaled", "logit_std",
-                                                      lambda t, v: 0.070 if t == 0 else v),
-    "small_init_safe_zone": lambda r: _set_series(r, "small_unscaled", "weight_entropy",
-                                                  lambda t, v: 0.7 if t == 0 else v),
-    "big_init_near_critical": lambda r: _set_series(r, "big_unscaled", "logit_std",
-                                                    lambda t, v: 0.5 if t == 0 else v),
-    "big_unscaled_logits_explode": lambda r: _set_series(r, "big_unscaled", "logit_std",
-                                                         lambda t, v: v if t < 1400 else 3000),
+    "big_unscaled_entropy_collapses": lambda r: _set_series(
+        r, "big_unscaled", "weight_entropy", lambda t, v: 0.9 if t > 0 else v
+    ),
+    "big_unscaled_jacobian_drops": lambda r: _set_series(r, "big_unscaled", "jacobian_fro", lambda t, v: max(v, 0.001)),
+    "big_scaled_entropy_band": lambda r: _set_series(
+        r, "big_scaled", "weight_entropy", lambda t, v: v + 0.2 if t > 150 else v
+    ),
+    "big_scaled_jacobian_band": lambda r: _set_series(
+        r, "big_scaled", "jacobian_fro", lambda t, v: v * 0.9 if t > 150 else v
+    ),
+    "big_scaled_logit_std_band": lambda r: _set_series(
+        r, "big_scaled", "logit_std", lambda t, v: v * 0.7 if t > 150 else v
+    ),
+    "big_scaled_entropy_keeps_falling": lambda r: _set_series(
+        r, "big_scaled", "weight_entropy", lambda t, v: 0.62 if t > 150 else v
+    ),
+    "big_scaled_jacobian_rises": lambda r: _set_series(
+        r, "big_scaled", "jacobian_fro", lambda t, v: 0.2017 * 1.05 if t > 150 else v
+    ),
+    "init_entropy_already_sharper": lambda r: _set_series(
+        r, "big_unscaled", "weight_entropy", lambda t, v: 0.99 if t == 0 else v
+    ),
+    "small_init_logit_std_176": lambda r: None,  # the small model starts at 0.29 as built
+    "small_init_logit_std_177": lambda r: _set_series(
+        r, "small_unscaled", "logit_std", lambda t, v: 0.070 if t == 0 else v
+    ),
+    "small_init_safe_zone": lambda r: _set_series(
+        r, "small_unscaled", "weight_entropy", lambda t, v: 0.7 if t == 0 else v
+    ),
+    "big_init_near_critical": lambda r: _set_series(r, "big_unscaled", "logit_std", lambda t, v: 0.5 if t == 0 else v),
+    "big_unscaled_logits_explode": lambda r: _set_series(
+        r, "big_unscaled", "logit_std", lambda t, v: v if t < 1400 else 3000
+    ),
     "training_amplifies_qk": lambda r: _set_qk(r, "big_scaled", "q_std", "after", 0.8),
     "w_qkv_grows": lambda r: _set_qk(r, "small_scaled", "W_qkv_fro", "after", 0.8),
     "unscaled_big_logits_vs_scaled": lambda r: _set_qk(r, "big_unscaled", "logit_std", "after", 0.01),
@@ -198,11 +277,13 @@ BREAK = {
 
 # id -> change that satisfies it where the book-like result does not (the book contradicts itself)
 FIX = {
-    "init_std_slope_sqrt": lambda r: [x.update(logit_std_unscaled=0.0124 * math.sqrt(x["d_head"]))
-                                      for x in r["init_sweep"]],
+    "init_std_slope_sqrt": lambda r: [
+        x.update(logit_std_unscaled=0.0124 * math.sqrt(x["d_head"])) for x in r["init_sweep"]
+    ],
     "formula_misses_at_32": lambda r: r["init_sweep"][0].update(formula_logit_std=0.0128),
-    "small_init_logit_std_176": lambda r: _set_series(r, "small_unscaled", "logit_std",
-                                                      lambda t, v: 0.070 if t == 0 else v),
+    "small_init_logit_std_176": lambda r: _set_series(
+        r, "small_unscaled", "logit_std", lambda t, v: 0.070 if t == 0 else v
+    ),
 }
 
 
@@ -212,7 +293,7 @@ def _verdicts(res):
 
 def test_every_claim_id_has_a_pass_and_a_fail_example():
     produced = set(_verdicts(book_like()))
-    assert produced == set(BREAK), (produced ^ set(BREAK))
+    assert produced == set(BREAK), produced ^ set(BREAK)
     assert set(FIX) <= produced
 
 
@@ -232,7 +313,7 @@ def test_claim_fails_on_a_violating_result(cid):
         FIX[cid](res)
         good = copy.deepcopy(res)
         assert _verdicts(good)[cid]["pass"]
-        res = book_like()                        # the un-fixed result violates it
+        res = book_like()  # the un-fixed result violates it
     BREAK[cid](res)
     c = _verdicts(res)[cid]
     assert not c["pass"], c
@@ -257,7 +338,7 @@ def test_near_uses_seed_spread_and_floor():
     ok, tol = C.near([1.0, 1.0, 1.0], 1.05)
     assert ok and tol == pytest.approx(0.105)
     ok, tol = C.near([1.0, 1.2, 1.4], 1.5)
-    assert ok and tol == pytest.approx(0.4)               # 2 sd = 0.4 > 10 % floor
+    assert ok and tol == pytest.approx(0.4)  # 2 sd = 0.4 > 10 % floor
     assert not C.near([1.0, 1.0, 1.0], 1.2)[0]
 
 
@@ -271,12 +352,19 @@ def test_parting_step_is_where_the_gap_stays_above_threshold():
 
 def test_weight_decay_evidence_turns_a_fail_into_a_protocol_difference():
     res = book_like()
-    BREAK["big_scaled_entropy_band"](res)                  # scaled entropy ~0.8 at the default 0.1
+    BREAK["big_scaled_entropy_band"](res)  # scaled entropy ~0.8 at the default 0.1
     fixed = book_like()
-    res["weight_decay"] = {"values": [0.0], "pairs": [
-        {"weight_decay": 0.0, "seed": SEEDS[0],
-         "unscaled": fixed["pairs"]["big_unscaled"] | {"qk": _qk("big_unscaled", 1.0)},
-         "scaled": fixed["pairs"]["big_scaled"] | {"qk": _qk("big_scaled", 1.0)}}]}
+    res["weight_decay"] = {
+        "values": [0.0],
+        "pairs": [
+            {
+                "weight_decay": 0.0,
+                "seed": SEEDS[0],
+                "unscaled": fixed["pairs"]["big_unscaled"] | {"qk": _qk("big_unscaled", 1.0)},
+                "scaled": fixed["pairs"]["big_scaled"] | {"qk": _qk("big_scaled", 1.0)},
+            }
+        ],
+    }
     c = _verdicts(res)["big_scaled_entropy_band"]
     assert not c["pass"]
     assert c["reason"]["category"] == "protocol" and "weight decay 0" in c["reason"]["text"]

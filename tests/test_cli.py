@@ -5,13 +5,28 @@ import pytest
 
 from attnlab.cli import main
 
-SMALL = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "d_model=16", "--set", "block_size=16",
-         "--set", "vocab_size=40", "--set", "batch_size=4", "--set", "max_steps=4", "--set", "device=cpu"]
+SMALL = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "d_model=16",
+    "--set",
+    "block_size=16",
+    "--set",
+    "vocab_size=40",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "max_steps=4",
+    "--set",
+    "device=cpu",
+]
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "attnlab.cli", *args], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "attnlab.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_info_prints_the_books_table(capsys):
@@ -36,13 +51,16 @@ def test_train_generate(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("春")
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["train", "--corpus", "/nonexistent/c.txt"], "corpus not found"),
-    (["train", "--set", "heads=2"], "unknown config key 'heads'"),
-    (["train", "--set", "n_head=two"], "expects int"),
-    (["train", "--set", "d_model=130"], "divisible by n_head"),
-    (["generate", "/nonexistent.pt"], "checkpoint not found"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["train", "--corpus", "/nonexistent/c.txt"], "corpus not found"),
+        (["train", "--set", "heads=2"], "unknown config key 'heads'"),
+        (["train", "--set", "n_head=two"], "expects int"),
+        (["train", "--set", "d_model=130"], "divisible by n_head"),
+        (["generate", "/nonexistent.pt"], "checkpoint not found"),
+    ],
+)
 def test_bad_input_is_one_line(args, msg, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()

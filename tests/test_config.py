@@ -24,11 +24,20 @@ def test_d_ff_follows_d_model():
     assert Config(d_ff=100).replace(d_model=64).d_ff == 100
 
 
-@pytest.mark.parametrize("kw, field", [
-    ({"d_model": 130}, "d_model"), ({"n_head": 0}, "n_head"), ({"vocab_size": 2}, "vocab_size"),
-    ({"pos": "alibi"}, "pos"), ({"bug": "typo"}, "bug"), ({"n_kv_head": 3}, "n_kv_head"),
-    ({"lr": -1.0}, "lr"), ({"n_layer": "2"}, "n_layer"), ({"scaled": 1}, "scaled"),
-])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"d_model": 130}, "d_model"),
+        ({"n_head": 0}, "n_head"),
+        ({"vocab_size": 2}, "vocab_size"),
+        ({"pos": "alibi"}, "pos"),
+        ({"bug": "typo"}, "bug"),
+        ({"n_kv_head": 3}, "n_kv_head"),
+        ({"lr": -1.0}, "lr"),
+        ({"n_layer": "2"}, "n_layer"),
+        ({"scaled": 1}, "scaled"),
+    ],
+)
 def test_impossible_config_names_the_field(kw, field):
     with pytest.raises(ValueError, match=f"'{field}'"):
         Config(**kw)

@@ -29,9 +29,15 @@ def test_corpus_rebuilds_identically():
     assert text == load_corpus()
 
 
-@pytest.mark.parametrize("content, match", [
-    (None, "not found"), (b"", "empty"), (b"   \n", "empty"), (b"\xff\xfe\x00abc", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (None, "not found"),
+        (b"", "empty"),
+        (b"   \n", "empty"),
+        (b"\xff\xfe\x00abc", "UTF-8"),
+    ],
+)
 def test_bad_corpus(tmp_path, content, match):
     p = tmp_path / "c.txt"
     if content is not None:
@@ -53,12 +59,13 @@ def test_tokenizer_layout_and_roundtrip(tmp_path, text):
     assert all(tok.stoi[c] == i for i, c in enumerate(tok.itos))
     # most frequent first
     from collections import Counter
+
     cnt = Counter(text)
     freqs = [cnt[c] for c in tok.itos[2:]]
     assert freqs == sorted(freqs, reverse=True)
-    assert "\n" in tok.stoi            # newlines are ordinary, frequent characters
+    assert "\n" in tok.stoi  # newlines are ordinary, frequent characters
     ids = tok.encode("月光\n龍")
-    assert ids[-1] == 1                 # unknown -> <unk>
+    assert ids[-1] == 1  # unknown -> <unk>
     tok.save(tmp_path / "tok.json")
     tok2 = CharTokenizer.load(tmp_path / "tok.json")
     assert tok2.itos == tok.itos

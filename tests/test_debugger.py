@@ -1,4 +1,5 @@
 """AttentionDebugger: threshold warnings, the invariant probe, and NaN bisection (§1.13.3)."""
+
 import pytest
 import torch
 
@@ -8,11 +9,21 @@ from attnlab.experiments.debugger import AttentionDebugger, diagnose_nonfinite
 from attnlab.model import TinyGPT
 from conftest import SAMPLE_TEXT
 
-CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=20,
-             warmup=3, eval_batches=2, device="cpu")
+CFG = Config(
+    n_layer=2,
+    n_head=2,
+    d_model=32,
+    block_size=16,
+    vocab_size=60,
+    batch_size=4,
+    max_steps=20,
+    warmup=3,
+    eval_batches=2,
+    device="cpu",
+)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 class Sabotage:
@@ -25,7 +36,7 @@ class Sabotage:
         if step == 0:
             C = model.cfg.d_model
             with torch.no_grad():
-                model.blocks[self.layer].attn.qkv.weight[:2 * C] *= self.factor
+                model.blocks[self.layer].attn.qkv.weight[: 2 * C] *= self.factor
 
 
 def kinds(dbg):
@@ -38,25 +49,31 @@ def test_thresholds_on_records():
     layer = {"weight_entropy": 0.995, "logit_std": 0.5, "jacobian_fro": 0.2}
     dbg.check_record(0, {"layers": [layer]})
     dbg.check_record(1, {"layers": [layer]})
-    assert dbg.warnings == []                                   # uniform at the start is normal
+    assert dbg.warnings == []  # uniform at the start is normal
     for step in (10, 11, 12):
         dbg.check_record(step, {"layers": [layer]})
-    assert [w["step"] for w in dbg.warnings] == [11]            # after patience, and only once
+    assert [w["step"] for w in dbg.warnings] == [11]  # after patience, and only once
     assert "0.99" in lines[0] and "熵" in lines[0]
     bad = {"weight_entropy": 0.001, "logit_std": 5000.0, "jacobian_fro": 1e-6}
     for step in (20, 21):
         dbg.check_record(step, {"layers": [layer, bad]})
     assert {(w["layer"], w["kind"]) for w in dbg.warnings[1:]} == {
-        (1, "entropy_low"), (1, "logit_std"), (1, "jacobian_small")}
+        (1, "entropy_low"),
+        (1, "logit_std"),
+        (1, "jacobian_small"),
+    }
 
 
-@pytest.mark.parametrize("bug, expected, absent", [
-    ("mask_zero", {"future_leak"}, {"row_sum", "nonfinite"}),
-    ("scale_after_softmax", {"row_sum"}, {"future_leak", "nonfinite"}),
-    ("divide_by_d_k", {"entropy_high"}, {"row_sum", "future_leak", "nonfinite"}),
-    ("no_max_subtraction", set(), {"row_sum", "future_leak", "nonfinite", "logit_std"}),
-    (None, set(), {"row_sum", "future_leak", "nonfinite", "logit_std", "jacobian_small"}),
-])
+@pytest.mark.parametrize(
+    "bug, expected, absent",
+    [
+        ("mask_zero", {"future_leak"}, {"row_sum", "nonfinite"}),
+        ("scale_after_softmax", {"row_sum"}, {"future_leak", "nonfinite"}),
+        ("divide_by_d_k", {"entropy_high"}, {"row_sum", "future_leak", "nonfinite"}),
+        ("no_max_subtraction", set(), {"row_sum", "future_leak", "nonfinite", "logit_std"}),
+        (None, set(), {"row_sum", "future_leak", "nonfinite", "logit_std", "jacobian_small"}),
+    ],
+)
 def test_each_injected_bug(bug, expected, absent):
     dbg = AttentionDebugger(print_fn=None, grace=5, patience=3, probe_every=5)
     _, _, hist = train(SAMPLE_TEXT, CFG.replace(bug=bug), callbacks=[dbg])
@@ -101,7 +118,7 @@ def test_diagnose_direct_cases():
     torch.manual_seed(0)
     model = TinyGPT(CFG)
     x = torch.randint(2, 60, (2, 16))
-    assert diagnose_nonfinite(model, x)["stage"] is None                 # healthy forward
+    assert diagnose_nonfinite(model, x)["stage"] is None  # healthy forward
     with torch.no_grad():
         model.blocks[0].mlp[0].weight[0, 0] = float("nan")
     r = diagnose_nonfinite(model, x)
@@ -112,8 +129,17 @@ def test_cli_train_debug(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text(SAMPLE_TEXT, encoding="utf-8")
     args = ["train", "--debug", "--no-progress", "--corpus", str(corpus), "--out", str(tmp_path / "run")]
-    for kv in ("n_layer=1", "n_head=2", "d_model=16", "block_size=16", "vocab_size=60", "batch_size=4",
-               "max_steps=3", "device=cpu", "bug=mask_zero"):
+    for kv in (
+        "n_layer=1",
+        "n_head=2",
+        "d_model=16",
+        "block_size=16",
+        "vocab_size=60",
+        "batch_size=4",
+        "max_steps=3",
+        "device=cpu",
+        "bug=mask_zero",
+    ):
         args += ["--set", kv]
     assert main(args) == 0
     out = capsys.readouterr().out

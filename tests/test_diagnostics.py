@@ -57,11 +57,11 @@ def test_masked_std_equals_boolean_selection():
 
 def test_summary_and_head_metrics_on_known_patterns():
     T = 6
-    eye = torch.eye(T).expand(1, 1, T, T)                  # every row looks at itself
+    eye = torch.eye(T).expand(1, 1, T, T)  # every row looks at itself
     prev = torch.zeros(T, T)
     prev[0, 0] = 1
-    prev[torch.arange(1, T), torch.arange(T - 1)] = 1      # previous-token head
-    p = torch.cat([eye, prev.expand(1, 1, T, T)], dim=1)   # (1, 2, T, T)
+    prev[torch.arange(1, T), torch.arange(T - 1)] = 1  # previous-token head
+    p = torch.cat([eye, prev.expand(1, 1, T, T)], dim=1)  # (1, 2, T, T)
     hm = head_metrics(p)
     assert torch.allclose(hm["diag"], torch.tensor([1.0, 0.0]))
     assert torch.allclose(hm["prev"], torch.tensor([0.0, 1.0]))
@@ -80,15 +80,21 @@ def _book_summary(scores, p, q, k):
     n = torch.arange(2, T + 1, dtype=torch.float64)
     ent = -(rows * rows.clamp_min(1e-12).log()).sum(-1) / n.log()
     lg = scores[causal.expand_as(scores)]
-    return {"weight_entropy": ent.mean(), "jacobian_fro": jacobian_frobenius_explicit(rows).mean(),
-            "logit_std": lg.std(), "logit_absmax": lg.abs().max(), "q_std": q.std(), "k_std": k.std()}
+    return {
+        "weight_entropy": ent.mean(),
+        "jacobian_fro": jacobian_frobenius_explicit(rows).mean(),
+        "logit_std": lg.std(),
+        "logit_absmax": lg.abs().max(),
+        "q_std": q.std(),
+        "k_std": k.std(),
+    }
 
 
 @pytest.mark.parametrize("temperature", [0.1, 1.0, 30.0, 3000.0])
 def test_summary_equals_the_books_definitions(temperature):
     g = torch.Generator().manual_seed(3)
     q, k = torch.randn(2, 3, 16, 8, generator=g), torch.randn(2, 3, 16, 8, generator=g)
-    scores = (q @ k.transpose(-1, -2)) * temperature + 5.0     # a mean far from 0 on purpose
+    scores = (q @ k.transpose(-1, -2)) * temperature + 5.0  # a mean far from 0 on purpose
     causal = torch.ones(16, 16, dtype=torch.bool).tril()
     p = scores.masked_fill(~causal, float("-inf")).softmax(-1)
     got, want = pattern_summary(scores, p, q, k), _book_summary(scores, p, q, k)
@@ -101,7 +107,7 @@ def test_jacobian_with_a_tie_at_one_half_and_with_subnormal_range_weights():
     assert torch.allclose(jacobian_frobenius(p), jacobian_frobenius_explicit(p), rtol=1e-12)
     # collapsed rows whose other weights square or cube to float32 subnormals;
     # float64 itself rounds p_m to 1 here, so the truth is worked out in 60 digits
-    for gap in (20, 29, 38):                               # ||J|| ~ 3e-9, 4e-13, 6e-17
+    for gap in (20, 29, 38):  # ||J|| ~ 3e-9, 4e-13, 6e-17
         z = [0, -gap, -gap - 1, -gap - 4, -200]
         got = jacobian_frobenius(torch.tensor(z, dtype=torch.float32).softmax(-1)).item()
         truth = _jacobian_norm_in_decimal(z)
@@ -110,6 +116,7 @@ def test_jacobian_with_a_tie_at_one_half_and_with_subnormal_range_weights():
 
 def _jacobian_norm_in_decimal(z: list[int]) -> float:
     from decimal import Decimal, getcontext
+
     getcontext().prec = 60
     e = [Decimal(v).exp() for v in z]
     p = [x / sum(e) for x in e]

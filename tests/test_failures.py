@@ -4,6 +4,7 @@ The corpus is random characters, each written twice ("春春花花..."): the sec
 of a pair is predictable from the previous position (attention has something
 to learn), the first is not -- unless the mask leaks the next position.
 """
+
 import json
 import random
 
@@ -15,11 +16,22 @@ from attnlab.experiments.common import ExperimentError
 from attnlab.experiments.failures import run, symptoms_table
 
 ALPHA = "春花秋月何時了往事知多少小樓昨夜又東風故國不堪回首明中"
-CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=40, batch_size=8, warmup=5,
-             lr=1e-2, eval_every=0, eval_batches=2, device="cpu")
+CFG = Config(
+    n_layer=2,
+    n_head=2,
+    d_model=32,
+    block_size=16,
+    vocab_size=40,
+    batch_size=8,
+    warmup=5,
+    lr=1e-2,
+    eval_every=0,
+    eval_batches=2,
+    device="cpu",
+)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def pairs_text(n=1500, seed=0):
@@ -36,7 +48,7 @@ def test_same_seed_same_start(result):
     v = result["variants"]
     assert set(v) == {"correct", "mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k"}
     starts = [x["loss_start"] for x in v.values()]
-    assert max(starts) - min(starts) < 0.01            # same weights, same first batch
+    assert max(starts) - min(starts) < 0.01  # same weights, same first batch
 
 
 def test_mask_zero_leaks_to_the_future_and_lowers_the_loss(result):
@@ -48,7 +60,7 @@ def test_mask_zero_leaks_to_the_future_and_lowers_the_loss(result):
 
 def test_scale_after_softmax_rows_sum_to_one_over_sqrt_d_head(result):
     v = result["variants"]
-    assert v["scale_after_softmax"]["row_sum_max"] == pytest.approx(CFG.d_head ** -0.5, rel=1e-4)
+    assert v["scale_after_softmax"]["row_sum_max"] == pytest.approx(CFG.d_head**-0.5, rel=1e-4)
     assert v["correct"]["row_sum_max"] == pytest.approx(1.0, abs=1e-5)
 
 
@@ -78,10 +90,17 @@ def test_cli_failures(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text(pairs_text(300), encoding="utf-8")
     out = tmp_path / "f.json"
-    args = ["failures", "--corpus", str(corpus), "--steps", "3", "--variants", "correct,mask_zero",
-            "--out", str(out)]
-    for kv in ("n_layer=1", "n_head=2", "d_model=16", "block_size=16", "vocab_size=40", "batch_size=4",
-               "device=cpu", "eval_batches=1"):
+    args = ["failures", "--corpus", str(corpus), "--steps", "3", "--variants", "correct,mask_zero", "--out", str(out)]
+    for kv in (
+        "n_layer=1",
+        "n_head=2",
+        "d_model=16",
+        "block_size=16",
+        "vocab_size=40",
+        "batch_size=4",
+        "device=cpu",
+        "eval_batches=1",
+    ):
         args += ["--set", kv]
     assert main(args) == 0
     assert "loss 起 / start" in capsys.readouterr().out

@@ -1,4 +1,5 @@
 """Figures are written as PNG and SVG; the SVG draws its Chinese as outlines (no font needed)."""
+
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -17,7 +18,7 @@ def test_attention_maps_figure_writes_png_and_outlined_svg(tmp_path):
     svg_text = (tmp_path / "maps.svg").read_text(encoding="utf-8")
     root = ET.fromstring(svg_text)
     assert root.tag == f"{SVG}svg"
-    assert not [t for t in root.iter(f"{SVG}text")]                # no text that needs a font ...
+    assert not [t for t in root.iter(f"{SVG}text")]  # no text that needs a font ...
     glyphs = [g for g in root.iter(f"{SVG}path") if "-Regular-" in (g.get("id") or "")]
-    assert len(glyphs) >= len(set("秦川雄帝宅层头"))                 # ... but one outline per glyph
-    assert "秦川雄帝宅" in svg_text                                  # named in matplotlib's comments
+    assert len(glyphs) >= len(set("秦川雄帝宅层头"))  # ... but one outline per glyph
+    assert "秦川雄帝宅" in svg_text  # named in matplotlib's comments

@@ -1,4 +1,5 @@
 """Chinese in figures renders from the shipped font alone, on any machine."""
+
 from pathlib import Path
 
 from matplotlib import font_manager
@@ -7,8 +8,13 @@ from attnlab.fonts import FONT_FILE, missing_glyphs, use_cjk_font
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 # the modules that draw matplotlib figures (failures writes a Markdown table, no figure)
-FIGURE_MODULES = ["report/figures.py", "report/lab_book_figures.py", "experiments/plots.py",
-                  "experiments/sweep.py", "experiments/heads.py"]
+FIGURE_MODULES = [
+    "report/figures.py",
+    "report/lab_book_figures.py",
+    "experiments/plots.py",
+    "experiments/sweep.py",
+    "experiments/heads.py",
+]
 
 
 def test_every_label_character_is_in_the_shipped_font():
@@ -26,7 +32,7 @@ def test_the_corpus_is_covered():
 
 def test_matplotlib_uses_the_shipped_file_not_a_system_font():
     name = use_cjk_font()
-    assert name == "Attnlab CJK TC"      # its own family name: no system font can stand in
+    assert name == "Attnlab CJK TC"  # its own family name: no system font can stand in
     found = font_manager.findfont(font_manager.FontProperties(family=name), fallback_to_default=False)
     assert Path(found).resolve() == FONT_FILE.resolve()
     assert (FONT_FILE.parent / "OFL.txt").is_file()

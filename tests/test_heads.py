@@ -1,4 +1,5 @@
 """Head portrait, ablation, attention maps and dynamics on a tiny trained model."""
+
 import json
 import warnings
 
@@ -22,11 +23,21 @@ from attnlab.experiments.heads import (
 from attnlab.model import SequenceTooLongError
 from conftest import SAMPLE_TEXT
 
-CFG = Config(n_layer=2, n_head=2, d_model=32, block_size=16, vocab_size=60, batch_size=4, max_steps=20,
-             warmup=3, eval_batches=2, device="cpu")
+CFG = Config(
+    n_layer=2,
+    n_head=2,
+    d_model=32,
+    block_size=16,
+    vocab_size=60,
+    batch_size=4,
+    max_steps=20,
+    warmup=3,
+    eval_batches=2,
+    device="cpu",
+)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +47,14 @@ def trained(tmp_path_factory):
     corpus.write_text(SAMPLE_TEXT, encoding="utf-8")
     model, tok, _ = train(SAMPLE_TEXT, CFG, out_dir=d / "run")
     torch.save(model.state_dict(), d / "bare.pt")
-    return {"dir": d, "corpus": corpus, "ckpt": d / "run" / "ckpt.pt", "bare": d / "bare.pt",
-            "model": model, "tok": tok}
+    return {
+        "dir": d,
+        "corpus": corpus,
+        "ckpt": d / "run" / "ckpt.pt",
+        "bare": d / "bare.pt",
+        "model": model,
+        "tok": tok,
+    }
 
 
 def test_checkpoint_and_bare_state_dict_give_the_same_portrait(trained):
@@ -49,7 +66,7 @@ def test_checkpoint_and_bare_state_dict_give_the_same_portrait(trained):
     for h in a["heads"]:
         assert 0 <= h["entropy"] <= 1 + 1e-6 and 0 <= h["diag"] <= 1 and 0 <= h["prev"] <= 1
         assert h["distance"] >= 0 and h["distance_std"] >= 0
-    assert a["book"] is None                      # tiny config: no book table beside
+    assert a["book"] is None  # tiny config: no book table beside
     assert is_book_model(Config()) and is_book_model(Config(max_steps=100, seed=1))
 
 
@@ -57,9 +74,9 @@ def test_default_eval_set_is_three_windows_from_line_starts_of_the_validation_sp
     r = analyze(trained["ckpt"], corpus=trained["corpus"], ablate=False)
     texts = r["eval"]["texts"]
     assert len(texts) == 3 and all(len(t) == CFG.block_size for t in texts)
-    val = SAMPLE_TEXT[-max(int(len(SAMPLE_TEXT) * CFG.val_fraction), CFG.block_size + 1):]
+    val = SAMPLE_TEXT[-max(int(len(SAMPLE_TEXT) * CFG.val_fraction), CFG.block_size + 1) :]
     assert all(t in val and val[val.index(t) - 1] == "\n" for t in texts)
-    assert poem_windows("abc", 2, 2) == ["ab", "bc"]          # no line breaks: evenly spaced
+    assert poem_windows("abc", 2, 2) == ["ab", "bc"]  # no line breaks: evenly spaced
 
 
 def test_pooled_portrait_equals_head_metrics_on_the_batch(trained):
@@ -81,7 +98,7 @@ def test_bad_input_is_one_clear_error(trained, tmp_path, capsys):
     with pytest.raises(CheckpointError, match="not found"):
         analyze(tmp_path / "nope.pt")
     with pytest.raises(CheckpointError, match="does not fit"):
-        load_model(trained["bare"], corpus=trained["corpus"])             # default Config() shapes
+        load_model(trained["bare"], corpus=trained["corpus"])  # default Config() shapes
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError):
@@ -98,7 +115,7 @@ def test_ablation_zeroes_one_head_and_always_restores(trained):
     before = W.detach().clone()
     hs = CFG.d_head
     with head_removed(model, 1, 1):
-        assert (W[:, hs:2 * hs] == 0).all() and torch.equal(W[:, :hs], before[:, :hs])
+        assert (W[:, hs : 2 * hs] == 0).all() and torch.equal(W[:, :hs], before[:, :hs])
     assert torch.equal(W, before)
     with pytest.raises(RuntimeError, match="boom"):
         with head_removed(model, 1, 0):
@@ -111,7 +128,7 @@ def test_ablation_zeroes_one_head_and_always_restores(trained):
 
     def flaky(*a, **k):
         calls["n"] += 1
-        if calls["n"] > 5:                 # fail in the middle of the ablation
+        if calls["n"] > 5:  # fail in the middle of the ablation
             raise RuntimeError("forward failed")
         return original(*a, **k)
 
@@ -143,7 +160,7 @@ def test_ablation_result_on_validation_batches(trained):
     assert h10["delta_loss"] == pytest.approx(sum(d) / 3, abs=1e-6)
     assert a["base_loss"] == pytest.approx(sum(base) / 3, abs=1e-6)
     assert h10["delta_loss_min"] == pytest.approx(min(d), abs=1e-6)
-    assert any(abs(h["delta_loss"]) > 1e-4 for h in a["heads"])        # removing a head moves the loss
+    assert any(abs(h["delta_loss"]) > 1e-4 for h in a["heads"])  # removing a head moves the loss
 
 
 def test_attention_maps_png_with_chinese(trained, tmp_path):
@@ -153,7 +170,7 @@ def test_attention_maps_png_with_chinese(trained, tmp_path):
     assert maps["chars"][0] == "床" and len(maps["layers"]) == 2 and len(maps["layers"][0]) == 2
     for head in maps["layers"][1]:
         assert all(sum(row) == pytest.approx(1, abs=1e-4) for row in head)
-        assert all(v == 0 for i, row in enumerate(head) for v in row[i + 1:])
+        assert all(v == 0 for i, row in enumerate(head) for v in row[i + 1 :])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = plot_attention_maps(maps, tmp_path / "maps.png")
@@ -169,14 +186,29 @@ def test_dynamics_snapshots_are_points_of_one_run(trained, tmp_path):
     snap, _, _, _ = load_model(tmp_path / "dyn" / "ckpt_6.pt")
     for a, b in zip(final.state_dict().values(), snap.state_dict().values()):
         assert torch.equal(a, b)
-    assert r["snapshots"][0]["heads"][0]["entropy"] > 0.99          # untrained heads are uniform
+    assert r["snapshots"][0]["heads"][0]["entropy"] > 0.99  # untrained heads are uniform
 
 
 def test_cli_heads_writes_json_and_table(trained, tmp_path, capsys):
     out = tmp_path / "h.json"
     maps = tmp_path / "m.png"
-    assert main(["heads", str(trained["dir"] / "run"), "--corpus", str(trained["corpus"]),
-                 "--out", str(out), "--ablate-batches", "2", "--maps", str(maps)]) == 0
+    assert (
+        main(
+            [
+                "heads",
+                str(trained["dir"] / "run"),
+                "--corpus",
+                str(trained["corpus"]),
+                "--out",
+                str(out),
+                "--ablate-batches",
+                "2",
+                "--maps",
+                str(maps),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "平均熵 / entropy" in text and "L1·H1" in text
     data = json.loads(out.read_text(encoding="utf-8"))

@@ -1,5 +1,6 @@
 """Ctrl-C during `attnlab train` leaves a checkpoint; --resume finishes the run
 exactly as an uninterrupted one would."""
+
 import json
 import os
 import signal
@@ -9,16 +10,54 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "d_model=16", "--set", "block_size=16",
-        "--set", "vocab_size=40", "--set", "batch_size=4", "--set", "max_steps=400", "--set", "device=cpu",
-        "--set", "ckpt_every=0", "--set", "eval_every=100", "--set", "eval_batches=1"]
+SETS = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "d_model=16",
+    "--set",
+    "block_size=16",
+    "--set",
+    "vocab_size=40",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "max_steps=400",
+    "--set",
+    "device=cpu",
+    "--set",
+    "ckpt_every=0",
+    "--set",
+    "eval_every=100",
+    "--set",
+    "eval_batches=1",
+]
 
 
 def _train(corpus, out, *extra):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "attnlab.cli", "train", "--corpus", str(corpus),
-                             "--out", str(out), "--no-progress", *SETS, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "attnlab.cli",
+            "train",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--no-progress",
+            *SETS,
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_ctrl_c_then_resume_equals_uninterrupted(tmp_path, text):
@@ -48,8 +87,17 @@ def test_ctrl_c_then_resume_equals_uninterrupted(tmp_path, text):
 
 
 def test_tiny_gpt_shim_imports_from_notebooks():
-    r = subprocess.run([sys.executable, "-c", "from tiny_gpt import Config, TinyGPT, CharTokenizer, train, "
-                        "lr_at, get_batch; print(TinyGPT(Config()).num_params())"],
-                       cwd=ROOT / "notebooks", capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tiny_gpt import Config, TinyGPT, CharTokenizer, train, "
+            "lr_at, get_batch; print(TinyGPT(Config()).num_params())",
+        ],
+        cwd=ROOT / "notebooks",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "425984"

@@ -3,6 +3,7 @@
 Everything here runs the book at ``--quick`` scale (widths / 8, 20 steps) on a
 part of the chapter; the numbers mean nothing, the plumbing is what is tested.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,7 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
 
     from attnlab.train import TrainingInterrupted, train
 
-    train_mod = importlib.import_module("attnlab.train")      # the module, not the function
+    train_mod = importlib.import_module("attnlab.train")  # the module, not the function
 
     scale = R.Scale.make(True)
     from attnlab.corpus import load_corpus
@@ -129,7 +130,7 @@ def test_no_train_marks_missing_runs_not_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.slow          # starting a local Ray takes a minute or two on a shared 2-core machine
+@pytest.mark.slow  # starting a local Ray takes a minute or two on a shared 2-core machine
 def test_quick_through_local_ray(tmp_path):
     """The book runs unchanged on Ray: --quick through a local Ray instance."""
     pytest.importorskip("ray")

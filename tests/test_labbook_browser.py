@@ -1,6 +1,7 @@
 """The lab book at /book in a real headless Chromium: nothing leaves 127.0.0.1, every figure
 and the CJK font load, the table of contents links every section. Skips without Chromium
 outside CI (see test_web_browser.py)."""
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ A module may import its own layer and the layers below it, never one above:
 a lower layer that imports an upper one is the first step to the copies and
 cycles issue #13 removed. A new module must be given a layer here.
 """
+
 import ast
 from pathlib import Path
 
@@ -13,8 +14,22 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 
 # (layer, module-name prefixes), lowest first
 LAYERS = [
-    (0, ("errors", "config", "io", "runfolder", "runtime", "book", "attention", "tokenizer", "corpus", "diagnostics",
-         "fonts")),
+    (
+        0,
+        (
+            "errors",
+            "config",
+            "io",
+            "runfolder",
+            "runtime",
+            "book",
+            "attention",
+            "tokenizer",
+            "corpus",
+            "diagnostics",
+            "fonts",
+        ),
+    ),
     (1, ("model",)),
     (2, ("checkpoint", "train", "perf", "runner", "snapshots", "tensorboard_log")),
     (3, ("experiments",)),
@@ -51,11 +66,11 @@ def imported(module: str, path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[:len(package) - node.level + 1] if node.level > 1 else package
+                base = package[: len(package) - node.level + 1] if node.level > 1 else package
                 target = ".".join([*base, node.module] if node.module else base)
                 names = [f"{target}.{a.name}" if target else a.name for a in node.names]
             elif node.module and node.module.startswith("attnlab"):
-                target = node.module[len("attnlab."):] if node.module != "attnlab" else ""
+                target = node.module[len("attnlab.") :] if node.module != "attnlab" else ""
                 names = [f"{target}.{a.name}" if target else a.name for a in node.names]
             else:
                 continue
@@ -65,7 +80,7 @@ def imported(module: str, path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("attnlab."):
-                    found.add(a.name[len("attnlab."):])
+                    found.add(a.name[len("attnlab.") :])
     return found
 
 
@@ -87,7 +102,7 @@ def test_no_module_imports_a_layer_above_its_own(module, path):
         try:
             theirs = layer_of(name)
         except KeyError:
-            continue                      # a name inside a module, e.g. attnlab.Config
+            continue  # a name inside a module, e.g. attnlab.Config
         if theirs > mine:
             upward.append(name)
     assert not upward, f"{module} (layer {mine}) imports upward: {sorted(upward)}"

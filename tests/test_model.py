@@ -43,7 +43,7 @@ def test_logits_for_every_position_and_loss():
     logits, loss = m(x)
     assert logits.shape == (3, 8, 20) and loss is None
     _, loss = m(x, torch.randint(0, 20, (3, 8)))
-    assert loss.ndim == 0 and abs(loss.item() - math.log(20)) < 0.2     # near uniform at init
+    assert loss.ndim == 0 and abs(loss.item() - math.log(20)) < 0.2  # near uniform at init
 
 
 def test_too_long_sequence_is_an_error():
@@ -53,11 +53,11 @@ def test_too_long_sequence_is_an_error():
 
 
 @pytest.mark.parametrize("scaled", [True, False])
-@pytest.mark.parametrize("variant", [{}, {"n_kv_head": 1}, {"pos": "rope"}, {"qk_norm": True},
-                                     {"norm": "rmsnorm"}, {"pos": "sinusoidal"}])
+@pytest.mark.parametrize(
+    "variant", [{}, {"n_kv_head": 1}, {"pos": "rope"}, {"qk_norm": True}, {"norm": "rmsnorm"}, {"pos": "sinusoidal"}]
+)
 def test_explicit_path_equals_sdpa_path(scaled, variant):
-    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=16, vocab_size=30, scaled=scaled,
-                 **variant).replace()
+    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=16, vocab_size=30, scaled=scaled, **variant).replace()
     m = make(cfg).double()
     x = torch.randint(0, 30, (2, 16))
     fast, loss_f = m(x, x)
@@ -79,7 +79,7 @@ def test_causality_by_gradients():
     # run the blocks directly on embeddings so we can differentiate w.r.t. inputs
     pos, pv = m.positions(0, 10, emb.device)
     h = emb + pv
-    with m.capture("tap_pattern"):                  # listening selects the explicit path
+    with m.capture("tap_pattern"):  # listening selects the explicit path
         for b in m.blocks:
             h = b(h, pos)
     h[0, 4].sum().backward()
@@ -105,10 +105,10 @@ def test_injected_bugs_show_their_signatures():
     p = make(base.replace(bug="scale_after_softmax")).attention_patterns(x)[0]
     assert torch.allclose(p.sum(-1), torch.full((2, 1, 12), 1 / math.sqrt(32)), atol=1e-6)
     p = make(base.replace(bug="mask_zero")).attention_patterns(x)[0]
-    assert p.triu(1).sum() > 0                       # weight leaks into the future
+    assert p.triu(1).sum() > 0  # weight leaks into the future
     p_ok = make(base).attention_patterns(x)[0]
     p = make(base.replace(bug="no_max_subtraction")).attention_patterns(x)[0]
-    assert torch.allclose(p, p_ok, atol=1e-6)        # invisible at this scale
+    assert torch.allclose(p, p_ok, atol=1e-6)  # invisible at this scale
     # ... but injected: at logits of hundreds exp overflows without the max subtracted
     big_ok, big_bug = make(base), make(base.replace(bug="no_max_subtraction"))
     with torch.no_grad():

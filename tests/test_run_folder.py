@@ -4,6 +4,7 @@ The two scenarios of issue 15 that lost data (two trains into one folder; a new
 train into an existing run's folder) and the faults of its "what to build" 5:
 kill -9 during a checkpoint save, a full disk during a save, a killed sweep parent.
 """
+
 from __future__ import annotations
 
 import errno
@@ -25,9 +26,26 @@ from attnlab.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 # one thread here as in the subprocesses (OMP_NUM_THREADS=1): resumed = uninterrupted is bit for bit
 pytestmark = pytest.mark.usefixtures("one_thread")
-SMALL = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "d_model=16", "--set", "block_size=16",
-         "--set", "vocab_size=40", "--set", "batch_size=4", "--set", "device=cpu", "--set", "eval_batches=1",
-         "--set", "eval_every=10"]
+SMALL = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "d_model=16",
+    "--set",
+    "block_size=16",
+    "--set",
+    "vocab_size=40",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "device=cpu",
+    "--set",
+    "eval_batches=1",
+    "--set",
+    "eval_every=10",
+]
 
 
 @pytest.fixture
@@ -38,19 +56,38 @@ def corpus(tmp_path, text):
 
 
 def _train_argv(corpus, out, steps, *extra):
-    return ["train", "--corpus", corpus, "--out", str(out), "--no-progress", *SMALL,
-            "--set", f"max_steps={steps}", *extra]
+    return [
+        "train",
+        "--corpus",
+        corpus,
+        "--out",
+        str(out),
+        "--no-progress",
+        *SMALL,
+        "--set",
+        f"max_steps={steps}",
+        *extra,
+    ]
 
 
 def _spawn(argv):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "attnlab.cli", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnlab.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _hashes(folder: Path) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-            if p.is_file() and p.name != ".attnlab-lock"}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != ".attnlab-lock"
+    }
 
 
 def _lines(path: Path) -> list[dict]:
@@ -62,14 +99,15 @@ def test_a_second_writer_is_refused_and_named(tmp_path, corpus, capsys):
     out = tmp_path / "run"
     first = _spawn(_train_argv(corpus, out, 400, "--set", "lr=0.001"))
     deadline = time.time() + 120
-    while time.time() < deadline and not ((out / "metrics.jsonl").is_file()
-                                          and (out / "metrics.jsonl").stat().st_size > 0):
+    while time.time() < deadline and not (
+        (out / "metrics.jsonl").is_file() and (out / "metrics.jsonl").stat().st_size > 0
+    ):
         time.sleep(0.05)
     assert (out / "metrics.jsonl").is_file(), first.communicate()[1]
     assert main(_train_argv(corpus, out, 100, "--set", "lr=0.003")) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"in use by process {first.pid}" in err
-    assert main(_train_argv(corpus, out, 100, "--set", "lr=0.003", "--overwrite")) == 2   # not even so
+    assert main(_train_argv(corpus, out, 100, "--set", "lr=0.003", "--overwrite")) == 2  # not even so
     assert first.wait(timeout=300) == 0, first.stderr.read()
     cfg = json.loads((out / "config.json").read_text())
     summary = json.loads((out / "summary.json").read_text())
@@ -87,8 +125,22 @@ def test_a_new_train_into_a_run_needs_resume_or_overwrite(tmp_path, corpus, caps
     capsys.readouterr()
     # the probe's failing rerun, then the same with --overwrite: refused before anything is touched
     for extra in ([], ["--overwrite"]):
-        assert main(["train", "--out", str(out), "--no-progress", "--set", "block_size=100000",
-                     "--set", "max_steps=2", *extra]) == 2
+        assert (
+            main(
+                [
+                    "train",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    "--set",
+                    "block_size=100000",
+                    "--set",
+                    "max_steps=2",
+                    *extra,
+                ]
+            )
+            == 2
+        )
         assert "lower block_size" in capsys.readouterr().err
         assert _hashes(out) == before
     # a valid rerun without a flag: refused, says how to continue or replace
@@ -119,15 +171,16 @@ def test_overwrite_whose_first_step_fails_leaves_the_old_run(tmp_path, corpus, m
         raise RuntimeError("the first step fails")
 
     monkeypatch.setattr(train_mod, "train_step", broken_step)
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, batch_size=4, device="cpu",
-                 max_steps=5, lr=0.02)
+    cfg = Config(
+        n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, batch_size=4, device="cpu", max_steps=5, lr=0.02
+    )
     with pytest.raises(RuntimeError, match="first step fails"):
         train_mod.train(text, cfg, out_dir=out, overwrite=True)
     assert _hashes(out) == before
     fresh = tmp_path / "fresh"
     with pytest.raises(RuntimeError):
         train_mod.train(text, cfg, out_dir=fresh)
-    assert not fresh.exists()                        # a run that never started leaves no folder
+    assert not fresh.exists()  # a run that never started leaves no folder
 
 
 def test_resume_extends_a_finished_run_with_the_new_schedule(tmp_path, corpus):
@@ -167,8 +220,14 @@ def test_kill_9_during_a_checkpoint_save_then_resume(tmp_path, corpus):
     the resumed run ends equal to one never interrupted."""
     cut, full = tmp_path / "cut", tmp_path / "full"
     argv = _train_argv(corpus, cut, 20, "--set", "ckpt_every=5")
-    r = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, *argv], capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", KILL_DURING_SAVE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=ROOT,
+    )
     assert r.returncode == -signal.SIGKILL, r.stderr
     stale = list(cut.glob(".ckpt.pt.*.tmp"))
     assert stale and torch.load(cut / "ckpt.pt", weights_only=True)["step"] == 5
@@ -178,8 +237,7 @@ def test_kill_9_during_a_checkpoint_save_then_resume(tmp_path, corpus):
     assert _lines(cut / "metrics.jsonl") == _lines(full / "metrics.jsonl")
 
 
-def test_full_disk_during_a_save_is_one_line_and_keeps_the_old_checkpoint(tmp_path, corpus, capsys,
-                                                                        monkeypatch):
+def test_full_disk_during_a_save_is_one_line_and_keeps_the_old_checkpoint(tmp_path, corpus, capsys, monkeypatch):
     out = tmp_path / "run"
     assert main(_train_argv(corpus, out, 10)) == 0
     old = (out / "ckpt.pt").read_bytes()
@@ -192,6 +250,7 @@ def test_full_disk_during_a_save_is_one_line_and_keeps_the_old_checkpoint(tmp_pa
         def half_then_enospc(f):
             f.write(b"x" * 1000)
             raise OSError(errno.ENOSPC, "No space left on device")
+
         return real(path, half_then_enospc, mode)
 
     monkeypatch.setattr(attnlab_io, "_atomic", full_disk)
@@ -228,15 +287,31 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
 def test_killed_sweep_parent_takes_its_workers_with_it(tmp_path, corpus):
     out = tmp_path / "sweep"
-    parent = _spawn(["sweep", "--out", str(out), "--corpus", corpus, "--executor", "local", "--workers", "2",
-                     "--grid", "lr=0.001,0.002", "--steps", "100000", *SMALL])
+    parent = _spawn(
+        [
+            "sweep",
+            "--out",
+            str(out),
+            "--corpus",
+            corpus,
+            "--executor",
+            "local",
+            "--workers",
+            "2",
+            "--grid",
+            "lr=0.001,0.002",
+            "--steps",
+            "100000",
+            *SMALL,
+        ]
+    )
     deadline = time.time() + 120
     workers: list[int] = []
     while time.time() < deadline and len(workers) < 2:
         time.sleep(0.2)
         workers = _children(parent.pid)
     assert len(workers) == 2, parent.communicate(timeout=30)
-    parent.kill()                                   # kill -9: no cleanup code runs in the parent
+    parent.kill()  # kill -9: no cleanup code runs in the parent
     parent.wait(timeout=30)
     deadline = time.time() + 30
     while time.time() < deadline and any(_alive(w) for w in workers):

@@ -1,4 +1,5 @@
 """The one runner: the same results from every executor, reuse, resume, set-aside, errors."""
+
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def test_serial_and_local_give_identical_results(tmp_path, tiny_cfg, text):
     a = execute(runs(tiny_cfg), text, tmp_path / "a", executor="serial", progress=False)
     b = execute(runs(tiny_cfg), text, tmp_path / "b", executor="local", workers=2, progress=False)
     assert set(a) == set(b) == {"r0", "r1"}
-    assert losses(a) == losses(b)                  # bit for bit, not approximately
+    assert losses(a) == losses(b)  # bit for bit, not approximately
     for name in a:
         for (k, va), vb in zip(a[name].model.state_dict().items(), b[name].model.state_dict().values()):
             assert torch.equal(va, vb), k
@@ -69,7 +70,7 @@ def test_corrupt_checkpoint_is_set_aside_and_the_run_restarted(tmp_path, tiny_cf
 
 
 def test_a_failing_run_does_not_stop_the_others(tmp_path, tiny_cfg, text):
-    bad = Run("huge", tiny_cfg.replace(block_size=4000))    # longer than the corpus
+    bad = Run("huge", tiny_cfg.replace(block_size=4000))  # longer than the corpus
     good = runs(tiny_cfg, 1)
     with pytest.raises(RunFailed) as e:
         execute([bad, *good], text, tmp_path, progress=False)
@@ -78,10 +79,13 @@ def test_a_failing_run_does_not_stop_the_others(tmp_path, tiny_cfg, text):
     assert set(kept) == {"r0"} and kept["r0"].status == "reused"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"executor": "slurm"}, "unknown executor"),
-    ({"workers": 0}, "at least 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"executor": "slurm"}, "unknown executor"),
+        ({"workers": 0}, "at least 1"),
+    ],
+)
 def test_bad_arguments(tmp_path, tiny_cfg, text, kwargs, message):
     with pytest.raises(RunnerError, match=message):
         execute(runs(tiny_cfg), text, tmp_path, progress=False, **kwargs)
@@ -117,13 +121,15 @@ def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny
         "rs = [Run(f'r{i}', cfg.replace(seed=100 + i)) for i in range(2)]\n"
         "if __name__ == '__main__':\n"
         f"    try:\n        execute(rs, {text!r}, sys.argv[1], executor='local', workers=2, progress=False)\n"
-        "    except RunsInterrupted:\n        print('INTERRUPTED', flush=True); sys.exit(130)\n")
+        "    except RunsInterrupted:\n        print('INTERRUPTED', flush=True); sys.exit(130)\n"
+    )
     root = tmp_path / "root"
     proc = subprocess.Popen([sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not all((root / f"r{i}" / "metrics.jsonl").is_file()
-                                             and (root / f"r{i}" / "metrics.jsonl").stat().st_size > 0
-                                             for i in range(2)):
+    while time.time() < deadline and not all(
+        (root / f"r{i}" / "metrics.jsonl").is_file() and (root / f"r{i}" / "metrics.jsonl").stat().st_size > 0
+        for i in range(2)
+    ):
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
@@ -139,6 +145,7 @@ def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny
 
 
 def test_train_one_never_raises(tmp_path, tiny_cfg, text):
-    r = train_one({"name": "x", "dir": str(tmp_path / "x"), "config": tiny_cfg.replace(block_size=4000).to_dict(),
-                   "text": text})
+    r = train_one(
+        {"name": "x", "dir": str(tmp_path / "x"), "config": tiny_cfg.replace(block_size=4000).to_dict(), "text": text}
+    )
     assert r["status"] == "failed" and "block_size" in r["error"]

@@ -24,8 +24,7 @@ def test_default_schedule_is_dense_early_and_about_80_for_the_case():
 
 
 def test_old_configs_load_and_compare_equal():
-    old = {k: v for k, v in Config().to_dict().items()
-           if k not in ("probe", "snapshot_every", "snapshot_dense")}
+    old = {k: v for k, v in Config().to_dict().items() if k not in ("probe", "snapshot_every", "snapshot_dense")}
     assert Config.from_dict(old) == Config()
 
 
@@ -34,7 +33,7 @@ def test_bad_snapshot_settings_name_the_field():
         Config(snapshot_every=-1)
     with pytest.raises(ValueError, match="probe"):
         Config(probe="")
-    Config(probe="", snapshot_every=0)   # no snapshots, no probe needed
+    Config(probe="", snapshot_every=0)  # no snapshots, no probe needed
 
 
 def test_snapshots_match_the_models_own_patterns(tmp_path, text, cfg):
@@ -50,7 +49,7 @@ def test_snapshots_match_the_models_own_patterns(tmp_path, text, cfg):
     np.testing.assert_allclose(snap.patterns[-1].astype(np.float32), want, atol=1e-3)
     rows = snap.patterns.astype(np.float32).sum(-1)
     np.testing.assert_allclose(rows, 1.0, atol=1e-2)
-    assert np.all(np.triu(snap.patterns.astype(np.float32), 1) == 0)   # causal: no future weight
+    assert np.all(np.triu(snap.patterns.astype(np.float32), 1) == 0)  # causal: no future weight
     ent = snap.metrics[..., METRICS.index("entropy")]
     assert np.all((ent > 0) & (ent <= 1.0 + 1e-6))
 
@@ -77,11 +76,11 @@ def test_snapshots_leave_training_bit_for_bit_unchanged(tmp_path, text, cfg):
 def test_resume_continues_the_file_without_duplicate_or_gap(tmp_path, text, cfg):
     train(text, cfg, out_dir=tmp_path / "full")
     cut = tmp_path / "cut"
-    with pytest.raises(TrainingInterrupted):          # steps 0..5 run, checkpoint at step 6
+    with pytest.raises(TrainingInterrupted):  # steps 0..5 run, checkpoint at step 6
         train(text, cfg, out_dir=cut, stop_after=6)
     assert read_snapshots(cut / FILENAME).steps.tolist() == [0, 1, 2, 4]
     at_six = (cut / "ckpt.pt").read_bytes()
-    with pytest.raises(TrainingInterrupted):          # steps 6..8 run: snapshot 8 is taken
+    with pytest.raises(TrainingInterrupted):  # steps 6..8 run: snapshot 8 is taken
         train(text, cfg, out_dir=cut, resume=True, stop_after=3)
     assert read_snapshots(cut / FILENAME).steps.tolist() == [0, 1, 2, 4, 8]
     # a crash after snapshot 8 but before the checkpoint that follows it: back to step 6

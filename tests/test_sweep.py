@@ -1,4 +1,5 @@
 """Grid sweeps: grid parsing, skip/resume/failure per trial, aggregation, local and Ray executors."""
+
 import csv
 import json
 
@@ -12,13 +13,36 @@ from attnlab.experiments.sweep import expand, parse_grid, sweep
 from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT
 
-BASE = Config(n_layer=1, block_size=16, vocab_size=60, batch_size=4, max_steps=4, warmup=1, eval_batches=1,
-              record_every=2, device="cpu")
-SMALL = ["--set", "n_layer=1", "--set", "block_size=16", "--set", "vocab_size=60", "--set", "batch_size=4",
-         "--set", "warmup=1", "--set", "eval_batches=1", "--set", "device=cpu"]
+BASE = Config(
+    n_layer=1,
+    block_size=16,
+    vocab_size=60,
+    batch_size=4,
+    max_steps=4,
+    warmup=1,
+    eval_batches=1,
+    record_every=2,
+    device="cpu",
+)
+SMALL = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "block_size=16",
+    "--set",
+    "vocab_size=60",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "warmup=1",
+    "--set",
+    "eval_batches=1",
+    "--set",
+    "device=cpu",
+]
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # see conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def test_grid_parsing_and_expansion():
@@ -51,19 +75,20 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
     assert status[partial["name"]] == "resumed" and list(status.values()).count("trained") == 3
     _, _, hist = train(SAMPLE_TEXT, Config.from_dict(partial["config"]))
     resumed = [json.loads(l) for l in (out / partial["name"] / "metrics.jsonl").read_text().splitlines()]
-    assert [x["loss"] for x in resumed] == [x["loss"] for x in hist.records]    # resume == uninterrupted
+    assert [x["loss"] for x in resumed] == [x["loss"] for x in hist.records]  # resume == uninterrupted
 
     rows = list(csv.DictReader((out / "sweep.csv").open(encoding="utf-8")))
     assert len(rows) == 4 and {x["status"] for x in rows} == {"done"}
     assert [g["d_head"] for g in r["gap"]] == [8, 16] and (out / "sweep_gap.png").stat().st_size > 5000
     data = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
     assert data["gap"][0]["gap"] == pytest.approx(
-        data["gap"][0]["val_loss_unscaled"] - data["gap"][0]["val_loss_scaled"])
+        data["gap"][0]["val_loss_unscaled"] - data["gap"][0]["val_loss_scaled"]
+    )
 
     again = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
     assert {x["status"] for x in again["runs"]} == {"reused"}
     changed = sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, executor="serial")
-    assert {x["status"] for x in changed["runs"]} == {"failed"}                # different config, same dir
+    assert {x["status"] for x in changed["runs"]} == {"failed"}  # different config, same dir
     assert "different config" in changed["runs"][0]["error"]
 
 
@@ -71,8 +96,23 @@ def test_one_failing_trial_does_not_stop_the_others(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text(SAMPLE_TEXT[:300], encoding="utf-8")
     out = tmp_path / "sw"
-    code = main(["sweep", "--executor", "serial", "--grid", "block_size=8,4000", "--steps", "2",
-                 "--corpus", str(corpus), "--out", str(out), *SMALL[:2], *SMALL[4:]])
+    code = main(
+        [
+            "sweep",
+            "--executor",
+            "serial",
+            "--grid",
+            "block_size=8,4000",
+            "--steps",
+            "2",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            *SMALL[:2],
+            *SMALL[4:],
+        ]
+    )
     assert code == 1
     text = capsys.readouterr().out
     assert "[failed] block_size=4000__seed=0" in text and "[trained] block_size=8__seed=0" in text
@@ -83,15 +123,39 @@ def test_one_failing_trial_does_not_stop_the_others(tmp_path, capsys):
 
 
 def test_local_process_pool(tmp_path):
-    r = sweep(tmp_path / "sw", {"scaled": ["true", "false"]}, base=BASE.replace(n_head=2, d_model=16),
-              steps=2, text=SAMPLE_TEXT, executor="local", workers=2)
+    r = sweep(
+        tmp_path / "sw",
+        {"scaled": ["true", "false"]},
+        base=BASE.replace(n_head=2, d_model=16),
+        steps=2,
+        text=SAMPLE_TEXT,
+        executor="local",
+        workers=2,
+    )
     assert sorted(x["status"] for x in r["runs"]) == ["trained", "trained"]
 
 
 def test_bad_input_messages(tmp_path, capsys):
     assert main(["sweep", "--grid", "nope=1", "--out", str(tmp_path / "a")]) == 2
-    assert main(["sweep", "--executor", "ray", "--address", "127.0.0.1:1", "--grid", "d_head=8",
-                 "--steps", "1", "--out", str(tmp_path / "b"), *SMALL]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "--executor",
+                "ray",
+                "--address",
+                "127.0.0.1:1",
+                "--grid",
+                "d_head=8",
+                "--steps",
+                "1",
+                "--out",
+                str(tmp_path / "b"),
+                *SMALL,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "unknown grid key 'nope'" in err[0] and "cannot reach a Ray cluster" in err[1]
 
@@ -100,8 +164,14 @@ def test_ray_executor(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'attnlab[ray]'")
     ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
-        r = sweep(tmp_path / "sw", {"d_head": ["8"], "scaled": ["true", "false"]}, base=BASE, steps=2,
-                  text=SAMPLE_TEXT, executor="ray")
+        r = sweep(
+            tmp_path / "sw",
+            {"d_head": ["8"], "scaled": ["true", "false"]},
+            base=BASE,
+            steps=2,
+            text=SAMPLE_TEXT,
+            executor="ray",
+        )
     finally:
         ray.shutdown()
     assert sorted(x["status"] for x in r["runs"]) == ["trained", "trained"]

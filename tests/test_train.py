@@ -48,7 +48,7 @@ def test_scaled_and_unscaled_share_init_and_batches(text, tiny_cfg):
     # makes the unscaled logit std exactly sqrt(d_head) times the scaled one
     assert la["q_std"] == pytest.approx(lb["q_std"], rel=1e-6)
     assert la["k_std"] == pytest.approx(lb["k_std"], rel=1e-6)
-    assert lb["logit_std"] / la["logit_std"] == pytest.approx(tiny_cfg.d_head ** 0.5, rel=1e-6)
+    assert lb["logit_std"] / la["logit_std"] == pytest.approx(tiny_cfg.d_head**0.5, rel=1e-6)
     # another seed gives other weights: the same check then fails
     _, _, c = train(text, tiny_cfg.replace(max_steps=1, scaled=False, seed=tiny_cfg.seed + 1))
     assert c.records[0]["layers"][0]["q_std"] != pytest.approx(la["q_std"], rel=1e-6)
@@ -133,6 +133,6 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path):
 
     path = save_torch(tmp_path / "ckpt.pt", {"step": 1})
     with pytest.raises(Exception):
-        save_torch(path, {"step": 2, "unpicklable": lambda: 0})   # fails halfway through pickling
+        save_torch(path, {"step": 2, "unpicklable": lambda: 0})  # fails halfway through pickling
     assert torch.load(path, weights_only=True) == {"step": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]

@@ -3,6 +3,7 @@
 Uses a real (3-step, 1-layer) checkpoint so the JSON the pages read is the
 JSON the model produces.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,18 +21,24 @@ from attnlab.errors import CheckpointError  # noqa: E402
 from attnlab.web import server  # noqa: E402
 from attnlab.web.server import MAX_BODY_BYTES, create_app  # noqa: E402
 
-LOCAL = "http://127.0.0.1"   # the server answers only its own Host (DNS-rebinding guard)
+LOCAL = "http://127.0.0.1"  # the server answers only its own Host (DNS-rebinding guard)
 
 STATIC = Path(server.__file__).parent / "static"
 TEXT = "床前明月光，疑是地上霜。举头望明月，低头思故乡。\n" * 30
 
 
 def tiny_case(path: Path) -> Path:
-    trace = {"step": [0, 10, 20], "loss": [7.0, 5.0, 4.2],
-             "layers": [{"weight_entropy": [0.99, 0.5, 0.1], "jacobian_fro": [0.3, 0.1, 0.001],
-                         "logit_std": [1.0, 10.0, 100.0]}]}
-    pairs = {k: {"loss_start": 7.0, "loss_end": 4.2, "val_loss_end": 4.3, "trace": trace}
-             for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")}
+    trace = {
+        "step": [0, 10, 20],
+        "loss": [7.0, 5.0, 4.2],
+        "layers": [
+            {"weight_entropy": [0.99, 0.5, 0.1], "jacobian_fro": [0.3, 0.1, 0.001], "logit_std": [1.0, 10.0, 100.0]}
+        ],
+    }
+    pairs = {
+        k: {"loss_start": 7.0, "loss_end": 4.2, "val_loss_end": 4.3, "trace": trace}
+        for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
+    }
     path.write_text(json.dumps({"pairs": pairs}), encoding="utf-8")
     return path
 
@@ -43,22 +50,24 @@ def lab(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("lab")
     runs = root / "runs"
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40,
-                 max_steps=3, batch_size=4, device="cpu")
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, max_steps=3, batch_size=4, device="cpu")
     train(TEXT, cfg, out_dir=runs / "tiny")
-    (runs / "empty-dir").mkdir()                       # no metrics.jsonl: not a run
-    return {"root": root, "runs": runs, "ckpt": runs / "tiny" / "ckpt.pt",
-            "case": tiny_case(root / "case.json")}
+    (runs / "empty-dir").mkdir()  # no metrics.jsonl: not a run
+    return {"root": root, "runs": runs, "ckpt": runs / "tiny" / "ckpt.pt", "case": tiny_case(root / "case.json")}
 
 
 @pytest.fixture(scope="module")
 def client(lab):
-    return TestClient(base_url=LOCAL, app=create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]), case_json=str(lab["case"])))
+    return TestClient(
+        base_url=LOCAL, app=create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]), case_json=str(lab["case"]))
+    )
 
 
 @pytest.fixture(scope="module")
 def bare():
-    return TestClient(base_url=LOCAL, app=create_app(None, runs_dir="/nonexistent/runs", case_json="/nonexistent/case.json"))
+    return TestClient(
+        base_url=LOCAL, app=create_app(None, runs_dir="/nonexistent/runs", case_json="/nonexistent/case.json")
+    )
 
 
 # ------------------------------------------------------------------ pages, assets
@@ -85,11 +94,13 @@ def test_font_is_small_licensed_and_covers_every_page_character():
     assert "SIL OPEN FONT LICENSE" in (STATIC / "fonts" / "OFL.txt").read_text(encoding="utf-8")
     cmap = fontTools.TTFont(str(font_path)).getBestCmap()
     used = set()
-    for p in list(STATIC.glob("*.html")) + list(STATIC.glob("*.js")) + [Path(server.__file__),
-                                                                          STATIC.parent / "timeline.py"]:
+    for p in (
+        list(STATIC.glob("*.html")) + list(STATIC.glob("*.js")) + [Path(server.__file__), STATIC.parent / "timeline.py"]
+    ):
         used |= set(p.read_text(encoding="utf-8"))
-    missing = sorted(c for c in used if ord(c) > 0x7F and c.isprintable() and ord(c) not in cmap
-                     and not 0x2000 <= ord(c) <= 0x206F)  # general punctuation may fall back
+    missing = sorted(
+        c for c in used if ord(c) > 0x7F and c.isprintable() and ord(c) not in cmap and not 0x2000 <= ord(c) <= 0x206F
+    )  # general punctuation may fall back
     assert not missing, f"re-run scripts/make_font_subset.py; not in the font: {''.join(missing)}"
 
 
@@ -124,7 +135,7 @@ def test_bad_checkpoint_fails_at_start(tmp_path):
 def test_attention_maps_and_metrics(client, lab):
     info = client.get("/api/info").json()
     assert (info["n_layer"], info["n_head"], info["block_size"]) == (1, 2, 16)
-    assert info["checkpoint"] == "ckpt.pt"          # a name, never the full path
+    assert info["checkpoint"] == "ckpt.pt"  # a name, never the full path
     r = client.post("/api/attention", json={"text": "明月光"})
     assert r.status_code == 200, r.text
     data = r.json()
@@ -135,7 +146,7 @@ def test_attention_maps_and_metrics(client, lab):
         assert len(w) == 3 and all(len(row) == 3 for row in w)
         for i, row in enumerate(w):
             assert sum(row) == pytest.approx(1.0, abs=1e-3)
-            assert all(x == 0 for x in row[i + 1:])           # causal: no weight on the future
+            assert all(x == 0 for x in row[i + 1 :])  # causal: no weight on the future
         assert set(head["metrics"]) == {"entropy", "diag", "prev", "distance"}
         assert 0 <= head["metrics"]["entropy"] <= 1.0001
         assert head["metrics"]["diag"] == pytest.approx(sum(w[i][i] for i in (1, 2)) / 2, abs=2e-3)
@@ -147,8 +158,9 @@ def test_attention_maps_and_metrics(client, lab):
     with torch.no_grad():
         pats = model.eval().attention_patterns(idx)
     for h, head in enumerate(data["layers"][0]["heads"]):
-        assert torch.allclose(torch.tensor(head["weights"], dtype=torch.float64), pats[0][0, h].double(),
-                              atol=5.1e-5, rtol=0)
+        assert torch.allclose(
+            torch.tensor(head["weights"], dtype=torch.float64), pats[0][0, h].double(), atol=5.1e-5, rtol=0
+        )
 
 
 def test_unknown_characters_become_unk(client):
@@ -161,21 +173,24 @@ def test_unknown_characters_become_unk(client):
 def test_single_token_has_undefined_metrics_not_nan(client):
     data = client.post("/api/attention", json={"text": "明"}).json()
     m = data["layers"][0]["heads"][0]["metrics"]
-    assert m["entropy"] is None                      # JSON null, never NaN
+    assert m["entropy"] is None  # JSON null, never NaN
     assert data["layers"][0]["heads"][0]["weights"] == [[1.0]]
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"text": ""}, 422, "empty"),
-    ({"text": "   \n"}, 422, "empty"),
-    ({"text": "明" * 17}, 422, "block_size=16"),
-    ({"text": "明" * 5000}, 422, "text"),
-    ({"text": 5}, 422, "string"),
-    ({"text": ["明"]}, 422, "string"),
-    ({"txt": "明"}, 422, "text"),
-    ({"text": "明", "path": "/etc/passwd"}, 422, "path"),
-    ([1, 2], 422, "invalid"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"text": ""}, 422, "empty"),
+        ({"text": "   \n"}, 422, "empty"),
+        ({"text": "明" * 17}, 422, "block_size=16"),
+        ({"text": "明" * 5000}, 422, "text"),
+        ({"text": 5}, 422, "string"),
+        ({"text": ["明"]}, 422, "string"),
+        ({"txt": "明"}, 422, "text"),
+        ({"text": "明", "path": "/etc/passwd"}, 422, "path"),
+        ([1, 2], 422, "invalid"),
+    ],
+)
 def test_attention_rejects_bad_requests_with_a_message(client, body, status, words):
     r = client.post("/api/attention", json=body)
     assert r.status_code == status
@@ -191,9 +206,10 @@ def test_malformed_and_oversized_bodies(client):
     r = client.post("/api/attention", content=big, headers={"content-type": "application/json"})
     assert r.status_code == 413
 
-    def chunks():                                     # no Content-Length: the cap still holds
+    def chunks():  # no Content-Length: the cap still holds
         for _ in range(8):
             yield b" " * (MAX_BODY_BYTES // 4)
+
     r = client.post("/api/attention", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
     r = client.post("/api/attention", content=b'{"text": "\xff\xfe"}', headers={"content-type": "application/json"})
@@ -204,6 +220,7 @@ def test_unexpected_errors_are_500_without_traceback(lab, monkeypatch):
     app = create_app(str(lab["ckpt"]), runs_dir=str(lab["runs"]))
     c = TestClient(base_url=LOCAL, app=app, raise_server_exceptions=False)
     from attnlab.model import TinyGPT
+
     monkeypatch.setattr(TinyGPT, "attention_patterns", lambda self, idx: 1 / 0)
     r = c.post("/api/attention", json={"text": "明月"})
     assert r.status_code == 500
@@ -215,7 +232,7 @@ def test_methods_and_unknown_endpoints(client):
     assert client.put("/api/attention", json={"text": "a"}).status_code == 405
     r = client.get("/api/no-such-thing")
     assert r.status_code == 404 and r.json()["detail"]
-    r = client.get("/api/attention")               # only POST answers there
+    r = client.get("/api/attention")  # only POST answers there
     assert r.status_code in (404, 405) and r.json()["detail"]
 
 
@@ -232,8 +249,10 @@ def test_run_metrics_columns(client):
     assert len(m["layers"][0]["jacobian_fro"]) == len(m["step"])
 
 
-@pytest.mark.parametrize("name", ["..", "...", "../tiny", "..%2Ftiny", "%2e%2e", "tiny%00",
-                                  "empty-dir", "/etc", "tiny/metrics.jsonl", "a" * 300])
+@pytest.mark.parametrize(
+    "name",
+    ["..", "...", "../tiny", "..%2Ftiny", "%2e%2e", "tiny%00", "empty-dir", "/etc", "tiny/metrics.jsonl", "a" * 300],
+)
 def test_run_names_cannot_reach_other_files(client, name):
     r = client.get(f"/api/runs/{name}")
     assert r.status_code == 404
@@ -260,17 +279,26 @@ def test_symlinked_run_is_not_served(lab, tmp_path):
 def test_metrics_reader_skips_bad_lines_and_keeps_val(tmp_path):
     runs = tmp_path / "runs"
     (runs / "r1").mkdir(parents=True)
-    lines = [json.dumps({"step": s, "loss": 5.0 - s, "lr": 1e-3, "grad_norm": 1.0,
-                         "layers": [{"weight_entropy": 0.9, "jacobian_fro": 0.2, "logit_std": 1.0,
-                                     "q_std": 0.2, "k_std": 0.2}]} | ({"val_loss": 4.9} if s == 2 else {}))
-             for s in range(4)]
+    lines = [
+        json.dumps(
+            {
+                "step": s,
+                "loss": 5.0 - s,
+                "lr": 1e-3,
+                "grad_norm": 1.0,
+                "layers": [{"weight_entropy": 0.9, "jacobian_fro": 0.2, "logit_std": 1.0, "q_std": 0.2, "k_std": 0.2}],
+            }
+            | ({"val_loss": 4.9} if s == 2 else {})
+        )
+        for s in range(4)
+    ]
     lines.insert(1, "{broken")
     lines.append(json.dumps({"step": 9, "loss": float("nan"), "layers": []}).replace("NaN", "NaN"))
     (runs / "r1" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     m = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(runs))).get("/api/runs/r1").json()
     assert m["skipped_lines"] == 1 and m["rows"] == 5
     assert m["val_step"] == [2] and m["val_loss"] == [4.9]
-    assert m["loss"][-1] is None                      # NaN becomes null, the JSON stays valid
+    assert m["loss"][-1] is None  # NaN becomes null, the JSON stays valid
     assert m["layers"][0]["weight_entropy"][:4] == [0.9] * 4
 
 
@@ -309,6 +337,7 @@ def test_serve_defaults_to_loopback(capsys):
 
 def test_serve_is_registered_in_the_cli():
     from attnlab.cli import build_parser
+
     args = build_parser().parse_args(["serve", "--port", "8123"])
     assert args.port == 8123 and args.host == "127.0.0.1"
 
@@ -318,7 +347,7 @@ def test_missing_web_extra_is_a_clear_error(monkeypatch, capsys):
 
     from attnlab.cli import main
 
-    monkeypatch.setitem(sys.modules, "uvicorn", None)      # as if the web extra were not installed
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the web extra were not installed
     assert main(["serve"]) == 2
     err = capsys.readouterr().err
     assert "attnlab[web]" in err and len(err.splitlines()) == 1

@@ -5,6 +5,7 @@ makes is recorded and must stay on that address. Outside CI these tests skip
 when no Chromium is installed; with CI=true a missing browser is a failure.
 Install the browser with scripts/ci_system_deps.sh (never `playwright install`).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,24 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 TEXT = "床前明月光，疑是地上霜。举头望明月，低头思故乡。\n" * 30
 
 
 def find_chromium() -> str | None:
-    for candidate in (os.environ.get("ATTNLAB_CHROMIUM"), "/usr/bin/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("ATTNLAB_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -50,6 +61,7 @@ class ServerThread:
 
     def __init__(self, app):
         import uvicorn
+
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -88,14 +100,19 @@ def lab(tmp_path_factory):
     from attnlab import Config, train
 
     root = tmp_path_factory.mktemp("weblab")
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40,
-                 max_steps=3, batch_size=4, device="cpu")
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, max_steps=3, batch_size=4, device="cpu")
     train(TEXT, cfg, out_dir=root / "runs" / "tiny")
-    trace = {"step": [0, 10, 20], "loss": [7.0, 5.0, 4.2],
-             "layers": [{"weight_entropy": [0.99, 0.5, 0.1], "jacobian_fro": [0.3, 0.1, 0.001],
-                         "logit_std": [1.0, 10.0, 100.0]}]}
-    pairs = {k: {"loss_start": 7.0, "loss_end": 4.2, "val_loss_end": 4.3, "trace": trace}
-             for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")}
+    trace = {
+        "step": [0, 10, 20],
+        "loss": [7.0, 5.0, 4.2],
+        "layers": [
+            {"weight_entropy": [0.99, 0.5, 0.1], "jacobian_fro": [0.3, 0.1, 0.001], "logit_std": [1.0, 10.0, 100.0]}
+        ],
+    }
+    pairs = {
+        k: {"loss_start": 7.0, "loss_end": 4.2, "val_loss_end": 4.3, "trace": trace}
+        for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
+    }
     (root / "case.json").write_text(json.dumps({"pairs": pairs}))
     return root
 
@@ -103,8 +120,10 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def base(lab, browser):
     from attnlab.web.server import create_app
-    app = create_app(str(lab / "runs" / "tiny" / "ckpt.pt"), runs_dir=str(lab / "runs"),
-                     case_json=str(lab / "case.json"))
+
+    app = create_app(
+        str(lab / "runs" / "tiny" / "ckpt.pt"), runs_dir=str(lab / "runs"), case_json=str(lab / "case.json")
+    )
     with ServerThread(app) as url:
         yield url
 
@@ -128,6 +147,7 @@ def page(browser):
 
 def expect(locator):
     from playwright.sync_api import expect as _expect  # the page's CSP forbids eval-based waits
+
     return _expect(locator)
 
 
@@ -177,7 +197,7 @@ def test_lookup_edits_recompute_and_bad_cells_are_contained(page, base):
     msg = page.get_by_test_id("cell-msg")
     assert "K[1,0]" in msg.inner_text() and "abc" in msg.inner_text()
     assert page.get_by_test_id("k-1-0").get_attribute("aria-invalid") == "true"
-    assert out_row(page, 0) == ["2.000", "0.000"]           # row 0 never sees key 1 (causal)
+    assert out_row(page, 0) == ["2.000", "0.000"]  # row 0 never sees key 1 (causal)
     assert out_row(page, 1) == ["—", "—"] and out_row(page, 2) == ["—", "—"]
     page.get_by_test_id("k-1-0").fill("0")
     assert msg.inner_text().strip() == ""
@@ -189,7 +209,7 @@ def test_lookup_presets_and_shape(page, base):
     page.get_by_test_id("preset-self").click()
     for i in range(3):
         assert cell(page, f"w-{i}-{i}") == "1.000"
-    assert out_row(page, 1) == ["0.000", "2.000"]           # the layer copies V
+    assert out_row(page, 1) == ["0.000", "2.000"]  # the layer copies V
     page.get_by_test_id("preset-book").click()
     book_entropy = float(cell(page, "ent-2"))
     page.get_by_test_id("preset-sharp").click()
@@ -198,7 +218,7 @@ def test_lookup_presets_and_shape(page, base):
     # §1.5.3 ④: doubling K's first row sharpens further
     page.get_by_test_id("k-0-0").fill("4")
     assert float(cell(page, "ent-2")) < sharp_entropy
-    assert cell(page, "ent-0") == "—"                       # one visible position: undefined
+    assert cell(page, "ent-0") == "—"  # one visible position: undefined
     # shape controls
     page.get_by_test_id("n-input").fill("5")
     page.get_by_test_id("d-input").fill("4")
@@ -215,7 +235,7 @@ def test_experiment_1_1(page, base):
     slider.fill("10")
     assert cell(page, "dk-value") == "1024"
     u_std, s_std = float(cell(page, "u-std")), float(cell(page, "s-std"))
-    assert 24 < u_std < 40 and 0.75 < s_std < 1.25          # ~sqrt(1024) and ~1
+    assert 24 < u_std < 40 and 0.75 < s_std < 1.25  # ~sqrt(1024) and ~1
     assert float(cell(page, "u-ent")) < 0.2 < 0.8 < float(cell(page, "s-ent"))
     assert float(cell(page, "u-jac")) < float(cell(page, "s-jac"))
     slider.fill("1")
@@ -247,6 +267,7 @@ def test_experiment_1_2_maps(page, base):
 
 def test_experiment_1_2_without_checkpoint(page, lab):
     from attnlab.web.server import create_app
+
     with ServerThread(create_app(None, runs_dir=str(lab / "runs"))) as url:
         page.goto(f"{url}/exp1-2")
         page.get_by_test_id("no-checkpoint").wait_for()
@@ -258,7 +279,7 @@ def test_experiment_1_2_without_checkpoint(page, lab):
 def test_runs_page(page, base):
     page.goto(f"{base}/runs")
     page.get_by_test_id("chart-loss").wait_for()
-    assert page.get_by_test_id("chart-loss").locator("path").count() == 4     # the case's 4 variants
+    assert page.get_by_test_id("chart-loss").locator("path").count() == 4  # the case's 4 variants
     page.get_by_test_id("source").select_option("tiny")
     expect(page.get_by_test_id("runs-summary")).to_contain_text("tiny:")
     assert page.get_by_test_id("chart-jacobian").locator("path").count() >= 1
@@ -279,8 +300,10 @@ def test_browser_math_matches_python(page, base):
     rng = np.random.default_rng(0)
     Q, K, V = (rng.normal(size=(6, 4)) for _ in range(3))
     for scale in (True, False):
-        got = page.evaluate("([Q, K, V, scale]) => Attn.attention(Q, K, V, {scale, causal: true})",
-                            [Q.tolist(), K.tolist(), V.tolist(), scale])
+        got = page.evaluate(
+            "([Q, K, V, scale]) => Attn.attention(Q, K, V, {scale, causal: true})",
+            [Q.tolist(), K.tolist(), V.tolist(), scale],
+        )
         s = Q @ K.T / (np.sqrt(4) if scale else 1.0)
         s = np.where(np.tril(np.ones((6, 6), bool)), s, -np.inf)
         p = np.exp(s - s.max(-1, keepdims=True))

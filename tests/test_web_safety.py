@@ -1,5 +1,6 @@
 """The playground answers only its own Host, never follows a symlink under runs/,
 answers HEAD on pages and lists run folders with any printable Unicode name."""
+
 from __future__ import annotations
 
 import http.client
@@ -24,8 +25,9 @@ ROW = {"step": 0, "loss": 3.0, "lr": 0.001, "grad_norm": 1.0}
 def _run(root: Path, name: str, rows: int = 3) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    (d / "metrics.jsonl").write_text("".join(json.dumps({**ROW, "step": i}) + "\n" for i in range(rows)),
-                                     encoding="utf-8")
+    (d / "metrics.jsonl").write_text(
+        "".join(json.dumps({**ROW, "step": i}) + "\n" for i in range(rows)), encoding="utf-8"
+    )
     return d
 
 
@@ -33,7 +35,7 @@ def _run(root: Path, name: str, rows: int = 3) -> Path:
 def runs(tmp_path):
     root = tmp_path / "runs"
     _run(root, "plain")
-    _run(root, "春晓 run")                            # CJK and a space
+    _run(root, "春晓 run")  # CJK and a space
     outside = _run(tmp_path / "outside", "secret", rows=7)
     (root / "linked-dir").symlink_to(outside, target_is_directory=True)
     d = root / "linked-file"
@@ -44,8 +46,9 @@ def runs(tmp_path):
     return root
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:8123", "127.0.0.1.evil.example",
-                                  "localhost.:8123", "127.0.0.1:9999"])
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:8123", "127.0.0.1.evil.example", "localhost.:8123", "127.0.0.1:9999"]
+)
 def test_other_hosts_get_421(runs, host):
     app = create_app(None, runs_dir=str(runs), hosts=allowed_hosts("127.0.0.1", 8123))
     c = TestClient(app, base_url=f"http://{host}")
@@ -95,9 +98,12 @@ def _free_port() -> int:
 def test_attnlab_serve_refuses_a_foreign_host_header(runs):
     """`curl -H 'Host: evil.example' http://127.0.0.1:PORT/api/runs` against the real command."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", str(port),
-                             "--runs-dir", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnlab.cli", "serve", "--port", str(port), "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     try:
         deadline = time.time() + 60
 

@@ -1,4 +1,5 @@
 """The timeline's API: run listing with states, one run's curves and snapshots, glyph outlines."""
+
 import json
 import os
 import time
@@ -21,8 +22,20 @@ def root(tmp_path_factory):
     from conftest import SAMPLE_TEXT
 
     runs = tmp_path_factory.mktemp("tl") / "runs"
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, max_steps=6, batch_size=4,
-                 warmup=2, device="cpu", probe=PROBE, snapshot_dense=2, snapshot_every=3)
+    cfg = Config(
+        n_layer=1,
+        n_head=2,
+        d_model=16,
+        block_size=16,
+        vocab_size=40,
+        max_steps=6,
+        batch_size=4,
+        warmup=2,
+        device="cpu",
+        probe=PROBE,
+        snapshot_dense=2,
+        snapshot_every=3,
+    )
     train(SAMPLE_TEXT, cfg, out_dir=runs / "case" / "a")
     train(SAMPLE_TEXT, cfg.replace(snapshot_every=0), out_dir=runs / "old")
     stale = runs / "stale"
@@ -57,10 +70,10 @@ def test_timeline_of_a_run(client):
     assert d["snapshot_error"] is None and snap["steps"] == [0, 1, 3, 6]
     assert snap["tokens"] == list(PROBE) and snap["probe"] == PROBE
     T = len(PROBE)
-    assert len(snap["patterns"]) == 4 and len(snap["patterns"][0][0]) == 2   # steps, layers, heads
+    assert len(snap["patterns"]) == 4 and len(snap["patterns"][0][0]) == 2  # steps, layers, heads
     for row_i, row in enumerate(snap["patterns"][-1][0][1]):
         assert len(row) == T and sum(row) == pytest.approx(1, abs=2e-3)
-        assert all(w == 0 for w in row[row_i + 1:])                          # causal
+        assert all(w == 0 for w in row[row_i + 1 :])  # causal
     assert snap["metric_names"][0] == "entropy" and len(snap["metrics"][0][0][0]) == len(snap["metric_names"])
     assert d["metrics"]["step"] == list(range(6))
 
@@ -68,15 +81,27 @@ def test_timeline_of_a_run(client):
 def test_timeline_without_or_with_corrupt_snapshots_explains(client, root):
     d = client.get("/api/timeline/old").json()
     assert d["snapshots"] is None and "no attention snapshots" in d["snapshot_error"]
-    assert d["metrics"]["rows"] == 6                            # the curves are still there
+    assert d["metrics"]["rows"] == 6  # the curves are still there
     (root / "stale" / "snapshots.npz").write_bytes(b"\x00" * 40)
     d = client.get("/api/timeline/stale").json()
     assert d["snapshots"] is None and "corrupt" in d["snapshot_error"]
-    assert str(root) not in d["snapshot_error"]                 # no server paths in messages
+    assert str(root) not in d["snapshot_error"]  # no server paths in messages
 
 
-@pytest.mark.parametrize("name", ["nope", "case", "case/notarun", "..%2Fold", "case%2F..%2F..%2Fold", "case/..%2Fold",
-                                  "a/b/c", "%2e%2e/old", ".hidden"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nope",
+        "case",
+        "case/notarun",
+        "..%2Fold",
+        "case%2F..%2F..%2Fold",
+        "case/..%2Fold",
+        "a/b/c",
+        "%2e%2e/old",
+        ".hidden",
+    ],
+)
 def test_timeline_serves_listed_runs_only(client, name):
     r = client.get(f"/api/timeline/{name}")
     assert r.status_code == 404 and r.json()["detail"]
@@ -94,9 +119,9 @@ def test_symlinked_runs_are_not_served(tmp_path, root):
 
 
 def test_glyphs_are_outlines_from_the_packaged_font(client):
-    d = client.post("/api/glyphs", json={"text": "秦川秦a\U0001F600"}).json()
-    assert set(d["glyphs"]) == {"秦", "川", "a"} and d["missing"] == ["\U0001F600"]
-    assert d["glyphs"]["秦"]["adv"] == d["units_per_em"]        # a full-width character
+    d = client.post("/api/glyphs", json={"text": "秦川秦a\U0001f600"}).json()
+    assert set(d["glyphs"]) == {"秦", "川", "a"} and d["missing"] == ["\U0001f600"]
+    assert d["glyphs"]["秦"]["adv"] == d["units_per_em"]  # a full-width character
     assert d["glyphs"]["秦"]["d"].startswith("M") and len(d["glyphs"]["秦"]["d"]) > 100
     assert client.post("/api/glyphs", json={"text": 5}).status_code == 422
     assert client.post("/api/glyphs", json={"text": "x" * 5000}).status_code == 422

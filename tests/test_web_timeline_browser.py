@@ -3,6 +3,7 @@
 Shares the browser, server and page fixtures of test_web_browser (same rules:
 skipped without Chromium outside CI, every request must stay on 127.0.0.1).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,22 @@ def runs(tmp_path_factory):
     from attnlab import Config, train
 
     root = tmp_path_factory.mktemp("timeline") / "runs"
-    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=16, vocab_size=40, max_steps=12,
-                 batch_size=4, warmup=2, lr=3e-2, eval_every=4, device="cpu", probe=PROBE,
-                 snapshot_dense=3, snapshot_every=3)
+    cfg = Config(
+        n_layer=1,
+        n_head=2,
+        d_model=16,
+        block_size=16,
+        vocab_size=40,
+        max_steps=12,
+        batch_size=4,
+        warmup=2,
+        lr=3e-2,
+        eval_every=4,
+        device="cpu",
+        probe=PROBE,
+        snapshot_dense=3,
+        snapshot_every=3,
+    )
     for scaled in (False, True):
         train(TEXT, cfg.replace(scaled=scaled), out_dir=root / "case" / ("tiny_scaled" if scaled else "tiny_unscaled"))
     train(TEXT, cfg.replace(max_steps=2, snapshot_every=0), out_dir=root / "old")
@@ -53,20 +67,20 @@ def shown_step(pg) -> int:
 
 def test_timeline_slider_keys_play_and_twin(page, url):  # noqa: F811
     page.goto(f"{url}/timeline?run=case/tiny_unscaled")
-    page.get_by_test_id("twin-map-L0H1").wait_for()            # the scaled twin is chosen by name
+    page.get_by_test_id("twin-map-L0H1").wait_for()  # the scaled twin is chosen by name
     assert page.get_by_test_id("timeline-twin").input_value() == "case/tiny_scaled"
     assert shown_step(page) == 0 and page.get_by_test_id("metrics-L0H0").is_visible()
     first, twin_first = map_pixels(page, "map-L0H0"), map_pixels(page, "twin-map-L0H0")
-    page.get_by_test_id("timeline-slider").fill("6")            # steps 0 1 2 3 6 9 12
+    page.get_by_test_id("timeline-slider").fill("6")  # steps 0 1 2 3 6 9 12
     assert shown_step(page) == 12
     assert map_pixels(page, "map-L0H0") != first and map_pixels(page, "twin-map-L0H0") != twin_first
     cursor = page.get_by_test_id("timeline-chart-entropy").locator("line.cursor")
-    assert cursor.get_attribute("data-x") == "12"               # the curves' cursor follows
+    assert cursor.get_attribute("data-x") == "12"  # the curves' cursor follows
     page.locator("body").press("ArrowLeft")
     assert shown_step(page) == 9 and cursor.get_attribute("data-x") == "9"
     page.get_by_test_id("timeline-slider").fill("0")
     page.locator("h1").click()
-    page.keyboard.press(" ")                                    # space plays ...
+    page.keyboard.press(" ")  # space plays ...
     expect(page.get_by_test_id("timeline-play")).to_have_attribute("data-playing", "true")
     expect(page.get_by_test_id("timeline-step")).to_have_attribute("data-step", "12", timeout=10_000)
     expect(page.get_by_test_id("timeline-play")).to_have_attribute("data-playing", "false")  # ... to the end
@@ -76,7 +90,7 @@ def test_runs_without_or_with_broken_snapshots_say_so(page, url):  # noqa: F811
     page.goto(f"{url}/timeline?run=old&twin=broken")
     expect(page.get_by_test_id("snapshot-msg")).to_contain_text("no attention snapshots")
     expect(page.get_by_test_id("twin-snapshot-msg")).to_contain_text("corrupt")
-    assert page.get_by_test_id("timeline-chart-loss").is_visible()   # the curves still show
+    assert page.get_by_test_id("timeline-chart-loss").is_visible()  # the curves still show
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -92,7 +106,7 @@ def test_export_svg_outlines_the_probe_and_png_is_the_screen(page, url):  # noqa
     svg = ET.parse(d.value.path()).getroot()
     assert svg.tag == f"{SVG_NS}svg"
     chars = {p.get("data-char") for p in svg.iter(f"{SVG_NS}path")}
-    assert set(PROBE) <= chars                                   # outlines, no font needed
+    assert set(PROBE) <= chars  # outlines, no font needed
     assert not [t for t in svg.iter(f"{SVG_NS}text") if set(t.text or "") & set(PROBE)]
     assert len([r for r in svg.iter(f"{SVG_NS}rect")]) >= len(PROBE) ** 2
     with page.expect_download() as d:
@@ -102,7 +116,7 @@ def test_export_svg_outlines_the_probe_and_png_is_the_screen(page, url):  # noqa
     chart = page.locator(".fig").filter(has=page.get_by_test_id("timeline-chart-loss"))
     with page.expect_download() as d:
         chart.get_by_test_id("export-png").click()
-    assert png_size(open(d.value.path(), "rb").read()) == (540, 270)   # the chart's size at ratio 1
+    assert png_size(open(d.value.path(), "rb").read()) == (540, 270)  # the chart's size at ratio 1
     with page.expect_download() as d:
         chart.get_by_test_id("export-svg").click()
     root = ET.parse(d.value.path()).getroot()
@@ -120,7 +134,7 @@ def test_runs_page_updates_live_and_links_the_timeline(page, url, runs):  # noqa
     expect(page.get_by_test_id("live-state-case/tiny_scaled")).to_contain_text("finished")
     page.get_by_test_id("source").select_option("growing")
     expect(page.get_by_test_id("runs-summary")).to_contain_text("3 行")
-    with (grow / "metrics.jsonl").open("a") as f:                 # the run writes more steps
+    with (grow / "metrics.jsonl").open("a") as f:  # the run writes more steps
         f.write("".join(json.dumps(r) + "\n" for r in rows[3:]))
     expect(page.get_by_test_id("live-steps-growing")).to_have_text("8 / 100", timeout=10_000)
     expect(page.get_by_test_id("runs-summary")).to_contain_text("8 行", timeout=10_000)
@@ -137,11 +151,12 @@ def test_playground_matrices_export(page, url):  # noqa: F811
     svg = ET.parse(d.value.path()).getroot()
     texts = [g.get("data-text") for g in svg.iter(f"{SVG_NS}g")]
     row2 = [page.get_by_test_id(f"w-2-{j}").inner_text().strip() for j in range(3)]
-    assert set(row2) <= set(texts) and "—" not in row2            # the numbers on screen
-    assert "权重" in "".join(t or "" for t in texts)               # the title, outlined
+    assert set(row2) <= set(texts) and "—" not in row2  # the numbers on screen
+    assert "权重" in "".join(t or "" for t in texts)  # the title, outlined
     assert {"权", "重", "4", "2"} <= {p.get("data-char") for p in svg.iter(f"{SVG_NS}path")}
     with page.expect_download() as d:
         card.get_by_test_id("export-png").click()
     w, h = page.locator("#out-weights table").evaluate(
-        "t => { const r = t.getBoundingClientRect(); return [Math.ceil(r.width) + 2, Math.ceil(r.height) + 22]; }")
+        "t => { const r = t.getBoundingClientRect(); return [Math.ceil(r.width) + 2, Math.ceil(r.height) + 22]; }"
+    )
     assert png_size(open(d.value.path(), "rb").read()) == (w, h)

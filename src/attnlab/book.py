@@ -1,6 +1,7 @@
 """The chapter's own numbers (``data/reference_values.json``, a copy of
 shared/book/reference_values.json shipped with the package): the "book" column
 of every report and table."""
+
 from __future__ import annotations
 
 import json

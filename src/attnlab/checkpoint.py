@@ -4,6 +4,7 @@ A checkpoint is one ``torch.save`` file holding only tensors and plain Python
 containers, so it loads with ``weights_only=True`` (no pickled code runs on
 load). It is written atomically: an interrupted save leaves the previous file.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,9 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types for damaged files
-        raise CheckpointError(f"checkpoint {path} is corrupt or not an attnlab checkpoint "
-                              f"({type(e).__name__}); delete it and train again") from None
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or not an attnlab checkpoint ({type(e).__name__}); delete it and train again"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an attnlab checkpoint (missing format tag {FORMAT!r})")
     problem = payload_problem(payload)
@@ -60,36 +62,48 @@ def payload_problem(payload: dict) -> str | None:
         return "'config' is not a mapping of config fields"
     if not (isinstance(itos, list) and len(itos) >= 2 and all(isinstance(c, str) and c for c in itos)):
         return "'itos' is not a list of the tokenizer's characters"
-    if not (isinstance(payload.get("model"), dict)
-            and all(isinstance(v, torch.Tensor) for v in payload["model"].values())):
+    if not (
+        isinstance(payload.get("model"), dict) and all(isinstance(v, torch.Tensor) for v in payload["model"].values())
+    ):
         return "'model' is not a state_dict of tensors"
     if "step" in payload and not (_is_int(payload["step"]) and payload["step"] >= 0):
         return "'step' is not a step count"
     if "history" in payload:
         h = payload["history"]
-        if not (isinstance(h, dict) and isinstance(h.get("records"), list)
-                and all(isinstance(r, dict) and _is_int(r.get("step")) and isinstance(r.get("loss"), float)
-                        for r in h["records"])
-                and (h.get("diverged_at") is None or _is_int(h.get("diverged_at")))):
+        if not (
+            isinstance(h, dict)
+            and isinstance(h.get("records"), list)
+            and all(
+                isinstance(r, dict) and _is_int(r.get("step")) and isinstance(r.get("loss"), float)
+                for r in h["records"]
+            )
+            and (h.get("diverged_at") is None or _is_int(h.get("diverged_at")))
+        ):
             return "'history' is not a training history (records with step and loss)"
         if "step" in payload and len(h["records"]) > payload["step"] + 1:
             return f"'history' has {len(h['records'])} records for {payload['step']} steps"
     if "optimizer" in payload and not isinstance(payload["optimizer"], dict):
         return "'optimizer' is not an optimizer state"
-    if "gen_state" in payload and not (isinstance(payload["gen_state"], torch.Tensor)
-                                       and payload["gen_state"].dtype == torch.uint8):
+    if "gen_state" in payload and not (
+        isinstance(payload["gen_state"], torch.Tensor) and payload["gen_state"].dtype == torch.uint8
+    ):
         return "'gen_state' is not a random generator state"
     if "fingerprint" in payload and not isinstance(payload["fingerprint"], dict):
         return "'fingerprint' is not a mapping"
-    if "schedule" in payload and not (isinstance(payload["schedule"], list) and all(
+    if "schedule" in payload and not (
+        isinstance(payload["schedule"], list)
+        and all(
             isinstance(x, dict) and _is_int(x.get("from_step")) and _is_int(x.get("max_steps"))
-            for x in payload["schedule"])):
+            for x in payload["schedule"]
+        )
+    ):
         return "'schedule' is not a list of schedule segments"
     return None
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
-                    expect: Config | None = None) -> tuple[TinyGPT, CharTokenizer, Config]:
+def load_checkpoint(
+    path: str | Path, device: str | torch.device = "cpu", expect: Config | None = None
+) -> tuple[TinyGPT, CharTokenizer, Config]:
     """Rebuild (model, tokenizer, config) from a checkpoint file.
 
     ``expect``: if given, the checkpoint's model shape must match it.
@@ -97,8 +111,9 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
     return from_payload(read_checkpoint(path, map_location=device), path, device, expect)
 
 
-def from_payload(payload: dict, path: str | Path, device: str | torch.device = "cpu",
-                 expect: Config | None = None) -> tuple[TinyGPT, CharTokenizer, Config]:
+def from_payload(
+    payload: dict, path: str | Path, device: str | torch.device = "cpu", expect: Config | None = None
+) -> tuple[TinyGPT, CharTokenizer, Config]:
     """(model, tokenizer, config) from a checkpoint already read with ``read_checkpoint``."""
     try:
         cfg = Config.from_dict(payload["config"])
@@ -110,8 +125,7 @@ def from_payload(payload: dict, path: str | Path, device: str | torch.device = "
             raise CheckpointError(f"checkpoint {path} does not match the requested config: {diff}")
     tok = CharTokenizer.from_itos(payload["itos"])
     if len(tok) > cfg.vocab_size:
-        raise CheckpointError(f"checkpoint {path}: tokenizer has {len(tok)} entries but "
-                              f"vocab_size is {cfg.vocab_size}")
+        raise CheckpointError(f"checkpoint {path}: tokenizer has {len(tok)} entries but vocab_size is {cfg.vocab_size}")
     model = TinyGPT(cfg)
     try:
         model.load_state_dict(payload["model"])

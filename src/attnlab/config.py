@@ -5,6 +5,7 @@ immutable: derive variants with ``cfg.replace(**changes)`` or build one from
 ``key=value`` strings with ``Config.from_overrides``. Every impossible value
 raises :class:`~attnlab.errors.ConfigError` naming the field.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,7 +22,7 @@ NORM_KINDS = ("layernorm", "rmsnorm", "none")
 BUGS = ("mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k")
 DTYPES = ("fp32", "bf16")
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
-SEED_MAX = 2**53          # seeds travel through JSON and JavaScript, exact up to 2**53
+SEED_MAX = 2**53  # seeds travel through JSON and JavaScript, exact up to 2**53
 
 
 @dataclass(frozen=True)
@@ -30,40 +31,40 @@ class Config:
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 128
-    d_ff: int | None = None          # None -> 2 * d_model, as in the book
+    d_ff: int | None = None  # None -> 2 * d_model, as in the book
     block_size: int = 64
     vocab_size: int = 1200
-    scaled: bool = True                 # divide scores by sqrt(d_head): the case study's one variable
+    scaled: bool = True  # divide scores by sqrt(d_head): the case study's one variable
     tie_weights: bool = True
     init_std: float = 0.02
     # model variants (later experiments)
-    pos: str = "learned"                # learned | sinusoidal | rope | none
-    norm: str = "layernorm"             # layernorm | rmsnorm | none
+    pos: str = "learned"  # learned | sinusoidal | rope | none
+    norm: str = "layernorm"  # layernorm | rmsnorm | none
     residual: bool = True
     qk_norm: bool = False
-    learn_temp: bool = False            # exercise ⑬: a learnable temperature per head (starts at 1)
-    n_kv_head: int | None = None     # None -> n_head (MHA); 1 -> MQA; else GQA
-    bug: str | None = None           # injected bug of §1.11.7, None = correct
+    learn_temp: bool = False  # exercise ⑬: a learnable temperature per head (starts at 1)
+    n_kv_head: int | None = None  # None -> n_head (MHA); 1 -> MQA; else GQA
+    bug: str | None = None  # injected bug of §1.11.7, None = correct
     # optimisation (§1.18.3)
     batch_size: int = 32
     lr: float = 3e-3
     warmup: int = 100
     max_steps: int = 1500
     weight_decay: float = 0.1
-    grad_clip: float = 1.0              # 0 disables clipping
+    grad_clip: float = 1.0  # 0 disables clipping
     seed: int = 20261014
-    device: str = "auto"                # auto -> cuda when present, else cpu
-    dtype: str = "fp32"                 # fp32 | bf16 (autocast; softmax and loss stay fp32)
+    device: str = "auto"  # auto -> cuda when present, else cpu
+    dtype: str = "fp32"  # fp32 | bf16 (autocast; softmax and loss stay fp32)
     # evaluation and bookkeeping
     val_fraction: float = 0.1
     eval_every: int = 100
     eval_batches: int = 8
-    record_every: int = 1               # per-layer attention diagnostics every N steps (0 = never)
+    record_every: int = 1  # per-layer attention diagnostics every N steps (0 = never)
     ckpt_every: int = 500
     # attention snapshots of one probe text during training (attnlab.snapshots, the /timeline page)
-    probe: str = "秦川雄帝宅，函谷壯皇居。"   # the book's prompt line; cropped to block_size
-    snapshot_every: int = 25            # snapshot every N steps (0 = never) ...
-    snapshot_dense: int = 20            # ... and at every step below this one, where attention forms
+    probe: str = "秦川雄帝宅，函谷壯皇居。"  # the book's prompt line; cropped to block_size
+    snapshot_every: int = 25  # snapshot every N steps (0 = never) ...
+    snapshot_dense: int = 20  # ... and at every step below this one, where attention forms
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -96,8 +97,8 @@ class Config:
                 ok = True
             if not ok:
                 raise ConfigError(
-                    f"config field '{f.name}' must be {base.__name__}, got {value!r} "
-                    f"({type(value).__name__})")
+                    f"config field '{f.name}' must be {base.__name__}, got {value!r} ({type(value).__name__})"
+                )
 
     def _check_values(self) -> None:
         def need(cond: bool, name: str, why: str) -> None:
@@ -111,8 +112,11 @@ class Config:
         need(0 <= self.seed <= SEED_MAX, "seed", f"must be between 0 and 2**53 = {SEED_MAX}")
         for name in ("n_layer", "n_head", "d_model", "d_ff", "block_size", "batch_size"):
             need(getattr(self, name) > 0, name, "must be positive")
-        need(self.d_model % self.n_head == 0, "d_model",
-             f"must be divisible by n_head={self.n_head} (each head gets d_model/n_head dims)")
+        need(
+            self.d_model % self.n_head == 0,
+            "d_model",
+            f"must be divisible by n_head={self.n_head} (each head gets d_model/n_head dims)",
+        )
         need(self.vocab_size >= 3, "vocab_size", "must be at least 3 (<pad>, <unk> and one character)")
         need(self.max_steps >= 0, "max_steps", "must be >= 0")
         need(self.warmup >= 0, "warmup", "must be >= 0")
@@ -127,8 +131,11 @@ class Config:
         need(self.ckpt_every >= 0, "ckpt_every", "must be >= 0")
         need(self.snapshot_every >= 0, "snapshot_every", "must be >= 0 (0 = no snapshots)")
         need(self.snapshot_dense >= 0, "snapshot_dense", "must be >= 0")
-        need(bool(self.probe) or self.snapshot_every == 0, "probe",
-             "must be a non-empty text when snapshots are on (or set snapshot_every=0)")
+        need(
+            bool(self.probe) or self.snapshot_every == 0,
+            "probe",
+            "must be a non-empty text when snapshots are on (or set snapshot_every=0)",
+        )
         need(self.pos in POS_KINDS, "pos", f"must be one of {', '.join(POS_KINDS)}")
         need(self.norm in NORM_KINDS, "norm", f"must be one of {', '.join(NORM_KINDS)}")
         need(self.bug is None or self.bug in BUGS, "bug", f"must be None or one of {', '.join(BUGS)}")
@@ -137,16 +144,21 @@ class Config:
         if self.pos == "rope":
             need(self.d_head % 2 == 0, "d_model", "RoPE needs an even head size (d_model/n_head)")
         if self.n_kv_head is not None:
-            need(self.n_kv_head > 0 and self.n_head % self.n_kv_head == 0, "n_kv_head",
-                 f"must divide n_head={self.n_head} (GQA groups of equal size)")
+            need(
+                self.n_kv_head > 0 and self.n_head % self.n_kv_head == 0,
+                "n_kv_head",
+                f"must divide n_head={self.n_head} (GQA groups of equal size)",
+            )
 
     # ----------------------------------------------------------- construction
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes``; d_ff follows d_model unless given or set explicitly."""
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
-            raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}; "
-                              f"known keys: {', '.join(f.name for f in fields(self))}")
+            raise ConfigError(
+                f"unknown config key(s): {', '.join(sorted(unknown))}; "
+                f"known keys: {', '.join(f.name for f in fields(self))}"
+            )
         if "d_model" in changes and "d_ff" not in changes and self.d_ff == 2 * self.d_model:
             changes["d_ff"] = None
         return dataclasses.replace(self, **changes)
@@ -174,8 +186,7 @@ class Config:
             key, raw = item.split("=", 1)
             key = key.strip()
             if key not in hints:
-                raise ConfigError(f"unknown config key '{key}'; known keys: "
-                                  f"{', '.join(f.name for f in fields(cls))}")
+                raise ConfigError(f"unknown config key '{key}'; known keys: {', '.join(f.name for f in fields(cls))}")
             changes[key] = _parse_value(key, raw.strip(), hints[key])
         return base.replace(**changes)
 
@@ -204,10 +215,18 @@ def _parse_value(key: str, raw: str, hint: Any) -> Any:
 
 # Named presets: dicts of overrides on top of the defaults.
 PRESETS: dict[str, dict[str, Any]] = {
-    "small": {},                                     # d_head 32, the chapter's model
-    "big": {"d_model": 256, "n_head": 1},            # d_head 256, the case's second pair
-    "tiny": {"n_layer": 1, "n_head": 2, "d_model": 32, "block_size": 32,
-             "vocab_size": 200, "batch_size": 8, "max_steps": 50, "warmup": 5},
+    "small": {},  # d_head 32, the chapter's model
+    "big": {"d_model": 256, "n_head": 1},  # d_head 256, the case's second pair
+    "tiny": {
+        "n_layer": 1,
+        "n_head": 2,
+        "d_model": 32,
+        "block_size": 32,
+        "vocab_size": 200,
+        "batch_size": 8,
+        "max_steps": 50,
+        "warmup": 5,
+    },
 }
 
 

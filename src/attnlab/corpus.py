@@ -4,6 +4,7 @@
 chinese-poetry project (MIT): poems in file order 0, 1000, 2000, 3000, one line
 per paragraph, lines joined by a newline (no trailing newline).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,15 @@ def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
     for name in TANG_FILES:
         path = source_dir / name
         if not path.is_file():
-            raise CorpusError(f"missing source file {path}; expected the chinese-poetry files "
-                              f"{', '.join(TANG_FILES)} in {source_dir}")
+            raise CorpusError(
+                f"missing source file {path}; expected the chinese-poetry files {', '.join(TANG_FILES)} in {source_dir}"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
-            raise CorpusError(f"source file {path} is not valid UTF-8 JSON ({e}); use the chinese-poetry "
-                              f"files unchanged") from None
+            raise CorpusError(
+                f"source file {path} is not valid UTF-8 JSON ({e}); use the chinese-poetry files unchanged"
+            ) from None
         except OSError as e:
             raise CorpusError(f"cannot read source file {path}: {e.strerror}") from None
         if not isinstance(data, list):
@@ -40,8 +43,9 @@ def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
         for i, poem in enumerate(data):
             paragraphs = poem.get("paragraphs") if isinstance(poem, dict) else None
             if not (isinstance(paragraphs, list) and all(isinstance(x, str) for x in paragraphs)):
-                raise CorpusError(f"source file {path}: poem {i} has no 'paragraphs' list of strings; "
-                                  f"not a chinese-poetry file")
+                raise CorpusError(
+                    f"source file {path}: poem {i} has no 'paragraphs' list of strings; not a chinese-poetry file"
+                )
             poems += 1
             lines.extend(paragraphs)
     return "\n".join(lines), poems
@@ -84,16 +88,21 @@ def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
-        raise CorpusError(f"cannot read corpus {path}: {e.strerror or type(e).__name__}; "
-                          f"check its permissions or pass another --corpus") from None
+        raise CorpusError(
+            f"cannot read corpus {path}: {e.strerror or type(e).__name__}; "
+            f"check its permissions or pass another --corpus"
+        ) from None
     except UnicodeDecodeError as e:
-        raise CorpusError(f"corpus {path} is not valid UTF-8 (byte {e.start}); "
-                          f"convert it, e.g. iconv -f GBK -t UTF-8") from None
+        raise CorpusError(
+            f"corpus {path} is not valid UTF-8 (byte {e.start}); convert it, e.g. iconv -f GBK -t UTF-8"
+        ) from None
     if not text.strip():
         raise CorpusError(f"corpus {path} is empty; give a text file with some content")
     if len(text) < min_chars:
-        raise CorpusError(f"corpus {path} has {len(text)} characters, fewer than the "
-                          f"{min_chars} needed (block_size + 1); use a longer text or a smaller block_size")
+        raise CorpusError(
+            f"corpus {path} has {len(text)} characters, fewer than the "
+            f"{min_chars} needed (block_size + 1); use a longer text or a smaller block_size"
+        )
     return text
 
 

@@ -6,6 +6,7 @@ to 1 over the visible keys; under a causal mask row i sees keys 0..i, so it has
 information about spread (their entropy is 0 by necessity and their Jacobian is
 exactly 0), so every row average here leaves them out.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,8 @@ from torch import Tensor
 # subnormal range, where CPU arithmetic is ~100x slower: a collapsed head has
 # many weights around 1e-20. What they would add is below 1e-37 per entry.
 _TINY = 1e-12
-_SQ_MIN = 1.1e-19        # x² >= 1.2e-38, float32's smallest normal number
-_CU_MIN = 2.3e-13        # x³ >= 1.2e-38
+_SQ_MIN = 1.1e-19  # x² >= 1.2e-38, float32's smallest normal number
+_CU_MIN = 2.3e-13  # x³ >= 1.2e-38
 # floor(p * _SPLIT) is 1 for p >= 1/_SPLIT (a hair above 1/2) and 0 below, for
 # 0 <= p <= 1. A row summing to 1 has at most one such entry: the dominant one.
 _SPLIT = 1.999
@@ -39,7 +40,7 @@ def weight_entropy(p: Tensor, n_valid: Tensor | int) -> Tensor:
 
 def _row_entropy(p: Tensor) -> Tensor:
     """-Σ p log p over the last axis, in nats."""
-    safe = F.threshold(p, _TINY, 1.0)                      # log(1) = 0 for the tiny ones
+    safe = F.threshold(p, _TINY, 1.0)  # log(1) = 0 for the tiny ones
     return -(p * safe.log()).sum(-1)
 
 
@@ -58,10 +59,10 @@ def jacobian_frobenius(p: Tensor) -> Tensor:
     harmless there. In float32 the result keeps about 1e-3 relative accuracy
     down to ||J|| ~ 1e-18 (tested against the explicit Jacobian in float64).
     """
-    dominant = (p * _SPLIT).floor_()                       # 1 at the dominant entry, else 0
-    others = torch.addcmul(p, p, dominant, value=-1)       # the row without its dominant weight
+    dominant = (p * _SPLIT).floor_()  # 1 at the dominant entry, else 0
+    others = torch.addcmul(p, p, dominant, value=-1)  # the row without its dominant weight
     pm = p.amax(-1)
-    pm = pm * (pm * _SPLIT).floor_()                       # the dominant weight, or 0
+    pm = pm * (pm * _SPLIT).floor_()  # the dominant weight, or 0
     r1 = others.sum(-1)
     o2 = F.threshold(others, _SQ_MIN, 0.0).square_()
     r2 = o2.sum(-1)
@@ -122,9 +123,9 @@ def pattern_summary(scores: Tensor, p: Tensor, q: Tensor, k: Tensor) -> dict[str
     jac = jacobian_frobenius(p)[..., 1:]
     causal = torch.ones(T, T, dtype=scores.dtype, device=scores.device).tril()
     sw, std = _masked_moments(scores, causal)
-    lo, hi = torch.aminmax(sw)                             # zeros above the diagonal: harmless,
-    return {                                               # the diagonal itself is never masked
-        "weight_entropy": ent.mean(),                      # (keys and order: DIAG_KEYS)
+    lo, hi = torch.aminmax(sw)  # zeros above the diagonal: harmless,
+    return {  # the diagonal itself is never masked
+        "weight_entropy": ent.mean(),  # (keys and order: DIAG_KEYS)
         "jacobian_fro": jac.mean(),
         "logit_std": std,
         "logit_absmax": torch.maximum(hi.abs(), lo.abs()),
@@ -145,12 +146,12 @@ def head_metrics(p: Tensor) -> dict[str, Tensor]:
     """
     T = p.shape[-1]
     i = torch.arange(T, device=p.device)
-    ent = weight_entropy(p[..., 1:, :], i[1:] + 1)         # (B, nh, T-1): rows 1..T-1
-    diag = p.diagonal(dim1=-2, dim2=-1)[..., 1:]           # (B, nh, T-1)
-    prev = p.diagonal(offset=-1, dim1=-2, dim2=-1)         # (B, nh, T-1)
-    dist_ij = (i[:, None] - i[None, :]).clamp_min(0).to(p.dtype)   # (T, T)
-    dist = (p * dist_ij).sum(-1)[..., 1:]                  # (B, nh, T-1)
-    flat = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1)     # (nh, B*(T-1))
+    ent = weight_entropy(p[..., 1:, :], i[1:] + 1)  # (B, nh, T-1): rows 1..T-1
+    diag = p.diagonal(dim1=-2, dim2=-1)[..., 1:]  # (B, nh, T-1)
+    prev = p.diagonal(offset=-1, dim1=-2, dim2=-1)  # (B, nh, T-1)
+    dist_ij = (i[:, None] - i[None, :]).clamp_min(0).to(p.dtype)  # (T, T)
+    dist = (p * dist_ij).sum(-1)[..., 1:]  # (B, nh, T-1)
+    flat = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1)  # (nh, B*(T-1))
     return {
         "entropy": flat(ent).mean(-1),
         "diag": flat(diag).mean(-1),
@@ -169,4 +170,3 @@ def uniform_reference(T: int) -> dict[str, float]:
         "prev": float((1 / (i + 1)).mean()),
         "distance": float((i / 2).mean()),
     }
-

@@ -4,6 +4,7 @@ The package ships a subset of Noto Sans CJK TC (SIL OFL 1.1, see OFL.txt)
 holding every character of the corpus and of the labels. ``use_cjk_font()``
 registers it and puts it first in the sans-serif family.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

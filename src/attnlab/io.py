@@ -7,6 +7,7 @@ previous file as it was and raises :class:`~attnlab.errors.OutputError` naming
 the path. Temporary files are named ``.<name>.<random>.tmp``; one left behind by
 a process killed mid-write is removed by :func:`clean_stale_temps`.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())     # mkstemp makes 0600; give the usual permissions
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException as e:
         try:
@@ -47,8 +48,7 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
 def _output_error(path: Path, e: OSError) -> OutputError:
     why = e.strerror or type(e).__name__
     kept = " (the previous file is unchanged)" if path.exists() else ""
-    return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose "
-                                f"another output path")
+    return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose another output path")
 
 
 def check_writable(directory: str | os.PathLike) -> Path:
@@ -61,8 +61,9 @@ def check_writable(directory: str | os.PathLike) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise OutputError(f"cannot write to output directory {directory}: "
-                                   f"{e.strerror or type(e).__name__}; choose another with --out") from None
+        raise OutputError(
+            f"cannot write to output directory {directory}: {e.strerror or type(e).__name__}; choose another with --out"
+        ) from None
     return directory
 
 
@@ -128,7 +129,6 @@ def write_figure(path, fig, dpi: int = 110, **savefig_kw: Any) -> Path:
     with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "attnlab"}):
         for fmt, target in targets:
             buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None,
-                        **savefig_kw)
+            fig.savefig(buf, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None, **savefig_kw)
             write_bytes(target, buf.getvalue())
     return path

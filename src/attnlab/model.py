@@ -19,6 +19,7 @@ paths give the same logits and gradients.
 Deliberately left out: dropout (the book's model has none), biases in the
 attention projections, flash kernels of our own.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,8 @@ class Tap(nn.Module):
 @dataclass
 class KVCache:
     """Keys and values of the positions seen so far, one per attention layer."""
-    k: Tensor | None = None   # (B, nkv, T_past, hs)
+
+    k: Tensor | None = None  # (B, nkv, T_past, hs)
     v: Tensor | None = None
 
     @property
@@ -82,7 +84,7 @@ class CausalSelfAttention(nn.Module):
         # One matrix for q, k and v (MHA: C -> 3C); GQA/MQA shrink the k, v part.
         self.qkv = nn.Linear(cfg.d_model, cfg.d_model + 2 * kv_dim, bias=False)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-        if cfg.qk_norm:   # §1.7.8: fix the scale of q and k explicitly
+        if cfg.qk_norm:  # §1.7.8: fix the scale of q and k explicitly
             self.q_norm = nn.LayerNorm(self.d_head)
             self.k_norm = nn.LayerNorm(self.d_head)
         if cfg.learn_temp:  # exercise ⑬: scores * exp(log_inv_temp) per head, 1 at init
@@ -100,32 +102,32 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         nh, nkv, hs = self.n_head, self.n_kv, self.d_head
         q, k, v = self.qkv(x).split([C, nkv * hs, nkv * hs], dim=2)
-        q = q.view(B, T, nh, hs).transpose(1, 2)           # (B, nh, T, hs)
-        k = k.view(B, T, nkv, hs).transpose(1, 2)          # (B, nkv, T, hs)
-        v = v.view(B, T, nkv, hs).transpose(1, 2)          # (B, nkv, T, hs)
+        q = q.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, nkv, hs).transpose(1, 2)  # (B, nkv, T, hs)
+        v = v.view(B, T, nkv, hs).transpose(1, 2)  # (B, nkv, T, hs)
         if self.cfg.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.cfg.pos == "rope":
             q, k = apply_rope(q, pos), apply_rope(k, pos)
-        if self.cfg.learn_temp:                            # dividing the scores by a temperature = scaling q
+        if self.cfg.learn_temp:  # dividing the scores by a temperature = scaling q
             q = q * self.log_inv_temp.exp().view(1, nh, 1, 1)
         if cache is not None:
             if cache.k is not None:
-                k = torch.cat([cache.k, k], dim=2)         # (B, nkv, T_past + T, hs)
+                k = torch.cat([cache.k, k], dim=2)  # (B, nkv, T_past + T, hs)
                 v = torch.cat([cache.v, v], dim=2)
             cache.k, cache.v = k, v
-        if nkv != nh:                                      # share each k, v among nh/nkv query heads
-            k = k.repeat_interleave(nh // nkv, dim=1)      # (B, nh, Tk, hs)
+        if nkv != nh:  # share each k, v among nh/nkv query heads
+            k = k.repeat_interleave(nh // nkv, dim=1)  # (B, nh, Tk, hs)
             v = v.repeat_interleave(nh // nkv, dim=1)
 
-        explicit = (self.cfg.bug is not None
-                    or any(t.active for t in (self.tap_q, self.tap_k, self.tap_v,
-                                              self.tap_scores, self.tap_pattern)))
+        explicit = self.cfg.bug is not None or any(
+            t.active for t in (self.tap_q, self.tap_k, self.tap_v, self.tap_scores, self.tap_pattern)
+        )
         if explicit:
             y = self._explicit(q, k, v)
         else:
             y = self._fast(q, k, v)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)   # (B, T, C): heads side by side
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side
         return self.proj(y)
 
     def _fast(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
@@ -137,18 +139,18 @@ class CausalSelfAttention(nn.Module):
 
     def _explicit(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
-        scores = self.tap_scores(scaled_scores(q, k, self.cfg, self.scale))   # (B, nh, Tq, Tk)
+        scores = self.tap_scores(scaled_scores(q, k, self.cfg, self.scale))  # (B, nh, Tq, Tk)
         masked = apply_causal_mask(scores, self.cfg.bug)
         p = self.tap_pattern(normalize(masked, self.cfg, self.scale))
-        return p.to(v.dtype) @ v                           # (B, nh, Tq, hs)
+        return p.to(v.dtype) @ v  # (B, nh, Tq, hs)
 
 
 # The explicit path's steps, one function each, with the injected bugs of §1.11.7
 # (Config.bug) in exactly one place; AttentionDebugger replays them stage by stage.
 def scaled_scores(q: Tensor, k: Tensor, cfg: Config, scale: float) -> Tensor:
     """q·kᵀ times the scale, in float32 or wider (softmax must not run in bf16, §1.17.5)."""
-    scores = q @ k.transpose(-2, -1)                       # (B, nh, Tq, Tk)
-    if cfg.bug == "divide_by_d_k":                         # §1.11.4: d_k instead of sqrt(d_k)
+    scores = q @ k.transpose(-2, -1)  # (B, nh, Tq, Tk)
+    if cfg.bug == "divide_by_d_k":  # §1.11.4: d_k instead of sqrt(d_k)
         scores = scores / q.shape[-1]
     elif cfg.bug != "scale_after_softmax":
         scores = scores * scale
@@ -158,7 +160,7 @@ def scaled_scores(q: Tensor, k: Tensor, cfg: Config, scale: float) -> Tensor:
 def apply_causal_mask(scores: Tensor, bug: str | None = None) -> Tensor:
     """-inf above the diagonal (exactly 0 after the softmax); query i sits at Tk - Tq + i."""
     mask = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
-    if bug == "mask_zero":             # §1.11.1: filling with 0 still gives the future weight
+    if bug == "mask_zero":  # §1.11.1: filling with 0 still gives the future weight
         return scores * mask
     return scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, float("-inf"))
 
@@ -177,7 +179,7 @@ def normalize(masked: Tensor, cfg: Config, scale: float) -> Tensor:
         p = e / e.sum(-1, keepdim=True)
     else:
         p = masked.softmax(-1)
-    if cfg.bug == "scale_after_softmax" and cfg.scaled:    # §1.11.2: rows no longer sum to 1
+    if cfg.bug == "scale_after_softmax" and cfg.scaled:  # §1.11.2: rows no longer sum to 1
         p = p * scale
     return p
 
@@ -210,7 +212,7 @@ class Block(nn.Module):
         self.ln1 = make_norm(cfg.norm, cfg.d_model)
         self.attn = CausalSelfAttention(cfg)
         self.ln2 = make_norm(cfg.norm, cfg.d_model)
-        self.mlp = nn.Sequential(                          # mlp[2] is the residual output layer
+        self.mlp = nn.Sequential(  # mlp[2] is the residual output layer
             nn.Linear(cfg.d_model, cfg.d_ff),
             nn.GELU(),
             nn.Linear(cfg.d_ff, cfg.d_model),
@@ -232,13 +234,12 @@ class TinyGPT(nn.Module):
         if cfg.pos == "learned":
             self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
         elif cfg.pos == "sinusoidal":
-            self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model),
-                                 persistent=False)
+            self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = make_norm(cfg.norm, cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self._init_weights()
-        if cfg.tie_weights:        # "word -> vector" and "vector -> word" share one table
+        if cfg.tie_weights:  # "word -> vector" and "vector -> word" share one table
             self.head.weight = self.tok_emb.weight
 
     def _init_weights(self) -> None:
@@ -265,16 +266,21 @@ class TinyGPT(nn.Module):
                 raise SequenceTooLongError(
                     f"sequence reaches position {start + T - 1} but block_size is "
                     f"{self.cfg.block_size} with learned positions; crop the input to "
-                    f"{self.cfg.block_size} tokens (positions past it were never trained)")
+                    f"{self.cfg.block_size} tokens (positions past it were never trained)"
+                )
             return pos, self.pos_emb(pos)
         if self.cfg.pos == "sinusoidal":
-            table = self.pos_table if start + T <= self.pos_table.shape[0] else \
-                sinusoidal_table(start + T, self.cfg.d_model, device=device)
-            return pos, table[start:start + T]
-        return pos, None                                   # rope (inside attention) or none
+            table = (
+                self.pos_table
+                if start + T <= self.pos_table.shape[0]
+                else sinusoidal_table(start + T, self.cfg.d_model, device=device)
+            )
+            return pos, table[start : start + T]
+        return pos, None  # rope (inside attention) or none
 
-    def forward(self, idx: Tensor, targets: Tensor | None = None, record: bool = False,
-                kv_cache: list[KVCache] | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, idx: Tensor, targets: Tensor | None = None, record: bool = False, kv_cache: list[KVCache] | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """idx (B, T) token ids -> (logits (B, T, V), mean cross-entropy or None).
 
         record=True is the book's spelling of ``with model.recording(): model(idx)``:
@@ -288,13 +294,13 @@ class TinyGPT(nn.Module):
         B, T = idx.shape
         start = kv_cache[0].length if kv_cache else 0
         pos, pos_vec = self.positions(start, T, idx.device)
-        x = self.tok_emb(idx)                              # (B, T, C)
+        x = self.tok_emb(idx)  # (B, T, C)
         if pos_vec is not None:
             x = x + pos_vec
         for i, block in enumerate(self.blocks):
             x = block(x, pos, cache=kv_cache[i] if kv_cache else None)
         x = self.ln_f(x)
-        logits = self.head(x)                              # (B, T, V)
+        logits = self.head(x)  # (B, T, V)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
@@ -313,8 +319,9 @@ class TinyGPT(nn.Module):
         for name, module in self.named_modules():
             if isinstance(module, Tap) and name.rsplit(".", 1)[-1] in tap_names:
                 store[name] = []
-                handles.append(module.register_forward_hook(
-                    lambda m, args, out, key=name: store[key].append(out.detach())))
+                handles.append(
+                    module.register_forward_hook(lambda m, args, out, key=name: store[key].append(out.detach()))
+                )
         try:
             yield store
         finally:
@@ -340,14 +347,14 @@ class TinyGPT(nn.Module):
         with self.capture(*RECORDED_TAPS) as store:
             yield
         if not store or not store[f"blocks.0.attn.{RECORDED_TAPS[-1]}"]:
-            return                                          # no forward pass happened
+            return  # no forward pass happened
         with torch.no_grad():
             rows = []
             for i in range(len(self.blocks)):
                 q, k, scores, p = (store[f"blocks.{i}.attn.{t}"][-1] for t in RECORDED_TAPS)
                 summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
                 rows.append(torch.stack(list(summary.values())))
-            values = torch.stack(rows).tolist()             # the one host sync
+            values = torch.stack(rows).tolist()  # the one host sync
         for block, vals in zip(self.blocks, values):
             block.attn.last_diag = dict(zip(DIAG_KEYS, vals))
 
@@ -358,9 +365,16 @@ class TinyGPT(nn.Module):
 
 # ---------------------------------------------------------------------------- generate
 @torch.no_grad()
-def generate(model: TinyGPT, tok, prompt: str, max_new_tokens: int = 50,
-             temperature: float = 1.0, top_k: int | None = None, seed: int | None = 0,
-             use_cache: bool = True) -> str:
+def generate(
+    model: TinyGPT,
+    tok,
+    prompt: str,
+    max_new_tokens: int = 50,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int | None = 0,
+    use_cache: bool = True,
+) -> str:
     """Sample a continuation of ``prompt``. Same seed, same model -> same text.
 
     Prompt characters outside the vocabulary become <unk> (with a warning). The
@@ -388,7 +402,7 @@ def generate(model: TinyGPT, tok, prompt: str, max_new_tokens: int = 50,
     for _ in range(max_new_tokens):
         # only ids the tokenizer has: a vocab_size above the corpus's characters leaves
         # untrained rows in the head, and sampling one of them would decode to nothing
-        next_logits = logits[0, -1, :len(tok)].float() / temperature
+        next_logits = logits[0, -1, : len(tok)].float() / temperature
         if top_k is not None:
             kth = torch.topk(next_logits, min(top_k, next_logits.numel())).values[-1]
             next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))

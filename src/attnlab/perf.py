@@ -7,6 +7,7 @@ warm-up calls excluded, then rounds in which each variant runs once in turn
 (A, B, C, A, B, C, ...), so slow drifts of a shared machine hit all alike; on
 CUDA each timing is bracketed by ``torch.cuda.synchronize``.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -33,10 +34,12 @@ def forward_flops(cfg: Config, batch_size: int | None = None) -> float:
     T, C, V = cfg.block_size, cfg.d_model, cfg.vocab_size
     N = B * T
     kv = cfg.kv_heads * cfg.d_head
-    per_layer = (2 * N * C * (C + 2 * kv)                  # qkv
-                 + 2 * 2 * B * cfg.n_head * T * T * cfg.d_head   # q k^T and p v
-                 + 2 * N * C * C                           # proj
-                 + 2 * 2 * N * C * cfg.d_ff)               # MLP up and down
+    per_layer = (
+        2 * N * C * (C + 2 * kv)  # qkv
+        + 2 * 2 * B * cfg.n_head * T * T * cfg.d_head  # q k^T and p v
+        + 2 * N * C * C  # proj
+        + 2 * 2 * N * C * cfg.d_ff
+    )  # MLP up and down
     return float(cfg.n_layer * per_layer + 2 * N * C * V)
 
 
@@ -62,13 +65,14 @@ def matmul_once(n: int, device: torch.device) -> Callable[[], float]:
         t = time.perf_counter()
         torch.mm(a, b)
         sync(device)
-        return 2.0 * n ** 3 / (time.perf_counter() - t)
+        return 2.0 * n**3 / (time.perf_counter() - t)
 
     return run
 
 
-def matmul_rate(seconds: float = 2.0, sizes: tuple[int, ...] = (1024, 2048),
-                device: str | torch.device = "cpu") -> float:
+def matmul_rate(
+    seconds: float = 2.0, sizes: tuple[int, ...] = (1024, 2048), device: str | torch.device = "cpu"
+) -> float:
     """Float32 matmul rate of this machine (FLOP/s): median over repeats, best size.
 
     Large square matmuls are the best case for a BLAS, so the rate is the
@@ -86,8 +90,9 @@ def matmul_rate(seconds: float = 2.0, sizes: tuple[int, ...] = (1024, 2048),
     return max(statistics.median(r) for r in rates.values())
 
 
-def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int,
-                device: torch.device, inner: int = 1) -> dict[str, list[float]]:
+def interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int, device: torch.device, inner: int = 1
+) -> dict[str, list[float]]:
     """Seconds per call of each function: warm-up, then rounds A, B, C, A, B, C..."""
     for fn in fns.values():
         for _ in range(warmup):
@@ -120,21 +125,25 @@ def matmul_stepper(cfg: Config, R: int = 1, device: str | torch.device = "cpu") 
     g = torch.Generator().manual_seed(0)
     rnd = lambda *shape: torch.randn(*shape, generator=g).to(dev)
     linears = [(C, C + 2 * cfg.kv_heads * hs), (C, C), (C, cfg.d_ff), (cfg.d_ff, C)] * cfg.n_layer
-    linears.append((C, V))                                  # the tied head
+    linears.append((C, V))  # the tied head
     ops: list[Callable[[], Any]] = []
     for fan_in, fan_out in linears:
         x, w, dy = rnd(R, M, fan_in), rnd(R, fan_out, fan_in), rnd(R, M, fan_out)
-        ops += [lambda x=x, w=w: torch.bmm(x, w.transpose(1, 2)),      # y = x Wᵀ
-                lambda dy=dy, w=w: torch.bmm(dy, w),                    # dx = dy W
-                lambda dy=dy, x=x: torch.bmm(dy.transpose(1, 2), x)]    # dW = dyᵀ x
+        ops += [
+            lambda x=x, w=w: torch.bmm(x, w.transpose(1, 2)),  # y = x Wᵀ
+            lambda dy=dy, w=w: torch.bmm(dy, w),  # dx = dy W
+            lambda dy=dy, x=x: torch.bmm(dy.transpose(1, 2), x),
+        ]  # dW = dyᵀ x
     for _ in range(cfg.n_layer):
         q, k, p = rnd(R * B * nh, T, hs), rnd(R * B * nh, T, hs), rnd(R * B * nh, T, T)
-        ops += [lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),      # scores; dP = dO Vᵀ
-                lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),
-                lambda p=p, k=k: torch.bmm(p, k),                       # p v; dV, dQ, dK
-                lambda p=p, k=k: torch.bmm(p.transpose(1, 2), k),
-                lambda p=p, k=k: torch.bmm(p, k),
-                lambda p=p, q=q: torch.bmm(p.transpose(1, 2), q)]
+        ops += [
+            lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),  # scores; dP = dO Vᵀ
+            lambda q=q, k=k: torch.bmm(q, k.transpose(1, 2)),
+            lambda p=p, k=k: torch.bmm(p, k),  # p v; dV, dQ, dK
+            lambda p=p, k=k: torch.bmm(p.transpose(1, 2), k),
+            lambda p=p, k=k: torch.bmm(p, k),
+            lambda p=p, q=q: torch.bmm(p.transpose(1, 2), q),
+        ]
 
     def step() -> None:
         for op in ops:

@@ -8,6 +8,7 @@ stale lock cannot block the next run. The file also records who holds it
 (pid, host, command), which is what a refused second writer is told. On
 systems without ``fcntl`` (Windows) the folder is not locked.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ RUN_FILES = ("ckpt.pt", "summary.json", "metrics.jsonl", "config.json", "tokeniz
 
 try:
     import fcntl
-except ImportError:                       # not POSIX: no advisory locks to take
+except ImportError:  # not POSIX: no advisory locks to take
     fcntl = None
 
 
@@ -33,8 +34,11 @@ def holds_run(path: str | os.PathLike) -> bool:
     """True when ``path`` holds (part of) a run: a checkpoint, a summary or metrics."""
     path = Path(path)
     metrics = path / "metrics.jsonl"
-    return ((path / "ckpt.pt").exists() or (path / "summary.json").exists()
-            or (metrics.is_file() and metrics.stat().st_size > 0))
+    return (
+        (path / "ckpt.pt").exists()
+        or (path / "summary.json").exists()
+        or (metrics.is_file() and metrics.stat().st_size > 0)
+    )
 
 
 class RunFolder:
@@ -56,7 +60,7 @@ class RunFolder:
 
     def __exit__(self, exc_type, *exc) -> None:
         if exc_type is not None and self._created:
-            self._remove_if_empty()          # a run that never started leaves no folder behind
+            self._remove_if_empty()  # a run that never started leaves no folder behind
         self.release()
 
     def _remove_if_empty(self) -> None:
@@ -73,38 +77,42 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
-            raise OutputError(f"cannot use run folder {self.path}: {e.strerror or type(e).__name__}; "
-                              f"choose another with --out") from None
+            raise OutputError(
+                f"cannot use run folder {self.path}: {e.strerror or type(e).__name__}; choose another with --out"
+            ) from None
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise RunFolderError(f"run folder {self.path} is in use by {holder}; wait for it to "
-                                     f"finish or choose another --out") from None
+                raise RunFolderError(
+                    f"run folder {self.path} is in use by {holder}; wait for it to finish or choose another --out"
+                ) from None
         self._fd = fd
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(_me()).encode(), 0)
-        for name in RUN_FILES:                 # left by a writer killed mid-save
+        for name in RUN_FILES:  # left by a writer killed mid-save
             clean_stale_temps(self.path, name)
 
     def release(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)                 # closing the descriptor releases the flock
+            os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
 
 def _me() -> dict:
-    return {"pid": os.getpid(), "host": socket.gethostname(),
-            "command": " ".join(os.path.basename(a) if i == 0 else a
-                                for i, a in enumerate(sys.argv[:6]))[:200],
-            "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:6]))[:200],
+        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
 
 
 def _read_holder(fd: int) -> str:
     try:
         info = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
-        return (f"process {info['pid']} on {info['host']} ({info['command']}, since {info['since']})")
+        return f"process {info['pid']} on {info['host']} ({info['command']}, since {info['since']})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"

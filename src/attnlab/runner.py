@@ -27,6 +27,7 @@ Executors:
 Results do not depend on the executor: each run owns its seed and generators,
 and on this CPU a run gives the same bits with one thread as with two (tested).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,7 +70,7 @@ class RunsInterrupted(KeyboardInterrupt):
 class Run:
     name: str
     cfg: Config
-    group: str = ""                       # sub-folder of the root, e.g. "case"
+    group: str = ""  # sub-folder of the root, e.g. "case"
 
     def dir(self, root: str | Path) -> Path:
         return Path(root) / self.group / self.name if self.group else Path(root) / self.name
@@ -78,9 +79,10 @@ class Run:
 @dataclass
 class Finished:
     """One run's outcome; model, tok and history are read from ckpt.pt on first use."""
+
     run: Run
     run_dir: Path
-    status: str                           # reused | trained | resumed
+    status: str  # reused | trained | resumed
     seconds: float = 0.0
     _loaded: tuple | None = field(default=None, repr=False)
 
@@ -106,7 +108,7 @@ class Finished:
     def history(self):
         return self._load()[2]
 
-    def __iter__(self):                   # model, tok, history = finished
+    def __iter__(self):  # model, tok, history = finished
         return iter(self._load())
 
 
@@ -164,8 +166,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
 
     out = Path(task["dir"])
     cfg = Config.from_dict(task["config"])
-    result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0,
-                              "error": None, "messages": []}
+    result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0, "error": None, "messages": []}
     t0 = time.perf_counter()
     try:
         try:
@@ -174,8 +175,9 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         except CheckpointError:
             aside = set_aside(out / "ckpt.pt")
             out.joinpath("summary.json").unlink(missing_ok=True)
-            result["messages"].append(f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} "
-                                      f"and restarted that run")
+            result["messages"].append(
+                f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} and restarted that run"
+            )
         resume = (out / "ckpt.pt").is_file()
         if resume:
             try:
@@ -183,18 +185,26 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
             except CheckpointError:
                 aside = set_aside(out / "ckpt.pt")
                 out.joinpath("summary.json").unlink(missing_ok=True)
-                result["messages"].append(f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} "
-                                          f"and restarted that run")
+                result["messages"].append(
+                    f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} and restarted that run"
+                )
                 resume = False
         if task.get("threads"):
             torch.set_num_threads(task["threads"])
         callbacks = [_StepCallback(on_step)] if on_step else []
-        train(task["text"], cfg, out_dir=out, resume=resume, overwrite=not resume,   # the run folder is ours
-              callbacks=callbacks, tensorboard=bool(task.get("tensorboard")))
+        train(
+            task["text"],
+            cfg,
+            out_dir=out,
+            resume=resume,
+            overwrite=not resume,  # the run folder is ours
+            callbacks=callbacks,
+            tensorboard=bool(task.get("tensorboard")),
+        )
         result["status"] = "resumed" if resume else "trained"
     except TrainingInterrupted:
         result["status"] = "interrupted"
-    except Exception as e:                      # one run's failure must not stop the others
+    except Exception as e:  # one run's failure must not stop the others
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
     result["seconds"] = round(time.perf_counter() - t0, 3)
@@ -219,8 +229,9 @@ def _check_resumable(out: Path, cfg: Config) -> None:
         raise CheckpointError(f"{out / 'ckpt.pt'} holds no valid config ({e})") from None
     diff = config_diff(saved, cfg, ignore=("device",))
     if diff:
-        raise ForeignRun(f"{out} holds a run with a different config ({diff}); use another output "
-                         f"folder or delete that one")
+        raise ForeignRun(
+            f"{out} holds a run with a different config ({diff}); use another output folder or delete that one"
+        )
 
 
 class _StepCallback:
@@ -249,7 +260,7 @@ def _worker_init(queue, threads: int) -> None:
     from .runtime import die_with_parent, keep_freed_memory
 
     die_with_parent()
-    os.setsid()                     # the terminal's Ctrl-C goes to the parent, which forwards it once
+    os.setsid()  # the terminal's Ctrl-C goes to the parent, which forwards it once
     keep_freed_memory()
     _worker_queue = queue
     import torch
@@ -270,7 +281,7 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
     cores = os.cpu_count() or 1
     workers = max(1, min(workers or cores, len(tasks)))
     threads = max(1, cores // workers)
-    ctx = multiprocessing.get_context("spawn")      # fork + torch threads can deadlock
+    ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
     queue = ctx.SimpleQueue()
     stop = threading.Event()
 
@@ -286,17 +297,16 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
     interrupted = False
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(queue, threads))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, threads))
     futures = {pool.submit(_worker_run, {**t, "threads": threads}): t for t in tasks}
 
     def forward(signum, frame) -> None:
         nonlocal interrupted
         if interrupted:
-            return                       # the workers are already checkpointing
+            return  # the workers are already checkpointing
         interrupted = True
         for fut in futures:
-            fut.cancel()                 # runs not started yet stay as they are
+            fut.cancel()  # runs not started yet stay as they are
         for proc in list((pool._processes or {}).values()):
             try:
                 os.kill(proc.pid, signal.SIGINT)
@@ -310,9 +320,16 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
                 continue
             try:
                 on_result(fut.result())
-            except Exception as e:       # a worker that died (killed, out of memory)
-                on_result({"name": futures[fut]["name"], "status": "failed", "seconds": 0.0,
-                           "error": f"worker died: {type(e).__name__}: {e}", "messages": []})
+            except Exception as e:  # a worker that died (killed, out of memory)
+                on_result(
+                    {
+                        "name": futures[fut]["name"],
+                        "status": "failed",
+                        "seconds": 0.0,
+                        "error": f"worker died: {type(e).__name__}: {e}",
+                        "messages": [],
+                    }
+                )
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _restore_sigint(previous)
@@ -325,7 +342,7 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
 def _install_sigint(handler):
     try:
         return signal.signal(signal.SIGINT, handler)
-    except ValueError:                   # not the main thread: leave Ctrl-C as it is
+    except ValueError:  # not the main thread: leave Ctrl-C as it is
         return None
 
 
@@ -354,16 +371,19 @@ def _check_reachable(address: str) -> None:
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
-        return                           # let Ray interpret it ("auto", "local", ...)
+        return  # let Ray interpret it ("auto", "local", ...)
     try:
         socket.create_connection((host, int(port)), timeout=3).close()
     except OSError as e:
-        raise RunnerError(f"cannot reach a Ray cluster at {address} ({e.strerror or e}); start one with "
-                          f"`ray start --head` and pass its address, or use --executor local") from None
+        raise RunnerError(
+            f"cannot reach a Ray cluster at {address} ({e.strerror or e}); start one with "
+            f"`ray start --head` and pass its address, or use --executor local"
+        ) from None
 
 
-def _ray(tasks: list[dict], on_result, on_step, ray_address: str | None = None,
-         steps_of: dict[str, int] | None = None, **_) -> None:
+def _ray(
+    tasks: list[dict], on_result, on_step, ray_address: str | None = None, steps_of: dict[str, int] | None = None, **_
+) -> None:
     try:
         import ray
     except ImportError:
@@ -376,13 +396,14 @@ def _ray(tasks: list[dict], on_result, on_step, ray_address: str | None = None,
         if address:
             _check_reachable(address)
         try:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False,
-                     include_dashboard=False)
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             where = f"at {address}" if address else "on this machine"
-            raise RunnerError(f"cannot start or reach a Ray cluster {where}: {first}; start one with "
-                              f"`ray start --head`, or use --executor local") from None
+            raise RunnerError(
+                f"cannot start or reach a Ray cluster {where}: {first}; start one with "
+                f"`ray start --head`, or use --executor local"
+            ) from None
         started = True
     remote = ray.remote(num_cpus=1)(_ray_task)
     pending = {}
@@ -397,13 +418,20 @@ def _ray(tasks: list[dict], on_result, on_step, ray_address: str | None = None,
                 task = pending.pop(ref)
                 try:
                     r, back = ray.get(ref)
-                except Exception as e:   # the task or its worker died
-                    on_result({"name": task["name"], "status": "failed", "seconds": 0.0,
-                               "error": f"ray task died: {type(e).__name__}: {e}", "messages": []})
+                except Exception as e:  # the task or its worker died
+                    on_result(
+                        {
+                            "name": task["name"],
+                            "status": "failed",
+                            "seconds": 0.0,
+                            "error": f"ray task died: {type(e).__name__}: {e}",
+                            "messages": [],
+                        }
+                    )
                     continue
                 run_dir = Path(task["dir"])
                 run_dir.mkdir(parents=True, exist_ok=True)
-                for name, data in back.items():      # checkpoint last: a half copy is never "finished"
+                for name, data in back.items():  # checkpoint last: a half copy is never "finished"
                     if name != "summary.json":
                         write_bytes(run_dir / name, data)
                 if "summary.json" in back:
@@ -422,11 +450,21 @@ def _ray(tasks: list[dict], on_result, on_step, ray_address: str | None = None,
 
 
 # ----------------------------------------------------------------------------- API
-def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str = "serial",
-            workers: int | None = None, ray_address: str | None = None, progress: bool = True,
-            log: Callable[[str], None] = print, keep_going: bool = False,
-            on_result: Callable[[dict], None] | None = None, desc: str = "runs",
-            tensorboard: bool = False) -> dict[str, Finished]:
+def execute(
+    runs: Sequence[Run],
+    text: str,
+    root: str | Path,
+    *,
+    executor: str = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    keep_going: bool = False,
+    on_result: Callable[[dict], None] | None = None,
+    desc: str = "runs",
+    tensorboard: bool = False,
+) -> dict[str, Finished]:
     """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
 
     Runs are scheduled longest first (by their training FLOPs) so that workers
@@ -439,7 +477,7 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
         raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise RunnerError(f"--workers must be at least 1, got {workers}")
-    if tensorboard:                            # one clear line here, not one failure per run
+    if tensorboard:  # one clear line here, not one failure per run
         from .tensorboard_log import require_tensorboard
 
         require_tensorboard()
@@ -456,17 +494,17 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
             if finished_history(d, run.cfg):
                 finished[run.name] = Finished(run, d, "reused")
                 if on_result is not None:
-                    on_result({"name": run.name, "status": "reused", "seconds": 0.0, "error": None,
-                               "messages": []})
+                    on_result({"name": run.name, "status": "reused", "seconds": 0.0, "error": None, "messages": []})
                 continue
         except CheckpointError:
-            pass                            # train_one sets it aside and says so
-        todo.append({"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text,
-                     "tensorboard": tensorboard})
+            pass  # train_one sets it aside and says so
+        todo.append(
+            {"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text, "tensorboard": tensorboard}
+        )
     by_name = {r.name: r for r in runs}
     todo.sort(key=lambda t: -_cost(by_name[t["name"]].cfg))
     if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
-        executor = "serial"                 # one run: no process to spawn
+        executor = "serial"  # one run: no process to spawn
     steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
     bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), desc)
     tick = (lambda: bar.update(1)) if bar is not None else None
@@ -484,7 +522,8 @@ def execute(runs: Sequence[Run], text: str, root: str | Path, *, executor: str =
 
     try:
         {"serial": _serial, "local": _local, "ray": _ray}[executor](
-            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left)
+            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left
+        )
     finally:
         if bar is not None:
             bar.close()

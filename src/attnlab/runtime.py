@@ -10,6 +10,7 @@ faster on this kind of machine (measured by ``attnlab bench train``).
 
 Opt out with ``ATTNLAB_MALLOC_TUNING=0``. Does nothing off glibc.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -17,10 +18,10 @@ import ctypes.util
 import os
 import sys
 
-_M_TRIM_THRESHOLD = -1          # glibc <malloc.h>
+_M_TRIM_THRESHOLD = -1  # glibc <malloc.h>
 _M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 * 1024 * 1024      # glibc's largest allowed value on 64-bit
-TRIM_THRESHOLD = 512 * 1024 * 1024     # keep up to this much freed heap for reuse
+MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest allowed value on 64-bit
+TRIM_THRESHOLD = 512 * 1024 * 1024  # keep up to this much freed heap for reuse
 
 _state: dict[str, bool] = {}
 
@@ -37,16 +38,15 @@ def keep_freed_memory() -> bool:
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             mallopt = libc.mallopt
-        except (OSError, AttributeError):      # musl and others: no mallopt
+        except (OSError, AttributeError):  # musl and others: no mallopt
             mallopt = None
         if mallopt is not None:
-            ok = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-                mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+            ok = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     _state["applied"] = ok
     return ok
 
 
-_PR_SET_PDEATHSIG = 1           # <linux/prctl.h>
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent(signum: int | None = None) -> bool:
@@ -62,6 +62,6 @@ def die_with_parent(signum: int | None = None) -> bool:
         ok = libc.prctl(_PR_SET_PDEATHSIG, int(signum or signal.SIGTERM), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-    if ok and os.getppid() == 1:        # the parent died before prctl took effect
+    if ok and os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(1)
     return ok

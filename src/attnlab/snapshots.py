@@ -20,6 +20,7 @@ numbers, so snapshots leave the training numbers bit for bit unchanged
 (tested). Deliberately left out: snapshots of arbitrary texts (the /exp1-2
 page does that for one checkpoint) and of the MLPs.
 """
+
 from __future__ import annotations
 
 import io
@@ -50,13 +51,16 @@ def snapshot_steps(cfg: Config) -> list[int]:
     """Steps (0..max_steps) at which snapshots are taken; empty when snapshot_every is 0."""
     if cfg.snapshot_every <= 0:
         return []
-    return [s for s in range(cfg.max_steps + 1)
-            if s < cfg.snapshot_dense or s % cfg.snapshot_every == 0 or s == cfg.max_steps]
+    return [
+        s
+        for s in range(cfg.max_steps + 1)
+        if s < cfg.snapshot_dense or s % cfg.snapshot_every == 0 or s == cfg.max_steps
+    ]
 
 
 def probe_ids(cfg: Config, tok) -> list[int]:
     """The probe's token ids, cropped to block_size (characters outside the vocabulary -> <unk>)."""
-    return tok.encode(cfg.probe)[:cfg.block_size] or [1]
+    return tok.encode(cfg.probe)[: cfg.block_size] or [1]
 
 
 @torch.no_grad()
@@ -65,7 +69,7 @@ def take_snapshot(model, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     was = model.training
     model.eval()
     device = next(model.parameters()).device
-    idx = torch.tensor([ids], dtype=torch.long, device=device)         # (1, T)
+    idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
     try:
         with model.capture("tap_scores", "tap_pattern") as store:
             model(idx)
@@ -73,38 +77,52 @@ def take_snapshot(model, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         model.train(was)
     patterns, metrics = [], []
     for i in range(len(model.blocks)):
-        p = store[f"blocks.{i}.attn.tap_pattern"][0].float()[0]        # (nh, T, T)
-        s = store[f"blocks.{i}.attn.tap_scores"][0].float()[0]         # (nh, T, T)
+        p = store[f"blocks.{i}.attn.tap_pattern"][0].float()[0]  # (nh, T, T)
+        s = store[f"blocks.{i}.attn.tap_scores"][0].float()[0]  # (nh, T, T)
         T = p.shape[-1]
-        with warnings.catch_warnings():                                # T = 1: std over nothing
+        with warnings.catch_warnings():  # T = 1: std over nothing
             warnings.simplefilter("ignore", UserWarning)
             hm = head_metrics(p[None])
-        jac = jacobian_frobenius(p)[:, 1:].mean(-1)                    # rows with > 1 visible key
+        jac = jacobian_frobenius(p)[:, 1:].mean(-1)  # rows with > 1 visible key
         causal = torch.ones(T, T, dtype=torch.bool, device=p.device).tril()
         logit_std = torch.stack([s[h][causal].std() for h in range(p.shape[0])])
-        cols = {"entropy": hm["entropy"], "jacobian_fro": jac, "logit_std": logit_std,
-                "diag": hm["diag"], "prev": hm["prev"], "distance": hm["distance"]}
-        metrics.append(torch.stack([cols[k] for k in METRICS], dim=-1))   # (nh, M)
+        cols = {
+            "entropy": hm["entropy"],
+            "jacobian_fro": jac,
+            "logit_std": logit_std,
+            "diag": hm["diag"],
+            "prev": hm["prev"],
+            "distance": hm["distance"],
+        }
+        metrics.append(torch.stack([cols[k] for k in METRICS], dim=-1))  # (nh, M)
         patterns.append(p)
-    return (torch.stack(patterns).cpu().numpy().astype(np.float16),
-            torch.stack(metrics).cpu().numpy().astype(np.float32))
+    return (
+        torch.stack(patterns).cpu().numpy().astype(np.float16),
+        torch.stack(metrics).cpu().numpy().astype(np.float32),
+    )
 
 
 @dataclass
 class Snapshots:
     """All snapshots of one run, as read from its file."""
-    steps: np.ndarray          # (N,) int64, increasing
-    patterns: np.ndarray       # (N, L, nh, T, T) float16
-    metrics: np.ndarray        # (N, L, nh, M) float32, columns named by meta["metrics"]
-    meta: dict                 # format, probe, tokens, metrics, n_layer, n_head
+
+    steps: np.ndarray  # (N,) int64, increasing
+    patterns: np.ndarray  # (N, L, nh, T, T) float16
+    metrics: np.ndarray  # (N, L, nh, M) float32, columns named by meta["metrics"]
+    meta: dict  # format, probe, tokens, metrics, n_layer, n_head
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
-        np.savez(buf, steps=self.steps, patterns=self.patterns, metrics=self.metrics,
-                 meta=np.array(json.dumps(self.meta, ensure_ascii=False)))
+        np.savez(
+            buf,
+            steps=self.steps,
+            patterns=self.patterns,
+            metrics=self.metrics,
+            meta=np.array(json.dumps(self.meta, ensure_ascii=False)),
+        )
         return buf.getvalue()
 
 
@@ -112,22 +130,32 @@ def read_snapshots(path: str | Path) -> Snapshots:
     """Load a snapshot file; anything unreadable raises SnapshotError naming the file."""
     path = Path(path)
     if not path.is_file():
-        raise SnapshotError(f"{path} does not exist: this run has no attention snapshots "
-                            f"(it was trained before snapshots existed or with snapshot_every=0)")
+        raise SnapshotError(
+            f"{path} does not exist: this run has no attention snapshots "
+            f"(it was trained before snapshots existed or with snapshot_every=0)"
+        )
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             snap = Snapshots(z["steps"].astype(np.int64), z["patterns"], z["metrics"], meta)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise SnapshotError(f"{path} is corrupt ({type(e).__name__}: {str(e)[:120]}); "
-                            f"delete it and retrain to get snapshots again") from None
+        raise SnapshotError(
+            f"{path} is corrupt ({type(e).__name__}: {str(e)[:120]}); delete it and retrain to get snapshots again"
+        ) from None
     n = len(snap.steps)
-    ok = (meta.get("format") == FORMAT and snap.patterns.ndim == 5 and snap.metrics.ndim == 4
-          and snap.patterns.shape[0] == n and snap.metrics.shape[0] == n
-          and snap.metrics.shape[-1] == len(meta.get("metrics", ())))
+    ok = (
+        meta.get("format") == FORMAT
+        and snap.patterns.ndim == 5
+        and snap.metrics.ndim == 4
+        and snap.patterns.shape[0] == n
+        and snap.metrics.shape[0] == n
+        and snap.metrics.shape[-1] == len(meta.get("metrics", ()))
+    )
     if not ok:
-        raise SnapshotError(f"{path} has an unexpected layout (format {meta.get('format')!r}); "
-                            f"delete it and retrain to get snapshots again")
+        raise SnapshotError(
+            f"{path} has an unexpected layout (format {meta.get('format')!r}); "
+            f"delete it and retrain to get snapshots again"
+        )
     return snap
 
 
@@ -139,14 +167,20 @@ class SnapshotRecorder:
         self.cfg = cfg
         self.ids = probe_ids(cfg, tok)
         self.schedule = set(snapshot_steps(cfg))
-        self.listeners = list(listeners)     # objects with on_snapshot(step, patterns, tokens)
+        self.listeners = list(listeners)  # objects with on_snapshot(step, patterns, tokens)
         tokens = [tok.itos[i] for i in self.ids]
-        self.meta = {"format": FORMAT, "probe": cfg.probe, "tokens": tokens, "metrics": list(METRICS),
-                     "n_layer": cfg.n_layer, "n_head": cfg.n_head}
+        self.meta = {
+            "format": FORMAT,
+            "probe": cfg.probe,
+            "tokens": tokens,
+            "metrics": list(METRICS),
+            "n_layer": cfg.n_layer,
+            "n_head": cfg.n_head,
+        }
         self.steps: list[int] = []
         self.patterns: list[np.ndarray] = []
         self.metrics: list[np.ndarray] = []
-        self.pending: list[tuple[int, np.ndarray]] = []   # taken before the run folder may be written
+        self.pending: list[tuple[int, np.ndarray]] = []  # taken before the run folder may be written
 
     # ------------------------------------------------------------------ events
     def on_train_begin(self, start: int, model) -> None:
@@ -157,7 +191,7 @@ class SnapshotRecorder:
             self._take(start, model, write=start > 0)
 
     def on_step_end(self, step: int, record: dict, model) -> None:
-        if step + 1 in self.schedule:        # the weights that enter step + 1
+        if step + 1 in self.schedule:  # the weights that enter step + 1
             self._take(step + 1, model)
         elif self.pending:
             self._write()
@@ -175,8 +209,10 @@ class SnapshotRecorder:
             warnings.warn(f"{e}; kept it as {aside.name} and started a new snapshot file", stacklevel=2)
             return
         if old.meta.get("tokens") != self.meta["tokens"] or old.patterns.shape[1:3] != (
-                self.cfg.n_layer, self.cfg.n_head):
-            return                           # another probe or model: those snapshots do not continue
+            self.cfg.n_layer,
+            self.cfg.n_head,
+        ):
+            return  # another probe or model: those snapshots do not continue
         keep = old.steps <= start
         self.steps = old.steps[keep].tolist()
         self.patterns = list(old.patterns[keep])
@@ -192,8 +228,9 @@ class SnapshotRecorder:
             self._write()
 
     def _write(self) -> None:
-        snap = Snapshots(np.asarray(self.steps, dtype=np.int64), np.stack(self.patterns),
-                         np.stack(self.metrics), self.meta)
+        snap = Snapshots(
+            np.asarray(self.steps, dtype=np.int64), np.stack(self.patterns), np.stack(self.metrics), self.meta
+        )
         write_bytes(self.path, snap.to_bytes())
         for step, patterns in self.pending:
             for listener in self.listeners:

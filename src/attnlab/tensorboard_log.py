@@ -13,6 +13,7 @@ training starts. On resume the writer purges events from the resume step on,
 so steps logged after the last checkpoint of an interrupted run are not shown
 twice.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,9 @@ import numpy as np
 
 from .errors import AttnlabError
 
-MISSING_HINT = ("--tensorboard needs the tensorboard package: pip install 'attnlab[tensorboard]' "
-                "(or pip install tensorboard)")
+MISSING_HINT = (
+    "--tensorboard needs the tensorboard package: pip install 'attnlab[tensorboard]' (or pip install tensorboard)"
+)
 
 
 class TensorBoardMissing(AttnlabError):
@@ -49,17 +51,20 @@ class TensorBoardLogger:
 
     def __init__(self, log_dir: str | Path):
         self.log_dir = Path(log_dir)
-        self._writer_cls = _summary_writer()      # fails here, before any training
+        self._writer_cls = _summary_writer()  # fails here, before any training
         self.writer = None
 
     def on_train_begin(self, start: int, model) -> None:
-        self.writer = self._writer_cls(log_dir=str(self.log_dir), purge_step=start or None,
-                                       flush_secs=10)
+        self.writer = self._writer_cls(log_dir=str(self.log_dir), purge_step=start or None, flush_secs=10)
 
     def on_step_end(self, step: int, record: dict, model) -> None:
         w = self.writer
-        for key, tag in (("loss", "train/loss"), ("lr", "train/lr"), ("grad_norm", "train/grad_norm"),
-                         ("val_loss", "val/loss")):
+        for key, tag in (
+            ("loss", "train/loss"),
+            ("lr", "train/lr"),
+            ("grad_norm", "train/grad_norm"),
+            ("val_loss", "val/loss"),
+        ):
             value = record.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 w.add_scalar(tag, value, step)

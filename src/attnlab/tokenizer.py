@@ -8,6 +8,7 @@ newline is an ordinary character: it is counted and, being frequent in a
 one-line-per-verse corpus, it gets an id, so a line break never becomes
 ``<unk>`` and decode(encode(text)) restores the line structure.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ class CharTokenizer:
         """Encode, warning once about characters that become <unk>."""
         unknown = self.unknown_chars(text)
         if unknown:
-            warnings.warn(f"{len(unknown)} character(s) not in the vocabulary become <unk>: "
-                          f"{''.join(unknown[:20])}", stacklevel=2)
+            warnings.warn(
+                f"{len(unknown)} character(s) not in the vocabulary become <unk>: {''.join(unknown[:20])}", stacklevel=2
+            )
         return self.encode(text)
 
     def decode(self, ids: Iterable[int]) -> str:

@@ -7,6 +7,7 @@ resumed from a checkpoint finishes bit for bit equal to one never interrupted:
 the batch generator's state, the optimizer and the history travel in the
 checkpoint, and the validation batches are fixed by the seed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,14 +45,13 @@ def lr_at(step: int, cfg: Config) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
-def get_batch(data: Tensor, block_size: int, batch_size: int,
-              gen: torch.Generator) -> tuple[Tensor, Tensor]:
+def get_batch(data: Tensor, block_size: int, batch_size: int, gen: torch.Generator) -> tuple[Tensor, Tensor]:
     """Random windows of ``data`` (1-D LongTensor); ``gen`` fixes every batch."""
     if len(data) < block_size + 1:
         raise CorpusError(f"data has {len(data)} tokens, fewer than block_size + 1 = {block_size + 1}")
     ix = torch.randint(len(data) - block_size, (batch_size,), generator=gen)
-    x = torch.stack([data[i:i + block_size] for i in ix.tolist()])       # (B, T)
-    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix.tolist()])
+    x = torch.stack([data[i : i + block_size] for i in ix.tolist()])  # (B, T)
+    y = torch.stack([data[i + 1 : i + 1 + block_size] for i in ix.tolist()])
     return x, y
 
 
@@ -63,8 +63,10 @@ def split_data(ids: Tensor, cfg: Config) -> tuple[Tensor, Tensor]:
     """
     need = cfg.block_size + 1
     if len(ids) < need:
-        raise CorpusError(f"corpus has {len(ids)} characters, fewer than block_size + 1 = {need}; "
-                          f"use a longer text or --set block_size=N with a smaller N")
+        raise CorpusError(
+            f"corpus has {len(ids)} characters, fewer than block_size + 1 = {need}; "
+            f"use a longer text or --set block_size=N with a smaller N"
+        )
     n_val = max(int(len(ids) * cfg.val_fraction), need)
     if len(ids) - n_val < need:
         return ids, ids[-need:]
@@ -81,12 +83,16 @@ def resolve_device(device: str) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError(f"device {device!r} is not available: this torch {torch.__version__} "
-                              f"{'has no CUDA support' if torch.version.cuda is None else 'sees no GPU'}; "
-                              f"use device=cpu or auto")
+            raise ConfigError(
+                f"device {device!r} is not available: this torch {torch.__version__} "
+                f"{'has no CUDA support' if torch.version.cuda is None else 'sees no GPU'}; "
+                f"use device=cpu or auto"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(f"device {device!r} is not available: this machine has "
-                              f"{torch.cuda.device_count()} GPU(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
+            raise ConfigError(
+                f"device {device!r} is not available: this machine has "
+                f"{torch.cuda.device_count()} GPU(s), cuda:0..cuda:{torch.cuda.device_count() - 1}"
+            )
     if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise ConfigError(f"device {device!r} is not available on this machine; use device=cpu or auto")
     return dev
@@ -118,24 +124,28 @@ def check_fits(cfg: Config, device: torch.device) -> None:
     before anything is allocated (block_size=100000 would ask for terabytes)."""
     need, have = step_bytes(cfg), _machine_bytes(device)
     if have is not None and need > have:
-        raise ConfigError(f"one training step needs about {need / 1e9:,.0f} GB (block_size={cfg.block_size}, "
-                          f"batch_size={cfg.batch_size}, d_model={cfg.d_model}, n_layer={cfg.n_layer}) but "
-                          f"{device.type} has {have / 1e9:,.0f} GB; lower block_size, batch_size or d_model")
+        raise ConfigError(
+            f"one training step needs about {need / 1e9:,.0f} GB (block_size={cfg.block_size}, "
+            f"batch_size={cfg.batch_size}, d_model={cfg.d_model}, n_layer={cfg.n_layer}) but "
+            f"{device.type} has {have / 1e9:,.0f} GB; lower block_size, batch_size or d_model"
+        )
 
 
 def fingerprint(text: str, tok: CharTokenizer) -> dict:
     """What the run was trained on: the corpus text and the tokenizer, hashed."""
-    return {"corpus_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "corpus_chars": len(text),
-            "tokenizer_sha256": hashlib.sha256(json.dumps(tok.itos).encode("utf-8")).hexdigest(),
-            "vocab": len(tok)}
+    return {
+        "corpus_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "corpus_chars": len(text),
+        "tokenizer_sha256": hashlib.sha256(json.dumps(tok.itos).encode("utf-8")).hexdigest(),
+        "vocab": len(tok),
+    }
 
 
 def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
     """AdamW (0.9, 0.95); weight decay on matrices (dim >= 2) only, not on norms and biases."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
 
 
@@ -159,6 +169,7 @@ def _fire(callbacks: Iterable[Any], event: str, *args) -> None:
 @dataclass
 class History:
     """Everything recorded during training, one entry per step."""
+
     records: list[dict] = field(default_factory=list)
     diverged_at: int | None = None
 
@@ -182,7 +193,7 @@ class History:
         """
         recs = self.records
         losses = [r["loss"] for r in recs]
-        tail = losses[-max(1, window):]
+        tail = losses[-max(1, window) :]
         val = self.val
         return {
             "steps": len(recs),
@@ -213,7 +224,7 @@ class _StopRequest:
     def installed(self):
         try:
             previous = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:            # not in the main thread: Ctrl-C stays default
+        except ValueError:  # not in the main thread: Ctrl-C stays default
             yield self
             return
         try:
@@ -222,7 +233,7 @@ class _StopRequest:
             signal.signal(signal.SIGINT, previous)
 
     def _handle(self, signum, frame) -> None:
-        if self.requested:            # second Ctrl-C: stop right away
+        if self.requested:  # second Ctrl-C: stop right away
             raise KeyboardInterrupt
         self.requested = True
 
@@ -236,10 +247,20 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 # --------------------------------------------------------------------------- training
-def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = None,
-          resume: bool = False, overwrite: bool = False, extend: bool = False, progress: bool = False,
-          callbacks: Iterable[Any] = (), tok: CharTokenizer | None = None, stop_after: int | None = None,
-          tensorboard: bool = False) -> tuple[TinyGPT, CharTokenizer, History]:
+def train(
+    text: str,
+    cfg: Config | None = None,
+    *,
+    out_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    extend: bool = False,
+    progress: bool = False,
+    callbacks: Iterable[Any] = (),
+    tok: CharTokenizer | None = None,
+    stop_after: int | None = None,
+    tensorboard: bool = False,
+) -> tuple[TinyGPT, CharTokenizer, History]:
     """Train the tiny GPT on ``text``; returns (model, tokenizer, history).
 
     out_dir: the run folder, where metrics.jsonl, ckpt.pt, config.json,
@@ -277,13 +298,26 @@ def train(text: str, cfg: Config | None = None, *, out_dir: str | Path | None = 
         raise CheckpointError(f"nothing to resume in {out_dir}: it has no ckpt.pt; start the run without --resume")
     device = resolve_device(cfg.device)
     check_fits(cfg, device)
-    keep_freed_memory()                # see attnlab.runtime: fewer page faults per step
+    keep_freed_memory()  # see attnlab.runtime: fewer page faults per step
     if out_dir is None:
-        return _train(text, cfg, None, device, False, False, False, progress, list(callbacks), tok,
-                      stop_after, tensorboard)
+        return _train(
+            text, cfg, None, device, False, False, False, progress, list(callbacks), tok, stop_after, tensorboard
+        )
     with RunFolder(out_dir):
-        return _train(text, cfg, Path(out_dir), device, resume, overwrite, extend, progress,
-                      list(callbacks), tok, stop_after, tensorboard)
+        return _train(
+            text,
+            cfg,
+            Path(out_dir),
+            device,
+            resume,
+            overwrite,
+            extend,
+            progress,
+            list(callbacks),
+            tok,
+            stop_after,
+            tensorboard,
+        )
 
 
 def _describe_run(out: Path) -> str:
@@ -294,34 +328,58 @@ def _describe_run(out: Path) -> str:
         return ""
 
 
-_RESUME_NEEDS = {"model": "model weights", "optimizer": "optimizer state", "gen_state": "batch generator state",
-                 "history": "training history", "step": "step count"}
+_RESUME_NEEDS = {
+    "model": "model weights",
+    "optimizer": "optimizer state",
+    "gen_state": "batch generator state",
+    "history": "training history",
+    "step": "step count",
+}
 
 
-def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resume: bool, overwrite: bool,
-           extend: bool, progress: bool, callbacks: list, tok: CharTokenizer | None, stop_after: int | None,
-           tensorboard: bool = False) -> tuple[TinyGPT, CharTokenizer, History]:
+def _train(
+    text: str,
+    cfg: Config,
+    out: Path | None,
+    device: torch.device,
+    resume: bool,
+    overwrite: bool,
+    extend: bool,
+    progress: bool,
+    callbacks: list,
+    tok: CharTokenizer | None,
+    stop_after: int | None,
+    tensorboard: bool = False,
+) -> tuple[TinyGPT, CharTokenizer, History]:
     ckpt_path = out / "ckpt.pt" if out else None
     if out is not None and not resume and not overwrite and holds_run(out):
-        raise RunFolderError(f"{out} already holds a run{_describe_run(out)}; add --resume to continue it, "
-                             f"--overwrite to replace it, or choose another --out")
+        raise RunFolderError(
+            f"{out} already holds a run{_describe_run(out)}; add --resume to continue it, "
+            f"--overwrite to replace it, or choose another --out"
+        )
     payload = None
     schedule = [{"from_step": 0, "max_steps": cfg.max_steps}]
     if resume:
         payload = read_checkpoint(ckpt_path)
         missing = [what for key, what in _RESUME_NEEDS.items() if key not in payload]
         if missing:
-            raise CheckpointError(f"cannot resume {ckpt_path}: it holds no {', no '.join(missing)} (a checkpoint "
-                                  f"saved for inference only); train again with --overwrite or a new --out")
+            raise CheckpointError(
+                f"cannot resume {ckpt_path}: it holds no {', no '.join(missing)} (a checkpoint "
+                f"saved for inference only); train again with --overwrite or a new --out"
+            )
         saved = Config.from_dict(payload["config"])
         diff = config_diff(saved, cfg, ignore=("device", "max_steps") if extend else ("device",))
         if diff:
-            raise CheckpointError(f"cannot resume {ckpt_path}: it was trained with a different "
-                                  f"config ({diff}); use the same --set values or a new --out")
+            raise CheckpointError(
+                f"cannot resume {ckpt_path}: it was trained with a different "
+                f"config ({diff}); use the same --set values or a new --out"
+            )
         done = payload["step"]
         if cfg.max_steps < done:
-            raise CheckpointError(f"cannot resume {ckpt_path} with max_steps={cfg.max_steps}: it has already "
-                                  f"run {done} steps; give max_steps >= {done} to extend it")
+            raise CheckpointError(
+                f"cannot resume {ckpt_path} with max_steps={cfg.max_steps}: it has already "
+                f"run {done} steps; give max_steps >= {done} to extend it"
+            )
         schedule = list(payload.get("schedule") or [{"from_step": 0, "max_steps": saved.max_steps}])
         if cfg.max_steps != schedule[-1]["max_steps"]:
             schedule.append({"from_step": done, "max_steps": cfg.max_steps})
@@ -339,8 +397,7 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
     opt = make_optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
     val_gen = torch.Generator().manual_seed(cfg.seed + 1)
-    val_batches = [get_batch(val_ids, cfg.block_size, cfg.batch_size, val_gen)
-                   for _ in range(cfg.eval_batches)]
+    val_batches = [get_batch(val_ids, cfg.block_size, cfg.batch_size, val_gen) for _ in range(cfg.eval_batches)]
     history = History()
     start = 0
     if payload is not None:
@@ -352,8 +409,10 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
             start = int(payload["step"])
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
             why = " ".join(str(e).split()[:20]) or type(e).__name__
-            raise CheckpointError(f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
-                                  f"train again with --overwrite or a new --out") from None
+            raise CheckpointError(
+                f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
+                f"train again with --overwrite or a new --out"
+            ) from None
 
     if tensorboard and out is None:
         raise AttnlabError("--tensorboard needs an output directory (out_dir) for its event files")
@@ -369,7 +428,7 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
         files_ready = True
         if out is None:
             return
-        if overwrite:                  # the old run's files that this run does not rewrite right away
+        if overwrite:  # the old run's files that this run does not rewrite right away
             for name in RUN_FILES:
                 if name not in ("metrics.jsonl", "config.json", "tokenizer.json"):
                     (out / name).unlink(missing_ok=True)
@@ -382,11 +441,19 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
     def checkpoint(step: int) -> Path | None:
         if ckpt_path is None or not (files_ready or payload is not None):
             return None
-        return save_checkpoint(ckpt_path, model, tok, optimizer=opt.state_dict(), gen_state=gen.get_state(),
-                               history=history.to_dict(), step=step, fingerprint=fp, schedule=schedule)
+        return save_checkpoint(
+            ckpt_path,
+            model,
+            tok,
+            optimizer=opt.state_dict(),
+            gen_state=gen.get_state(),
+            history=history.to_dict(),
+            step=step,
+            fingerprint=fp,
+            schedule=schedule,
+        )
 
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16"
-                else nullcontext())
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16" else nullcontext()
     bar = _progress(start, cfg.max_steps, progress)
     stopper = _StopRequest()
     step = start
@@ -430,8 +497,7 @@ def _train(text: str, cfg: Config, out: Path | None, device: torch.device, resum
         if bar is not None:
             bar.close()
     if out is not None:
-        write_json(out / "summary.json", {**summarize(history, cfg, model), "fingerprint": fp,
-                                          "schedule": schedule})
+        write_json(out / "summary.json", {**summarize(history, cfg, model), "fingerprint": fp, "schedule": schedule})
     model.eval()
     return model, tok, history
 
@@ -445,19 +511,23 @@ def _check_fingerprint(saved: dict | None, text: str, tok: CharTokenizer, ckpt_p
         return
     now = fingerprint(text, tok)
     if saved.get("tokenizer_sha256") not in (None, now["tokenizer_sha256"]):
-        raise CheckpointError(f"cannot resume {ckpt_path}: its tokenizer does not match the fingerprint it "
-                              f"was saved with; the checkpoint is damaged, train again with --overwrite")
+        raise CheckpointError(
+            f"cannot resume {ckpt_path}: its tokenizer does not match the fingerprint it "
+            f"was saved with; the checkpoint is damaged, train again with --overwrite"
+        )
     if saved.get("corpus_sha256") not in (None, now["corpus_sha256"]):
         chars = saved.get("corpus_chars")
         raise CheckpointError(
             f"cannot resume {ckpt_path}: it was trained on a different corpus "
             f"({f'{chars:,}' if isinstance(chars, int) else '?'} characters, sha256 {str(saved['corpus_sha256'])[:12]}…) than the one given ({len(text):,} "
             f"characters, sha256 {now['corpus_sha256'][:12]}…); pass the same --corpus, or start a new run "
-            f"with another --out")
+            f"with another --out"
+        )
 
 
-def train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config,
-                step: int, device: torch.device, autocast) -> dict:
+def train_step(
+    model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config, step: int, device: torch.device, autocast
+) -> dict:
     lr = lr_at(step, cfg)
     for g in opt.param_groups:
         g["lr"] = lr
@@ -467,8 +537,7 @@ def train_step(model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Con
     model.train()
     with autocast:
         _, loss = model(x, y, record=record_now)
-    record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": float("nan"),
-              "_batch": (x, y)}
+    record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": float("nan"), "_batch": (x, y)}
     if math.isfinite(record["loss"]):
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -498,7 +567,10 @@ def evaluate(model: TinyGPT, batches: list[tuple[Tensor, Tensor]], device, autoc
 def summarize(history: History, cfg: Config, model: TinyGPT) -> dict:
     s = history.summary()
     return {key: s[key] for key in ("steps", "loss_start", "loss_end", "val_loss_end", "diverged_at")} | {
-        "params": model.num_params(), "config": cfg.to_dict(), "final_layers": s["final_layers"]}
+        "params": model.num_params(),
+        "config": cfg.to_dict(),
+        "final_layers": s["final_layers"],
+    }
 
 
 def _progress(start: int, total: int, enabled: bool):

@@ -11,6 +11,7 @@ Modules
 Naming: in ``masks`` and ``positions`` the plain name is the torch version (it
 takes ``device=``) and the NumPy twin ends in ``_np``; ``reference`` is NumPy only.
 """
+
 from attnlab.attention.masks import (
     IGNORE_INDEX,
     Packed,

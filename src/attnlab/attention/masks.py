@@ -15,6 +15,7 @@ loss - the two are not the same thing (§1.22.14).
 
 Torch functions carry the plain names and take ``device=``; NumPy twins end in ``_np``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -55,9 +56,7 @@ def _check_lengths(lengths, seq_len: int) -> np.ndarray:
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     if (lengths > seq_len).any():
-        raise ValueError(
-            f"lengths must not exceed seq_len={seq_len}, got max(lengths)={int(lengths.max())}"
-        )
+        raise ValueError(f"lengths must not exceed seq_len={seq_len}, got max(lengths)={int(lengths.max())}")
     return lengths.astype(np.int64)
 
 

@@ -7,6 +7,7 @@ Units. The chapter's megabytes and gigabytes are decimal (SI): 1 MB = 10^6 bytes
 Functions here return bytes; :func:`mb` / :func:`gb` convert the book's way and
 :func:`mib` / :func:`gib` the binary way, and the CLI prints both.
 """
+
 from __future__ import annotations
 
 __all__ = [
@@ -30,9 +31,7 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-def kv_cache_bytes(
-    n_layer: int, n_kv_head: int, d_head: int, seq_len: int, bytes_per: int = 2, batch: int = 1
-) -> int:
+def kv_cache_bytes(n_layer: int, n_kv_head: int, d_head: int, seq_len: int, bytes_per: int = 2, batch: int = 1) -> int:
     """Bytes held by the KV cache: 2 (K and V) x layers x KV heads x head size x tokens x bytes.
 
     ``n_kv_head`` is the number of *key/value* heads, not query heads: n_head for
@@ -85,15 +84,45 @@ def book_examples() -> list[dict]:
     L = LLAMA2_70B
     per_tok = lambda kv: kv_cache_bytes(L["n_layer"], kv, L["d_head"], 1)  # noqa: E731
     rows = [
-        ("每 token 的 KV 缓存，Llama-2 70B 标准多头 / KV cache per token, Llama-2 70B MHA", per_tok(64), "MB", 2.6, "§1.8.7 eq. 1.21"),
-        ("4096 token 的 KV 缓存，标准多头 / KV cache at 4096 tokens, MHA", kv_cache_bytes(80, 64, 128, 4096), "GB", 10.7, "§1.8.7"),
+        (
+            "每 token 的 KV 缓存，Llama-2 70B 标准多头 / KV cache per token, Llama-2 70B MHA",
+            per_tok(64),
+            "MB",
+            2.6,
+            "§1.8.7 eq. 1.21",
+        ),
+        (
+            "4096 token 的 KV 缓存，标准多头 / KV cache at 4096 tokens, MHA",
+            kv_cache_bytes(80, 64, 128, 4096),
+            "GB",
+            10.7,
+            "§1.8.7",
+        ),
         ("每 token 的 KV 缓存，GQA g=8 / KV cache per token, GQA g=8", per_tok(8), "MB", 0.33, "§1.8.8"),
         ("每 token 的 KV 缓存，MQA / KV cache per token, MQA", per_tok(1), "MB", 0.04, "§1.8.8"),
-        ("4096 token 的 KV 缓存，GQA g=8 / KV cache at 4096 tokens, GQA g=8", kv_cache_bytes(80, 8, 128, 4096), "GB", 1.3, "§1.15.4"),
+        (
+            "4096 token 的 KV 缓存，GQA g=8 / KV cache at 4096 tokens, GQA g=8",
+            kv_cache_bytes(80, 8, 128, 4096),
+            "GB",
+            1.3,
+            "§1.15.4",
+        ),
         ("单头单层 n=8192 / one n x n matrix, n=8192", attention_matrix_bytes(8192, 1, 1), "MB", 134, "§1.11.5"),
         ("n=8192，32 头 × 32 层 / 32 heads x 32 layers", attention_matrix_bytes(8192, 32, 32), "GB", 137, "§1.11.5"),
-        ("n=4096，32 头 × 32 层 / 32 heads x 32 layers", attention_matrix_bytes(4096, 32, 32), "GB", 34, "§1.13.5 eq. 1.45"),
-        ("n=2048，16 头 × 24 层 / 16 heads x 24 layers", attention_matrix_bytes(2048, 16, 24), "GB", 3.22, "self-test 9, eq. 1.57"),
+        (
+            "n=4096，32 头 × 32 层 / 32 heads x 32 layers",
+            attention_matrix_bytes(4096, 32, 32),
+            "GB",
+            34,
+            "§1.13.5 eq. 1.45",
+        ),
+        (
+            "n=2048，16 头 × 24 层 / 16 heads x 24 layers",
+            attention_matrix_bytes(2048, 16, 24),
+            "GB",
+            3.22,
+            "self-test 9, eq. 1.57",
+        ),
     ]
     out = []
     for label, nbytes, unit, book, where in rows:

@@ -15,6 +15,7 @@ floating-point additions differs from the full softmax.
 ``blocked_attention`` holds at most an (n_q, block_size) slice of the scores at a
 time. It is a reference for the algorithm, not a fast kernel: the loop runs in Python.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -77,14 +78,24 @@ def _check_blocked_args(Q, K, V, mask, causal, shape_of):
     if shape_of(Q)[-1] != shape_of(K)[-1]:
         raise ValueError(f"Q and K must share the last axis d_k: Q is {tuple(shape_of(Q))}, K is {tuple(shape_of(K))}")
     if shape_of(K)[-2] != shape_of(V)[-2]:
-        raise ValueError(f"K and V must have the same number of keys n_k: K is {tuple(shape_of(K))}, V is {tuple(shape_of(V))}")
+        raise ValueError(
+            f"K and V must have the same number of keys n_k: K is {tuple(shape_of(K))}, V is {tuple(shape_of(V))}"
+        )
     if mask is not None and causal:
         raise ValueError("pass either mask or causal=True, not both")
 
 
 def blocked_attention_np(
-    Q, K, V, mask=None, scaled: bool = True, block_size: int = 64, *, causal: bool = False,
-    scale: float | None = None, return_lse: bool = False,
+    Q,
+    K,
+    V,
+    mask=None,
+    scaled: bool = True,
+    block_size: int = 64,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    return_lse: bool = False,
 ):
     """Exact attention output, keys processed ``block_size`` at a time (NumPy).
 
@@ -138,9 +149,16 @@ def blocked_attention_np(
 
 
 def blocked_attention_torch(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None,
-    scaled: bool = True, block_size: int = 64, *, causal: bool = False,
-    scale: float | None = None, return_lse: bool = False,
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scaled: bool = True,
+    block_size: int = 64,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    return_lse: bool = False,
 ):
     """Torch twin of :func:`blocked_attention_np` (same arguments, tensors in and out)."""
     _check_blocked_args(Q, K, V, mask, causal, lambda t: tuple(t.shape))

@@ -14,6 +14,7 @@ two ways the chapter puts order back in:
 Torch versions carry the plain names (the model imports them); NumPy twins end in
 ``_np`` and are what the hand-computed tests and the notebook check against.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -90,9 +91,7 @@ def apply_rope(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
     if pos.dtype.is_floating_point or pos.dtype == torch.bool:
         raise ValueError(f"pos must hold integer positions, got dtype {pos.dtype}")
     if pos.dim() == 0 or pos.shape[-1] != x.shape[-2]:
-        raise ValueError(
-            f"pos: last axis must have length T={x.shape[-2]}, got shape {tuple(pos.shape)}"
-        )
+        raise ValueError(f"pos: last axis must have length T={x.shape[-2]}, got shape {tuple(pos.shape)}")
     ang = rope_angles(pos, hs, dtype=x.dtype if x.is_floating_point() else torch.float32)
     cos, sin = ang.cos(), ang.sin()  # (..., T, hs/2)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., T, hs/2) each

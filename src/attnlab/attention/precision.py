@@ -4,6 +4,7 @@ Every function returns plain data (floats, bools, lists of dicts); the ``attnlab
 precision`` command prints them. Nothing here is hard-coded from the book: the
 limits come from ``torch.finfo`` and the demos run the arithmetic in the dtype.
 """
+
 from __future__ import annotations
 
 import math
@@ -149,9 +150,7 @@ def _apply_mask(variant: str, scores: torch.Tensor, keep: torch.Tensor) -> torch
     raise ValueError(f"unknown mask variant {variant!r}")
 
 
-def additive_mask_demo(
-    logit_scales=(1.0, 100.0, 16656.0), dtypes=("float32", "float16", "bfloat16")
-) -> list[dict]:
+def additive_mask_demo(logit_scales=(1.0, 100.0, 16656.0), dtypes=("float32", "float16", "bfloat16")) -> list[dict]:
     """Additive masks vs masked_fill, per dtype and logit scale (checkpoint ⑯, §1.22.15).
 
     The score row is ``scale * [0.3, 0.1, -0.5, 1.0]`` with the last key masked: a

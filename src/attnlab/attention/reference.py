@@ -18,6 +18,7 @@ Conventions
 Deliberately left out: dropout, attention bias, KV caches, anything with
 trainable state.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,13 +59,9 @@ def _as_float(name: str, a) -> np.ndarray:
 def _check_qkv(Q, K, V):
     Q, K, V = _as_float("Q", Q), _as_float("K", K), _as_float("V", V)
     if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must share the last axis d_k: Q is {Q.shape}, K is {K.shape}"
-        )
+        raise ValueError(f"Q and K must share the last axis d_k: Q is {Q.shape}, K is {K.shape}")
     if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must have the same number of keys n_k: K is {K.shape}, V is {V.shape}"
-        )
+        raise ValueError(f"K and V must have the same number of keys n_k: K is {K.shape}, V is {V.shape}")
     try:
         np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     except ValueError:
@@ -84,8 +81,7 @@ def _check_mask(mask, n_q: int, n_k: int, batch_shape: tuple) -> np.ndarray | No
         np.broadcast_shapes(mask.shape, batch_shape + (n_q, n_k))
     except ValueError:
         raise ValueError(
-            f"mask of shape {mask.shape} does not broadcast to (..., n_q, n_k) = "
-            f"{batch_shape + (n_q, n_k)}"
+            f"mask of shape {mask.shape} does not broadcast to (..., n_q, n_k) = {batch_shape + (n_q, n_k)}"
         ) from None
     return mask
 

@@ -10,6 +10,7 @@ in :mod:`attnlab.cli.common`. Every error meant for the user is an
 To add a command: one module here with ``add_parser`` and ``main``, one entry
 in ``COMMANDS``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -37,14 +38,30 @@ from . import (
 from .common import Parser
 
 # in the order `attnlab --help` lists them
-COMMANDS = [train, generate, info, corpus_stats, build_corpus, case, report, book, heads, failures,
-            ablate, sweep, bench, precision, memory, serve]
+COMMANDS = [
+    train,
+    generate,
+    info,
+    corpus_stats,
+    build_corpus,
+    case,
+    report,
+    book,
+    heads,
+    failures,
+    ablate,
+    sweep,
+    bench,
+    precision,
+    memory,
+    serve,
+]
 
 
 def build_parser() -> Parser:
     parser = Parser(
-        prog="attnlab",
-        description="注意力实验室 / attnlab: the chapter's experiments on scaled dot-product attention")
+        prog="attnlab", description="注意力实验室 / attnlab: the chapter's experiments on scaled dot-product attention"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in COMMANDS:
         p = module.add_parser(sub)
@@ -60,7 +77,7 @@ def _tolerant_output() -> None:
         if reconfigure is not None:
             try:
                 reconfigure(errors="replace")
-            except (ValueError, OSError):      # a detached or closed stream: leave it
+            except (ValueError, OSError):  # a detached or closed stream: leave it
                 pass
 
 
@@ -85,22 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     except AttnlabError as e:
         print(error_line(e), file=sys.stderr)
         return 2
-    except ModuleNotFoundError as e:           # an optional extra that is not installed
-        extra = {"fastapi": "web", "uvicorn": "web", "ray": "ray", "starlette": "web",
-                 "pydantic": "web"}.get((e.name or "").split(".")[0])
+    except ModuleNotFoundError as e:  # an optional extra that is not installed
+        extra = {"fastapi": "web", "uvicorn": "web", "ray": "ray", "starlette": "web", "pydantic": "web"}.get(
+            (e.name or "").split(".")[0]
+        )
         if extra is None:
             raise
-        print(error_line(AttnlabError(f"this command needs {e.name}: pip install 'attnlab[{extra}]'")),
-              file=sys.stderr)
+        print(error_line(AttnlabError(f"this command needs {e.name}: pip install 'attnlab[{extra}]'")), file=sys.stderr)
         return 2
-    except BrokenPipeError:                    # `attnlab ... | head`
+    except BrokenPipeError:  # `attnlab ... | head`
         return 0
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
             raise
         where = f" {e.filename}" if e.filename else ""
-        print(error_line(AttnlabError(f"cannot write{where}: {e.strerror}; free space or choose "
-                                      f"another --out")), file=sys.stderr)
+        print(
+            error_line(AttnlabError(f"cannot write{where}: {e.strerror}; free space or choose another --out")),
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt as e:
         msg = str(e) or "interrupted"

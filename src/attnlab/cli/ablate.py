@@ -1,4 +1,5 @@
 """``attnlab ablate``: the ablation checklist of §1.13.4, one design element off at a time."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,14 +10,16 @@ from . import common
 def add_parser(sub):
     from ..experiments.ablate import CHANGES
 
-    p = sub.add_parser("ablate", help="the ablation checklist of §1.13.4 / 逐要素消融",
-                       description="Baseline and one-variable changes (no scaling, no residual, no "
-                                   "LayerNorm, untied weights, no positions, no warmup, no clipping), "
-                                   "same seed and batches; Δ validation loss and divergence.")
+    p = sub.add_parser(
+        "ablate",
+        help="the ablation checklist of §1.13.4 / 逐要素消融",
+        description="Baseline and one-variable changes (no scaling, no residual, no "
+        "LayerNorm, untied weights, no positions, no warmup, no clipping), "
+        "same seed and batches; Δ validation loss and divergence.",
+    )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_int, default=None,
-                   help="training steps per run (default max_steps)")
+    p.add_argument("--steps", type=common.positive_int, default=None, help="training steps per run (default max_steps)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
     common.add_executor(p)
     common.add_out(p, "runs/ablate/ablate.json", "result JSON (default runs/ablate/ablate.json)")
@@ -31,14 +34,24 @@ def main(args) -> int:
 
     cfg = Config.from_overrides(args.overrides)
     out = Path(args.out)
-    check_writable(out.parent)                 # before the training, not after it
+    check_writable(out.parent)  # before the training, not after it
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    result = run(text, cfg, steps=args.steps, changes=only, corpus=args.corpus,
-                 executor=args.executor, workers=args.workers, ray_address=args.ray_address)
+    result = run(
+        text,
+        cfg,
+        steps=args.steps,
+        changes=only,
+        corpus=args.corpus,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+    )
     write_json(out, result)
-    print(f"一次只改一个要素，同一种子与批次 / one change at a time, same seed and batches "
-          f"({result['config']['max_steps']} steps)")
+    print(
+        f"一次只改一个要素，同一种子与批次 / one change at a time, same seed and batches "
+        f"({result['config']['max_steps']} steps)"
+    )
     print(checklist_table(result))
     print(f"结果 / result: {out}")
     return 0

@@ -1,4 +1,5 @@
 """``attnlab bench train|attention``: speed of training steps and of attention."""
+
 from __future__ import annotations
 
 from . import common
@@ -12,36 +13,51 @@ def add_parser(sub):
 
     t = bench.add_parser("train", help="ms/step, tokens/s and GFLOP/s of training steps")
     t.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
-    t.add_argument("--records", nargs="+", type=common.nonneg_int, default=[1, 0], metavar="N",
-                   help="record_every values (default 1 0)")
+    t.add_argument(
+        "--records",
+        nargs="+",
+        type=common.nonneg_int,
+        default=[1, 0],
+        metavar="N",
+        help="record_every values (default 1 0)",
+    )
     t.add_argument("--repeats", type=common.positive_int, default=5, help="interleaved rounds (median reported)")
     t.add_argument("--warmup", type=common.nonneg_int, default=2, help="untimed steps per variant first")
     t.add_argument("--no-reference", action="store_true")
     t.add_argument("--no-snapshots", action="store_true", help="do not time attention snapshots")
     common.add_set(t, help="override a Config field of every timed model, e.g. --set batch_size=8")
-    t.add_argument("--matmul-sizes", nargs="+", type=common.int_range(1, 16384, "a matrix size"),
-                   default=[1024, 2048])
+    t.add_argument("--matmul-sizes", nargs="+", type=common.int_range(1, 16384, "a matrix size"), default=[1024, 2048])
     common.add_device(t)
-    t.add_argument("--threads", type=common.int_range(1, 1024, "a thread count"), default=None,
-                   help="torch CPU threads (default: torch's choice; 1 on a busy shared machine)")
+    t.add_argument(
+        "--threads",
+        type=common.int_range(1, 1024, "a thread count"),
+        default=None,
+        help="torch CPU threads (default: torch's choice; 1 on a busy shared machine)",
+    )
     t.add_argument("--json", default=None, metavar="PATH", help="also write the result as JSON")
 
     a = bench.add_parser("attention", help="SDPA vs explicit vs blocked attention over n (§1.14.2)")
-    a.add_argument("--n", nargs="+", type=common.int_range(1, 1 << 20, "a sequence length"),
-                   default=[512, 1024, 2048, 4096, 8192])
+    a.add_argument(
+        "--n", nargs="+", type=common.int_range(1, 1 << 20, "a sequence length"), default=[512, 1024, 2048, 4096, 8192]
+    )
     a.add_argument("--heads", type=common.int_range(1, 1024, "a head count"), default=8)
     a.add_argument("--d-head", type=common.int_range(1, 65536, "a head size"), default=64)
     a.add_argument("--repeats", type=common.positive_int, default=10)
     a.add_argument("--warmup", type=common.nonneg_int, default=3)
-    a.add_argument("--budget", type=common.float_range(0.0, open_lo=True), default=60.0,
-                   help="seconds for the whole sweep (default 60)")
-    a.add_argument("--block-size", type=common.positive_int, default=256,
-                   help="key block of blocked_attention")
-    a.add_argument("--methods", nargs="+", choices=["sdpa", "explicit", "blocked"],
-                   default=["sdpa", "explicit", "blocked"])
+    a.add_argument(
+        "--budget",
+        type=common.float_range(0.0, open_lo=True),
+        default=60.0,
+        help="seconds for the whole sweep (default 60)",
+    )
+    a.add_argument("--block-size", type=common.positive_int, default=256, help="key block of blocked_attention")
+    a.add_argument(
+        "--methods", nargs="+", choices=["sdpa", "explicit", "blocked"], default=["sdpa", "explicit", "blocked"]
+    )
     common.add_device(a)
-    a.add_argument("--threads", type=common.int_range(1, 1024, "a thread count"), default=None,
-                   help="torch CPU threads")
+    a.add_argument(
+        "--threads", type=common.int_range(1, 1024, "a thread count"), default=None, help="torch CPU threads"
+    )
     a.add_argument("--figure", default="figures/bench_attention.png")
     a.add_argument("--json", default=None, metavar="PATH")
     return p
@@ -74,9 +90,11 @@ def _inputs_fit(args) -> None:
     except (ValueError, OSError, AttributeError):
         return
     if need > have / 2:
-        raise UsageError(f"--heads {args.heads} x --d-head {args.d_head} x n {max(args.n)} needs "
-                         f"{need / 1e9:,.1f} GB for q, k, v and the output, more than half of this "
-                         f"machine's {have / 1e9:,.0f} GB; lower them")
+        raise UsageError(
+            f"--heads {args.heads} x --d-head {args.d_head} x n {max(args.n)} needs "
+            f"{need / 1e9:,.1f} GB for q, k, v and the output, more than half of this "
+            f"machine's {have / 1e9:,.0f} GB; lower them"
+        )
 
 
 def _threads(args) -> None:
@@ -98,18 +116,35 @@ def main(args) -> int:
         _outputs(args.json)
         from ..config import Config
 
-        Config.from_overrides(args.overrides)          # a bad --set fails before any timing
-        result = B.bench_train(tuple(args.configs), tuple(args.records),
-                               args.repeats, args.warmup, args.device, tuple(args.matmul_sizes),
-                               reference=not args.no_reference, overrides=tuple(args.overrides), log=_log,
-                               snapshots=not args.no_snapshots)
+        Config.from_overrides(args.overrides)  # a bad --set fails before any timing
+        result = B.bench_train(
+            tuple(args.configs),
+            tuple(args.records),
+            args.repeats,
+            args.warmup,
+            args.device,
+            tuple(args.matmul_sizes),
+            reference=not args.no_reference,
+            overrides=tuple(args.overrides),
+            log=_log,
+            snapshots=not args.no_snapshots,
+        )
         print(B.format_train(result))
     else:
         _outputs(args.figure, args.json)
         _inputs_fit(args)
-        result = B.bench_attention(tuple(args.n), args.heads, args.d_head, repeats=args.repeats,
-                                   warmup=args.warmup, budget_s=args.budget, block_size=args.block_size,
-                                   device=args.device, methods=tuple(args.methods), log=_log)
+        result = B.bench_attention(
+            tuple(args.n),
+            args.heads,
+            args.d_head,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            budget_s=args.budget,
+            block_size=args.block_size,
+            device=args.device,
+            methods=tuple(args.methods),
+            log=_log,
+        )
         print(B.format_attention(result))
         if args.figure:
             print(f"wrote {B.plot_attention(result, args.figure)}")

@@ -1,4 +1,5 @@
 """``attnlab book``: the lab book (attnlab.experiments.labbook), then its report."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,22 +10,37 @@ from ..experiments.labbook import BookError, Scale, run_book, select
 def add_parser(sub) -> None:
     from ..runner import EXECUTORS
 
-    p = sub.add_parser("book", help="the lab book: every experiment of the chapter / 实验手册",
-                       description="Run every experiment of the chapter (or --only some), reusing every "
-                                   "finished run, and write data/lab_book.json, data/lab_book/*.json, "
-                                   "figures/lab_book/ and reports/lab_book.{md,html}. Interrupt and rerun "
-                                   "to resume.")
+    p = sub.add_parser(
+        "book",
+        help="the lab book: every experiment of the chapter / 实验手册",
+        description="Run every experiment of the chapter (or --only some), reusing every "
+        "finished run, and write data/lab_book.json, data/lab_book/*.json, "
+        "figures/lab_book/ and reports/lab_book.{md,html}. Interrupt and rerun "
+        "to resume.",
+    )
     p.add_argument("--quick", action="store_true", help="tiny runs of every experiment (what the tests run)")
-    p.add_argument("--only", nargs="+", metavar="SECTION", default=None,
-                   help="experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="SECTION",
+        default=None,
+        help="experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9",
+    )
     p.add_argument("--executor", choices=EXECUTORS, default="serial")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default RAY_ADDRESS or a local Ray)")
-    p.add_argument("--no-train", action="store_true",
-                   help="train nothing: analyze the runs already on disk, the rest shows as not run yet")
+    p.add_argument(
+        "--no-train",
+        action="store_true",
+        help="train nothing: analyze the runs already on disk, the rest shows as not run yet",
+    )
     p.add_argument("--render", action="store_true", help="only rebuild reports/lab_book.* from the JSON")
-    p.add_argument("--out", default=None, help="root for data/, figures/, reports/ and runs/ "
-                   "(default: here; with --quick runs/book-quick, so tiny runs never touch full-size ones)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="root for data/, figures/, reports/ and runs/ "
+        "(default: here; with --quick runs/book-quick, so tiny runs never touch full-size ones)",
+    )
     p.add_argument("--corpus", default=None)
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -47,10 +63,20 @@ def main(args) -> int:
         raise BookError(f"--workers must be at least 1, got {args.workers}")
     scale = Scale.make(args.quick)
     text = load_corpus(args.corpus, min_chars=200)
-    book = run_book(chosen, text, root, scale=scale, train=not args.no_train, executor=args.executor,
-                    workers=args.workers, ray_address=args.ray_address, progress=not args.no_progress,
-                    log=lambda m: print(f"attnlab: {m}"), registry=EXPERIMENTS,
-                    explicit=[e.id for e in chosen] if args.only else ())
+    book = run_book(
+        chosen,
+        text,
+        root,
+        scale=scale,
+        train=not args.no_train,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        progress=not args.no_progress,
+        log=lambda m: print(f"attnlab: {m}"),
+        registry=EXPERIMENTS,
+        explicit=[e.id for e in chosen] if args.only else (),
+    )
     paths = build_book_report(root)
     print(summary_line(book))
     for s in book["sections"]:

@@ -1,4 +1,5 @@
 """``attnlab build-corpus``: data/corpus.txt from the chinese-poetry JSON files."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,6 @@ def main(args) -> int:
     out = Path(args.out)
     check_writable(out.parent)
     info = write_tang_corpus(args.source, out)
-    write_json(out.with_suffix(".json"),
-               {"source": "chinese-poetry poet.tang.{0,1000,2000,3000}.json (MIT)", **info})
-    print(f"wrote {out}: {info['poems']} poems, {info['chars']:,} characters, "
-          f"{info['distinct']:,} distinct")
+    write_json(out.with_suffix(".json"), {"source": "chinese-poetry poet.tang.{0,1000,2000,3000}.json (MIT)", **info})
+    print(f"wrote {out}: {info['poems']} poems, {info['chars']:,} characters, {info['distinct']:,} distinct")
     return 0

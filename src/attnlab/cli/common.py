@@ -5,6 +5,7 @@ Each shared option (``--set``, ``--corpus``, ``--device``, ``--out``,
 adds the ones it takes. Argument types refuse bad values at the door with a
 message naming the argument, so a command's ``main`` only sees checked values.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,8 @@ def _number(kind, text: str):
         value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+            f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}"
+        ) from None
     if kind is float and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
@@ -36,35 +38,43 @@ def _number(kind, text: str):
 
 def int_range(lo: int | None = None, hi: int | None = None, what: str = "a whole number"):
     """An argparse type: an int with lo <= value <= hi (either bound optional)."""
+
     def parse(text: str) -> int:
         value = _number(int, text)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = (f"between {lo} and {hi}" if lo is not None and hi is not None
-                      else f">= {lo}" if lo is not None else f"<= {hi}")
+            bounds = (
+                f"between {lo} and {hi}"
+                if lo is not None and hi is not None
+                else f">= {lo}"
+                if lo is not None
+                else f"<= {hi}"
+            )
             raise argparse.ArgumentTypeError(f"expected {what} {bounds}, got {text!r}")
         return value
+
     parse.__name__ = "int"
     return parse
 
 
 def float_range(lo: float | None = None, hi: float | None = None, *, open_lo: bool = False):
     """An argparse type: a finite float above lo (strictly when open_lo) and up to hi."""
+
     def parse(text: str) -> float:
         value = _number(float, text)
         low_bad = lo is not None and (value <= lo if open_lo else value < lo)
         if low_bad or (hi is not None and value > hi):
             rel = ">" if open_lo else ">="
-            bounds = f"{rel} {lo}" + (f" and <= {hi}" if hi is not None else "") if lo is not None \
-                else f"<= {hi}"
+            bounds = f"{rel} {lo}" + (f" and <= {hi}" if hi is not None else "") if lo is not None else f"<= {hi}"
             raise argparse.ArgumentTypeError(f"expected a number {bounds}, got {text!r}")
         return value
+
     parse.__name__ = "float"
     return parse
 
 
 positive_int = int_range(1, None, "a positive whole number")
 nonneg_int = int_range(0, None, "a whole number")
-SEED_MAX = 2**63 - 1                       # torch.Generator.manual_seed's range
+SEED_MAX = 2**63 - 1  # torch.Generator.manual_seed's range
 seed_int = int_range(0, SEED_MAX, "a seed")
 
 
@@ -81,8 +91,14 @@ def positive_steps(text: str) -> int:
 
 # ------------------------------------------------------------------ shared options
 def add_set(p: argparse.ArgumentParser, help: str | None = None) -> None:
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help=help or "override a Config field, e.g. --set scaled=false --set n_head=1")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=help or "override a Config field, e.g. --set scaled=false --set n_head=1",
+    )
 
 
 def add_corpus(p: argparse.ArgumentParser) -> None:
@@ -99,12 +115,25 @@ def add_out(p: argparse.ArgumentParser, default: str | None, help: str, required
 
 def add_executor(p: argparse.ArgumentParser, default: str = "serial") -> None:
     """How many runs are executed: one after another, in local processes, or on Ray."""
-    p.add_argument("--executor", choices=EXECUTORS, default=default,
-                   help=f"serial (this process), local (worker processes) or ray (default {default})")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="worker processes for --executor local (default: one per core)")
-    p.add_argument("--ray-address", "--address", dest="ray_address", default=None,
-                   help="Ray cluster for --executor ray (default: RAY_ADDRESS, else a local Ray)")
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=default,
+        help=f"serial (this process), local (worker processes) or ray (default {default})",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="worker processes for --executor local (default: one per core)",
+    )
+    p.add_argument(
+        "--ray-address",
+        "--address",
+        dest="ray_address",
+        default=None,
+        help="Ray cluster for --executor ray (default: RAY_ADDRESS, else a local Ray)",
+    )
 
 
 def check_device(device: str) -> str:

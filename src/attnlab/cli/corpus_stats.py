@@ -1,4 +1,5 @@
 """``attnlab corpus-stats``: poems, characters, distinct characters, coverage."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,13 @@ from . import common
 def add_parser(sub):
     p = sub.add_parser("corpus-stats", help="poems, characters, distinct characters, coverage")
     common.add_corpus(p)
-    p.add_argument("--top", type=common.positive_int, nargs="+", default=[1198],
-                   help="coverage of the N most frequent characters (default 1198 = vocab 1200 - 2)")
+    p.add_argument(
+        "--top",
+        type=common.positive_int,
+        nargs="+",
+        default=[1198],
+        help="coverage of the N most frequent characters (default 1198 = vocab 1200 - 2)",
+    )
     return p
 
 

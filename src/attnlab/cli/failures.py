@@ -1,4 +1,5 @@
 """``attnlab failures``: train the four injected bugs of §1.11.7 and tabulate their symptoms."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,19 +10,24 @@ from . import common
 def add_parser(sub):
     from ..experiments.failures import VARIANTS
 
-    p = sub.add_parser("failures", help="train the four injected bugs of §1.11.7 / 注入 bug 的症状表",
-                       description="Train the correct attention and each injected bug (same seed, "
-                                   "same batches) and tabulate the symptoms beside the book's.")
+    p = sub.add_parser(
+        "failures",
+        help="train the four injected bugs of §1.11.7 / 注入 bug 的症状表",
+        description="Train the correct attention and each injected bug (same seed, "
+        "same batches) and tabulate the symptoms beside the book's.",
+    )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_int, default=300,
-                   help="training steps per variant (book: 300)")
+    p.add_argument("--steps", type=common.positive_int, default=300, help="training steps per variant (book: 300)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     common.add_executor(p)
     common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
     p.add_argument("--report", default="reports/failure_symptoms.md", help="Markdown table and claims")
-    p.add_argument("--rejudge", action="store_true",
-                   help="train nothing: re-judge the claims of the --out JSON and rewrite the report")
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="train nothing: re-judge the claims of the --out JSON and rewrite the report",
+    )
     return p
 
 
@@ -52,17 +58,27 @@ def main(args) -> int:
         print(f"报告 / report: {args.report}")
         return 0
     cfg = Config.from_overrides(args.overrides)
-    check_writable(out.parent)                 # before the training, not after it
+    check_writable(out.parent)  # before the training, not after it
     check_writable(Path(args.report).parent)
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    result = run(text, cfg, steps=args.steps, variants=variants, corpus=args.corpus,
-                 executor=args.executor, workers=args.workers, ray_address=args.ray_address)
+    result = run(
+        text,
+        cfg,
+        steps=args.steps,
+        variants=variants,
+        corpus=args.corpus,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+    )
     write_json(out, result)
     write_text(Path(args.report), failures_markdown(result))
-    print(f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
-          f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
-          f"{result['expected_row_sum_after_softmax_scale']:.4f}")
+    print(
+        f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
+        f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
+        f"{result['expected_row_sum_after_softmax_scale']:.4f}"
+    )
     print(symptoms_table(result))
     print("“书”行来自书中 §1.11.7 的表（默认配置）/ 'book' rows: the book's table (§1.11.7, default config)")
     print(f"权重熵为空（—）的行：{LEAKS}")

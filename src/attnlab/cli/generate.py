@@ -1,4 +1,5 @@
 """``attnlab generate``: sample text from a checkpoint."""
+
 from __future__ import annotations
 
 from . import common
@@ -9,10 +10,15 @@ def add_parser(sub):
     p.add_argument("checkpoint")
     p.add_argument("--prompt", default="秦川雄帝宅")
     p.add_argument("--max-new-tokens", type=common.int_range(0, 100_000, "a token count"), default=60)
-    p.add_argument("--temperature", type=common.float_range(0.0, 100.0, open_lo=True), default=1.0,
-                   help="> 0; lower is greedier (default 1.0)")
-    p.add_argument("--top-k", type=common.positive_int, default=None,
-                   help="sample from the k most likely characters only (k >= 1)")
+    p.add_argument(
+        "--temperature",
+        type=common.float_range(0.0, 100.0, open_lo=True),
+        default=1.0,
+        help="> 0; lower is greedier (default 1.0)",
+    )
+    p.add_argument(
+        "--top-k", type=common.positive_int, default=None, help="sample from the k most likely characters only (k >= 1)"
+    )
     p.add_argument("--seed", type=common.seed_int, default=0)
     return p
 

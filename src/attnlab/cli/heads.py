@@ -1,4 +1,5 @@
 """``attnlab heads``: head portrait, ablation, attention maps and dynamics (§1.8.5, §1.12.4)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,25 +8,37 @@ from . import common
 
 
 def add_parser(sub):
-    p = sub.add_parser("heads", help="head portrait, ablation, attention maps, dynamics / 注意力头画像",
-                       description="Head portrait of a checkpoint (§1.8.5): entropy, diagonal, "
-                                   "previous-token weight, distance and its spread, ablation Δloss; "
-                                   "--maps draws heatmaps; --dynamics trains once and follows the "
-                                   "portrait across steps (§1.12.4).")
+    p = sub.add_parser(
+        "heads",
+        help="head portrait, ablation, attention maps, dynamics / 注意力头画像",
+        description="Head portrait of a checkpoint (§1.8.5): entropy, diagonal, "
+        "previous-token weight, distance and its spread, ablation Δloss; "
+        "--maps draws heatmaps; --dynamics trains once and follows the "
+        "portrait across steps (§1.12.4).",
+    )
     p.add_argument("checkpoint", nargs="?", help="attnlab checkpoint, run directory or bare state_dict")
-    p.add_argument("--text", action="append", default=None,
-                   help="analyse this text instead of the validation poems (repeatable)")
+    p.add_argument(
+        "--text", action="append", default=None, help="analyse this text instead of the validation poems (repeatable)"
+    )
     common.add_corpus(p)
     common.add_set(p, help="config of a bare state_dict, or of the --dynamics run")
     common.add_out(p, None, "result JSON (default next to the checkpoint)")
     p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
     p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
     p.add_argument("--ablate-batches", type=common.positive_int, default=8)
-    p.add_argument("--rejudge", default=None, metavar="JSON",
-                   help="train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and "
-                        "write them into it")
-    p.add_argument("--also", action="append", default=[], metavar="CHECKPOINT",
-                   help="the same model trained on another seed (repeatable): claims are judged over all")
+    p.add_argument(
+        "--rejudge",
+        default=None,
+        metavar="JSON",
+        help="train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and write them into it",
+    )
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="CHECKPOINT",
+        help="the same model trained on another seed (repeatable): claims are judged over all",
+    )
     p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
     p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
     p.add_argument("--ckpt-dir", default="runs/dynamics", help="where --dynamics keeps its snapshots")
@@ -54,8 +67,10 @@ def main(args) -> int:
 
     def print_claims(claims) -> None:
         for c in claims:
-            print(f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
-                  + (f" — {c['reason']['category']}: {c['reason']['text']}" if c.get("reason") else ""))
+            print(
+                f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
+                + (f" — {c['reason']['category']}: {c['reason']['text']}" if c.get("reason") else "")
+            )
 
     if args.rejudge:
         import json
@@ -77,8 +92,7 @@ def main(args) -> int:
         check_writable(out.parent)
         check_writable(args.ckpt_dir)
         text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
-        result = dynamics(text, cfg, steps, args.ckpt_dir, corpus=args.corpus,
-                          ablate=not args.no_ablate, progress=True)
+        result = dynamics(text, cfg, steps, args.ckpt_dir, corpus=args.corpus, ablate=not args.no_ablate, progress=True)
         write_json(out, result)
         print(dynamics_table(result))
         print(f"结果 / result: {out}")
@@ -92,11 +106,26 @@ def main(args) -> int:
         if args.maps:
             check_writable(Path(args.maps).parent)
         check_writable(out.parent)
-    result = analyze(args.checkpoint, args.text, corpus=args.corpus, cfg=cfg,
-                     ablate=not args.no_ablate, ablate_batches=args.ablate_batches)
+    result = analyze(
+        args.checkpoint,
+        args.text,
+        corpus=args.corpus,
+        cfg=cfg,
+        ablate=not args.no_ablate,
+        ablate_batches=args.ablate_batches,
+    )
     if args.also:
-        others = [analyze(path, args.text, corpus=args.corpus, cfg=cfg, ablate=not args.no_ablate,
-                          ablate_batches=args.ablate_batches) for path in args.also]
+        others = [
+            analyze(
+                path,
+                args.text,
+                corpus=args.corpus,
+                cfg=cfg,
+                ablate=not args.no_ablate,
+                ablate_batches=args.ablate_batches,
+            )
+            for path in args.also
+        ]
         for o in others:
             o.pop("claims", None)
         result["other_seeds"] = others
@@ -107,8 +136,10 @@ def main(args) -> int:
     print(f"评估集 / evaluation: {result['eval']['protocol']}")
     print(portrait_table(result))
     if result["book"]:
-        print("右侧四列是书中 §1.8.5 的表（默认配置训练 1500 步）/ the right four columns are the "
-              "book's table (§1.8.5, default config, 1500 steps)")
+        print(
+            "右侧四列是书中 §1.8.5 的表（默认配置训练 1500 步）/ the right four columns are the "
+            "book's table (§1.8.5, default config, 1500 steps)"
+        )
     print_claims(result.get("claims", []))
     print(f"结果 / result: {out}")
     if args.maps:

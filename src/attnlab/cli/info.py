@@ -1,4 +1,5 @@
 """``attnlab info``: the parameter table of a config (nothing is allocated)."""
+
 from __future__ import annotations
 
 from . import common
@@ -17,8 +18,10 @@ def main(args) -> int:
     cfg = Config.from_overrides(args.overrides)
     table = parameter_table(cfg)
     total = table["total"]
-    print(f"d_model={cfg.d_model} n_head={cfg.n_head} d_head={cfg.d_head} n_layer={cfg.n_layer} "
-          f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scaled={cfg.scaled}")
+    print(
+        f"d_model={cfg.d_model} n_head={cfg.n_head} d_head={cfg.d_head} n_layer={cfg.n_layer} "
+        f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scaled={cfg.scaled}"
+    )
     print(f"{'部件 / part':<32}{'参数量 / params':>16}{'占比 / share':>14}")
     for name, n in table.items():
         print(f"{name:<32}{n:>16,}{n / total:>13.1%}")

@@ -3,6 +3,7 @@
 Thin entry point over ``attnlab.attention.memory``. Sizes are printed in the
 book's decimal units (MB = 10^6 B, GB = 10^9 B) with binary MiB/GiB alongside.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,12 @@ def add_parser(subparsers):
 
     kv = sub.add_parser("kv-cache", help="KV 缓存 (式 1.20) / KV cache (eq. 1.20); defaults: Llama-2 70B")
     kv.add_argument("--n-layer", type=int, default=M.LLAMA2_70B["n_layer"], help="层数 / layers")
-    kv.add_argument("--n-kv-head", type=int, default=M.LLAMA2_70B["n_head"],
-                    help="KV 头数：MHA=n_head，GQA=组数，MQA=1 / key-value heads")
+    kv.add_argument(
+        "--n-kv-head",
+        type=int,
+        default=M.LLAMA2_70B["n_head"],
+        help="KV 头数：MHA=n_head，GQA=组数，MQA=1 / key-value heads",
+    )
     kv.add_argument("--d-head", type=int, default=M.LLAMA2_70B["d_head"], help="每头维度 / head size")
     kv.add_argument("--seq-len", type=int, default=4096, help="序列长度 / tokens")
     kv.add_argument("--bytes-per", type=int, default=2, help="每个数的字节数（fp16=2）/ bytes per number")
@@ -65,7 +70,7 @@ def _fmt(s: dict) -> str:
 def main(args) -> int:
     try:
         data = collect(args)
-    except ValueError as e:              # the formulas check their own inputs
+    except ValueError as e:  # the formulas check their own inputs
         raise UsageError(str(e)) from None
     if getattr(args, "json", False):
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
@@ -75,7 +80,9 @@ def main(args) -> int:
         i = data["inputs"]
         print("KV 缓存 = 2 × 层数 × KV 头数 × 每头维度 × 序列长度 × 字节数 × 批大小")
         print("KV cache = 2 x n_layer x n_kv_head x d_head x seq_len x bytes_per x batch")
-        print(f"  2 × {i['n_layer']} × {i['n_kv_head']} × {i['d_head']} × {i['seq_len']} × {i['bytes_per']} × {i['batch']}")
+        print(
+            f"  2 × {i['n_layer']} × {i['n_kv_head']} × {i['d_head']} × {i['seq_len']} × {i['bytes_per']} × {i['batch']}"
+        )
         print(f"  每个 token / per token: {_fmt(data['per_token'])}")
         print(f"  合计 / total:           {_fmt(data['total'])}")
     elif data["kind"] == "attention":
@@ -86,5 +93,7 @@ def main(args) -> int:
     else:
         print("书中的显存数字（MB/GB 为十进制）/ The chapter's memory figures (decimal MB/GB)")
         for r in data["rows"]:
-            print(f"  {r['label']:<44} {r['value']:>9.4g} {r['unit']}  (书 book: {r['book']} {r['unit']}, {r['where']})")
+            print(
+                f"  {r['label']:<44} {r['value']:>9.4g} {r['unit']}  (书 book: {r['book']} {r['unit']}, {r['where']})"
+            )
     return 0

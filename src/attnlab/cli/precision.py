@@ -3,6 +3,7 @@
 The numbers come from ``attnlab.attention.precision``; this module only picks
 the sections and lays them out, Chinese first with English alongside.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,10 @@ def _print_tables(data: dict, file) -> None:
         w(f"  {'d_head':>6}{'标准差 std':>12}{'常见最大值 4σ':>16}{'fp16':>10}{'bf16':>8}")
         for r in data["fp16_overflow"]:
             yn = lambda b: "溢出 inf" if b else "ok"  # noqa: E731
-            w(f"  {r['d_head']:>6}{r['std']:>12.1f}{r['common_max']:>16.1f}{yn(r['overflows_float16']):>10}"
-              f"{yn(r['overflows_bfloat16']):>8}")
+            w(
+                f"  {r['d_head']:>6}{r['std']:>12.1f}{r['common_max']:>16.1f}{yn(r['overflows_float16']):>10}"
+                f"{yn(r['overflows_bfloat16']):>8}"
+            )
         for std, c in data["exp_overflow_float32"].items():
             w(f"  float32 exp，logits 标准差 {std} / std {std}: inf {c['inf']} / {c['of']}")
         w()
@@ -73,13 +76,17 @@ def _print_tables(data: dict, file) -> None:
     if "additive_mask" in data:
         w("检查点 ⑯：加性掩码 vs masked_fill / Checkpoint 16: additive mask vs masked_fill")
         w("  被屏蔽的键本该得到 0 权重 / the masked key must get exactly 0 weight")
-        w(f"  {'logit 尺度 scale':>16}  {'格式 dtype':<10}{'写法 variant':<28}{'屏蔽位权重 masked w':>20}  结论 verdict")
+        w(
+            f"  {'logit 尺度 scale':>16}  {'格式 dtype':<10}{'写法 variant':<28}{'屏蔽位权重 masked w':>20}  结论 verdict"
+        )
         for r in data["additive_mask"]:
             mw = "nan" if r["nan"] else f"{r['masked_weight']:.3g}"
             w(f"  {r['logit_scale']:>16g}  {r['dtype']:<10}{r['variant']:<28}{mw:>20}  {r['verdict']}")
         w("  整行都被屏蔽时 / when every key of a row is masked:")
         for r in data["fully_masked_row"]:
-            w(f"  {r['dtype']:<10}{r['variant']:<28}{'nan' if r['nan'] else 'uniform ' + str(round(r['weights'][0], 3))}")
+            w(
+                f"  {r['dtype']:<10}{r['variant']:<28}{'nan' if r['nan'] else 'uniform ' + str(round(r['weights'][0], 3))}"
+            )
 
 
 def main(args) -> int:

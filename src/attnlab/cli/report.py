@@ -1,4 +1,5 @@
 """``attnlab report``: rebuild figures and the report from a case JSON alone."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,14 +24,13 @@ def main(args) -> int:
     try:
         result["claims"] = check_claims(result)
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
-        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case "
-                        f"result") from None
+        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result") from None
     out = Path(args.out) if args.out else path.resolve().parent.parent
     check_writable(out)
     for p in build_report(result, out):
         print(p)
     print(claim_counts(result["claims"]))
-    if (out / "data" / "lab_book.json").is_file():     # the lab book is rebuilt from its JSON too
+    if (out / "data" / "lab_book.json").is_file():  # the lab book is rebuilt from its JSON too
         from ..report.lab_book import build_book_report
 
         for p in build_book_report(out):

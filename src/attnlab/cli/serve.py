@@ -1,4 +1,5 @@
 """``attnlab serve``: the attention playground in the browser (local only by default)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,12 +16,17 @@ def port(text: str) -> int:
 
 def add_parser(sub):
     p = sub.add_parser(
-        "serve", help="interactive attention playground in the browser (local only)",
+        "serve",
+        help="interactive attention playground in the browser (local only)",
         description="Serve the attention playground. Listens on 127.0.0.1 unless --host says otherwise; "
-                    "answers only requests addressed to 127.0.0.1:PORT, localhost:PORT or --host.")
+        "answers only requests addressed to 127.0.0.1:PORT, localhost:PORT or --host.",
+    )
     p.add_argument("--port", type=port, default=8000)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface to listen on (default 127.0.0.1; anything else exposes the server)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to listen on (default 127.0.0.1; anything else exposes the server)",
+    )
     p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
     p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
     p.add_argument("--case-json", default="data/ch1_case.json")
@@ -33,15 +39,17 @@ def check_listen(host: str, port: int) -> None:
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror as e:
-        raise UsageError(f"--host {host!r} is not an address of this machine ({e.strerror}); "
-                         f"use 127.0.0.1 or an interface's address") from None
+        raise UsageError(
+            f"--host {host!r} is not an address of this machine ({e.strerror}); use 127.0.0.1 or an interface's address"
+        ) from None
     with socket.socket(family, kind, proto) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as uvicorn binds
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
             s.bind(addr)
         except OSError as e:
-            raise AttnlabError(f"cannot listen on {host}:{port}: {e.strerror}; choose another --port "
-                               f"or stop the server that uses it") from None
+            raise AttnlabError(
+                f"cannot listen on {host}:{port}: {e.strerror}; choose another --port or stop the server that uses it"
+            ) from None
 
 
 def main(args) -> int:
@@ -51,9 +59,13 @@ def main(args) -> int:
 
     check_listen(args.host, args.port)
 
-    app = create_app(args.checkpoint, runs_dir=args.runs_dir, case_json=args.case_json,
-                     book_html=args.book_html,
-                     hosts=allowed_hosts(args.host, args.port))
+    app = create_app(
+        args.checkpoint,
+        runs_dir=args.runs_dir,
+        case_json=args.case_json,
+        book_html=args.book_html,
+        hosts=allowed_hosts(args.host, args.port),
+    )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
     print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")

@@ -1,19 +1,29 @@
 """``attnlab sweep``: train every point of a grid (x seeds), resumable."""
+
 from __future__ import annotations
 
 from . import common
 
 
 def add_parser(sub):
-    p = sub.add_parser("sweep", help="grid sweep, e.g. the critical head size / 临界维度扫描",
-                       description="Train every point of a grid (× seeds), locally or on Ray; rerunning "
-                                   "skips finished trials and resumes interrupted ones. Default grid: "
-                                   "d_head 32..256 × scaled on/off (exercise 2).")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
-                   help="a Config field or d_head (sets n_head=1, d_model=d_head); repeatable")
+    p = sub.add_parser(
+        "sweep",
+        help="grid sweep, e.g. the critical head size / 临界维度扫描",
+        description="Train every point of a grid (× seeds), locally or on Ray; rerunning "
+        "skips finished trials and resumes interrupted ones. Default grid: "
+        "d_head 32..256 × scaled on/off (exercise 2).",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="a Config field or d_head (sets n_head=1, d_model=d_head); repeatable",
+    )
     p.add_argument("--seeds", type=common.int_range(1, 1000, "a seed count"), default=1)
-    p.add_argument("--steps", type=common.positive_int, default=None,
-                   help="training steps per trial (default max_steps)")
+    p.add_argument(
+        "--steps", type=common.positive_int, default=None, help="training steps per trial (default max_steps)"
+    )
     common.add_set(p, help="base config shared by every trial")
     common.add_corpus(p)
     common.add_executor(p, default="local")
@@ -34,13 +44,24 @@ def main(args) -> int:
         extra = f"  {r['error']}" if r["status"] == "failed" else ""
         print(f"  [{r['status']}] {r['name']}{extra}", flush=True)
 
-    result = sweep(args.out, grid, base=base, seeds=args.seeds, steps=args.steps, corpus=args.corpus,
-                   executor=args.executor, address=args.ray_address, workers=args.workers,
-                   on_result=report)
+    result = sweep(
+        args.out,
+        grid,
+        base=base,
+        seeds=args.seeds,
+        steps=args.steps,
+        corpus=args.corpus,
+        executor=args.executor,
+        address=args.ray_address,
+        workers=args.workers,
+        on_result=report,
+    )
     print(sweep_table(result))
     failed = [r for r in result["runs"] if r["status"] == "failed"]
-    print(f"结果 / results: {args.out}/sweep.csv, {args.out}/sweep.json"
-          + (f", {result['figure']}" if result.get("figure") else ""))
+    print(
+        f"结果 / results: {args.out}/sweep.csv, {args.out}/sweep.json"
+        + (f", {result['figure']}" if result.get("figure") else "")
+    )
     if failed:
         print(f"{len(failed)} 个试验失败 / trial(s) failed: " + ", ".join(r["name"] for r in failed))
         return 1

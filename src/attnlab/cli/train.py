@@ -1,4 +1,5 @@
 """``attnlab train``: train the tiny GPT into a run folder."""
+
 from __future__ import annotations
 
 from . import common
@@ -10,15 +11,25 @@ def add_parser(sub):
     common.add_set(p)
     common.add_out(p, "runs/default", "run folder (default runs/default)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the run in OUT from OUT/ckpt.pt (a larger max_steps extends it)")
-    mode.add_argument("--overwrite", action="store_true",
-                      help="replace the run in OUT (its files are replaced once the first step succeeds)")
-    p.add_argument("--debug", action="store_true",
-                   help="attach the AttentionDebugger (warnings on entropy, logit scale, Jacobian, NaN)")
+    mode.add_argument(
+        "--resume", action="store_true", help="continue the run in OUT from OUT/ckpt.pt (a larger max_steps extends it)"
+    )
+    mode.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in OUT (its files are replaced once the first step succeeds)",
+    )
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="attach the AttentionDebugger (warnings on entropy, logit scale, Jacobian, NaN)",
+    )
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--tensorboard", action="store_true",
-                   help="also write TensorBoard event files to OUT (needs the tensorboard extra)")
+    p.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write TensorBoard event files to OUT (needs the tensorboard extra)",
+    )
     return p
 
 
@@ -37,13 +48,23 @@ def main(args) -> int:
         from ..experiments.debugger import AttentionDebugger
 
         callbacks.append(AttentionDebugger(print_fn=print))
-    model, tok, history = train(text, cfg, out_dir=args.out, resume=args.resume,
-                                overwrite=args.overwrite, extend=args.resume, progress=not args.no_progress,
-                                callbacks=callbacks, tensorboard=args.tensorboard)
+    model, tok, history = train(
+        text,
+        cfg,
+        out_dir=args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        extend=args.resume,
+        progress=not args.no_progress,
+        callbacks=callbacks,
+        tensorboard=args.tensorboard,
+    )
     recs = history.records
     val = history.val
-    print(f"steps {len(recs)}  loss {recs[0]['loss']:.3f} -> {recs[-1]['loss']:.3f}"
-          + (f"  val {val[-1][1]:.3f}" if val else "")
-          + (f"  DIVERGED at step {history.diverged_at}" if history.diverged_at is not None else ""))
+    print(
+        f"steps {len(recs)}  loss {recs[0]['loss']:.3f} -> {recs[-1]['loss']:.3f}"
+        + (f"  val {val[-1][1]:.3f}" if val else "")
+        + (f"  DIVERGED at step {history.diverged_at}" if history.diverged_at is not None else "")
+    )
     print(f"results: {args.out}/metrics.jsonl, {args.out}/summary.json, checkpoint {args.out}/ckpt.pt")
     return 0

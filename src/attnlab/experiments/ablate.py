@@ -7,6 +7,7 @@ run diverged, the largest gradient norm and loss jump (warmup and clipping
 show up there, not in the final loss) and the parameter count (untied weights
 add an output matrix).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,18 +47,32 @@ def checklist_row(history, model, seconds: float) -> dict:
     val_end = val[-1][1] if val else None
     jumps = [b - a for a, b in zip(losses, losses[1:]) if math.isfinite(a) and math.isfinite(b)]
     diverged = history.diverged_at is not None or val_end is None or not math.isfinite(val_end)
-    return {"val_loss_end": val_end, "loss_start": losses[0] if losses else None,
-            "loss_end": losses[-1] if losses else None, "diverged": diverged,
-            "diverged_at": history.diverged_at,
-            "max_grad_norm": max((r["grad_norm"] for r in recs if math.isfinite(r["grad_norm"])), default=None),
-            "max_loss_jump": max(jumps, default=0.0), "params": model.num_params(),
-            "seconds": round(seconds, 3)}
+    return {
+        "val_loss_end": val_end,
+        "loss_start": losses[0] if losses else None,
+        "loss_end": losses[-1] if losses else None,
+        "diverged": diverged,
+        "diverged_at": history.diverged_at,
+        "max_grad_norm": max((r["grad_norm"] for r in recs if math.isfinite(r["grad_norm"])), default=None),
+        "max_loss_jump": max(jumps, default=0.0),
+        "params": model.num_params(),
+        "seconds": round(seconds, 3),
+    }
 
 
-def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
-        changes: list[str] | None = None, corpus: str | None = None, root: str | Path | None = None,
-        executor: str = "serial", workers: int | None = None, ray_address: str | None = None,
-        progress: bool = False) -> dict:
+def run(
+    text: str,
+    cfg: Config | None = None,
+    *,
+    steps: int | None = None,
+    changes: list[str] | None = None,
+    corpus: str | None = None,
+    root: str | Path | None = None,
+    executor: str = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = False,
+) -> dict:
     """Train the baseline and each one-variable change; Δ is against the baseline.
 
     The runs go through :mod:`attnlab.runner` into ``root/<change>`` (a temporary
@@ -79,30 +94,62 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = None,
     rows: dict[str, dict] = {}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="attnlab-ablate-") as tmp:
-        done = execute([Run(name, cfg.replace(**CHANGES[name])) for name in names], text,
-                       root if root is not None else tmp, executor=executor, workers=workers,
-                       ray_address=ray_address, progress=progress, desc="ablate")
+        done = execute(
+            [Run(name, cfg.replace(**CHANGES[name])) for name in names],
+            text,
+            root if root is not None else tmp,
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
+            progress=progress,
+            desc="ablate",
+        )
         for name in names:
             f = done[name]
-            rows[name] = {"change": CHANGES[name], "config": cfg.replace(**CHANGES[name]).to_dict(),
-                          **checklist_row(f.history, f.model, f.seconds)}
+            rows[name] = {
+                "change": CHANGES[name],
+                "config": cfg.replace(**CHANGES[name]).to_dict(),
+                **checklist_row(f.history, f.model, f.seconds),
+            }
     base = rows["baseline"]
     for r in rows.values():
         ok = r["val_loss_end"] is not None and base["val_loss_end"] is not None and not r["diverged"]
         r["delta_val_loss"] = r["val_loss_end"] - base["val_loss_end"] if ok else None
         r["params_ratio"] = r["params"] / base["params"]
-    return {"kind": "ablation_checklist", "config": cfg.to_dict(), "corpus": corpus or "data/corpus.txt",
-            "rows": rows, "seconds": round(time.perf_counter() - t0, 3), **provenance()}
+    return {
+        "kind": "ablation_checklist",
+        "config": cfg.to_dict(),
+        "corpus": corpus or "data/corpus.txt",
+        "rows": rows,
+        "seconds": round(time.perf_counter() - t0, 3),
+        **provenance(),
+    }
 
 
 def checklist_table(result: dict) -> str:
-    headers = ["要素 / change", "验证 loss / val", "Δ val", "发散 / diverged", "最大梯度 / max grad",
-               "最大跳升 / max jump", "参数 / params", "书中说明 / book"]
+    headers = [
+        "要素 / change",
+        "验证 loss / val",
+        "Δ val",
+        "发散 / diverged",
+        "最大梯度 / max grad",
+        "最大跳升 / max jump",
+        "参数 / params",
+        "书中说明 / book",
+    ]
     rows = []
     for name, r in result["rows"].items():
         zh, en, book = LABELS.get(name, (name, name, ""))
-        rows.append([f"{zh} / {en}", r["val_loss_end"],
-                     None if r["delta_val_loss"] is None else f"{r['delta_val_loss']:+.3f}",
-                     "是 yes" if r["diverged"] else "否 no", r["max_grad_norm"], r["max_loss_jump"],
-                     f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})", book])
+        rows.append(
+            [
+                f"{zh} / {en}",
+                r["val_loss_end"],
+                None if r["delta_val_loss"] is None else f"{r['delta_val_loss']:+.3f}",
+                "是 yes" if r["diverged"] else "否 no",
+                r["max_grad_norm"],
+                r["max_loss_jump"],
+                f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})",
+                book,
+            ]
+        )
     return format_table(headers, rows)

@@ -9,6 +9,7 @@ one seed the claim says so. Entries that bring in a committed result
 (``case``, ``failures``, ``heads``, ``sweep``) read its JSON under data/; the
 book does not retrain them (their own commands resume their runs).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,6 @@ def _seeds_done(ctx: Context, runs_of_seed) -> list[int]:
     return [s for s in ctx.scale.seed_list() if ctx.have(runs_of_seed(s))]
 
 
-
-
 def _first_logit_std(f, layer: int = 0) -> float:
     return next(r["layers"][layer]["logit_std"] for r in f.history.records if r.get("layers"))
 
@@ -72,22 +71,37 @@ def _layer0_best(heads: list[dict], key: str) -> float:
 def analyze_case(ctx: Context) -> Outcome:
     res = _committed(ctx, "ch1_case.json")
     P = res["pairs"]
-    gaps = {"small": P["small_unscaled"]["val_loss_end"] - P["small_scaled"]["val_loss_end"],
-            "big": P["big_unscaled"]["val_loss_end"] - P["big_scaled"]["val_loss_end"]}
+    gaps = {
+        "small": P["small_unscaled"]["val_loss_end"] - P["small_scaled"]["val_loss_end"],
+        "big": P["big_unscaled"]["val_loss_end"] - P["big_scaled"]["val_loss_end"],
+    }
     claims = [{**c, "kind": c.get("kind", "book")} for c in res["claims"]]
-    figs = [f for f in ("figures/fig1_2_loss.png", "figures/fig1_3_logit_std.png",
-                        "figures/fig1_4_diagnostics.png") if (ctx.root / f).is_file() or (REPO_ROOT / f).is_file()]
+    figs = [
+        f
+        for f in ("figures/fig1_2_loss.png", "figures/fig1_3_logit_std.png", "figures/fig1_4_diagnostics.png")
+        if (ctx.root / f).is_file() or (REPO_ROOT / f).is_file()
+    ]
     book = book_values("case_loss_1_2_and_1_4")
-    return Outcome(results={
-        "table": [["d_head=32 不缩放 / unscaled 验证 loss", 4.17, _r(P["small_unscaled"]["val_loss_end"])],
-                  ["d_head=32 缩放 / scaled", 4.00, _r(P["small_scaled"]["val_loss_end"])],
-                  ["d_head=256 不缩放 / unscaled", 5.18, _r(P["big_unscaled"]["val_loss_end"])],
-                  ["d_head=256 缩放 / scaled", 4.23, _r(P["big_scaled"]["val_loss_end"])],
-                  ["差距 / gap d_head=32", book["gap_small"], _r(gaps["small"])],
-                  ["差距 / gap d_head=256", book["gap_big"], _r(gaps["big"])],
-                  ["三个种子的小模型差距 / small gap, 3 seeds", "0.1–0.2",
-                   ", ".join(f"{r['gap']:.3f}" for r in res["seeds"]["runs"])]],
-        "source": "data/ch1_case.json"}, claims=claims, figures=figs,)
+    return Outcome(
+        results={
+            "table": [
+                ["d_head=32 不缩放 / unscaled 验证 loss", 4.17, _r(P["small_unscaled"]["val_loss_end"])],
+                ["d_head=32 缩放 / scaled", 4.00, _r(P["small_scaled"]["val_loss_end"])],
+                ["d_head=256 不缩放 / unscaled", 5.18, _r(P["big_unscaled"]["val_loss_end"])],
+                ["d_head=256 缩放 / scaled", 4.23, _r(P["big_scaled"]["val_loss_end"])],
+                ["差距 / gap d_head=32", book["gap_small"], _r(gaps["small"])],
+                ["差距 / gap d_head=256", book["gap_big"], _r(gaps["big"])],
+                [
+                    "三个种子的小模型差距 / small gap, 3 seeds",
+                    "0.1–0.2",
+                    ", ".join(f"{r['gap']:.3f}" for r in res["seeds"]["runs"]),
+                ],
+            ],
+            "source": "data/ch1_case.json",
+        },
+        claims=claims,
+        figures=figs,
+    )
 
 
 # ========================================================================= §1.7.8 QK-norm
@@ -96,7 +110,7 @@ def qk_runs_of_seed(scale, seed):
 
 
 def qk_pair(scale, size: str, seed: int):
-    return [r for r in qk_runs_of_seed(scale, seed) if f"_{size}_" in r.name]     # unscaled, scaled
+    return [r for r in qk_runs_of_seed(scale, seed) if f"_{size}_" in r.name]  # unscaled, scaled
 
 
 def analyze_qk_norm(ctx: Context) -> Outcome:
@@ -106,83 +120,151 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
     for size in ("small", "big"):
         for i, tag in enumerate(("unscaled", "scaled")):
             fs = [ctx.get(qk_pair(ctx.scale, size, s)[i]) for s in seeds[size]]
-            per[f"{size}_{tag}"] = {"val": [_val(f) for f in fs],
-                                    "logit_std_init": [_first_logit_std(f) for f in fs],
-                                    "logit_std_end": [f.history.records[-1]["layers"][0]["logit_std"] for f in fs],
-                                    "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs]}
+            per[f"{size}_{tag}"] = {
+                "val": [_val(f) for f in fs],
+                "logit_std_init": [_first_logit_std(f) for f in fs],
+                "logit_std_end": [f.history.records[-1]["layers"][0]["logit_std"] for f in fs],
+                "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs],
+            }
         gap[size] = [u - s for u, s in zip(per[f"{size}_unscaled"]["val"], per[f"{size}_scaled"]["val"])]
     case = _case_gaps(ctx)
-    table = [[f"d_head={32 if k.startswith('small') else 256} {k.split('_')[1]}", len(v["val"]),
-              _r(statistics.fmean(v["val"])) if v["val"] else None,
-              _r(statistics.fmean(v["logit_std_init"]), 3) if v["val"] else None,
-              _r(statistics.fmean(v["logit_std_end"]), 3) if v["val"] else None,
-              _r(statistics.fmean(v["entropy_end"]), 3) if v["val"] else None] for k, v in per.items()]
-    res = {"headers": ["QK-norm 模型 / model", "种子 / seeds", "验证 loss / val", "初始 logits std / init",
-                       "训练后 logits std / end", "训练后熵 / entropy end"], "rows": table,
-           "seeds": seeds, "runs": per, "gap": gap,
-           "gap_mean": {k: _r(_mean_sd(v)[0]) if v else None for k, v in gap.items()},
-           "gap_sd": {k: _r(_mean_sd(v)[1]) if v else None for k, v in gap.items()},
-           "without_qk_norm": case}
+    table = [
+        [
+            f"d_head={32 if k.startswith('small') else 256} {k.split('_')[1]}",
+            len(v["val"]),
+            _r(statistics.fmean(v["val"])) if v["val"] else None,
+            _r(statistics.fmean(v["logit_std_init"]), 3) if v["val"] else None,
+            _r(statistics.fmean(v["logit_std_end"]), 3) if v["val"] else None,
+            _r(statistics.fmean(v["entropy_end"]), 3) if v["val"] else None,
+        ]
+        for k, v in per.items()
+    ]
+    res = {
+        "headers": [
+            "QK-norm 模型 / model",
+            "种子 / seeds",
+            "验证 loss / val",
+            "初始 logits std / init",
+            "训练后 logits std / end",
+            "训练后熵 / entropy end",
+        ],
+        "rows": table,
+        "seeds": seeds,
+        "runs": per,
+        "gap": gap,
+        "gap_mean": {k: _r(_mean_sd(v)[0]) if v else None for k, v in gap.items()},
+        "gap_sd": {k: _r(_mean_sd(v)[1]) if v else None for k, v in gap.items()},
+        "without_qk_norm": case,
+    }
     claims = []
     for size in ("small", "big"):
         if not seeds[size]:
             continue
         d = ctx.get(qk_pair(ctx.scale, size, seeds[size][0])[0]).model.cfg.d_head
         init = per[f"{size}_unscaled"]["logit_std_init"]
-        claims.append(claim(f"qk_init_std_sqrt_d_{size}", "§1.3 / §1.7.8",
-                            f"QK-norm 使脚注前提成立：不缩放时初始 logits 标准差 ≈ √d_head = {math.sqrt(d):.2f} / "
-                            f"with q, k normalised the unscaled init logit std is near sqrt(d_head) (d_head {d})",
-                            [_r(x, 3) for x in init], f"within 25% of {math.sqrt(d):.2f}",
-                            all(abs(x / math.sqrt(d) - 1) < 0.25 for x in init), kind="sanity"))
+        claims.append(
+            claim(
+                f"qk_init_std_sqrt_d_{size}",
+                "§1.3 / §1.7.8",
+                f"QK-norm 使脚注前提成立：不缩放时初始 logits 标准差 ≈ √d_head = {math.sqrt(d):.2f} / "
+                f"with q, k normalised the unscaled init logit std is near sqrt(d_head) (d_head {d})",
+                [_r(x, 3) for x in init],
+                f"within 25% of {math.sqrt(d):.2f}",
+                all(abs(x / math.sqrt(d) - 1) < 0.25 for x in init),
+                kind="sanity",
+            )
+        )
         sc = per[f"{size}_scaled"]["logit_std_init"]
-        claims.append(claim(f"qk_scaled_init_std_one_{size}", "§1.3 / §1.7.8",
-                            f"缩放后初始 logits 标准差 ≈ 1，与 d_head 无关 / scaled: init logit std near 1 (d_head {d})",
-                            [_r(x, 3) for x in sc], "within 25% of 1", all(abs(x - 1) < 0.25 for x in sc),
-                            kind="sanity"))
+        claims.append(
+            claim(
+                f"qk_scaled_init_std_one_{size}",
+                "§1.3 / §1.7.8",
+                f"缩放后初始 logits 标准差 ≈ 1，与 d_head 无关 / scaled: init logit std near 1 (d_head {d})",
+                [_r(x, 3) for x in sc],
+                "within 25% of 1",
+                all(abs(x - 1) < 0.25 for x in sc),
+                kind="sanity",
+            )
+        )
     if seeds["small"]:
         gs = gap["small"]
         ms, sds = _mean_sd(gs)
         tol = 2 * sds if sds is not None else 0.05
-        claims.append(claim("qk_small_gap_appears", "§1.7.8",
-                            "预测：有 QK-norm 时 d_head=32 也会出现明显差距（不缩放的 logits 一开始就 ≈5.7）/ "
-                            "prediction: with QK-norm the small model's gap becomes clear",
-                            {"gaps": [_r(g) for g in gs], "mean": _r(ms), "sd": _r(sds),
-                             "without_qk_norm": [_r(g) for g in case.get("small", [])]},
-                            f"mean gap > 0.1 and > 2 sd of the seed spread (tol {tol:.3f})"
-                            + (" — one seed: no spread" if sds is None else ""),
-                            ms > 0.1 and ms > tol))
+        claims.append(
+            claim(
+                "qk_small_gap_appears",
+                "§1.7.8",
+                "预测：有 QK-norm 时 d_head=32 也会出现明显差距（不缩放的 logits 一开始就 ≈5.7）/ "
+                "prediction: with QK-norm the small model's gap becomes clear",
+                {
+                    "gaps": [_r(g) for g in gs],
+                    "mean": _r(ms),
+                    "sd": _r(sds),
+                    "without_qk_norm": [_r(g) for g in case.get("small", [])],
+                },
+                f"mean gap > 0.1 and > 2 sd of the seed spread (tol {tol:.3f})"
+                + (" — one seed: no spread" if sds is None else ""),
+                ms > 0.1 and ms > tol,
+            )
+        )
     if seeds["big"]:
         mb, sdb = _mean_sd(gap["big"])
-        claims.append(claim("qk_big_gap_persists", "§1.7.8",
-                            "预测：d_head=256 的差距依然存在（logits 一开始 ≈16，比无 QK-norm 时的 1.6 更大）/ "
-                            "prediction: the big gap persists",
-                            {"gaps": [_r(g) for g in gap["big"]], "mean": _r(mb), "sd": _r(sdb),
-                             "without_qk_norm": case.get("big")}, "mean gap > 0.1", mb > 0.1))
-        claims.append(claim("qk_bounds_logits", "§1.7.8",
-                            "“即使权重疯狂增长，logits 也不会失控” / QK-norm keeps the logits bounded: the unscaled big "
-                            "model no longer reaches thousands",
-                            {"qk_norm_end": [_r(x, 3) for x in per["big_unscaled"]["logit_std_end"]],
-                             "without_qk_norm_end": case.get("big_unscaled_logit_std_end")},
-                            "logit std at the end < 100 (without QK-norm: thousands)",
-                            all(x < 100 for x in per["big_unscaled"]["logit_std_end"])))
+        claims.append(
+            claim(
+                "qk_big_gap_persists",
+                "§1.7.8",
+                "预测：d_head=256 的差距依然存在（logits 一开始 ≈16，比无 QK-norm 时的 1.6 更大）/ "
+                "prediction: the big gap persists",
+                {
+                    "gaps": [_r(g) for g in gap["big"]],
+                    "mean": _r(mb),
+                    "sd": _r(sdb),
+                    "without_qk_norm": case.get("big"),
+                },
+                "mean gap > 0.1",
+                mb > 0.1,
+            )
+        )
+        claims.append(
+            claim(
+                "qk_bounds_logits",
+                "§1.7.8",
+                "“即使权重疯狂增长，logits 也不会失控” / QK-norm keeps the logits bounded: the unscaled big "
+                "model no longer reaches thousands",
+                {
+                    "qk_norm_end": [_r(x, 3) for x in per["big_unscaled"]["logit_std_end"]],
+                    "without_qk_norm_end": case.get("big_unscaled_logit_std_end"),
+                },
+                "logit std at the end < 100 (without QK-norm: thousands)",
+                all(x < 100 for x in per["big_unscaled"]["logit_std_end"]),
+            )
+        )
     figs = [ctx.fig("gaps.png")]
     if seeds["small"] and case.get("small"):
-        same = [(g, case["small"][ctx.scale.seed_list().index(s)]) for g, s in zip(gap["small"], seeds["small"])
-                if ctx.scale.seed_list().index(s) < len(case["small"])]
+        same = [
+            (g, case["small"][ctx.scale.seed_list().index(s)])
+            for g, s in zip(gap["small"], seeds["small"])
+            if ctx.scale.seed_list().index(s) < len(case["small"])
+        ]
         if same:
             res["same_seed_without_qk_norm"] = [[_r(a), _r(b)] for a, b in same]
             spread = max(case["small"]) - min(case["small"])
             decisive = len(seeds["small"]) > 1 and all(a - b > spread for a, b in same)
             res["decisive"] = decisive
             if not decisive:
-                res_note = ("同一种子下有/无 QK-norm 的小模型差距 / the small gap with vs without QK-norm, same seed: "
-                            + ", ".join(f"{a:.3f} vs {b:.3f}" for a, b in same)
-                            + f"；无 QK-norm 时三个种子的差距本身就相差 {spread:.2f}，所以在更多种子完成之前这还不能"
-                              f"说明 QK-norm 让差距变大 / without QK-norm the three seeds' gaps already span "
-                              f"{spread:.2f}, so this does not yet show that QK-norm widens the gap")
+                res_note = (
+                    "同一种子下有/无 QK-norm 的小模型差距 / the small gap with vs without QK-norm, same seed: "
+                    + ", ".join(f"{a:.3f} vs {b:.3f}" for a, b in same)
+                    + f"；无 QK-norm 时三个种子的差距本身就相差 {spread:.2f}，所以在更多种子完成之前这还不能"
+                    f"说明 QK-norm 让差距变大 / without QK-norm the three seeds' gaps already span "
+                    f"{spread:.2f}, so this does not yet show that QK-norm widens the gap"
+                )
                 res.setdefault("notes", []).append(res_note)
-    notes = list(res.get("notes", [])) + [f"d_head={32 if k == 'small' else 256}: {len(v)} / {ctx.scale.seeds} 个种子完成 / seeds finished"
-             for k, v in seeds.items() if len(v) < ctx.scale.seeds]
+    notes = list(res.get("notes", [])) + [
+        f"d_head={32 if k == 'small' else 256}: {len(v)} / {ctx.scale.seeds} 个种子完成 / seeds finished"
+        for k, v in seeds.items()
+        if len(v) < ctx.scale.seeds
+    ]
     full = all(len(v) == ctx.scale.seeds for v in seeds.values())
     return Outcome(results=res, claims=claims, figures=figs, notes=notes, status="done" if full else "partial")
 
@@ -196,7 +278,8 @@ PREDICTION_QK = (
     " / With q, k normalised to unit variance the footnote's premise holds: unscaled init logit std ≈ sqrt(d_head) "
     "(5.7 at 32, 16 at 256), scaled ≈ 1. Predicted: both scaled models train normally; the unscaled small model now "
     "starts saturated, so the gap the case could not reproduce appears; the big gap persists but the logits stay "
-    "bounded; the learnable norm gains may let the unscaled models shrink their logits, narrowing the gap.")
+    "bounded; the learnable norm gains may let the unscaled models shrink their logits, narrowing the gap."
+)
 
 
 def _case_gaps(ctx: Context) -> dict:
@@ -206,11 +289,12 @@ def _case_gaps(ctx: Context) -> dict:
         return {}
     P = res["pairs"]
     ls = P["big_unscaled"]["trace"]["layers"][0]["logit_std"]
-    return {"small": [r["gap"] for r in res["seeds"]["runs"]], "small_mean": _r(res["seeds"]["mean_gap"]),
-            "big": _r(P["big_unscaled"]["val_loss_end"] - P["big_scaled"]["val_loss_end"]),
-            "big_unscaled_logit_std_end": _r(sum(ls[-20:]) / len(ls[-20:]))}
-
-
+    return {
+        "small": [r["gap"] for r in res["seeds"]["runs"]],
+        "small_mean": _r(res["seeds"]["mean_gap"]),
+        "big": _r(P["big_unscaled"]["val_loss_end"] - P["big_scaled"]["val_loss_end"]),
+        "big_unscaled_logit_std_end": _r(sum(ls[-20:]) / len(ls[-20:])),
+    }
 
 
 # =================================================================== §1.8.5 heads (committed)
@@ -220,29 +304,59 @@ def analyze_heads(ctx: Context) -> Outcome:
     rows = []
     for h in res["heads"]:
         b = book.get(f"L{h['layer']}H{h['head']}")
-        rows.append([f"L{h['layer']}·H{h['head']}", b[0] if b else None, _r(h["entropy"], 3),
-                     b[1] if b else None, _r(h["diag"], 3), b[2] if b else None, _r(h["prev"], 3)])
+        rows.append(
+            [
+                f"L{h['layer']}·H{h['head']}",
+                b[0] if b else None,
+                _r(h["entropy"], 3),
+                b[1] if b else None,
+                _r(h["diag"], 3),
+                b[2] if b else None,
+                _r(h["prev"], 3),
+            ]
+        )
     heads = res["heads"]
     claims = list(res.get("claims", []))
     if not claims:
         claims = [
-            claim("prev_head_exists", "§1.8.5", "层 0 有一个“看前一位”的头（书中 L0·H1 prev 0.45）/ "
-                  "layer 0 has a previous-token head", _r(_layer0_best(heads, "prev"), 3),
-                  "max prev over layer-0 heads > 0.3", _layer0_best(heads, "prev") > 0.3),
-            claim("self_head_exists", "§1.8.5", "层 0 有一个主要看自己的头（书中 L0·H0 对角 0.77）/ "
-                  "layer 0 has a self-attending head", _r(_layer0_best(heads, "diag"), 3),
-                  "max diag over layer-0 heads > 0.5", _layer0_best(heads, "diag") > 0.5),
-            claim("heads_not_uniform", "§1.8.5", "头都比均匀分布更集中 / every head is sharper than uniform",
-                  [_r(h["entropy"], 3) for h in heads], "every mean entropy < 0.95",
-                  all(h["entropy"] < 0.95 for h in heads), kind="sanity"),
+            claim(
+                "prev_head_exists",
+                "§1.8.5",
+                "层 0 有一个“看前一位”的头（书中 L0·H1 prev 0.45）/ layer 0 has a previous-token head",
+                _r(_layer0_best(heads, "prev"), 3),
+                "max prev over layer-0 heads > 0.3",
+                _layer0_best(heads, "prev") > 0.3,
+            ),
+            claim(
+                "self_head_exists",
+                "§1.8.5",
+                "层 0 有一个主要看自己的头（书中 L0·H0 对角 0.77）/ layer 0 has a self-attending head",
+                _r(_layer0_best(heads, "diag"), 3),
+                "max diag over layer-0 heads > 0.5",
+                _layer0_best(heads, "diag") > 0.5,
+            ),
+            claim(
+                "heads_not_uniform",
+                "§1.8.5",
+                "头都比均匀分布更集中 / every head is sharper than uniform",
+                [_r(h["entropy"], 3) for h in heads],
+                "every mean entropy < 0.95",
+                all(h["entropy"] < 0.95 for h in heads),
+                kind="sanity",
+            ),
         ]
     abl = res.get("ablation", {}).get("heads", [])
     figs = [f for f in ("figures/attention_maps.png",) if (REPO_ROOT / f).is_file() or (ctx.root / f).is_file()]
-    return Outcome(results={"headers": ["头 / head", "书·熵", "熵 / entropy", "书·对角", "对角 / diag",
-                                        "书·前一位", "前一位 / prev"], "rows": rows,
-                            "ablation": [[f"L{a['layer']}·H{a['head']}", _r(a["delta_loss"], 3)] for a in abl],
-                            "source": "data/head_portrait.json"},
-                   claims=claims, figures=figs)
+    return Outcome(
+        results={
+            "headers": ["头 / head", "书·熵", "熵 / entropy", "书·对角", "对角 / diag", "书·前一位", "前一位 / prev"],
+            "rows": rows,
+            "ablation": [[f"L{a['layer']}·H{a['head']}", _r(a["delta_loss"], 3)] for a in abl],
+            "source": "data/head_portrait.json",
+        },
+        claims=claims,
+        figures=figs,
+    )
 
 
 # ====================================================================== §1.8.7 KV cache, GQA
@@ -256,11 +370,18 @@ def analyze_kv(ctx: Context) -> Outcome:
             rows.append(ex)
     mem = book_values("memory_formulas")
     per_tok = {k: kv_cache_bytes(80, g, 128, 1) / 1e6 for k, g in (("MHA", 64), ("GQA_g8", 8), ("MQA", 1))}
-    claims = [claim(f"kv_formula_{k}", "§1.8.7 / §1.8.8",
-                    f"式 1.20：Llama-2 70B 每 token KV 缓存 {mem['kv_cache_per_token_MB'][k]} MB（{k}）/ eq. 1.20",
-                    _r(v, 3), f"{mem['kv_cache_per_token_MB'][k]} MB to the book's 2 digits",
-                    abs(v - mem["kv_cache_per_token_MB"][k]) <= 0.006 + 0.02 * v, kind="book")
-              for k, v in per_tok.items()]
+    claims = [
+        claim(
+            f"kv_formula_{k}",
+            "§1.8.7 / §1.8.8",
+            f"式 1.20：Llama-2 70B 每 token KV 缓存 {mem['kv_cache_per_token_MB'][k]} MB（{k}）/ eq. 1.20",
+            _r(v, 3),
+            f"{mem['kv_cache_per_token_MB'][k]} MB to the book's 2 digits",
+            abs(v - mem["kv_cache_per_token_MB"][k]) <= 0.006 + 0.02 * v,
+            kind="book",
+        )
+        for k, v in per_tok.items()
+    ]
     # the formula against the cache our own model really holds (fp32, the small configuration)
     measured = []
     base = ctx.scale.cfg(**R.SMALL)
@@ -272,38 +393,81 @@ def analyze_kv(ctx: Context) -> Outcome:
             model(torch.zeros(1, cfg.block_size, dtype=torch.long), kv_cache=caches)
         held = sum(c.k.numel() * c.k.element_size() + c.v.numel() * c.v.element_size() for c in caches)
         formula = kv_cache_bytes(cfg.n_layer, g, cfg.d_head, cfg.block_size, bytes_per=4)
-        measured.append({"n_kv_head": g, "scheme": {base.n_head: "MHA", 2: "GQA g=2", 1: "MQA"}[g],
-                         "cache_bytes_measured": held, "cache_bytes_formula": formula,
-                         "params": model.num_params()})
-    claims.append(claim("kv_formula_matches_model", "§1.8.7", "式 1.20 等于本模型 KV 缓存实际占用的字节数 / "
-                        "eq. 1.20 equals the bytes our model's KV cache holds",
-                        [[m["scheme"], m["cache_bytes_measured"], m["cache_bytes_formula"]] for m in measured],
-                        "equal, for MHA, GQA and MQA", all(m["cache_bytes_measured"] == m["cache_bytes_formula"]
-                                                         for m in measured), kind="sanity"))
+        measured.append(
+            {
+                "n_kv_head": g,
+                "scheme": {base.n_head: "MHA", 2: "GQA g=2", 1: "MQA"}[g],
+                "cache_bytes_measured": held,
+                "cache_bytes_formula": formula,
+                "params": model.num_params(),
+            }
+        )
+    claims.append(
+        claim(
+            "kv_formula_matches_model",
+            "§1.8.7",
+            "式 1.20 等于本模型 KV 缓存实际占用的字节数 / eq. 1.20 equals the bytes our model's KV cache holds",
+            [[m["scheme"], m["cache_bytes_measured"], m["cache_bytes_formula"]] for m in measured],
+            "equal, for MHA, GQA and MQA",
+            all(m["cache_bytes_measured"] == m["cache_bytes_formula"] for m in measured),
+            kind="sanity",
+        )
+    )
     trained = {}
     seeds = _seeds_done(ctx, lambda s: [R.kv_run(ctx.scale, g, s) for g in (4, 2, 1)])
     for g in (4, 2, 1):
         trained[str(g)] = [_val(ctx.get(R.kv_run(ctx.scale, g, s))) for s in seeds]
-    res = {"headers": ["方案 / scheme", "KV 头 / kv heads", "缓存字节（实测）/ cache bytes held",
-                       "式 1.20 / formula", "参数 / params", "验证 loss / val"],
-           "rows": [[m["scheme"], m["n_kv_head"], m["cache_bytes_measured"], m["cache_bytes_formula"], m["params"],
-                     _r(statistics.fmean(trained[str(m["n_kv_head"])])) if seeds else "未运行 / not run yet"]
-                    for m in measured],
-           "table": [[f"Llama-2 70B {k} MB/token", mem["kv_cache_per_token_MB"][k], _r(v, 3)] for k, v in per_tok.items()],
-           "book_llama2_70b_MB_per_token": {k: _r(v, 3) for k, v in per_tok.items()},
-           "book_MB_per_token": mem["kv_cache_per_token_MB"], "ours": measured, "seeds": seeds,
-           "val_loss": trained}
+    res = {
+        "headers": [
+            "方案 / scheme",
+            "KV 头 / kv heads",
+            "缓存字节（实测）/ cache bytes held",
+            "式 1.20 / formula",
+            "参数 / params",
+            "验证 loss / val",
+        ],
+        "rows": [
+            [
+                m["scheme"],
+                m["n_kv_head"],
+                m["cache_bytes_measured"],
+                m["cache_bytes_formula"],
+                m["params"],
+                _r(statistics.fmean(trained[str(m["n_kv_head"])])) if seeds else "未运行 / not run yet",
+            ]
+            for m in measured
+        ],
+        "table": [[f"Llama-2 70B {k} MB/token", mem["kv_cache_per_token_MB"][k], _r(v, 3)] for k, v in per_tok.items()],
+        "book_llama2_70b_MB_per_token": {k: _r(v, 3) for k, v in per_tok.items()},
+        "book_MB_per_token": mem["kv_cache_per_token_MB"],
+        "ours": measured,
+        "seeds": seeds,
+        "val_loss": trained,
+    }
     notes = []
     status = "done"
     if seeds:
         mha, mqa = statistics.fmean(trained["4"]), statistics.fmean(trained["1"])
-        claims.append(claim("mqa_costs_some_quality", "§1.8.8", "MQA 把缓存降到 1/n_head，“实践中这会损失一些质量”/ "
-                            "MQA loses some quality", {"MHA": _r(mha), "GQA": _r(statistics.fmean(trained["2"])),
-                                                       "MQA": _r(mqa)},
-                            "MQA val loss ≥ MHA val loss", mqa >= mha))
-        claims.append(claim("gqa_small_loss", "§1.8.8", "GQA 的质量损失很小 / GQA loses little",
-                            {"GQA_minus_MHA": _r(statistics.fmean(trained["2"]) - mha)},
-                            "GQA − MHA < 0.1", statistics.fmean(trained["2"]) - mha < 0.1))
+        claims.append(
+            claim(
+                "mqa_costs_some_quality",
+                "§1.8.8",
+                "MQA 把缓存降到 1/n_head，“实践中这会损失一些质量”/ MQA loses some quality",
+                {"MHA": _r(mha), "GQA": _r(statistics.fmean(trained["2"])), "MQA": _r(mqa)},
+                "MQA val loss ≥ MHA val loss",
+                mqa >= mha,
+            )
+        )
+        claims.append(
+            claim(
+                "gqa_small_loss",
+                "§1.8.8",
+                "GQA 的质量损失很小 / GQA loses little",
+                {"GQA_minus_MHA": _r(statistics.fmean(trained["2"]) - mha)},
+                "GQA − MHA < 0.1",
+                statistics.fmean(trained["2"]) - mha < 0.1,
+            )
+        )
         if len(seeds) < ctx.scale.seeds:
             notes.append(f"trained losses from {len(seeds)} of {ctx.scale.seeds} seeds")
             status = "partial"
@@ -322,35 +486,69 @@ def analyze_positions(ctx: Context) -> Outcome:
     val = {k: [_val(ctx.get(R.position_runs(ctx.scale, k, s))) for s in seeds] for k in POS_KINDS}
     first = {k: ctx.get(R.position_runs(ctx.scale, k, seeds[0])) for k in POS_KINDS}
     portraits = {k: _portrait(ctx, f) for k, f in first.items()}
-    summary = {k: {"val_mean": _r(statistics.fmean(v)), "val": [_r(x) for x in v],
-                   "layer0_max_prev": _r(_layer0_best(portraits[k], "prev"), 3),
-                   "layer0_max_diag": _r(_layer0_best(portraits[k], "diag"), 3)} for k, v in val.items()}
+    summary = {
+        k: {
+            "val_mean": _r(statistics.fmean(v)),
+            "val": [_r(x) for x in v],
+            "layer0_max_prev": _r(_layer0_best(portraits[k], "prev"), 3),
+            "layer0_max_diag": _r(_layer0_best(portraits[k], "diag"), 3),
+        }
+        for k, v in val.items()
+    }
     m = {k: statistics.fmean(v) for k, v in val.items()}
     claims = [
-        claim("positions_needed", "§1.9 / §1.13.4", "去掉位置编码“完全学不会顺序”：验证 loss 明显变差 / without "
-              "positions the model is clearly worse", {"none": _r(m["none"]), "learned": _r(m["learned"])},
-              "none − learned > 0.1", m["none"] - m["learned"] > 0.1),
-        claim("prev_head_needs_positions", "§1.9.7 / 自测 6", "没有位置编码，“看前一位”的头学不出来 / without "
-              "positions the previous-token head does not form",
-              {"none": summary["none"]["layer0_max_prev"], "learned": summary["learned"]["layer0_max_prev"]},
-              "max prev over layer-0 heads < half of the learned model's",
-              summary["none"]["layer0_max_prev"] < 0.5 * summary["learned"]["layer0_max_prev"]),
-        claim("three_schemes_close", "§1.9", "三种位置编码在这个规模上都能用 / the three schemes all work here",
-              {k: _r(m[k]) for k in ("learned", "sinusoidal", "rope")},
-              "each within 0.15 of the best of the three",
-              max(m[k] for k in ("learned", "sinusoidal", "rope")) - min(m[k] for k in ("learned", "sinusoidal", "rope")) < 0.15,
-              kind="sanity"),
+        claim(
+            "positions_needed",
+            "§1.9 / §1.13.4",
+            "去掉位置编码“完全学不会顺序”：验证 loss 明显变差 / without positions the model is clearly worse",
+            {"none": _r(m["none"]), "learned": _r(m["learned"])},
+            "none − learned > 0.1",
+            m["none"] - m["learned"] > 0.1,
+        ),
+        claim(
+            "prev_head_needs_positions",
+            "§1.9.7 / 自测 6",
+            "没有位置编码，“看前一位”的头学不出来 / without positions the previous-token head does not form",
+            {"none": summary["none"]["layer0_max_prev"], "learned": summary["learned"]["layer0_max_prev"]},
+            "max prev over layer-0 heads < half of the learned model's",
+            summary["none"]["layer0_max_prev"] < 0.5 * summary["learned"]["layer0_max_prev"],
+        ),
+        claim(
+            "three_schemes_close",
+            "§1.9",
+            "三种位置编码在这个规模上都能用 / the three schemes all work here",
+            {k: _r(m[k]) for k in ("learned", "sinusoidal", "rope")},
+            "each within 0.15 of the best of the three",
+            max(m[k] for k in ("learned", "sinusoidal", "rope")) - min(m[k] for k in ("learned", "sinusoidal", "rope"))
+            < 0.15,
+            kind="sanity",
+        ),
     ]
     figs = [ctx.fig("val_loss.png"), ctx.fig("portraits.png")]
     notes = [] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds finished"]
-    table = [[k, len(val[k]), summary[k]["val_mean"], summary[k]["layer0_max_prev"], summary[k]["layer0_max_diag"]]
-             for k in POS_KINDS]
-    return Outcome(results={"headers": ["位置编码 / positions", "种子 / seeds", "验证 loss / val",
-                                        "层 0 最大前一位 / L0 max prev", "层 0 最大对角 / L0 max diag"],
-                            "rows": table, "seeds": seeds, "summary": summary, "portraits": portraits}, claims=claims,
-                   figures=figs, notes=notes, status="done" if len(seeds) == ctx.scale.seeds else "partial")
-
-
+    table = [
+        [k, len(val[k]), summary[k]["val_mean"], summary[k]["layer0_max_prev"], summary[k]["layer0_max_diag"]]
+        for k in POS_KINDS
+    ]
+    return Outcome(
+        results={
+            "headers": [
+                "位置编码 / positions",
+                "种子 / seeds",
+                "验证 loss / val",
+                "层 0 最大前一位 / L0 max prev",
+                "层 0 最大对角 / L0 max diag",
+            ],
+            "rows": table,
+            "seeds": seeds,
+            "summary": summary,
+            "portraits": portraits,
+        },
+        claims=claims,
+        figures=figs,
+        notes=notes,
+        status="done" if len(seeds) == ctx.scale.seeds else "partial",
+    )
 
 
 # ==================================================================== §1.11.7 failures (committed)
@@ -360,33 +558,82 @@ def analyze_failures(ctx: Context) -> Outcome:
     rows = []
     for name, v in res["variants"].items():
         b = book.get(name)
-        rows.append([name, b[1] if b else None, _r(v["loss_end"]), b[3] if b else None, _r(v["weight_entropy"], 3),
-                     b[5] if b else None, _r(v["row_sum_max"], 4), _r(v["future_weight_max"], 3)])
+        rows.append(
+            [
+                name,
+                b[1] if b else None,
+                _r(v["loss_end"]),
+                b[3] if b else None,
+                _r(v["weight_entropy"], 3),
+                b[5] if b else None,
+                _r(v["row_sum_max"], 4),
+                _r(v["future_weight_max"], 3),
+            ]
+        )
     V = res["variants"]
     claims = list(res.get("claims", []))
     if not claims:
         claims = [
-            claim("mask_zero_lower_loss", "§1.11.7①", "掩码用 0：loss 反而更低 / mask 0: lower loss",
-                  {"mask_zero": _r(V["mask_zero"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
-                  "mask_zero < correct", V["mask_zero"]["loss_end"] < V["correct"]["loss_end"]),
-            claim("mask_zero_sees_future", "§1.11.7①", "掩码用 0 时未来位置拿到权重 / future gets weight",
-                  _r(V["mask_zero"]["future_weight_max"], 3), "> 0.01", V["mask_zero"]["future_weight_max"] > 0.01,
-                  kind="sanity"),
-            claim("scale_after_rowsum", "§1.11.7②", "缩放位置错：行和 = 1/√d_head / rows sum to 1/sqrt(d_head)",
-                  _r(V["scale_after_softmax"]["row_sum_max"], 4),
-                  f"{res['expected_row_sum_after_softmax_scale']:.4f} ± 1e-3",
-                  abs(V["scale_after_softmax"]["row_sum_max"] - res["expected_row_sum_after_softmax_scale"]) < 1e-3),
-            claim("no_max_invisible", "§1.11.7③", "缺数值稳定：这个规模下看不出来 / invisible at this scale",
-                  {"bug": _r(V["no_max_subtraction"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
-                  "|Δ loss_end| < 0.1", abs(V["no_max_subtraction"]["loss_end"] - V["correct"]["loss_end"]) < 0.1),
-            claim("divide_by_dk_uniform", "§1.11.7④", "误用 d_k：注意力退化成均匀（熵≈1）/ near-uniform",
-                  _r(V["divide_by_d_k"]["weight_entropy"], 4), "> 0.95 (book 0.9989)",
-                  V["divide_by_d_k"]["weight_entropy"] > 0.95),
+            claim(
+                "mask_zero_lower_loss",
+                "§1.11.7①",
+                "掩码用 0：loss 反而更低 / mask 0: lower loss",
+                {"mask_zero": _r(V["mask_zero"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
+                "mask_zero < correct",
+                V["mask_zero"]["loss_end"] < V["correct"]["loss_end"],
+            ),
+            claim(
+                "mask_zero_sees_future",
+                "§1.11.7①",
+                "掩码用 0 时未来位置拿到权重 / future gets weight",
+                _r(V["mask_zero"]["future_weight_max"], 3),
+                "> 0.01",
+                V["mask_zero"]["future_weight_max"] > 0.01,
+                kind="sanity",
+            ),
+            claim(
+                "scale_after_rowsum",
+                "§1.11.7②",
+                "缩放位置错：行和 = 1/√d_head / rows sum to 1/sqrt(d_head)",
+                _r(V["scale_after_softmax"]["row_sum_max"], 4),
+                f"{res['expected_row_sum_after_softmax_scale']:.4f} ± 1e-3",
+                abs(V["scale_after_softmax"]["row_sum_max"] - res["expected_row_sum_after_softmax_scale"]) < 1e-3,
+            ),
+            claim(
+                "no_max_invisible",
+                "§1.11.7③",
+                "缺数值稳定：这个规模下看不出来 / invisible at this scale",
+                {"bug": _r(V["no_max_subtraction"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
+                "|Δ loss_end| < 0.1",
+                abs(V["no_max_subtraction"]["loss_end"] - V["correct"]["loss_end"]) < 0.1,
+            ),
+            claim(
+                "divide_by_dk_uniform",
+                "§1.11.7④",
+                "误用 d_k：注意力退化成均匀（熵≈1）/ near-uniform",
+                _r(V["divide_by_d_k"]["weight_entropy"], 4),
+                "> 0.95 (book 0.9989)",
+                V["divide_by_d_k"]["weight_entropy"] > 0.95,
+            ),
         ]
-    return Outcome(results={"headers": ["变体 / variant", "书·loss终", "loss 终 / end", "书·熵", "熵 / entropy",
-                                        "书·行和", "行和 / row sum", "未来权重 / future"], "rows": rows,
-                            "steps": res["config"]["max_steps"], "source": "data/failure_symptoms.json"},
-                   claims=claims)
+    return Outcome(
+        results={
+            "headers": [
+                "变体 / variant",
+                "书·loss终",
+                "loss 终 / end",
+                "书·熵",
+                "熵 / entropy",
+                "书·行和",
+                "行和 / row sum",
+                "未来权重 / future",
+            ],
+            "rows": rows,
+            "steps": res["config"]["max_steps"],
+            "source": "data/failure_symptoms.json",
+        },
+        claims=claims,
+    )
 
 
 # ======================================================================= §1.12.4 head dynamics
@@ -409,8 +656,9 @@ def analyze_dynamics(ctx: Context) -> Outcome:
         d = ctx.root / "runs" / "dynamics" / f"s{seed}"
         paths = [d / f"ckpt_{s}.pt" for s in steps]
         if all(p.is_file() for p in paths) and all(
-                Config.from_dict(read_checkpoint(p)["config"]).to_dict() == cfg.replace(max_steps=steps[-1]).to_dict()
-                for p in paths[:1]):
+            Config.from_dict(read_checkpoint(p)["config"]).to_dict() == cfg.replace(max_steps=steps[-1]).to_dict()
+            for p in paths[:1]
+        ):
             from .common import load_model
 
             snaps = []
@@ -419,33 +667,64 @@ def analyze_dynamics(ctx: Context) -> Outcome:
                 snaps.append({"step": s, "heads": analyze_model(model, tok, ctx.text, ablate=False)["heads"]})
             r = {"snapshots": snaps, "reused": True}
         elif not ctx.train:
-            raise NotAvailable(f"snapshots of seed {seed} not on disk (runs/dynamics/s{seed}); "
-                               f"run `attnlab book --only §1.12.4`")
+            raise NotAvailable(
+                f"snapshots of seed {seed} not on disk (runs/dynamics/s{seed}); run `attnlab book --only §1.12.4`"
+            )
         else:
             r = dynamics(ctx.text, cfg, steps, d)
-        per_seed.append({"seed": seed, "prev": [_layer0_best(s["heads"], "prev") for s in r["snapshots"]],
-                         "diag": [_layer0_best(s["heads"], "diag") for s in r["snapshots"]],
-                         "heads": [s["heads"] for s in r["snapshots"]]})
+        per_seed.append(
+            {
+                "seed": seed,
+                "prev": [_layer0_best(s["heads"], "prev") for s in r["snapshots"]],
+                "diag": [_layer0_best(s["heads"], "diag") for s in r["snapshots"]],
+                "heads": [s["heads"] for s in r["snapshots"]],
+            }
+        )
     prev = [p["prev"] for p in per_seed]
     grows = all(p[0] < p[-1] for p in prev)
     early = [p[1] / p[-1] if p[-1] > 0 else 0 for p in prev]
-    claims = [claim("prev_head_forms", "§1.12.4", "“前一位头”的 prev 权重随训练涨起来 / the previous-token weight "
-                    "grows during training", [[_r(x, 3) for x in p] for p in prev],
-                    f"max layer-0 prev at step {steps[-1]} > at step {steps[0]}, every seed", grows),
-              claim("specialisation_gradual_or_sudden", "§1.12.4", "头部特化是一次性出现的，还是逐渐形成的？"
-                    f"（书中留作问题）/ sudden or gradual? fraction of the final prev reached by step {steps[1]}",
-                    [_r(x, 3) for x in early], "reported; ≥ 0.8 = formed early (sudden), else gradual",
-                    None)]
-    return Outcome(results={"headers": ["种子 / seed"] + [f"prev @ {s}" for s in steps] + [f"diag @ {s}" for s in steps],
-                            "rows": [[p["seed"]] + [_r(x, 3) for x in p["prev"]] + [_r(x, 3) for x in p["diag"]]
-                                     for p in per_seed],
-                            "steps": list(steps), "seeds": per_seed}, claims=claims,
-                   figures=[ctx.fig("prev.png")])
+    claims = [
+        claim(
+            "prev_head_forms",
+            "§1.12.4",
+            "“前一位头”的 prev 权重随训练涨起来 / the previous-token weight grows during training",
+            [[_r(x, 3) for x in p] for p in prev],
+            f"max layer-0 prev at step {steps[-1]} > at step {steps[0]}, every seed",
+            grows,
+        ),
+        claim(
+            "specialisation_gradual_or_sudden",
+            "§1.12.4",
+            "头部特化是一次性出现的，还是逐渐形成的？"
+            f"（书中留作问题）/ sudden or gradual? fraction of the final prev reached by step {steps[1]}",
+            [_r(x, 3) for x in early],
+            "reported; ≥ 0.8 = formed early (sudden), else gradual",
+            None,
+        ),
+    ]
+    return Outcome(
+        results={
+            "headers": ["种子 / seed"] + [f"prev @ {s}" for s in steps] + [f"diag @ {s}" for s in steps],
+            "rows": [[p["seed"]] + [_r(x, 3) for x in p["prev"]] + [_r(x, 3) for x in p["diag"]] for p in per_seed],
+            "steps": list(steps),
+            "seeds": per_seed,
+        },
+        claims=claims,
+        figures=[ctx.fig("prev.png")],
+    )
 
 
 # ======================================================================== §1.13.4 ablation
-ABL_ORDER = ("baseline", "no_scaling", "no_residual", "no_layernorm", "untied", "no_positions",
-             "no_warmup", "no_clipping")
+ABL_ORDER = (
+    "baseline",
+    "no_scaling",
+    "no_residual",
+    "no_layernorm",
+    "untied",
+    "no_positions",
+    "no_warmup",
+    "no_clipping",
+)
 
 
 def analyze_ablation(ctx: Context) -> Outcome:
@@ -457,7 +736,7 @@ def analyze_ablation(ctx: Context) -> Outcome:
         f = ctx.get(R.ablation_run(ctx.scale, c, seed))
         rows[c] = checklist_row(f.history, f.model, 0.0)
         rows[c].pop("seconds")
-        early = [r["loss"] for r in f.history.records[:max(2, len(f.history.records) // 7)]]
+        early = [r["loss"] for r in f.history.records[: max(2, len(f.history.records) // 7)]]
         rows[c]["early_max_jump"] = max((b - a for a, b in zip(early, early[1:])), default=0.0)
     base = rows["baseline"]
     for r in rows.values():
@@ -465,36 +744,95 @@ def analyze_ablation(ctx: Context) -> Outcome:
         r["params_ratio"] = r["params"] / base["params"]
     d = {k: r["delta_val_loss"] for k, r in rows.items()}
     expect = {
-        "no_scaling": ("小模型上影响小 / small here", "|Δ| < 0.3", d["no_scaling"] is not None and abs(d["no_scaling"]) < 0.3),
-        "no_residual": ("直接训不动 / does not train", "Δ > 0.5 or diverged", rows["no_residual"]["diverged"] or d["no_residual"] > 0.5),
-        "no_layernorm": ("loss 抖动、收敛慢 / noisy, slow", "Δ > 0.02 or larger max jump than baseline",
-                         rows["no_layernorm"]["diverged"] or d["no_layernorm"] > 0.02
-                         or rows["no_layernorm"]["max_loss_jump"] > base["max_loss_jump"]),
-        "untied": ("参数多 36%，效果略降 / +36% params, slightly worse", "params +30–40% and Δ ≥ 0",
-                   0.30 <= rows["untied"]["params_ratio"] - 1 <= 0.40 and (d["untied"] or 0) >= 0),
+        "no_scaling": (
+            "小模型上影响小 / small here",
+            "|Δ| < 0.3",
+            d["no_scaling"] is not None and abs(d["no_scaling"]) < 0.3,
+        ),
+        "no_residual": (
+            "直接训不动 / does not train",
+            "Δ > 0.5 or diverged",
+            rows["no_residual"]["diverged"] or d["no_residual"] > 0.5,
+        ),
+        "no_layernorm": (
+            "loss 抖动、收敛慢 / noisy, slow",
+            "Δ > 0.02 or larger max jump than baseline",
+            rows["no_layernorm"]["diverged"]
+            or d["no_layernorm"] > 0.02
+            or rows["no_layernorm"]["max_loss_jump"] > base["max_loss_jump"],
+        ),
+        "untied": (
+            "参数多 36%，效果略降 / +36% params, slightly worse",
+            "params +30–40% and Δ ≥ 0",
+            0.30 <= rows["untied"]["params_ratio"] - 1 <= 0.40 and (d["untied"] or 0) >= 0,
+        ),
         "no_positions": ("完全学不会顺序 / cannot learn order", "Δ > 0.1", (d["no_positions"] or 0) > 0.1),
-        "no_warmup": ("前期 loss 尖刺 / early spikes", "early max loss jump > baseline's",
-                      rows["no_warmup"]["early_max_jump"] > base["early_max_jump"]),
-        "no_clipping": ("偶发 nan / occasional NaN", "diverged (NaN) — one run of 1500 steps",
-                        rows["no_clipping"]["diverged"]),
+        "no_warmup": (
+            "前期 loss 尖刺 / early spikes",
+            "early max loss jump > baseline's",
+            rows["no_warmup"]["early_max_jump"] > base["early_max_jump"],
+        ),
+        "no_clipping": (
+            "偶发 nan / occasional NaN",
+            "diverged (NaN) — one run of 1500 steps",
+            rows["no_clipping"]["diverged"],
+        ),
     }
-    claims = [claim(f"ablate_{k}", "§1.13.4", f"去掉{LABELS[k][0]}：{v[0]}",
-                    {"delta_val": _r(d[k]), "diverged": rows[k]["diverged"],
-                     "max_jump": _r(rows[k]["max_loss_jump"], 3), "early_max_jump": _r(rows[k]["early_max_jump"], 3),
-                     "params_ratio": _r(rows[k]["params_ratio"], 3)}, v[1], v[2])
-              for k, v in expect.items()]
-    table = [[f"{LABELS[k][0]} / {LABELS[k][1]}", _r(r["val_loss_end"]), _r(r["delta_val_loss"], 3),
-              "是 yes" if r["diverged"] else "否 no", _r(r["max_loss_jump"], 3), _r(r["early_max_jump"], 3),
-              f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})", LABELS[k][2]] for k, r in rows.items()]
-    return Outcome(results={"headers": ["要素 / change", "验证 / val", "Δ val", "发散 / diverged", "最大跳升 / max jump",
-                                        "前期跳升 / early jump", "参数 / params", "书中 / book"],
-                            "rows": table, "seed": seed, "by_change": rows}, claims=claims,
-                   notes=["一个种子（同一初始化、同一批数据），每行只改一个要素 / one seed; one change per row"])
+    claims = [
+        claim(
+            f"ablate_{k}",
+            "§1.13.4",
+            f"去掉{LABELS[k][0]}：{v[0]}",
+            {
+                "delta_val": _r(d[k]),
+                "diverged": rows[k]["diverged"],
+                "max_jump": _r(rows[k]["max_loss_jump"], 3),
+                "early_max_jump": _r(rows[k]["early_max_jump"], 3),
+                "params_ratio": _r(rows[k]["params_ratio"], 3),
+            },
+            v[1],
+            v[2],
+        )
+        for k, v in expect.items()
+    ]
+    table = [
+        [
+            f"{LABELS[k][0]} / {LABELS[k][1]}",
+            _r(r["val_loss_end"]),
+            _r(r["delta_val_loss"], 3),
+            "是 yes" if r["diverged"] else "否 no",
+            _r(r["max_loss_jump"], 3),
+            _r(r["early_max_jump"], 3),
+            f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})",
+            LABELS[k][2],
+        ]
+        for k, r in rows.items()
+    ]
+    return Outcome(
+        results={
+            "headers": [
+                "要素 / change",
+                "验证 / val",
+                "Δ val",
+                "发散 / diverged",
+                "最大跳升 / max jump",
+                "前期跳升 / early jump",
+                "参数 / params",
+                "书中 / book",
+            ],
+            "rows": table,
+            "seed": seed,
+            "by_change": rows,
+        },
+        claims=claims,
+        notes=["一个种子（同一初始化、同一批数据），每行只改一个要素 / one seed; one change per row"],
+    )
 
 
 # ===================================================================== §1.14.2 attention timing
-def time_sdpa(n_values, heads: int = 8, d_head: int = 64, repeats: int = 5, warmup: int = 2,
-              budget_s: float = 240.0) -> dict:
+def time_sdpa(
+    n_values, heads: int = 8, d_head: int = 64, repeats: int = 5, warmup: int = 2, budget_s: float = 240.0
+) -> dict:
     """§1.14.2's protocol on this CPU: F.scaled_dot_product_attention, causal, warm-up first,
     median of ``repeats``. Stops before an n whose time, predicted by n² from the last one,
     would pass ``budget_s`` (``attnlab bench attention`` compares more methods)."""
@@ -516,12 +854,25 @@ def time_sdpa(n_values, heads: int = 8, d_head: int = 64, repeats: int = 5, warm
         g = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(1, heads, n, d_head, generator=g) for _ in range(3))
         with torch.no_grad():
-            ts = interleaved({"sdpa": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True)},
-                             repeats, warmup, cpu)["sdpa"]
+            ts = interleaved(
+                {"sdpa": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True)},
+                repeats,
+                warmup,
+                cpu,
+            )["sdpa"]
         rows.append({"n": n, "ms": {"sdpa": statistics.median(ts) * 1e3}, "ms_rounds": [x * 1e3 for x in ts]})
         last = time.perf_counter() - t
-    protocol = {"heads": heads, "d_head": d_head, "batch": 1, "causal": True, "dtype": "float32",
-                "warmup": warmup, "repeats": repeats, "statistic": "median", "threads": torch.get_num_threads()}
+    protocol = {
+        "heads": heads,
+        "d_head": d_head,
+        "batch": 1,
+        "causal": True,
+        "dtype": "float32",
+        "warmup": warmup,
+        "repeats": repeats,
+        "statistic": "median",
+        "threads": torch.get_num_threads(),
+    }
     return {"rows": rows, "stopped": stopped, "protocol": protocol}
 
 
@@ -542,20 +893,41 @@ def analyze_timing(ctx: Context) -> Outcome:
     ours = exponent([p for p in rows if p[0] >= fit_from]) if len(rows) >= 2 else None
     theirs = exponent([(n, t) for n, t in zip(book["n"], book["ms"]) if n >= 1024])
     doubling = [b[1] / a[1] for a, b in zip(rows, rows[1:])]
-    table = [[n, book["ms"][book["n"].index(n)] if n in book["n"] else None, _r(t, 4),
-              _r(t / rows[0][1], 3)] for n, t in rows]
-    claims = [
-        claim("timing_superlinear", "§1.14.2", "耗时随 n 超线性增长（O(n²) 的计算量）/ time grows faster than n",
-              _r(ours, 3), "fitted exponent of time vs n (n ≥ 1024) between 1.5 and 2.2", ours is not None and 1.5 <= ours <= 2.2),
-        claim("timing_book_exponent", "§1.14.2", f"书中 A6000 上 n 翻倍耗时涨约 3–4 倍（拟合指数 {theirs:.2f}）/ "
-              "book: ×3–4 per doubling on the A6000", [_r(x, 3) for x in doubling],
-              "ratio per doubling at the largest n within 2.5–4.5", bool(doubling) and 2.5 <= doubling[-1] <= 4.5),
+    table = [
+        [n, book["ms"][book["n"].index(n)] if n in book["n"] else None, _r(t, 4), _r(t / rows[0][1], 3)]
+        for n, t in rows
     ]
-    return Outcome(results={"headers": ["n", "书·A6000 ms", "本机 ms / ours", "相对 n 最小 / rel."],
-                            "rows": table, "exponent_ours": _r(ours, 3), "exponent_book": _r(theirs, 3),
-                            "fit_from_n": fit_from, "protocol": res["protocol"],
-                            "stopped": res["stopped"]},
-                   claims=claims, figures=[ctx.fig("timing.png")])
+    claims = [
+        claim(
+            "timing_superlinear",
+            "§1.14.2",
+            "耗时随 n 超线性增长（O(n²) 的计算量）/ time grows faster than n",
+            _r(ours, 3),
+            "fitted exponent of time vs n (n ≥ 1024) between 1.5 and 2.2",
+            ours is not None and 1.5 <= ours <= 2.2,
+        ),
+        claim(
+            "timing_book_exponent",
+            "§1.14.2",
+            f"书中 A6000 上 n 翻倍耗时涨约 3–4 倍（拟合指数 {theirs:.2f}）/ book: ×3–4 per doubling on the A6000",
+            [_r(x, 3) for x in doubling],
+            "ratio per doubling at the largest n within 2.5–4.5",
+            bool(doubling) and 2.5 <= doubling[-1] <= 4.5,
+        ),
+    ]
+    return Outcome(
+        results={
+            "headers": ["n", "书·A6000 ms", "本机 ms / ours", "相对 n 最小 / rel."],
+            "rows": table,
+            "exponent_ours": _r(ours, 3),
+            "exponent_book": _r(theirs, 3),
+            "fit_from_n": fit_from,
+            "protocol": res["protocol"],
+            "stopped": res["stopped"],
+        },
+        claims=claims,
+        figures=[ctx.fig("timing.png")],
+    )
 
 
 # ============================================================ §1.18.5 ③ n_layer 4, exercise 1
@@ -565,23 +937,50 @@ def analyze_deep(ctx: Context) -> Outcome:
     v2 = [_val(ctx.get(R.baseline(ctx.scale, s))) for s in seeds]
     heads = _portrait(ctx, ctx.get(R.deep_run(ctx.scale, seeds[0])))
     layers = sorted({h["layer"] for h in heads})
-    per_layer = [{"layer": l, **{k: _r(statistics.fmean(h[k] for h in heads if h["layer"] == l), 3)
-                                 for k in ("entropy", "diag", "prev", "distance")}} for l in layers]
-    claims = [
-        claim("deep_better", "§1.18.5③", "4 层模型验证 loss 低于 2 层 / four layers beat two",
-              {"4 layers": [_r(x) for x in v4], "2 layers": [_r(x) for x in v2]}, "every seed: 4 < 2",
-              all(a < b for a, b in zip(v4, v2)), kind="sanity"),
-        claim("layer_division_of_labour", "§1.18.5③", "层间分工：浅层更局部（平均距离小），深层看得更远 / "
-              "division of labour: the first layer is more local than the last",
-              [[p["layer"], p["distance"]] for p in per_layer], "layer 0 mean distance < last layer's",
-              per_layer[0]["distance"] < per_layer[-1]["distance"]),
+    per_layer = [
+        {
+            "layer": l,
+            **{
+                k: _r(statistics.fmean(h[k] for h in heads if h["layer"] == l), 3)
+                for k in ("entropy", "diag", "prev", "distance")
+            },
+        }
+        for l in layers
     ]
-    return Outcome(results={"headers": ["层 / layer", "熵 / entropy", "对角 / diag", "前一位 / prev", "平均距离 / distance"],
-                            "rows": [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer],
-                            "seeds": seeds, "val_4_layers": v4, "val_2_layers": v2, "per_layer": per_layer,
-                            "heads": heads}, claims=claims,
-                   notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"],
-                   status="done" if len(seeds) == ctx.scale.seeds else "partial")
+    claims = [
+        claim(
+            "deep_better",
+            "§1.18.5③",
+            "4 层模型验证 loss 低于 2 层 / four layers beat two",
+            {"4 layers": [_r(x) for x in v4], "2 layers": [_r(x) for x in v2]},
+            "every seed: 4 < 2",
+            all(a < b for a, b in zip(v4, v2)),
+            kind="sanity",
+        ),
+        claim(
+            "layer_division_of_labour",
+            "§1.18.5③",
+            "层间分工：浅层更局部（平均距离小），深层看得更远 / "
+            "division of labour: the first layer is more local than the last",
+            [[p["layer"], p["distance"]] for p in per_layer],
+            "layer 0 mean distance < last layer's",
+            per_layer[0]["distance"] < per_layer[-1]["distance"],
+        ),
+    ]
+    return Outcome(
+        results={
+            "headers": ["层 / layer", "熵 / entropy", "对角 / diag", "前一位 / prev", "平均距离 / distance"],
+            "rows": [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer],
+            "seeds": seeds,
+            "val_4_layers": v4,
+            "val_2_layers": v2,
+            "per_layer": per_layer,
+            "heads": heads,
+        },
+        claims=claims,
+        notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"],
+        status="done" if len(seeds) == ctx.scale.seeds else "partial",
+    )
 
 
 def analyze_exercise1(ctx: Context) -> Outcome:
@@ -592,22 +991,45 @@ def analyze_exercise1(ctx: Context) -> Outcome:
     small = [ctx.get(R.case_run(ctx.scale, "small", False, s)) for s in seeds]
     ls32 = [_first_logit_std(f) for f in small if f is not None]
     case = _case_gaps(ctx)
-    claims = [claim("ex1_gap_small_not_zero", "§1.20.1", "d_head=64：差异“不大但不为零”，远小于 d_head=256 / "
-                    "not large but not zero", {"gaps": [_r(g) for g in gaps], "d32_case": case.get("small"),
-                                               "d256_case": case.get("big")},
-                    "0 < mean gap < the d_head 256 gap", 0 < statistics.fmean(gaps) < (case.get("big") or 1.0))]
+    claims = [
+        claim(
+            "ex1_gap_small_not_zero",
+            "§1.20.1",
+            "d_head=64：差异“不大但不为零”，远小于 d_head=256 / not large but not zero",
+            {"gaps": [_r(g) for g in gaps], "d32_case": case.get("small"), "d256_case": case.get("big")},
+            "0 < mean gap < the d_head 256 gap",
+            0 < statistics.fmean(gaps) < (case.get("big") or 1.0),
+        )
+    ]
     if ls32:
         ratio = statistics.fmean(ls64) / statistics.fmean(ls32)
-        claims.append(claim("ex1_logit_std_sqrt2", "§1.20.1", "d_head 翻倍，初始 logits 标准差约涨 √2 倍 / doubling "
-                            "d_head multiplies the init logit std by about sqrt 2",
-                            {"d64": [_r(x, 3) for x in ls64], "d32": [_r(x, 3) for x in ls32], "ratio": _r(ratio, 3)},
-                            "ratio within 1.41 ± 0.35 (q, k variance also changes with n_head)", abs(ratio - 1.414) < 0.35))
-    return Outcome(results={"headers": ["种子 / seed", "差距 d_head=64 / gap", "初始 logits std d64", "初始 logits std d32"],
-                            "rows": [[s, _r(g), _r(a, 3), _r(b, 3) if b is not None else None]
-                                     for s, g, a, b in zip(seeds, gaps, ls64, ls32 + [None] * len(seeds))],
-                            "seeds": seeds, "gaps": gaps, "init_logit_std_d64": ls64, "init_logit_std_d32": ls32},
-                   claims=claims, status="done" if len(seeds) == ctx.scale.seeds else "partial",
-                   notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"])
+        claims.append(
+            claim(
+                "ex1_logit_std_sqrt2",
+                "§1.20.1",
+                "d_head 翻倍，初始 logits 标准差约涨 √2 倍 / doubling "
+                "d_head multiplies the init logit std by about sqrt 2",
+                {"d64": [_r(x, 3) for x in ls64], "d32": [_r(x, 3) for x in ls32], "ratio": _r(ratio, 3)},
+                "ratio within 1.41 ± 0.35 (q, k variance also changes with n_head)",
+                abs(ratio - 1.414) < 0.35,
+            )
+        )
+    return Outcome(
+        results={
+            "headers": ["种子 / seed", "差距 d_head=64 / gap", "初始 logits std d64", "初始 logits std d32"],
+            "rows": [
+                [s, _r(g), _r(a, 3), _r(b, 3) if b is not None else None]
+                for s, g, a, b in zip(seeds, gaps, ls64, ls32 + [None] * len(seeds))
+            ],
+            "seeds": seeds,
+            "gaps": gaps,
+            "init_logit_std_d64": ls64,
+            "init_logit_std_d32": ls32,
+        },
+        claims=claims,
+        status="done" if len(seeds) == ctx.scale.seeds else "partial",
+        notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"],
+    )
 
 
 # =========================================================================== §1.20.2 exercise 2
@@ -621,33 +1043,63 @@ def analyze_exercise2(ctx: Context) -> Outcome:
     seeds = _seeds_done(ctx, runs)
     gap = {}
     for d in _ex2_d_heads(scale):
-        g = [_val(ctx.get(R.exercise2_run(scale, d, False, s))) - _val(ctx.get(R.exercise2_run(scale, d, True, s)))
-             for s in seeds]
+        g = [
+            _val(ctx.get(R.exercise2_run(scale, d, False, s))) - _val(ctx.get(R.exercise2_run(scale, d, True, s)))
+            for s in seeds
+        ]
         gap[d] = g
     fixed = {}
-    fseeds = _seeds_done(ctx, lambda s: [R.exercise2_run(scale, d, sc, s, True) for d in (32, 64, 128, 256)
-                                         for sc in (False, True)])
+    fseeds = _seeds_done(
+        ctx, lambda s: [R.exercise2_run(scale, d, sc, s, True) for d in (32, 64, 128, 256) for sc in (False, True)]
+    )
     for d in (32, 64, 128, 256):
-        fixed[d] = [_val(ctx.get(R.exercise2_run(scale, d, False, s, True)))
-                    - _val(ctx.get(R.exercise2_run(scale, d, True, s, True))) for s in fseeds]
-    summary = [{"d_head": d, "gap_mean": _r(statistics.fmean(g)), "gap_sd": _r(_mean_sd(g)[1]), "gaps": [_r(x) for x in g]}
-               for d, g in gap.items()]
+        fixed[d] = [
+            _val(ctx.get(R.exercise2_run(scale, d, False, s, True)))
+            - _val(ctx.get(R.exercise2_run(scale, d, True, s, True)))
+            for s in fseeds
+        ]
+    summary = [
+        {"d_head": d, "gap_mean": _r(statistics.fmean(g)), "gap_sd": _r(_mean_sd(g)[1]), "gaps": [_r(x) for x in g]}
+        for d, g in gap.items()
+    ]
     # critical d_head: first d whose mean gap exceeds 2 sd of the d_head 32 gaps (and 0.1)
     base_sd = _mean_sd(gap[32])[1] or 0.05
     thr = max(0.1, statistics.fmean(gap[32]) + 2 * base_sd)
     critical = next((s["d_head"] for s in summary if s["gap_mean"] > thr), None)
-    claims = [claim("ex2_critical_exists", "§1.20.2", "存在一个“临界维度”，之后差距明显上升 / a critical head size exists",
-                    {"critical_d_head": critical, "threshold": _r(thr, 3)}, "some d_head ≤ 256 passes the threshold",
-                    critical is not None),
-              claim("ex2_big_gap", "§1.20.2", "d_head=256 时差距明显 / a clear gap at 256",
-                    summary[-1]["gap_mean"], "> 0.3", summary[-1]["gap_mean"] > 0.3)]
-    return Outcome(results={"headers": ["d_head", "差距均值 / mean gap", "标准差 / sd", "各种子 / per seed"],
-                            "rows": [[x["d_head"], x["gap_mean"], x["gap_sd"], x["gaps"]] for x in summary],
-                            "seeds": seeds, "summary": summary, "critical_d_head": critical, "threshold": thr,
-                            "fixed_d_model": {str(k): v for k, v in fixed.items()}, "fixed_seeds": fseeds},
-                   claims=claims, figures=[ctx.fig("gap.png")],
-                   status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
-                   notes=[] if fseeds else ["固定 d_model 的变体未运行 / the fixed-d_model variant is not run yet"])
+    claims = [
+        claim(
+            "ex2_critical_exists",
+            "§1.20.2",
+            "存在一个“临界维度”，之后差距明显上升 / a critical head size exists",
+            {"critical_d_head": critical, "threshold": _r(thr, 3)},
+            "some d_head ≤ 256 passes the threshold",
+            critical is not None,
+        ),
+        claim(
+            "ex2_big_gap",
+            "§1.20.2",
+            "d_head=256 时差距明显 / a clear gap at 256",
+            summary[-1]["gap_mean"],
+            "> 0.3",
+            summary[-1]["gap_mean"] > 0.3,
+        ),
+    ]
+    return Outcome(
+        results={
+            "headers": ["d_head", "差距均值 / mean gap", "标准差 / sd", "各种子 / per seed"],
+            "rows": [[x["d_head"], x["gap_mean"], x["gap_sd"], x["gaps"]] for x in summary],
+            "seeds": seeds,
+            "summary": summary,
+            "critical_d_head": critical,
+            "threshold": thr,
+            "fixed_d_model": {str(k): v for k, v in fixed.items()},
+            "fixed_seeds": fseeds,
+        },
+        claims=claims,
+        figures=[ctx.fig("gap.png")],
+        status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
+        notes=[] if fseeds else ["固定 d_model 的变体未运行 / the fixed-d_model variant is not run yet"],
+    )
 
 
 def ex2_min_runs(scale):
@@ -667,17 +1119,34 @@ def analyze_sweep_committed(ctx: Context) -> Outcome:
     res = _committed(ctx, "sweep_critical_dimension.json")
     rows = [[g["d_head"], _r(g["val_loss_scaled"]), _r(g["val_loss_unscaled"]), _r(g["gap"])] for g in res["gap"]]
     g = {x["d_head"]: x["gap"] for x in res["gap"]}
-    claims = [claim("sweep_one_seed_too_noisy", "§1.20.2", "单种子的 d_head=64 点（负的差距）和要区分的效应一样大，"
-                    "所以需要多个种子 / with one seed the d_head 64 point is as large as the effect: more seeds needed",
-                    _r(g.get(64)), "|gap(64)| ≥ 0.1 means one seed cannot separate it from noise",
-                    abs(g.get(64, 0)) >= 0.1, kind="sanity")]
+    claims = [
+        claim(
+            "sweep_one_seed_too_noisy",
+            "§1.20.2",
+            "单种子的 d_head=64 点（负的差距）和要区分的效应一样大，"
+            "所以需要多个种子 / with one seed the d_head 64 point is as large as the effect: more seeds needed",
+            _r(g.get(64)),
+            "|gap(64)| ≥ 0.1 means one seed cannot separate it from noise",
+            abs(g.get(64, 0)) >= 0.1,
+            kind="sanity",
+        )
+    ]
     figs = [f for f in ("figures/sweep_critical_dimension.png",) if (REPO_ROOT / f).is_file()]
-    return Outcome(results={"headers": ["d_head", "缩放 / scaled", "不缩放 / unscaled", "差距 / gap"], "rows": rows,
-                            "seeds": res["seeds"], "source": "data/sweep_critical_dimension.json",
-                            "base_d_model": "d_model = d_head, n_head = 1"},
-                   claims=claims, figures=figs,
-                   notes=["一个种子、d_model = d_head（图中未标注）；三种子版本见练习二 / one seed, d_model = d_head; "
-                          "the 3-seed version is the exercise-2 entry"])
+    return Outcome(
+        results={
+            "headers": ["d_head", "缩放 / scaled", "不缩放 / unscaled", "差距 / gap"],
+            "rows": rows,
+            "seeds": res["seeds"],
+            "source": "data/sweep_critical_dimension.json",
+            "base_d_model": "d_model = d_head, n_head = 1",
+        },
+        claims=claims,
+        figures=figs,
+        notes=[
+            "一个种子、d_model = d_head（图中未标注）；三种子版本见练习二 / one seed, d_model = d_head; "
+            "the 3-seed version is the exercise-2 entry"
+        ],
+    )
 
 
 # ====================================================================== ⑬ learnable temperature
@@ -688,9 +1157,15 @@ def analyze_temperature(ctx: Context) -> Outcome:
         f = ctx.get(R.temperature_run(ctx.scale, s))
         inv = [float(b.attn.log_inv_temp.detach().exp().mean()) for b in f.model.blocks]
         last = next(r["layers"] for r in reversed(f.history.records) if r.get("layers"))
-        rows.append({"seed": s, "val_loss": _val(f), "temperature_per_layer": [1 / x for x in inv],
-                     "entropy_end": [l["weight_entropy"] for l in last],
-                     "logit_std_end": [l["logit_std"] for l in last]})
+        rows.append(
+            {
+                "seed": s,
+                "val_loss": _val(f),
+                "temperature_per_layer": [1 / x for x in inv],
+                "entropy_end": [l["weight_entropy"] for l in last],
+                "logit_std_end": [l["logit_std"] for l in last],
+            }
+        )
     case = {}
     try:
         P = _committed(ctx, "ch1_case.json")["pairs"]
@@ -699,21 +1174,47 @@ def analyze_temperature(ctx: Context) -> Outcome:
         pass
     v = statistics.fmean(r["val_loss"] for r in rows)
     temps = [t for r in rows for t in r["temperature_per_layer"]]
-    claims = [claim("temp_goes_down", "§1.6.3 ⑬", "可学温度“会往坏的方向走”：被推向更尖（温度 < 1）/ a free "
-                    "temperature is pushed towards sharper attention", [_r(t, 3) for t in temps],
-                    "every learned temperature < 1 (it started at 1)", all(t < 1 for t in temps))]
+    claims = [
+        claim(
+            "temp_goes_down",
+            "§1.6.3 ⑬",
+            "可学温度“会往坏的方向走”：被推向更尖（温度 < 1）/ a free temperature is pushed towards sharper attention",
+            [_r(t, 3) for t in temps],
+            "every learned temperature < 1 (it started at 1)",
+            all(t < 1 for t in temps),
+        )
+    ]
     if case:
-        claims.append(claim("temp_does_not_rescue", "§1.6.3 ⑬", "可学温度救不回不缩放的大模型 / a learnable "
-                            "temperature does not rescue the unscaled big model",
-                            {"learned_temp": _r(v), "unscaled": _r(case["big_unscaled"]),
-                             "scaled": _r(case["big_scaled"])},
-                            "val loss with learned temperature − scaled > 0.3", v - case["big_scaled"] > 0.3))
-    return Outcome(results={"headers": ["种子 / seed", "验证 / val", "学到的温度 / learned temperature", "熵 / entropy end"],
-                            "rows": [[r["seed"], _r(r["val_loss"]), [_r(t, 3) for t in r["temperature_per_layer"]],
-                                      [_r(e, 3) for e in r["entropy_end"]]] for r in rows],
-                            "seeds": seeds, "runs": rows, "case": case}, claims=claims,
-                   status="done" if len(seeds) == ctx.scale.seeds else "partial",
-                   notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"])
+        claims.append(
+            claim(
+                "temp_does_not_rescue",
+                "§1.6.3 ⑬",
+                "可学温度救不回不缩放的大模型 / a learnable temperature does not rescue the unscaled big model",
+                {"learned_temp": _r(v), "unscaled": _r(case["big_unscaled"]), "scaled": _r(case["big_scaled"])},
+                "val loss with learned temperature − scaled > 0.3",
+                v - case["big_scaled"] > 0.3,
+            )
+        )
+    return Outcome(
+        results={
+            "headers": ["种子 / seed", "验证 / val", "学到的温度 / learned temperature", "熵 / entropy end"],
+            "rows": [
+                [
+                    r["seed"],
+                    _r(r["val_loss"]),
+                    [_r(t, 3) for t in r["temperature_per_layer"]],
+                    [_r(e, 3) for e in r["entropy_end"]],
+                ]
+                for r in rows
+            ],
+            "seeds": seeds,
+            "runs": rows,
+            "case": case,
+        },
+        claims=claims,
+        status="done" if len(seeds) == ctx.scale.seeds else "partial",
+        notes=[] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"],
+    )
 
 
 # ====================================================================== checkpoint ② Markov floor
@@ -754,13 +1255,20 @@ def markov_floor(text: str, cfg: Config) -> dict:
     grid = [(a, l) for a in alphas for l in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]
     a_bi, lam = min(grid, key=lambda al: bi_nll(uf, bf, al[0], al[1], held))
     ut, bt = counts(train_ids)
-    return {"unigram": uni_nll(ut, a_uni, val_ids), "bigram": bi_nll(ut, bt, a_bi, lam, val_ids),
-            "unigram_alpha": a_uni, "bigram_alpha": a_bi, "bigram_lambda": lam,
-            "ln_vocab": math.log(V), "val_tokens": len(val_ids), "train_tokens": len(train_ids)}
+    return {
+        "unigram": uni_nll(ut, a_uni, val_ids),
+        "bigram": bi_nll(ut, bt, a_bi, lam, val_ids),
+        "unigram_alpha": a_uni,
+        "bigram_alpha": a_bi,
+        "bigram_lambda": lam,
+        "ln_vocab": math.log(V),
+        "val_tokens": len(val_ids),
+        "train_tokens": len(train_ids),
+    }
 
 
 def analyze_markov(ctx: Context) -> Outcome:
-    cfg = Config()          # the trainer's split and vocabulary at every scale: no training needed
+    cfg = Config()  # the trainer's split and vocabulary at every scale: no training needed
     floor = markov_floor(ctx.text, cfg)
     models = []
     try:
@@ -769,16 +1277,26 @@ def analyze_markov(ctx: Context) -> Outcome:
             models.append({"model": f"case {k}", "val_loss": p["val_loss_end"], "source": "data/ch1_case.json"})
         for r in case["seeds"]["runs"][1:]:
             for tag in ("unscaled", "scaled"):
-                models.append({"model": f"case small_{tag} seed {r['seed']}", "val_loss": r[f"val_loss_end_{tag}"],
-                               "source": "data/ch1_case.json"})
+                models.append(
+                    {
+                        "model": f"case small_{tag} seed {r['seed']}",
+                        "val_loss": r[f"val_loss_end_{tag}"],
+                        "source": "data/ch1_case.json",
+                    }
+                )
     except NotAvailable:
         case = None
     try:
         sw = _committed(ctx, "sweep_critical_dimension.json")
         for t in sw["trials"]:
             if t.get("val_loss_end") is not None:
-                models.append({"model": f"sweep d_head={t['d_head']} {'scaled' if t['scaled'] else 'unscaled'}",
-                               "val_loss": t["val_loss_end"], "source": "data/sweep_critical_dimension.json"})
+                models.append(
+                    {
+                        "model": f"sweep d_head={t['d_head']} {'scaled' if t['scaled'] else 'unscaled'}",
+                        "val_loss": t["val_loss_end"],
+                        "source": "data/sweep_critical_dimension.json",
+                    }
+                )
     except NotAvailable:
         pass
     for p in sorted((ctx.root / "data" / "lab_book").glob("*.json")):
@@ -786,37 +1304,80 @@ def analyze_markov(ctx: Context) -> Outcome:
             continue
         doc = json.loads(p.read_text(encoding="utf-8"))
         runs = doc.get("results", {}).get("runs")
-        for k, v in (runs.items() if isinstance(runs, dict) else ()):
+        for k, v in runs.items() if isinstance(runs, dict) else ():
             if isinstance(v, dict) and isinstance(v.get("val"), list):
                 for i, x in enumerate(v["val"]):
                     models.append({"model": f"{p.stem} {k} #{i}", "val_loss": x, "source": f"data/lab_book/{p.name}"})
     floor_r = {k: (_r(v) if isinstance(v, float) else v) for k, v in floor.items()}
-    claims = [claim("bigram_below_unigram", "检查点② / checkpoint ②", "平滑二元模型低于一元模型 / bigram below unigram",
-                    {"unigram": floor_r["unigram"], "bigram": floor_r["bigram"]}, "bigram < unigram",
-                    floor["bigram"] < floor["unigram"], kind="sanity")]
+    claims = [
+        claim(
+            "bigram_below_unigram",
+            "检查点② / checkpoint ②",
+            "平滑二元模型低于一元模型 / bigram below unigram",
+            {"unigram": floor_r["unigram"], "bigram": floor_r["bigram"]},
+            "bigram < unigram",
+            floor["bigram"] < floor["unigram"],
+            kind="sanity",
+        )
+    ]
     if case:
         bu = case["pairs"]["big_unscaled"]["val_loss_end"]
-        claims.append(claim("dead_attention_near_markov", "检查点② / §1.22.2",
-                            "注意力塌缩后“等价于一个固定的一阶转移”：塌缩的大模型 ≈ 二元模型的水平 / the collapsed big "
-                            "model is about as good as a first-order Markov model",
-                            {"big_unscaled": _r(bu), "bigram": floor_r["bigram"], "difference": _r(bu - floor["bigram"])},
-                            "|big unscaled − bigram| < 0.3", abs(bu - floor["bigram"]) < 0.3))
-        claims.append(claim("collapsed_worse_than_bigram", "检查点② / §1.22.2",
-                            "42 万参数、注意力已死的模型是否比一个平滑二元模型还差？/ is the collapsed model worse than "
-                            "a plain bigram?", {"big_unscaled": _r(bu), "bigram": floor_r["bigram"]},
-                            "reported: PASS = worse than the bigram", bu > floor["bigram"]))
-        scaled = [m for m in models if "scaled" in m["model"] and "unscaled" not in m["model"] and m["source"] == "data/ch1_case.json"]
-        claims.append(claim("attention_beats_markov", "§1.4", "正常训练的模型（缩放）都低于二元模型 / every working "
-                            "(scaled) model beats the bigram", [_r(m["val_loss"]) for m in scaled],
-                            "every scaled case model < bigram", all(m["val_loss"] < floor["bigram"] for m in scaled),
-                            kind="sanity"))
-    return Outcome(results={"table": [["平滑一元 / smoothed unigram (nats)", None, floor_r["unigram"]],
-                                      ["平滑二元 / smoothed bigram (nats)", "≈ 4.84（issue，末 10%）", floor_r["bigram"]],
-                                      ["注意力塌缩的大模型 / collapsed big model", 5.18,
-                                       _r(case["pairs"]["big_unscaled"]["val_loss_end"]) if case else None],
-                                      ["ln 1200（随机猜测 / uniform）", 7.09, _r(floor["ln_vocab"], 3)]],
-                            "floor": floor_r, "models": [{**m, "val_loss": _r(m["val_loss"])} for m in models]},
-                   claims=claims, figures=[ctx.fig("floor.png")])
+        claims.append(
+            claim(
+                "dead_attention_near_markov",
+                "检查点② / §1.22.2",
+                "注意力塌缩后“等价于一个固定的一阶转移”：塌缩的大模型 ≈ 二元模型的水平 / the collapsed big "
+                "model is about as good as a first-order Markov model",
+                {"big_unscaled": _r(bu), "bigram": floor_r["bigram"], "difference": _r(bu - floor["bigram"])},
+                "|big unscaled − bigram| < 0.3",
+                abs(bu - floor["bigram"]) < 0.3,
+            )
+        )
+        claims.append(
+            claim(
+                "collapsed_worse_than_bigram",
+                "检查点② / §1.22.2",
+                "42 万参数、注意力已死的模型是否比一个平滑二元模型还差？/ is the collapsed model worse than "
+                "a plain bigram?",
+                {"big_unscaled": _r(bu), "bigram": floor_r["bigram"]},
+                "reported: PASS = worse than the bigram",
+                bu > floor["bigram"],
+            )
+        )
+        scaled = [
+            m
+            for m in models
+            if "scaled" in m["model"] and "unscaled" not in m["model"] and m["source"] == "data/ch1_case.json"
+        ]
+        claims.append(
+            claim(
+                "attention_beats_markov",
+                "§1.4",
+                "正常训练的模型（缩放）都低于二元模型 / every working (scaled) model beats the bigram",
+                [_r(m["val_loss"]) for m in scaled],
+                "every scaled case model < bigram",
+                all(m["val_loss"] < floor["bigram"] for m in scaled),
+                kind="sanity",
+            )
+        )
+    return Outcome(
+        results={
+            "table": [
+                ["平滑一元 / smoothed unigram (nats)", None, floor_r["unigram"]],
+                ["平滑二元 / smoothed bigram (nats)", "≈ 4.84（issue，末 10%）", floor_r["bigram"]],
+                [
+                    "注意力塌缩的大模型 / collapsed big model",
+                    5.18,
+                    _r(case["pairs"]["big_unscaled"]["val_loss_end"]) if case else None,
+                ],
+                ["ln 1200（随机猜测 / uniform）", 7.09, _r(floor["ln_vocab"], 3)],
+            ],
+            "floor": floor_r,
+            "models": [{**m, "val_loss": _r(m["val_loss"])} for m in models],
+        },
+        claims=claims,
+        figures=[ctx.fig("floor.png")],
+    )
 
 
 # ============================================================================= the registry
@@ -829,91 +1390,193 @@ def _first_seed(fn):
 
 
 EXPERIMENTS: list[Experiment] = [
-    Experiment("case", "§1.2", "案例：去掉 √d_k 缩放 / the case study",
-               "d_head=32 时去掉缩放几乎没差别（4.17 对 4.00，差 0.17）；d_head=256 时差 0.95（5.18 对 4.23），"
-               "注意力权重熵跌到 0.0001 / at d_head 32 removing the scale changes little; at 256 it costs 0.95",
-               "attnlab case", analyze_case, order=(1, 2),
-               why={"init_std_grows_like_sqrt": "扫描里 d_model = d_head，q 的方差本身也随维度增大（式 1.1），"
-                    "所以实测斜率是 1.5 而不是 0.5；书中自己的比值列也不是常数 / with d_model = d_head the "
-                    "variance of q grows with the width too (eq. 1.1), so the slope is 1.5, not 0.5"}),
-    Experiment("qk_norm", "§1.7.8", "QK-norm：如果一开始就用它 / with QK-norm from the start",
-               "“如果一开始就用 QK-norm，那个没复现出来的实验会是什么结果？”QK-norm 把 q、k 的尺度钉死，"
-               "“即使权重疯狂增长，logits 也不会失控” / QK-norm fixes the scale of q and k explicitly",
-               "attnlab book --only §1.7.8", analyze_qk_norm, runs=R.qk_norm_runs, prediction=PREDICTION_QK,
-               min_runs=lambda scale: qk_pair(scale, "small", scale.seed_list()[0])),
-    Experiment("temperature", "§1.6.3", "停下来想一想⑬：可学的温度 / exercise ⑬: a learnable temperature",
-               "为什么温度设成 √d_k 而不是学出来？可学温度“没有该是多少的信号，而且会往坏的方向走”，一路被推到饱和 / "
-               "a free temperature is pushed to saturation", "attnlab book --only §1.6.3", analyze_temperature,
-               runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
-               min_runs=lambda scale: [R.temperature_run(scale, scale.seed_list()[0])]),
-    Experiment("heads", "§1.8.5", "头部画像 / head portrait",
-               "层 0 头 0 有 77% 的注意力给自己，层 0 头 1 有 45% 给紧邻左边 / L0H0 attends to itself (0.77), "
-               "L0H1 to the previous character (0.45)",
-               "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --out data/head_portrait.json",
-               analyze_heads,
-               why={"self_head_exists": "本仓库的小模型在层 0 学出了“前一位”头（prev 0.51），但没有学出书中"
-                    "L0·H0 那样对角 0.77 的“看自己”头；哪种头出现取决于种子与训练细节，书中的画像没有复现 / "
-                    "our model formed a previous-token head but no self-attending head; the book's L0H0 did "
-                    "not reproduce"}),
-    Experiment("kv_cache", "§1.8.7", "KV 缓存与 GQA/MQA / the KV cache, GQA and MQA",
-               "KV 缓存 = 2 × n_layer × n_head × d_head × L × b；Llama-2 70B 每 token 2.6 MB，GQA(g=8) 0.33 MB，"
-               "MQA 0.04 MB；MQA 损失一些质量，GQA 损失很小 / eq. 1.20; MQA loses some quality, GQA little",
-               "attnlab book --only §1.8.7", analyze_kv,
-               runs=_seeded(lambda sc, s: [R.kv_run(sc, g, s) for g in (4, 2, 1)]), min_runs=lambda scale: []),
-    Experiment("positions", "§1.9", "位置编码：三种方案与不用位置编码 / positions: three schemes and none",
-               "注意力把输入当成集合；层 0 头 1 的“看前一位”模式是位置编码在起作用的证据，没有位置编码这些头就学不会"
-               "（自测 6）/ without positions the previous-token head cannot form (self-test 6, §1.9.7)",
-               "attnlab book --only §1.9", analyze_positions,
-               runs=_seeded(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
-               min_runs=_first_seed(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS])),
-    Experiment("failures", "§1.11.7", "四个注入的 bug / the four injected bugs",
-               "① 掩码用 0 loss 反而更低；② 缩放在 softmax 之后行和 = 0.177；③ 缺数值稳定在这个规模看不出来；"
-               "④ 误用 d_k 注意力退化成均匀（熵 0.9989）",
-               "attnlab failures", analyze_failures,
-               why={"divide_by_dk_uniform": "本次的熵是训练最后一步两层的平均（0.947）：接近均匀但不及书中的 "
-                    "0.9989；第二层并不完全均匀 / ours averages both layers at the last step: near uniform, "
-                    "less so than the book's 0.9989"}),
-    Experiment("dynamics", "§1.12.4", "头部特化的训练动态 / how heads specialise",
-               "训练 100、500、1500 步各存一次，看“前一位头”的 prev 权重是怎么涨起来的；书中没做这个实验 / "
-               "the book leaves this open", "attnlab book --only §1.12.4", analyze_dynamics),
-    Experiment("ablation", "§1.13.4", "消融清单 / the ablation checklist",
-               "一次只关一个：缩放（小模型影响小）、残差（训不动）、LayerNorm（抖动、慢）、权重共享（参数 +36%）、"
-               "位置编码（学不会顺序）、warmup（前期尖刺）、梯度裁剪（偶发 nan）",
-               "attnlab book --only §1.13.4", analyze_ablation,
-               runs=_first_seed(lambda sc, s: [R.ablation_run(sc, c, s) for c in ABL_ORDER])),
-    Experiment("timing", "§1.14.2", "注意力耗时 / attention timing",
-               "RTX A6000 上 SDPA（8 头、d_head 64、因果）：n=512 0.082 ms … n=8192 8.263 ms；n 翻倍耗时涨约 3–4 倍",
-               "attnlab book --only §1.14.2", analyze_timing, remeasure=False,
-               why={"timing_book_exponent": "本机是 CPU：SDPA 在这里要做满 n² 的运算并读写中间结果，n=8192 时"
-                    "超出缓存，翻倍比到了 4 以上；书中 3–4 倍来自 GPU 上的 FlashAttention 不把 n×n 矩阵写进显存 / "
-                    "on this CPU the kernel does the full n² work and spills caches at n = 8192; the book's "
-                    "×3–4 comes from FlashAttention on a GPU"}),
-    Experiment("deep", "§1.18.5", "加深到 4 层 / four layers (§1.18.5 ③)",
-               "“看 4 层的模型能不能学出更明显的层间分工” / does a division of labour between layers appear?",
-               "attnlab book --only §1.18.5", analyze_deep,
-               runs=_seeded(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)]),
-               min_runs=_first_seed(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)])),
-    Experiment("exercise1", "§1.20.1", "练习一：n_head 2（d_head 64）/ exercise 1",
-               "d_head 翻倍意味着 logits 标准差约翻 √2 倍，离饱和更近一步；但 64 仍远小于 256，差异应“不大但不为零”",
-               "attnlab book --only §1.20.1", analyze_exercise1,
-               runs=_seeded(lambda sc, s: [R.exercise1_run(sc, b, s) for b in (False, True)]
-                            + [R.case_run(sc, "small", b, s) for b in (False, True)]),
-               min_runs=_first_seed(lambda sc, s: [R.exercise1_run(sc, b, s) for b in (False, True)]
-                                    + [R.case_run(sc, "small", b, s) for b in (False, True)])),
-    Experiment("sweep", "§1.20.2", "练习二（已提交的单种子扫描）/ exercise 2, the committed one-seed sweep",
-               "d_head 32、64、96、128、192、256，缩放与不缩放各一次，找差距开始明显上升的位置",
-               "attnlab sweep --grid d_head=32,64,96,128,192,256 --grid scaled=true,false", analyze_sweep_committed,
-               order=(1, 20, 2, 0)),
-    Experiment("exercise2", "§1.20.2", "练习二：三个种子与固定 d_model / exercise 2 at 3 seeds",
-               "“什么时候会崩”不是一个通用常数，是你这个系统的属性 / the critical size is a property of your system",
-               "attnlab book --only exercise2", analyze_exercise2, runs=ex2_runs, min_runs=ex2_min_runs,
-               order=(1, 20, 2, 1)),
-    Experiment("markov", "§1.22.2", "检查点②：马尔可夫下限 / checkpoint ②: the Markov floor",
-               "注意力层退化后“等价于一个固定的一阶马尔可夫模型”；这个 42 万参数的模型还能把 loss 降到多少？"
-               "（5.18）/ the dead-attention model is a fixed first-order transition",
-               "attnlab book --only markov", analyze_markov, order=(1, 22, 2, 9),
-               why={"dead_attention_near_markov": "塌缩的大模型（5.18）比平滑二元模型（4.80）还差 0.38：注意力只看"
-                    "一个固定位置（不一定是前一位），模型连“前一个字”都用不好，所以不“等价于一阶马尔可夫”，而是更差 / "
-                    "the collapsed model is 0.38 worse than a smoothed bigram: attention stuck on one fixed "
-                    "position does not even use the previous character reliably"}),
+    Experiment(
+        "case",
+        "§1.2",
+        "案例：去掉 √d_k 缩放 / the case study",
+        "d_head=32 时去掉缩放几乎没差别（4.17 对 4.00，差 0.17）；d_head=256 时差 0.95（5.18 对 4.23），"
+        "注意力权重熵跌到 0.0001 / at d_head 32 removing the scale changes little; at 256 it costs 0.95",
+        "attnlab case",
+        analyze_case,
+        order=(1, 2),
+        why={
+            "init_std_grows_like_sqrt": "扫描里 d_model = d_head，q 的方差本身也随维度增大（式 1.1），"
+            "所以实测斜率是 1.5 而不是 0.5；书中自己的比值列也不是常数 / with d_model = d_head the "
+            "variance of q grows with the width too (eq. 1.1), so the slope is 1.5, not 0.5"
+        },
+    ),
+    Experiment(
+        "qk_norm",
+        "§1.7.8",
+        "QK-norm：如果一开始就用它 / with QK-norm from the start",
+        "“如果一开始就用 QK-norm，那个没复现出来的实验会是什么结果？”QK-norm 把 q、k 的尺度钉死，"
+        "“即使权重疯狂增长，logits 也不会失控” / QK-norm fixes the scale of q and k explicitly",
+        "attnlab book --only §1.7.8",
+        analyze_qk_norm,
+        runs=R.qk_norm_runs,
+        prediction=PREDICTION_QK,
+        min_runs=lambda scale: qk_pair(scale, "small", scale.seed_list()[0]),
+    ),
+    Experiment(
+        "temperature",
+        "§1.6.3",
+        "停下来想一想⑬：可学的温度 / exercise ⑬: a learnable temperature",
+        "为什么温度设成 √d_k 而不是学出来？可学温度“没有该是多少的信号，而且会往坏的方向走”，一路被推到饱和 / "
+        "a free temperature is pushed to saturation",
+        "attnlab book --only §1.6.3",
+        analyze_temperature,
+        runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
+        min_runs=lambda scale: [R.temperature_run(scale, scale.seed_list()[0])],
+    ),
+    Experiment(
+        "heads",
+        "§1.8.5",
+        "头部画像 / head portrait",
+        "层 0 头 0 有 77% 的注意力给自己，层 0 头 1 有 45% 给紧邻左边 / L0H0 attends to itself (0.77), "
+        "L0H1 to the previous character (0.45)",
+        "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --out data/head_portrait.json",
+        analyze_heads,
+        why={
+            "self_head_exists": "本仓库的小模型在层 0 学出了“前一位”头（prev 0.51），但没有学出书中"
+            "L0·H0 那样对角 0.77 的“看自己”头；哪种头出现取决于种子与训练细节，书中的画像没有复现 / "
+            "our model formed a previous-token head but no self-attending head; the book's L0H0 did "
+            "not reproduce"
+        },
+    ),
+    Experiment(
+        "kv_cache",
+        "§1.8.7",
+        "KV 缓存与 GQA/MQA / the KV cache, GQA and MQA",
+        "KV 缓存 = 2 × n_layer × n_head × d_head × L × b；Llama-2 70B 每 token 2.6 MB，GQA(g=8) 0.33 MB，"
+        "MQA 0.04 MB；MQA 损失一些质量，GQA 损失很小 / eq. 1.20; MQA loses some quality, GQA little",
+        "attnlab book --only §1.8.7",
+        analyze_kv,
+        runs=_seeded(lambda sc, s: [R.kv_run(sc, g, s) for g in (4, 2, 1)]),
+        min_runs=lambda scale: [],
+    ),
+    Experiment(
+        "positions",
+        "§1.9",
+        "位置编码：三种方案与不用位置编码 / positions: three schemes and none",
+        "注意力把输入当成集合；层 0 头 1 的“看前一位”模式是位置编码在起作用的证据，没有位置编码这些头就学不会"
+        "（自测 6）/ without positions the previous-token head cannot form (self-test 6, §1.9.7)",
+        "attnlab book --only §1.9",
+        analyze_positions,
+        runs=_seeded(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
+        min_runs=_first_seed(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
+    ),
+    Experiment(
+        "failures",
+        "§1.11.7",
+        "四个注入的 bug / the four injected bugs",
+        "① 掩码用 0 loss 反而更低；② 缩放在 softmax 之后行和 = 0.177；③ 缺数值稳定在这个规模看不出来；"
+        "④ 误用 d_k 注意力退化成均匀（熵 0.9989）",
+        "attnlab failures",
+        analyze_failures,
+        why={
+            "divide_by_dk_uniform": "本次的熵是训练最后一步两层的平均（0.947）：接近均匀但不及书中的 "
+            "0.9989；第二层并不完全均匀 / ours averages both layers at the last step: near uniform, "
+            "less so than the book's 0.9989"
+        },
+    ),
+    Experiment(
+        "dynamics",
+        "§1.12.4",
+        "头部特化的训练动态 / how heads specialise",
+        "训练 100、500、1500 步各存一次，看“前一位头”的 prev 权重是怎么涨起来的；书中没做这个实验 / "
+        "the book leaves this open",
+        "attnlab book --only §1.12.4",
+        analyze_dynamics,
+    ),
+    Experiment(
+        "ablation",
+        "§1.13.4",
+        "消融清单 / the ablation checklist",
+        "一次只关一个：缩放（小模型影响小）、残差（训不动）、LayerNorm（抖动、慢）、权重共享（参数 +36%）、"
+        "位置编码（学不会顺序）、warmup（前期尖刺）、梯度裁剪（偶发 nan）",
+        "attnlab book --only §1.13.4",
+        analyze_ablation,
+        runs=_first_seed(lambda sc, s: [R.ablation_run(sc, c, s) for c in ABL_ORDER]),
+    ),
+    Experiment(
+        "timing",
+        "§1.14.2",
+        "注意力耗时 / attention timing",
+        "RTX A6000 上 SDPA（8 头、d_head 64、因果）：n=512 0.082 ms … n=8192 8.263 ms；n 翻倍耗时涨约 3–4 倍",
+        "attnlab book --only §1.14.2",
+        analyze_timing,
+        remeasure=False,
+        why={
+            "timing_book_exponent": "本机是 CPU：SDPA 在这里要做满 n² 的运算并读写中间结果，n=8192 时"
+            "超出缓存，翻倍比到了 4 以上；书中 3–4 倍来自 GPU 上的 FlashAttention 不把 n×n 矩阵写进显存 / "
+            "on this CPU the kernel does the full n² work and spills caches at n = 8192; the book's "
+            "×3–4 comes from FlashAttention on a GPU"
+        },
+    ),
+    Experiment(
+        "deep",
+        "§1.18.5",
+        "加深到 4 层 / four layers (§1.18.5 ③)",
+        "“看 4 层的模型能不能学出更明显的层间分工” / does a division of labour between layers appear?",
+        "attnlab book --only §1.18.5",
+        analyze_deep,
+        runs=_seeded(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)]),
+        min_runs=_first_seed(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)]),
+    ),
+    Experiment(
+        "exercise1",
+        "§1.20.1",
+        "练习一：n_head 2（d_head 64）/ exercise 1",
+        "d_head 翻倍意味着 logits 标准差约翻 √2 倍，离饱和更近一步；但 64 仍远小于 256，差异应“不大但不为零”",
+        "attnlab book --only §1.20.1",
+        analyze_exercise1,
+        runs=_seeded(
+            lambda sc, s: (
+                [R.exercise1_run(sc, b, s) for b in (False, True)]
+                + [R.case_run(sc, "small", b, s) for b in (False, True)]
+            )
+        ),
+        min_runs=_first_seed(
+            lambda sc, s: (
+                [R.exercise1_run(sc, b, s) for b in (False, True)]
+                + [R.case_run(sc, "small", b, s) for b in (False, True)]
+            )
+        ),
+    ),
+    Experiment(
+        "sweep",
+        "§1.20.2",
+        "练习二（已提交的单种子扫描）/ exercise 2, the committed one-seed sweep",
+        "d_head 32、64、96、128、192、256，缩放与不缩放各一次，找差距开始明显上升的位置",
+        "attnlab sweep --grid d_head=32,64,96,128,192,256 --grid scaled=true,false",
+        analyze_sweep_committed,
+        order=(1, 20, 2, 0),
+    ),
+    Experiment(
+        "exercise2",
+        "§1.20.2",
+        "练习二：三个种子与固定 d_model / exercise 2 at 3 seeds",
+        "“什么时候会崩”不是一个通用常数，是你这个系统的属性 / the critical size is a property of your system",
+        "attnlab book --only exercise2",
+        analyze_exercise2,
+        runs=ex2_runs,
+        min_runs=ex2_min_runs,
+        order=(1, 20, 2, 1),
+    ),
+    Experiment(
+        "markov",
+        "§1.22.2",
+        "检查点②：马尔可夫下限 / checkpoint ②: the Markov floor",
+        "注意力层退化后“等价于一个固定的一阶马尔可夫模型”；这个 42 万参数的模型还能把 loss 降到多少？"
+        "（5.18）/ the dead-attention model is a fixed first-order transition",
+        "attnlab book --only markov",
+        analyze_markov,
+        order=(1, 22, 2, 9),
+        why={
+            "dead_attention_near_markov": "塌缩的大模型（5.18）比平滑二元模型（4.80）还差 0.38：注意力只看"
+            "一个固定位置（不一定是前一位），模型连“前一个字”都用不好，所以不“等价于一阶马尔可夫”，而是更差 / "
+            "the collapsed model is 0.38 worse than a smoothed bigram: attention stuck on one fixed "
+            "position does not even use the previous character reliably"
+        },
+    ),
 ]

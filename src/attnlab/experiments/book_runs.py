@@ -7,6 +7,7 @@ never trained twice. ``quick`` shrinks every configuration the same way
 (widths / 8, 20 steps, block 32): the tests exercise the whole book with it,
 and its numbers mean nothing beyond "the plumbing works".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,14 +16,15 @@ from ..config import Config
 from ..runner import Run
 
 BOOK_SEED = 20261014
-SMALL = {"d_model": 128, "n_head": 4}      # d_head 32, the chapter's model
-BIG = {"d_model": 256, "n_head": 1}        # d_head 256, the case's second pair
+SMALL = {"d_model": 128, "n_head": 4}  # d_head 32, the chapter's model
+BIG = {"d_model": 256, "n_head": 1}  # d_head 256, the case's second pair
 SIZES = {"small": SMALL, "big": BIG}
 
 
 @dataclass(frozen=True)
 class Scale:
     """How large the book runs: full size (the committed results) or quick (tests)."""
+
     quick: bool = False
     steps: int = 1500
     seeds: int = 3
@@ -40,8 +42,9 @@ class Scale:
         s = self.steps
         cfg = Config(max_steps=s, record_every=1, eval_every=max(1, s // 15), ckpt_every=max(50, s // 6))
         if self.quick:
-            cfg = cfg.replace(batch_size=4, block_size=32, vocab_size=200, warmup=5, eval_every=10,
-                              eval_batches=2, ckpt_every=10)
+            cfg = cfg.replace(
+                batch_size=4, block_size=32, vocab_size=200, warmup=5, eval_every=10, eval_batches=2, ckpt_every=10
+            )
         return cfg
 
     def cfg(self, **changes) -> Config:
@@ -69,9 +72,16 @@ def baseline(scale: Scale, seed: int) -> Run:
 
 def qk_norm_runs(scale: Scale) -> list[Run]:
     """§1.7.8: the case's four-run design with QK-norm, every seed."""
-    return [Run(f"qk_{size}_{'scaled' if sc else 'unscaled'}_s{seed}",
-                scale.cfg(**SIZES[size], scaled=sc, seed=seed, qk_norm=True), group="qk_norm")
-            for seed in scale.seed_list() for size in ("small", "big") for sc in (False, True)]
+    return [
+        Run(
+            f"qk_{size}_{'scaled' if sc else 'unscaled'}_s{seed}",
+            scale.cfg(**SIZES[size], scaled=sc, seed=seed, qk_norm=True),
+            group="qk_norm",
+        )
+        for seed in scale.seed_list()
+        for size in ("small", "big")
+        for sc in (False, True)
+    ]
 
 
 def position_runs(scale: Scale, kind: str, seed: int) -> Run:
@@ -80,7 +90,7 @@ def position_runs(scale: Scale, kind: str, seed: int) -> Run:
     return Run(f"pos_{kind}_s{seed}", scale.cfg(**SMALL, pos=kind, seed=seed), group="positions")
 
 
-ABLATION = {                              # §1.13.4, one Config change each (attnlab.experiments.ablate)
+ABLATION = {  # §1.13.4, one Config change each (attnlab.experiments.ablate)
     "no_scaling": {"scaled": False},
     "no_residual": {"residual": False},
     "no_layernorm": {"norm": "none"},
@@ -103,8 +113,11 @@ def ablation_run(scale: Scale, change: str, seed: int) -> Run:
 
 def exercise1_run(scale: Scale, scaled: bool, seed: int) -> Run:
     """Exercise 1: n_head 2 at d_model 128 (d_head 64)."""
-    return Run(f"ex1_{'scaled' if scaled else 'unscaled'}_s{seed}",
-               scale.cfg(d_model=128, n_head=2, scaled=scaled, seed=seed), group="exercise1")
+    return Run(
+        f"ex1_{'scaled' if scaled else 'unscaled'}_s{seed}",
+        scale.cfg(d_model=128, n_head=2, scaled=scaled, seed=seed),
+        group="exercise1",
+    )
 
 
 def deep_run(scale: Scale, seed: int) -> Run:
@@ -127,13 +140,18 @@ def exercise2_run(scale: Scale, d_head: int, scaled: bool, seed: int, fixed_d_mo
     and n_head = 256 / d_head."""
     tag = "scaled" if scaled else "unscaled"
     if fixed_d_model:
-        return Run(f"ex2f_d{d_head}_{tag}_s{seed}",
-                   scale.cfg(d_model=256, n_head=256 // d_head, scaled=scaled, seed=seed), group="exercise2")
-    return Run(f"ex2_d{d_head}_{tag}_s{seed}", scale.cfg(d_model=d_head, n_head=1, scaled=scaled, seed=seed),
-               group="exercise2")
+        return Run(
+            f"ex2f_d{d_head}_{tag}_s{seed}",
+            scale.cfg(d_model=256, n_head=256 // d_head, scaled=scaled, seed=seed),
+            group="exercise2",
+        )
+    return Run(
+        f"ex2_d{d_head}_{tag}_s{seed}", scale.cfg(d_model=d_head, n_head=1, scaled=scaled, seed=seed), group="exercise2"
+    )
 
 
 def temperature_run(scale: Scale, seed: int) -> Run:
     """Exercise ⑬: the unscaled big model with a learnable temperature per head (1 at init)."""
-    return Run(f"temp_big_unscaled_s{seed}", scale.cfg(**BIG, scaled=False, learn_temp=True, seed=seed),
-               group="temperature")
+    return Run(
+        f"temp_big_unscaled_s{seed}", scale.cfg(**BIG, scaled=False, learn_temp=True, seed=seed), group="temperature"
+    )

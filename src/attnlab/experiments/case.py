@@ -13,6 +13,7 @@ Each training run lives in its own directory under ``<out>/runs/case/``; a run
 that finished is reused and an interrupted one resumes, so stopping the case and
 starting it again continues where it stopped.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,8 @@ from .claims import check_claims
 from .common import environment
 
 BOOK_SEED = 20261014
-SMALL = PRESETS["small"]                   # d_head 32 (the defaults)
-BIG = PRESETS["big"]                       # d_head 256
+SMALL = PRESETS["small"]  # d_head 32 (the defaults)
+BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
 
 
@@ -47,25 +48,24 @@ class CaseSettings:
     seeds: tuple[int, ...] = (BOOK_SEED, BOOK_SEED + 1, BOOK_SEED + 2)
     init_d_heads: tuple[int, ...] = (32, 64, 128, 256, 512)
     init_samples: int = 400
-    init_samples_fixed: int = 100    # the d_model = 512 sweep (issue 11) and §1.8.4's 4-head point
+    init_samples_fixed: int = 100  # the d_model = 512 sweep (issue 11) and §1.8.4's 4-head point
     init_seed: int = 0
     sample_tokens: int = 40
     sample_seed: int = 0
-    loss_window: int = 50            # loss_end = mean training loss of the last N steps
-    executor: str = "local"          # attnlab.runner: serial | local | ray
-    workers: int | None = None       # local: processes (default: one per core, one thread each)
+    loss_window: int = 50  # loss_end = mean training loss of the last N steps
+    executor: str = "local"  # attnlab.runner: serial | local | ray
+    workers: int | None = None  # local: processes (default: one per core, one thread each)
     ray_address: str | None = None
-    big_seeds: int = 3               # the big pair on the first N seeds (issue 11: spread for big claims)
-    wd_values: tuple[float, ...] = (0.0, 0.01)   # the big pair also at these weight decays (§1.18.3
-                                     # never states one; the default 0.1 is ours)
-    wd_seeds: int = 1                # ... on the first N seeds
+    big_seeds: int = 3  # the big pair on the first N seeds (issue 11: spread for big claims)
+    wd_values: tuple[float, ...] = (0.0, 0.01)  # the big pair also at these weight decays (§1.18.3
+    # never states one; the default 0.1 is ours)
+    wd_seeds: int = 1  # ... on the first N seeds
     device: str = "auto"
 
     @classmethod
     def quick(cls, steps: int | None = None) -> CaseSettings:
         """A few hundred steps, one seed, fewer init samples: what the default tests run."""
-        return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40, init_samples_fixed=10,
-                   wd_values=())
+        return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40, init_samples_fixed=10, wd_values=())
 
 
 class CaseError(AttnlabError):
@@ -74,8 +74,13 @@ class CaseError(AttnlabError):
 
 # ------------------------------------------------------------------------ init sweep
 @torch.no_grad()
-def init_sweep(d_heads=(32, 64, 128, 256, 512), samples: int = 400, seed: int = 0,
-               on_sample: Callable[[], None] | None = None, d_model: int | None = None) -> list[dict]:
+def init_sweep(
+    d_heads=(32, 64, 128, 256, 512),
+    samples: int = 400,
+    seed: int = 0,
+    on_sample: Callable[[], None] | None = None,
+    d_model: int | None = None,
+) -> list[dict]:
     """§1.3 / §1.19.1: logit scale of untrained models, scaled and unscaled.
 
     Protocol: n_head=1 (d_head = d_model), n_layer=1, vocab 300, block 32; one
@@ -95,27 +100,25 @@ def init_sweep(d_heads=(32, 64, 128, 256, 512), samples: int = 400, seed: int = 
     x = torch.randint(2, 300, (8, 32), generator=gen)
     T = x.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    n_valid = torch.arange(2, T + 1)                        # rows 1..T-1
+    n_valid = torch.arange(2, T + 1)  # rows 1..T-1
     out = []
     for d in d_heads:
         dm = d if d_model is None else d_model
-        cfg = Config(d_model=dm, n_head=dm // d, n_layer=1, vocab_size=300, block_size=32,
-                     scaled=False, device="cpu")
+        cfg = Config(d_model=dm, n_head=dm // d, n_layer=1, vocab_size=300, block_size=32, scaled=False, device="cpu")
         scores_all, q_all, k_all = [], [], []
         for s in range(samples):
             torch.manual_seed(seed + s)
             model = TinyGPT(cfg).eval()
             with model.capture("tap_scores", "tap_q", "tap_k") as st:
                 model(x)
-            scores_all.append(st["blocks.0.attn.tap_scores"][0])      # (B, 1, T, T) unscaled
+            scores_all.append(st["blocks.0.attn.tap_scores"][0])  # (B, 1, T, T) unscaled
             q_all.append(st["blocks.0.attn.tap_q"][0])
             k_all.append(st["blocks.0.attn.tap_k"][0])
             if on_sample:
                 on_sample()
-        scores = torch.cat(scores_all).double()               # (samples*B, 1, T, T)
+        scores = torch.cat(scores_all).double()  # (samples*B, 1, T, T)
         q = torch.cat(q_all).double()
-        row = {"d_head": d, "d_model": dm, "n_head": dm // d, "samples": samples,
-               "theory_sqrt_d_head": math.sqrt(d)}
+        row = {"d_head": d, "d_model": dm, "n_head": dm // d, "samples": samples, "theory_sqrt_d_head": math.sqrt(d)}
         for name, factor in (("unscaled", 1.0), ("scaled", 1.0 / math.sqrt(d))):
             sc = scores * factor
             p = sc.masked_fill(~causal, float("-inf")).softmax(-1)[..., 1:, :]
@@ -123,10 +126,10 @@ def init_sweep(d_heads=(32, 64, 128, 256, 512), samples: int = 400, seed: int = 
             row[f"entropy_{name}"] = weight_entropy(p, n_valid).mean().item()
             row[f"jacobian_{name}"] = jacobian_frobenius(p).mean().item()
         row["ratio_unscaled_to_theory"] = row["logit_std_unscaled"] / row["theory_sqrt_d_head"]
-        var_q = dm * cfg.init_std ** 2                          # eq. 1.1: Var(q_i) ≈ d_model σ²
+        var_q = dm * cfg.init_std**2  # eq. 1.1: Var(q_i) ≈ d_model σ²
         row["var_q_formula"] = var_q
         row["var_q_measured"] = q.var().item()
-        row["formula_logit_std"] = var_q * math.sqrt(d)         # eq. 1.2: std = v sqrt(d_head)
+        row["formula_logit_std"] = var_q * math.sqrt(d)  # eq. 1.2: std = v sqrt(d_head)
         row["q_std"] = q.std().item()
         row["k_std"] = torch.cat(k_all).double().std().item()
         out.append(row)
@@ -150,14 +153,16 @@ def qk_scale(model: TinyGPT, x: torch.Tensor) -> list[dict]:
     rows = []
     for i, blk in enumerate(model.blocks):
         s = st[f"blocks.{i}.attn.tap_scores"][0].double()
-        rows.append({
-            "layer": i,
-            "q_std": st[f"blocks.{i}.attn.tap_q"][0].std().item(),
-            "k_std": st[f"blocks.{i}.attn.tap_k"][0].std().item(),
-            "logit_std": masked_std(s, causal).item(),
-            "logit_absmax": s[causal.expand_as(s)].abs().max().item(),
-            "W_qkv_fro": blk.attn.qkv.weight.norm().item(),
-        })
+        rows.append(
+            {
+                "layer": i,
+                "q_std": st[f"blocks.{i}.attn.tap_q"][0].std().item(),
+                "k_std": st[f"blocks.{i}.attn.tap_k"][0].std().item(),
+                "logit_std": masked_std(s, causal).item(),
+                "logit_absmax": s[causal.expand_as(s)].abs().max().item(),
+                "W_qkv_fro": blk.attn.qkv.weight.norm().item(),
+            }
+        )
     return rows
 
 
@@ -176,26 +181,36 @@ def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
     ``big_scaled``); the big pair at each weight decay in ``wd_values`` on the
     first ``wd_seeds`` seeds (names ``big_{tag}_wd{wd}_s{seed}``).
     """
-    base = Config(max_steps=s.steps, device=s.device, record_every=1, eval_every=max(1, s.steps // 15),
-                  ckpt_every=max(50, s.steps // 6))
+    base = Config(
+        max_steps=s.steps,
+        device=s.device,
+        record_every=1,
+        eval_every=max(1, s.steps // 15),
+        ckpt_every=max(50, s.steps // 6),
+    )
     small = []
     for seed in s.seeds:
         for scaled in (False, True):
             tag = "scaled" if scaled else "unscaled"
             small.append(RunSpec(f"small_{tag}_s{seed}", base.replace(**SMALL, scaled=scaled, seed=seed)))
     big = []
-    for seed in s.seeds[:max(1, s.big_seeds)]:
+    for seed in s.seeds[: max(1, s.big_seeds)]:
         for sc in (False, True):
             big.append(RunSpec(big_name(sc, seed, s.seeds[0]), base.replace(**BIG, scaled=sc, seed=seed)))
     wd = []
     for value in s.wd_values:
-        for seed in s.seeds[:max(1, s.wd_seeds)]:
+        for seed in s.seeds[: max(1, s.wd_seeds)]:
             for sc in (False, True):
-                wd.append(RunSpec(wd_name(sc, value, seed),
-                                  base.replace(**BIG, scaled=sc, seed=seed, weight_decay=value)))
+                wd.append(
+                    RunSpec(wd_name(sc, value, seed), base.replace(**BIG, scaled=sc, seed=seed, weight_decay=value))
+                )
     first = s.seeds[0]
-    pairs = {"small_unscaled": f"small_unscaled_s{first}", "small_scaled": f"small_scaled_s{first}",
-             "big_unscaled": "big_unscaled", "big_scaled": "big_scaled"}
+    pairs = {
+        "small_unscaled": f"small_unscaled_s{first}",
+        "small_scaled": f"small_scaled_s{first}",
+        "big_unscaled": "big_unscaled",
+        "big_scaled": "big_scaled",
+    }
     return [g for g in (small, big, wd) if g], pairs
 
 
@@ -220,12 +235,16 @@ def run_summary(history: History, window: int) -> dict:
         "grad_norm": [r["grad_norm"] for r in recs],
         "val_step": [s for s, _ in val],
         "val_loss": [v for _, v in val],
-        "layers": [{key: [r["layers"][i][key] if r.get("layers") else None for r in recs]
-                    for key in DIAG_KEYS} for i in range(n_layer)],
+        "layers": [
+            {key: [r["layers"][i][key] if r.get("layers") else None for r in recs] for key in DIAG_KEYS}
+            for i in range(n_layer)
+        ],
     }
     s = history.summary(window)
-    return {**{k: s[k] for k in ("steps", "loss_start", "loss_end", "loss_last", "val_loss_end",
-                                  "diverged_at")}, "trace": trace}
+    return {
+        **{k: s[k] for k in ("steps", "loss_start", "loss_end", "loss_last", "val_loss_end", "diverged_at")},
+        "trace": trace,
+    }
 
 
 # ---------------------------------------------------------------------------- run
@@ -235,10 +254,18 @@ def compact_summary(history: History, window: int, digits: int = 5) -> dict:
     full = run_summary(history, window)
     r = lambda v: None if v is None else float(f"{v:.{digits}g}")
     tr = full["trace"]
-    full["trace"] = {"step": tr["step"], "loss": [r(v) for v in tr["loss"]],
-                     "val_step": tr["val_step"], "val_loss": [r(v) for v in tr["val_loss"]],
-                     "layers": [{k: [r(v) for v in tr["layers"][0][k]]
-                                 for k in ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")}]}
+    full["trace"] = {
+        "step": tr["step"],
+        "loss": [r(v) for v in tr["loss"]],
+        "val_step": tr["val_step"],
+        "val_loss": [r(v) for v in tr["val_loss"]],
+        "layers": [
+            {
+                k: [r(v) for v in tr["layers"][0][k]]
+                for k in ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")
+            }
+        ],
+    }
     return full
 
 
@@ -251,9 +278,15 @@ def unigram_entropy(text: str, tok: CharTokenizer) -> float:
     return float(-(p * p.log()).sum())
 
 
-def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
-             progress: bool = True, log: Callable[[str], None] = print, base: dict | None = None,
-             tensorboard: bool = False) -> dict:
+def run_case(
+    settings: CaseSettings,
+    out: Path,
+    corpus: Path | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    base: dict | None = None,
+    tensorboard: bool = False,
+) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
 
     ``base``: an earlier result of the same settings (``attnlab case --reuse-json``). Nothing is
@@ -284,21 +317,30 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
                 pass
         sweep = base["init_sweep"]
     else:
-        bar = _Progress(total=settings.init_samples * len(settings.init_d_heads), enabled=progress,
-                        desc="init sweep")
+        bar = _Progress(total=settings.init_samples * len(settings.init_d_heads), enabled=progress, desc="init sweep")
         try:
             t0 = time.perf_counter()
-            sweep = init_sweep(settings.init_d_heads, settings.init_samples, settings.init_seed,
-                               on_sample=lambda: bar.update(1))
+            sweep = init_sweep(
+                settings.init_d_heads, settings.init_samples, settings.init_seed, on_sample=lambda: bar.update(1)
+            )
             timings["init_sweep_s"] = time.perf_counter() - t0
         finally:
             bar.close()
 
         t0 = time.perf_counter()
-        finished = execute(runs, text, out / "runs", executor=settings.executor, workers=settings.workers,
-                           ray_address=settings.ray_address, progress=progress, log=log, desc="ch1 case",
-                           tensorboard=tensorboard)
-        results = {name: tuple(f) for name, f in finished.items()}          # (model, tok, history)
+        finished = execute(
+            runs,
+            text,
+            out / "runs",
+            executor=settings.executor,
+            workers=settings.workers,
+            ray_address=settings.ray_address,
+            progress=progress,
+            log=log,
+            desc="ch1 case",
+            tensorboard=tensorboard,
+        )
+        results = {name: tuple(f) for name, f in finished.items()}  # (model, tok, history)
         timings["train_wall_s"] = time.perf_counter() - t0
         timings["executor"] = settings.executor
         timings["workers"] = _workers_used(settings, len(runs))
@@ -318,22 +360,30 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
         pairs, qk, samples = {}, {}, {}
         for key, name in pair_names.items():
             model, _, history = results[name]
-            pairs[key] = {"run": name, "config": _spec(groups, name).to_dict(),
-                          **run_summary(history, settings.loss_window)}
+            pairs[key] = {
+                "run": name,
+                "config": _spec(groups, name).to_dict(),
+                **run_summary(history, settings.loss_window),
+            }
             qk[key] = qk_of(name)
             samples[key] = generate(model, tok, PROMPT, settings.sample_tokens, seed=settings.sample_seed)
         seeds = []
         for seed in settings.seeds:
             u = run_summary(results[f"small_unscaled_s{seed}"][2], settings.loss_window)
             s = run_summary(results[f"small_scaled_s{seed}"][2], settings.loss_window)
-            seeds.append({"seed": seed,
-                          "loss_end_unscaled": u["loss_end"], "loss_end_scaled": s["loss_end"],
-                          "val_loss_end_unscaled": u["val_loss_end"], "val_loss_end_scaled": s["val_loss_end"],
-                          "gap": u["val_loss_end"] - s["val_loss_end"],
-                          "gap_train": u["loss_end"] - s["loss_end"]})
+            seeds.append(
+                {
+                    "seed": seed,
+                    "loss_end_unscaled": u["loss_end"],
+                    "loss_end_scaled": s["loss_end"],
+                    "val_loss_end_unscaled": u["val_loss_end"],
+                    "val_loss_end_scaled": s["val_loss_end"],
+                    "gap": u["val_loss_end"] - s["val_loss_end"],
+                    "gap_train": u["loss_end"] - s["loss_end"],
+                }
+            )
         gaps = [r["gap"] for r in seeds]
-        seeds_section = {"runs": seeds, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps),
-                         "max_gap": max(gaps)}
+        seeds_section = {"runs": seeds, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps), "max_gap": max(gaps)}
     else:
         pairs, qk, seeds_section = base["pairs"], base["qk_scale"], base["seeds"]
         samples = {k: v for k, v in base["samples"].items() if k in pair_names}
@@ -344,20 +394,36 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
     for key in pair_names:
         size, tag = key.split("_")
         for seed in settings.seeds[1:]:
-            name = (f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first))
+            name = f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first)
             if name in results:
                 seed_runs.setdefault(key, []).append(
-                    {"run": name, "config": _spec(groups, name).to_dict(),
-                     **compact_summary(results[name][2], settings.loss_window), "qk": qk_of(name)})
+                    {
+                        "run": name,
+                        "config": _spec(groups, name).to_dict(),
+                        **compact_summary(results[name][2], settings.loss_window),
+                        "qk": qk_of(name),
+                    }
+                )
     wd_pairs = []
     for value in settings.wd_values:
-        for seed in settings.seeds[:max(1, settings.wd_seeds)]:
+        for seed in settings.seeds[: max(1, settings.wd_seeds)]:
             nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
             if nu in results and ns in results:
-                wd_pairs.append({"weight_decay": value, "seed": seed, **{
-                    tag: {"run": n, "config": _spec(groups, n).to_dict(),
-                          **compact_summary(results[n][2], settings.loss_window), "qk": qk_of(n)}
-                    for tag, n in (("unscaled", nu), ("scaled", ns))}})
+                wd_pairs.append(
+                    {
+                        "weight_decay": value,
+                        "seed": seed,
+                        **{
+                            tag: {
+                                "run": n,
+                                "config": _spec(groups, n).to_dict(),
+                                **compact_summary(results[n][2], settings.loss_window),
+                                "qk": qk_of(n),
+                            }
+                            for tag, n in (("unscaled", nu), ("scaled", ns))
+                        },
+                    }
+                )
     timings["analysis_s"] = time.perf_counter() - t0
 
     # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap)
@@ -382,39 +448,52 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
         timings["matmul_rate_measure_s"] = time.perf_counter() - t0
         flops = sum(train_flops(sp.cfg, sp.cfg.max_steps) for g in groups for sp in g)
         train_wall = timings["train_wall_s"]
-        timings.update({
-            "train_flops": flops,
-            "matmul_rate_flops_per_s": rate,
-            "train_floor_s": flops / rate,
-            "train_matmuls_only_s": matmuls_only,
-            "matmuls_only_over_floor": matmuls_only / (flops / rate),
-            "train_wall_over_floor": train_wall / (flops / rate),
-            "reused_runs": train_wall < 0.5 * flops / rate,
-        })
+        timings.update(
+            {
+                "train_flops": flops,
+                "matmul_rate_flops_per_s": rate,
+                "train_floor_s": flops / rate,
+                "train_matmuls_only_s": matmuls_only,
+                "matmuls_only_over_floor": matmuls_only / (flops / rate),
+                "train_wall_over_floor": train_wall / (flops / rate),
+                "reused_runs": train_wall < 0.5 * flops / rate,
+            }
+        )
         env = environment(device)
     else:
         # the earlier run's timings stay as they were; this pass's own under other names
-        timings = {**base["timings"], "reuse_analysis_s": timings["analysis_s"],
-                   "init_sweep_fixed_s": timings["init_sweep_fixed_s"]}
+        timings = {
+            **base["timings"],
+            "reuse_analysis_s": timings["analysis_s"],
+            "init_sweep_fixed_s": timings["init_sweep_fixed_s"],
+        }
         env = base["environment"]
-    cfg_section = {"settings": {**asdict(settings), "seeds": list(settings.seeds),
-                                "init_d_heads": list(settings.init_d_heads),
-                                "wd_values": list(settings.wd_values)},
-                   "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
-                   "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
-                   "corpus": repo_relative(corpus or DEFAULT_CORPUS), "corpus_chars": len(text),
-                   "corpus_unigram_entropy": unigram_entropy(text, tok),
-                   "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
-                                  "(batch_size x block_size) drawn from the validation split with a "
-                                  "generator seeded seed+1 (the trainer's first evaluation batch); "
-                                  "before = the run's own initialisation, after = end of training",
-                   "loss_end_protocol": f"loss_end = mean training loss of the last "
-                                        f"{settings.loss_window} steps; gaps use validation loss"}
+    cfg_section = {
+        "settings": {
+            **asdict(settings),
+            "seeds": list(settings.seeds),
+            "init_d_heads": list(settings.init_d_heads),
+            "wd_values": list(settings.wd_values),
+        },
+        "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
+        "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
+        "corpus": repo_relative(corpus or DEFAULT_CORPUS),
+        "corpus_chars": len(text),
+        "corpus_unigram_entropy": unigram_entropy(text, tok),
+        "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
+        "(batch_size x block_size) drawn from the validation split with a "
+        "generator seeded seed+1 (the trainer's first evaluation batch); "
+        "before = the run's own initialisation, after = end of training",
+        "loss_end_protocol": f"loss_end = mean training loss of the last "
+        f"{settings.loss_window} steps; gaps use validation loss",
+    }
     if base is not None:
-        cfg_section["reused_from_json"] = ("init_sweep, pairs, seeds, qk_scale, samples, timings and "
-                                           "environment are those of the earlier data/ch1_case.json (same "
-                                           "settings); seed_runs and weight_decay come from the runs under "
-                                           "runs/case")
+        cfg_section["reused_from_json"] = (
+            "init_sweep, pairs, seeds, qk_scale, samples, timings and "
+            "environment are those of the earlier data/ch1_case.json (same "
+            "settings); seed_runs and weight_decay come from the runs under "
+            "runs/case"
+        )
     result = {
         "config": cfg_section,
         "init_sweep": sweep,
@@ -425,8 +504,12 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
         "seed_runs": seed_runs,
         "weight_decay": {"values": list(settings.wd_values), "pairs": wd_pairs},
         "qk_scale": qk,
-        "samples": {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens,
-                    **samples},
+        "samples": {
+            "prompt": PROMPT,
+            "seed": settings.sample_seed,
+            "max_new_tokens": settings.sample_tokens,
+            **samples,
+        },
         "timings": timings,
         "environment": env,
     }
@@ -436,16 +519,18 @@ def run_case(settings: CaseSettings, out: Path, corpus: Path | None = None,
 
 
 def _check_base(base: dict, settings: CaseSettings) -> None:
-    missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "samples", "timings", "environment")
-               if k not in base]
+    missing = [
+        k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "samples", "timings", "environment") if k not in base
+    ]
     if missing:
-        raise CaseError(f"the existing case result lacks {', '.join(missing)}; run `attnlab case` without "
-                        f"--reuse-json")
+        raise CaseError(f"the existing case result lacks {', '.join(missing)}; run `attnlab case` without --reuse-json")
     old = base["config"]["settings"]
     if old.get("steps") != settings.steps or list(old.get("seeds", [])) != list(settings.seeds):
-        raise CaseError(f"the existing case result was run with steps {old.get('steps')} and seeds "
-                        f"{old.get('seeds')}, not {settings.steps} and {list(settings.seeds)}; run "
-                        f"`attnlab case` without --reuse-json")
+        raise CaseError(
+            f"the existing case result was run with steps {old.get('steps')} and seeds "
+            f"{old.get('seeds')}, not {settings.steps} and {list(settings.seeds)}; run "
+            f"`attnlab case` without --reuse-json"
+        )
 
 
 def _spec(groups: list[list[RunSpec]], name: str) -> Config:
@@ -487,8 +572,16 @@ class _Progress:
 
 
 # ------------------------------------------------------------------- reading results
-CASE_SHAPE = {"config": dict, "init_sweep": list, "pairs": dict, "seeds": dict, "qk_scale": dict,
-              "samples": dict, "timings": dict, "claims": list}
+CASE_SHAPE = {
+    "config": dict,
+    "init_sweep": list,
+    "pairs": dict,
+    "seeds": dict,
+    "qk_scale": dict,
+    "samples": dict,
+    "timings": dict,
+    "claims": list,
+}
 
 
 def claim_counts(claims: list[dict]) -> str:
@@ -496,8 +589,10 @@ def claim_counts(claims: list[dict]) -> str:
     book = [c for c in claims if c.get("kind") == "book"]
     sanity = [c for c in claims if c.get("kind") == "sanity"]
     nb = sum(c["pass"] for c in book)
-    return (f"书中论断 / book claims: {nb} PASS, {len(book) - nb} FAIL; "
-            f"自检 / sanity: {sum(c['pass'] for c in sanity)}/{len(sanity)}")
+    return (
+        f"书中论断 / book claims: {nb} PASS, {len(book) - nb} FAIL; "
+        f"自检 / sanity: {sum(c['pass'] for c in sanity)}/{len(sanity)}"
+    )
 
 
 def read_case_json(path: Path) -> dict:
@@ -518,15 +613,22 @@ def read_case_json(path: Path) -> dict:
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
     if missing:
         raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
-    wrong = [f"{k} is {type(result[k]).__name__}, not {t.__name__}" for k, t in CASE_SHAPE.items()
-             if k in result and not isinstance(result[k], t)]
+    wrong = [
+        f"{k} is {type(result[k]).__name__}, not {t.__name__}"
+        for k, t in CASE_SHAPE.items()
+        if k in result and not isinstance(result[k], t)
+    ]
     pairs = result["pairs"]
     if not wrong and isinstance(pairs, dict):
-        wrong = [f"pairs.{k} is not an object with a trace" for k, v in pairs.items()
-                 if not (isinstance(v, dict) and isinstance(v.get("trace"), dict))]
+        wrong = [
+            f"pairs.{k} is not an object with a trace"
+            for k, v in pairs.items()
+            if not (isinstance(v, dict) and isinstance(v.get("trace"), dict))
+        ]
     if not wrong and not all(isinstance(c, dict) for c in result["claims"]):
         wrong = ["claims holds something other than objects"]
     if wrong:
-        raise CaseError(f"{path} does not have the shape of a case result ({'; '.join(wrong[:3])}); "
-                        f"run `attnlab case` again")
+        raise CaseError(
+            f"{path} does not have the shape of a case result ({'; '.join(wrong[:3])}); run `attnlab case` again"
+        )
     return result

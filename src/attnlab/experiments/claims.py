@@ -19,6 +19,7 @@ JSON gets the verdicts its numbers deserve. A failing book claim carries a
 reason: a finding about the book (with its evidence), a difference of protocol
 (which one, with the experiment that shows it), or "unexplained".
 """
+
 from __future__ import annotations
 
 import math
@@ -26,13 +27,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 LN_VOCAB = math.log(1200)
-BOOK_STEPS = (222, 444, 666, 888, 1480)           # §1.12.1's table (step 0 aside)
-WINDOW = 25                                       # half-width of the window around a book step
-END_WINDOW = 50                                   # "end" = mean of the last 50 steps
-REL = 0.10                                        # floor for a plain number
-REL_ABOUT = 0.25                                  # floor for "约 / 左右 / about"
-BOOK_KEYS = {"small_unscaled": "small_d32_unscaled", "small_scaled": "small_d32_scaled",
-             "big_unscaled": "big_d256_unscaled", "big_scaled": "big_d256_scaled"}
+BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table (step 0 aside)
+WINDOW = 25  # half-width of the window around a book step
+END_WINDOW = 50  # "end" = mean of the last 50 steps
+REL = 0.10  # floor for a plain number
+REL_ABOUT = 0.25  # floor for "约 / 左右 / about"
+BOOK_KEYS = {
+    "small_unscaled": "small_d32_unscaled",
+    "small_scaled": "small_d32_scaled",
+    "big_unscaled": "big_d256_unscaled",
+    "big_scaled": "big_d256_scaled",
+}
 
 
 # ----------------------------------------------------------------------- statistics
@@ -91,7 +96,7 @@ def window_mean(run: dict, key: str, step: int, half: int = WINDOW) -> float:
     steps = run["trace"]["step"]
     vals = series(run, key)
     pick = [v for s, v in zip(steps, vals) if abs(s - step) <= half and v is not None]
-    if not pick:                                   # a shortened run: the nearest step
+    if not pick:  # a shortened run: the nearest step
         i = min(range(len(steps)), key=lambda j: abs(steps[j] - step))
         pick = [vals[i]]
     return sum(pick) / len(pick)
@@ -104,8 +109,10 @@ def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
     for v in vals:
         csum.append(csum[-1] + v)
     n = len(vals)
-    return [(csum[min(n, i + half + 1)] - csum[max(0, i - half)]) / (min(n, i + half + 1) - max(0, i - half))
-            for i in range(n)]
+    return [
+        (csum[min(n, i + half + 1)] - csum[max(0, i - half)]) / (min(n, i + half + 1) - max(0, i - half))
+        for i in range(n)
+    ]
 
 
 def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
@@ -181,7 +188,8 @@ def run_outcome(u: dict, s: dict, qu: dict | None = None, qs: dict | None = None
     """The numbers the weight-decay table and the claims compare, for one big pair on one seed."""
     out = {
         "val_gap": u["val_loss_end"] - s["val_loss_end"],
-        "val_loss_end_unscaled": u["val_loss_end"], "val_loss_end_scaled": s["val_loss_end"],
+        "val_loss_end_unscaled": u["val_loss_end"],
+        "val_loss_end_scaled": s["val_loss_end"],
         "scaled_entropy_end": end_mean(s, "weight_entropy"),
         "scaled_entropy_book_steps": [window_mean(s, "weight_entropy", st) for st in BOOK_STEPS],
         "scaled_jacobian_end": end_mean(s, "jacobian_fro"),
@@ -210,12 +218,23 @@ def weight_decay_table(res: dict) -> list[dict]:
     us, ss = runs(res, "big_unscaled"), runs(res, "big_scaled")
     qu, qs = qk_runs(res, "big_unscaled"), qk_runs(res, "big_scaled")
     for i, (u, s) in enumerate(zip(us, ss)):
-        rows.append({"weight_decay": default, "seed": s["config"]["seed"],
-                     **run_outcome(u, s, qu[i] if i < len(qu) else None, qs[i] if i < len(qs) else None)})
+        rows.append(
+            {
+                "weight_decay": default,
+                "seed": s["config"]["seed"],
+                **run_outcome(u, s, qu[i] if i < len(qu) else None, qs[i] if i < len(qs) else None),
+            }
+        )
     for entry in wd["pairs"]:
-        rows.append({"weight_decay": entry["weight_decay"], "seed": entry["seed"],
-                     **run_outcome(entry["unscaled"], entry["scaled"], entry["unscaled"].get("qk"),
-                                   entry["scaled"].get("qk"))})
+        rows.append(
+            {
+                "weight_decay": entry["weight_decay"],
+                "seed": entry["seed"],
+                **run_outcome(
+                    entry["unscaled"], entry["scaled"], entry["unscaled"].get("qk"), entry["scaled"].get("qk")
+                ),
+            }
+        )
     return rows
 
 
@@ -228,10 +247,19 @@ def by_weight_decay(res: dict, key: str) -> dict[float, list[float]]:
 
 
 # -------------------------------------------------------------------------- claims
-def _claim(cid: str, kind: str, section: str, statement: str, book: Any, measured: Any,
-           expected: str, ok: bool) -> dict:
-    return {"id": cid, "kind": kind, "section": section, "statement": statement, "book": book,
-            "measured": measured, "expected": expected, "pass": bool(ok)}
+def _claim(
+    cid: str, kind: str, section: str, statement: str, book: Any, measured: Any, expected: str, ok: bool
+) -> dict:
+    return {
+        "id": cid,
+        "kind": kind,
+        "section": section,
+        "statement": statement,
+        "book": book,
+        "measured": measured,
+        "expected": expected,
+        "pass": bool(ok),
+    }
 
 
 def check_claims(res: dict) -> list[dict]:
@@ -245,10 +273,15 @@ def check_claims(res: dict) -> list[dict]:
             if c["kind"] == "book" and not c["pass"]:
                 c["reason"] = explain(c["id"], res)
                 n_big = len(runs(res, "big_scaled"))
-                if c["reason"]["category"] == "unexplained" and n_big < 3 and ("big" in c["id"] or "curves" in c["id"]
-                                                                             or c["id"] in _QK_CLAIMS):
-                    c["reason"]["text"] += (f" (only {n_big} seed of the big pair finished here: the tolerance is "
-                                            f"the floor alone, without the seed spread)")
+                if (
+                    c["reason"]["category"] == "unexplained"
+                    and n_big < 3
+                    and ("big" in c["id"] or "curves" in c["id"] or c["id"] in _QK_CLAIMS)
+                ):
+                    c["reason"]["text"] += (
+                        f" (only {n_big} seed of the big pair finished here: the tolerance is "
+                        f"the floor alone, without the seed spread)"
+                    )
             out.append(c)
     return out
 
@@ -264,12 +297,19 @@ def check(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
 # --- sanity ---------------------------------------------------------------------------
 @check
 def _start_near_ln_vocab(res):
-    starts = [r["loss_start"] for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
-              for r in runs(res, k)]
-    return _claim("start_near_ln_vocab", "sanity", "§1.19.2",
-                  "起点接近随机猜测 ln 1200 ≈ 7.09：模型初始输出近似均匀 / every run starts near ln V",
-                  "7.03–7.05", [_r(x) for x in starts], "every run's step-0 loss within 0.15 of 7.09",
-                  all(abs(x - LN_VOCAB) < 0.15 for x in starts))
+    starts = [
+        r["loss_start"] for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled") for r in runs(res, k)
+    ]
+    return _claim(
+        "start_near_ln_vocab",
+        "sanity",
+        "§1.19.2",
+        "起点接近随机猜测 ln 1200 ≈ 7.09：模型初始输出近似均匀 / every run starts near ln V",
+        "7.03–7.05",
+        [_r(x) for x in starts],
+        "every run's step-0 loss within 0.15 of 7.09",
+        all(abs(x - LN_VOCAB) < 0.15 for x in starts),
+    )
 
 
 @check
@@ -281,16 +321,23 @@ def _twins_share_init(res):
         dh = res["pairs"][f"{size}_scaled"]["config"]["d_model"] // res["pairs"][f"{size}_scaled"]["config"]["n_head"]
         for i, (qu, qs) in enumerate(zip(qk_runs(res, f"{size}_unscaled"), qk_runs(res, f"{size}_scaled"))):
             bu, bs = qu["before"][0], qs["before"][0]
-            same_qk = (abs(bu["q_std"] / bs["q_std"] - 1) < 1e-6 and abs(bu["k_std"] / bs["k_std"] - 1) < 1e-6)
+            same_qk = abs(bu["q_std"] / bs["q_std"] - 1) < 1e-6 and abs(bu["k_std"] / bs["k_std"] - 1) < 1e-6
             ratio = bu["logit_std"] / bs["logit_std"]
-            measured[f"{size}_seed{i}"] = {"q_std_ratio": _r(bu["q_std"] / bs["q_std"], 8),
-                                           "logit_std_ratio_over_sqrt_d": _r(ratio / math.sqrt(dh), 8)}
+            measured[f"{size}_seed{i}"] = {
+                "q_std_ratio": _r(bu["q_std"] / bs["q_std"], 8),
+                "logit_std_ratio_over_sqrt_d": _r(ratio / math.sqrt(dh), 8),
+            }
             ok = ok and same_qk and abs(ratio / math.sqrt(dh) - 1) < 1e-6
-    return _claim("twins_share_init", "sanity", "§1.1",
-                  "同一种子：初始化完全相同、每一批数据完全相同 / twins share weights and batches",
-                  "“两条曲线在 step 0 时的 loss 完全一致（都是 7.03）”", measured,
-                  "before training: q, k std equal to 1e-6 and unscaled/scaled logit std = √d_head to 1e-6",
-                  ok)
+    return _claim(
+        "twins_share_init",
+        "sanity",
+        "§1.1",
+        "同一种子：初始化完全相同、每一批数据完全相同 / twins share weights and batches",
+        "“两条曲线在 step 0 时的 loss 完全一致（都是 7.03）”",
+        measured,
+        "before training: q, k std equal to 1e-6 and unscaled/scaled logit std = √d_head to 1e-6",
+        ok,
+    )
 
 
 @check
@@ -299,10 +346,17 @@ def _fixed_d_model_slope(res):
     if not rows:
         return None
     slope = sweep_slope(rows)
-    return _claim("fixed_d_model_slope_half", "sanity", "§1.3.1",
-                  "d_model 固定为 512 时，式 1.2：logits 标准差 = v√d_head，斜率 0.5 / with d_model fixed "
-                  "eq. 1.2 gives slope 0.5", "式 1.2", _r(slope, 3), "log-log slope 0.5 ± 0.05",
-                  abs(slope - 0.5) <= 0.05)
+    return _claim(
+        "fixed_d_model_slope_half",
+        "sanity",
+        "§1.3.1",
+        "d_model 固定为 512 时，式 1.2：logits 标准差 = v√d_head，斜率 0.5 / with d_model fixed "
+        "eq. 1.2 gives slope 0.5",
+        "式 1.2",
+        _r(slope, 3),
+        "log-log slope 0.5 ± 0.05",
+        abs(slope - 0.5) <= 0.05,
+    )
 
 
 @check
@@ -311,11 +365,16 @@ def _unscaled_beats_unigram(res):
     if h1 is None:
         return None
     vals = [r["val_loss_end"] for r in runs(res, "big_unscaled")]
-    return _claim("big_unscaled_beats_unigram", "sanity", "§1.4",
-                  "注意力死了的模型学到的不只是字频：终点低于一元字频熵 / the attention-dead model beats "
-                  "character frequencies", f"unigram entropy {h1:.3f}", ms(vals),
-                  f"every seed's val loss below the unigram entropy {h1:.3f} − 0.1",
-                  all(v < h1 - 0.1 for v in vals))
+    return _claim(
+        "big_unscaled_beats_unigram",
+        "sanity",
+        "§1.4",
+        "注意力死了的模型学到的不只是字频：终点低于一元字频熵 / the attention-dead model beats character frequencies",
+        f"unigram entropy {h1:.3f}",
+        ms(vals),
+        f"every seed's val loss below the unigram entropy {h1:.3f} − 0.1",
+        all(v < h1 - 0.1 for v in vals),
+    )
 
 
 # --- §1.2 / §1.4 / §1.19.2 losses ---------------------------------------------------------
@@ -323,30 +382,48 @@ def _unscaled_beats_unigram(res):
 def _small_gap(res):
     gaps = small_seed_gaps(res)
     ok, tol = near(gaps, 0.17)
-    return _claim("small_gap_small", "book", "§1.2",
-                  "小模型两条曲线几乎重合，终点差 0.17 / the small pair ends 0.17 apart",
-                  0.17, {**ms(gaps), "basis": "val"}, f"0.17 within mean ± {tol:.3g} (max(2 sd, 10%))", ok)
+    return _claim(
+        "small_gap_small",
+        "book",
+        "§1.2",
+        "小模型两条曲线几乎重合，终点差 0.17 / the small pair ends 0.17 apart",
+        0.17,
+        {**ms(gaps), "basis": "val"},
+        f"0.17 within mean ± {tol:.3g} (max(2 sd, 10%))",
+        ok,
+    )
 
 
 @check
 def _small_gap_over_seeds(res):
     gaps = small_seed_gaps(res)
     ok = all(0.1 <= g <= 0.2 for g in gaps)
-    return _claim("small_gap_over_seeds", "book", "§1.2 / §1.19.2",
-                  "换了三个种子重跑，小模型上的差距都在 0.1–0.2 之间浮动 / over three seeds every small gap "
-                  "is 0.1–0.2", [0.1, 0.2],
-                  {"val": [_r(g) for g in gaps], "train": [_r(g) for g in small_seed_gaps(res, "train")]},
-                  "every seed's val gap in [0.1, 0.2] (the book's range; it is itself about seed spread)", ok)
+    return _claim(
+        "small_gap_over_seeds",
+        "book",
+        "§1.2 / §1.19.2",
+        "换了三个种子重跑，小模型上的差距都在 0.1–0.2 之间浮动 / over three seeds every small gap is 0.1–0.2",
+        [0.1, 0.2],
+        {"val": [_r(g) for g in gaps], "train": [_r(g) for g in small_seed_gaps(res, "train")]},
+        "every seed's val gap in [0.1, 0.2] (the book's range; it is itself about seed spread)",
+        ok,
+    )
 
 
 @check
 def _big_gap(res):
     gaps = big_seed_gaps(res)
     ok, tol = near(gaps, 0.95)
-    return _claim("big_gap_large", "book", "§1.4",
-                  "d_head=256：终点差距 0.95 / the big pair ends 0.95 apart", 0.95,
-                  {**ms(gaps), "train": [_r(g) for g in big_seed_gaps(res, "train")], "basis": "val"},
-                  f"0.95 within mean ± {tol:.3g} (max(2 sd, 10%))", ok)
+    return _claim(
+        "big_gap_large",
+        "book",
+        "§1.4",
+        "d_head=256：终点差距 0.95 / the big pair ends 0.95 apart",
+        0.95,
+        {**ms(gaps), "train": [_r(g) for g in big_seed_gaps(res, "train")], "basis": "val"},
+        f"0.95 within mean ± {tol:.3g} (max(2 sd, 10%))",
+        ok,
+    )
 
 
 @check
@@ -356,12 +433,16 @@ def _gap_ratio(res):
     per_seed = [b / s for b, s in zip(big, small) if abs(s) > 1e-9]
     ok, tol = near(per_seed, 5.6)
     of_means = spread(big)["mean"] / spread(small)["mean"]
-    return _claim("big_gap_several_times_small", "book", "§1.4 / §1.19.2",
-                  "差距从 0.17 变成 0.95，放大了 5.6 倍（单种子比单种子）/ the big gap is 5.6× the small one, "
-                  "seed for seed", 5.6,
-                  {"per_seed": [_r(x, 3) for x in per_seed], "first_seed": _r(per_seed[0], 3),
-                   "mean_over_mean": _r(of_means, 3)},
-                  f"5.6 within the per-seed ratios' mean ± {tol:.3g}; mean over mean shown alongside", ok)
+    return _claim(
+        "big_gap_several_times_small",
+        "book",
+        "§1.4 / §1.19.2",
+        "差距从 0.17 变成 0.95，放大了 5.6 倍（单种子比单种子）/ the big gap is 5.6× the small one, seed for seed",
+        5.6,
+        {"per_seed": [_r(x, 3) for x in per_seed], "first_seed": _r(per_seed[0], 3), "mean_over_mean": _r(of_means, 3)},
+        f"5.6 within the per-seed ratios' mean ± {tol:.3g}; mean over mean shown alongside",
+        ok,
+    )
 
 
 @check
@@ -370,22 +451,33 @@ def _curves_part(res):
     steps = [parting_step(u, s, thr) for u, s in zip(runs(res, "big_unscaled"), runs(res, "big_scaled"))]
     book = scaled_step(200, res)
     ok = all(p is not None for p in steps) and near([p for p in steps], book, REL_ABOUT)[0]
-    return _claim("curves_part_near_200", "book", "§1.2 图 1.2 / §1.4",
-                  "右图在 200 步后明显分离；不缩放那条曲线在 200 步左右就卡住了 / the big curves part "
-                  "around step 200", 200,
-                  {"parting_step": steps, "threshold": _r(thr, 3)},
-                  f"first step after which the smoothed training-loss gap stays above the small pair's "
-                  f"noise gap ({thr:.3g}) is {book} ± max(2 sd, 25%)", ok)
+    return _claim(
+        "curves_part_near_200",
+        "book",
+        "§1.2 图 1.2 / §1.4",
+        "右图在 200 步后明显分离；不缩放那条曲线在 200 步左右就卡住了 / the big curves part around step 200",
+        200,
+        {"parting_step": steps, "threshold": _r(thr, 3)},
+        f"first step after which the smoothed training-loss gap stays above the small pair's "
+        f"noise gap ({thr:.3g}) is {book} ± max(2 sd, 25%)",
+        ok,
+    )
 
 
 @check
 def _big_unscaled_end(res):
     vals = [r["val_loss_end"] for r in runs(res, "big_unscaled")]
     ok, tol = near(vals, 5.18)
-    return _claim("big_unscaled_still_learns", "book", "§1.4",
-                  "loss 并不是不降了（它从 7.05 降到了 5.18）：带着一个废掉的注意力层硬训 / the loss still "
-                  "falls, 7.05 → 5.18", 5.18, {**ms(vals), "basis": "val"},
-                  f"5.18 within mean ± {tol:.3g} (max(2 sd, 10%))", ok)
+    return _claim(
+        "big_unscaled_still_learns",
+        "book",
+        "§1.4",
+        "loss 并不是不降了（它从 7.05 降到了 5.18）：带着一个废掉的注意力层硬训 / the loss still falls, 7.05 → 5.18",
+        5.18,
+        {**ms(vals), "basis": "val"},
+        f"5.18 within mean ± {tol:.3g} (max(2 sd, 10%))",
+        ok,
+    )
 
 
 @check
@@ -397,12 +489,17 @@ def _late_training_slow(res):
     early = [r["trace"]["loss"][0] - m[200] for r, m in zip(s, sm)]
     late = [m[1000] - m[-1 - WINDOW] for m in sm]
     ok = near(late, 0.1, REL_ABOUT)[0] and all(e > 2 for e in early)
-    return _claim("late_training_slow", "book", "§1.18.4",
-                  "从 1000 步到 1500 步只降了 0.1 左右，而前 200 步降了 2 以上 / steps 1000→1500 gain about "
-                  "0.1, the first 200 more than 2", {"1000_to_1500": 0.1, "first_200": "> 2"},
-                  {"1000_to_1500": ms(late, 3), "first_200": ms(early, 3)},
-                  "drop 1000→1500 (smoothed training loss, small scaled) 0.1 ± max(2 sd, 25%); "
-                  "drop 0→200 > 2 on every seed", ok)
+    return _claim(
+        "late_training_slow",
+        "book",
+        "§1.18.4",
+        "从 1000 步到 1500 步只降了 0.1 左右，而前 200 步降了 2 以上 / steps 1000→1500 gain about "
+        "0.1, the first 200 more than 2",
+        {"1000_to_1500": 0.1, "first_200": "> 2"},
+        {"1000_to_1500": ms(late, 3), "first_200": ms(early, 3)},
+        "drop 1000→1500 (smoothed training loss, small scaled) 0.1 ± max(2 sd, 25%); drop 0→200 > 2 on every seed",
+        ok,
+    )
 
 
 # --- §1.3 init sweep --------------------------------------------------------------------
@@ -418,11 +515,26 @@ def _init_sweep_table(res):
     ok_std = all(abs(got[d]["logit_std_unscaled"] / b - 1) <= REL for d, b in zip(ds, book))
     ok_ent = all(abs(got[d]["entropy_unscaled"] / b - 1) <= REL for d, b in zip(ds, ent))
     return [
-        _claim("init_std_table", "book", "§1.3", "初始化状态下实测 logits 标准差 / measured init logit std",
-               book, [_r(got[d]["logit_std_unscaled"], 3) for d in ds],
-               "each within 10% (400 inits: the sampling spread is far smaller)", ok_std),
-        _claim("init_entropy_table", "book", "§1.3", "初始化时的权重熵随 d_head 增大而下降 / init entropy",
-               ent, [_r(got[d]["entropy_unscaled"], 3) for d in ds], "each within 10%", ok_ent),
+        _claim(
+            "init_std_table",
+            "book",
+            "§1.3",
+            "初始化状态下实测 logits 标准差 / measured init logit std",
+            book,
+            [_r(got[d]["logit_std_unscaled"], 3) for d in ds],
+            "each within 10% (400 inits: the sampling spread is far smaller)",
+            ok_std,
+        ),
+        _claim(
+            "init_entropy_table",
+            "book",
+            "§1.3",
+            "初始化时的权重熵随 d_head 增大而下降 / init entropy",
+            ent,
+            [_r(got[d]["entropy_unscaled"], 3) for d in ds],
+            "each within 10%",
+            ok_ent,
+        ),
     ]
 
 
@@ -430,19 +542,32 @@ def _init_sweep_table(res):
 def _init_below_theory(res):
     f = [r["theory_sqrt_d_head"] / r["logit_std_unscaled"] for r in res["init_sweep"]]
     ok = min(f) >= 5 * (1 - REL) and max(f) <= 80 * (1 + REL)
-    return _claim("init_std_below_theory", "book", "§1.3",
-                  "实测比理论小了 5 到 80 倍 / measured is 5 to 80 times below √d_head", [5, 80],
-                  [_r(x, 3) for x in f], "every theory/measured factor within [5, 80] ± 10%", ok)
+    return _claim(
+        "init_std_below_theory",
+        "book",
+        "§1.3",
+        "实测比理论小了 5 到 80 倍 / measured is 5 to 80 times below √d_head",
+        [5, 80],
+        [_r(x, 3) for x in f],
+        "every theory/measured factor within [5, 80] ± 10%",
+        ok,
+    )
 
 
 @check
 def _init_slope(res):
     slope = sweep_slope(res["init_sweep"])
-    return _claim("init_std_slope_sqrt", "book", "§1.3",
-                  "两者的斜率是一样的（都是 d_head 的平方根关系），差的只是一个常数因子 / measured and "
-                  "theory share the slope 0.5", 0.5, _r(slope, 3),
-                  "log-log slope of measured std vs d_head on the book's protocol 0.5 ± 0.05",
-                  abs(slope - 0.5) <= 0.05)
+    return _claim(
+        "init_std_slope_sqrt",
+        "book",
+        "§1.3",
+        "两者的斜率是一样的（都是 d_head 的平方根关系），差的只是一个常数因子 / measured and "
+        "theory share the slope 0.5",
+        0.5,
+        _r(slope, 3),
+        "log-log slope of measured std vs d_head on the book's protocol 0.5 ± 0.05",
+        abs(slope - 0.5) <= 0.05,
+    )
 
 
 @check
@@ -451,11 +576,16 @@ def _variance_formula(res):
     if f512 is None:
         return None
     ratio = f512["formula_logit_std"] / f512["logit_std_unscaled"]
-    return _claim("variance_formula", "book", "§1.3.1",
-                  "d_model = 512 时 v ≈ 0.205，预测 0.205 × √512 = 4.64，实测 4.666：对上了 / the formula "
-                  "predicts 4.64 at 512", {"formula": 4.64, "measured": 4.666},
-                  {"formula": _r(f512["formula_logit_std"], 3), "measured": _r(f512["logit_std_unscaled"], 3)},
-                  "formula/measured within 10%", abs(ratio - 1) <= REL)
+    return _claim(
+        "variance_formula",
+        "book",
+        "§1.3.1",
+        "d_model = 512 时 v ≈ 0.205，预测 0.205 × √512 = 4.64，实测 4.666：对上了 / the formula predicts 4.64 at 512",
+        {"formula": 4.64, "measured": 4.666},
+        {"formula": _r(f512["formula_logit_std"], 3), "measured": _r(f512["logit_std_unscaled"], 3)},
+        "formula/measured within 10%",
+        abs(ratio - 1) <= REL,
+    )
 
 
 @check
@@ -464,12 +594,20 @@ def _formula_misses_at_32(res):
     if f32 is None:
         return None
     factor = f32["logit_std_unscaled"] / f32["formula_logit_std"]
-    return _claim("formula_misses_at_32", "book", "§1.3.1",
-                  "对 d_head = 32 就不准了：预测 0.0128，实测 0.070，差了五倍多 / at 32 the formula misses by "
-                  "more than 5×", {"predicted": 0.0128, "measured": 0.070, "factor": "> 5"},
-                  {"predicted_eq_1_2": _r(f32["formula_logit_std"], 3),
-                   "measured": _r(f32["logit_std_unscaled"], 3), "factor": _r(factor, 3)},
-                  "measured / eq. 1.2 prediction > 5", factor > 5)
+    return _claim(
+        "formula_misses_at_32",
+        "book",
+        "§1.3.1",
+        "对 d_head = 32 就不准了：预测 0.0128，实测 0.070，差了五倍多 / at 32 the formula misses by more than 5×",
+        {"predicted": 0.0128, "measured": 0.070, "factor": "> 5"},
+        {
+            "predicted_eq_1_2": _r(f32["formula_logit_std"], 3),
+            "measured": _r(f32["logit_std_unscaled"], 3),
+            "factor": _r(factor, 3),
+        },
+        "measured / eq. 1.2 prediction > 5",
+        factor > 5,
+    )
 
 
 @check
@@ -477,12 +615,17 @@ def _four_heads(res):
     pt = res.get("init_four_heads")
     if not pt:
         return None
-    return _claim("four_heads_std_near_0_2", "book", "§1.8.4",
-                  "改成 4 头，d_head 变成 64，初始化时 logits 标准差会从 1.615 降到约 0.2 / with 4 heads "
-                  "the init std drops to about 0.2", 0.2,
-                  {"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": _r(pt["logit_std_unscaled"], 3)},
-                  "0.2 ± 25% at d_model 256, 4 heads (the model of §1.4 with 4 heads)",
-                  abs(pt["logit_std_unscaled"] - 0.2) <= REL_ABOUT * 0.2)
+    return _claim(
+        "four_heads_std_near_0_2",
+        "book",
+        "§1.8.4",
+        "改成 4 头，d_head 变成 64，初始化时 logits 标准差会从 1.615 降到约 0.2 / with 4 heads "
+        "the init std drops to about 0.2",
+        0.2,
+        {"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": _r(pt["logit_std_unscaled"], 3)},
+        "0.2 ± 25% at d_model 256, 4 heads (the model of §1.4 with 4 heads)",
+        abs(pt["logit_std_unscaled"] - 0.2) <= REL_ABOUT * 0.2,
+    )
 
 
 # --- §1.4 / §1.12 dynamics ----------------------------------------------------------------
@@ -495,18 +638,26 @@ def _collapse(res):
         steps = u["trace"]["step"]
         i = next((j for j, e in enumerate(ent) if e < 0.01), None)
         first.append(steps[i] if i is not None else None)
-        wm = window_means(u, "weight_entropy")[i + WINDOW:] if i is not None else []
+        wm = window_means(u, "weight_entropy")[i + WINDOW :] if i is not None else []
         after.append(max(wm) if wm else None)
         final.append(end_mean(u, "weight_entropy"))
-    ok = all(f is not None and f <= lim for f in first) and all(a is not None and a < 0.01 for a in after) \
+    ok = (
+        all(f is not None and f <= lim for f in first)
+        and all(a is not None and a < 0.01 for a in after)
         and all(x < 0.001 for x in final)
-    return _claim("big_unscaled_entropy_collapses", "book", "§1.4 / §1.12.2①",
-                  "熵从 0.712 掉到 0.0022——只用了 222 步；之后 1200 多步基本停在 0.0001，没有任何恢复 / "
-                  "collapse within 222 steps, no recovery", {"step": 222, "after": 0.0001, "final": "0.0001–0.0004"},
-                  {"first_step_below_0.01": first, "max_window_mean_after": [_r(a, 3) for a in after],
-                   "final": ms(final, 3)},
-                  f"on every seed: entropy < 0.01 by step {lim}; every ±{WINDOW}-step window mean after that "
-                  f"< 0.01; last-{END_WINDOW}-step mean < 0.001", ok)
+    )
+    return _claim(
+        "big_unscaled_entropy_collapses",
+        "book",
+        "§1.4 / §1.12.2①",
+        "熵从 0.712 掉到 0.0022——只用了 222 步；之后 1200 多步基本停在 0.0001，没有任何恢复 / "
+        "collapse within 222 steps, no recovery",
+        {"step": 222, "after": 0.0001, "final": "0.0001–0.0004"},
+        {"first_step_below_0.01": first, "max_window_mean_after": [_r(a, 3) for a in after], "final": ms(final, 3)},
+        f"on every seed: entropy < 0.01 by step {lim}; every ±{WINDOW}-step window mean after that "
+        f"< 0.01; last-{END_WINDOW}-step mean < 0.001",
+        ok,
+    )
 
 
 @check
@@ -515,31 +666,44 @@ def _jacobian_drop(res):
     logs = [math.log10(d) for d in drops]
     s = spread(logs)
     ok = s["mean"] + 2 * s["sd"] >= 4
-    return _claim("big_unscaled_jacobian_drops", "book", "§1.4 / §1.12.2③",
-                  "雅可比范数从 0.2975 掉到 0.00008，掉了一万倍以上 / 四个数量级 / the Jacobian norm drops "
-                  "more than 10,000×", {"factor": ">= 1e4", "start": 0.2975, "end": 0.00008},
-                  {"drop": ms(drops, 3), "end": ms([end_mean(u, "jacobian_fro") for u in runs(res, "big_unscaled")], 3)},
-                  "start / last-50-step mean ≥ 10⁴ within 2 sd (in log10) over seeds", ok)
+    return _claim(
+        "big_unscaled_jacobian_drops",
+        "book",
+        "§1.4 / §1.12.2③",
+        "雅可比范数从 0.2975 掉到 0.00008，掉了一万倍以上 / 四个数量级 / the Jacobian norm drops more than 10,000×",
+        {"factor": ">= 1e4", "start": 0.2975, "end": 0.00008},
+        {"drop": ms(drops, 3), "end": ms([end_mean(u, "jacobian_fro") for u in runs(res, "big_unscaled")], 3)},
+        "start / last-50-step mean ≥ 10⁴ within 2 sd (in log10) over seeds",
+        ok,
+    )
 
 
 @check
 def _scaled_bands(res):
-    scaled_step(222, res)          # fails loudly when the run is shorter than the book's step 222
+    scaled_step(222, res)  # fails loudly when the run is shorter than the book's step 222
     pts = [scaled_step(s, res) for s in BOOK_STEPS]
     out = []
     for cid, key, lo, hi, words in (
-            ("big_scaled_entropy_band", "weight_entropy", 0.57, 0.68, "熵在 0.57–0.68 之间"),
-            ("big_scaled_jacobian_band", "jacobian_fro", 0.29, 0.31, "雅可比范数在 0.29–0.31 之间"),
-            ("big_scaled_logit_std_band", "logit_std", 1.62, 2.21, "logits 标准差 1.62–2.21（§1.12.1 表）")):
+        ("big_scaled_entropy_band", "weight_entropy", 0.57, 0.68, "熵在 0.57–0.68 之间"),
+        ("big_scaled_jacobian_band", "jacobian_fro", 0.29, 0.31, "雅可比范数在 0.29–0.31 之间"),
+        ("big_scaled_logit_std_band", "logit_std", 1.62, 2.21, "logits 标准差 1.62–2.21（§1.12.1 表）"),
+    ):
         per_step = [[window_mean(r, key, p) for r in runs(res, "big_scaled")] for p in pts]
         flat = [v for vs in per_step for v in vs]
         w = 2 * max(spread(vs)["sd"] for vs in per_step)
         ok = all(lo - w <= v <= hi + w for v in flat)
-        out.append(_claim(cid, "book", "§1.4 / §1.12.1",
-                          f"缩放那一边 1500 步里始终平稳：{words} / the scaled big model stays in the book's band",
-                          [lo, hi], {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts},
-                          f"±{WINDOW}-step window means at steps {pts} within [{lo}, {hi}] widened by 2 sd over "
-                          f"seeds ({w:.2g})", ok))
+        out.append(
+            _claim(
+                cid,
+                "book",
+                "§1.4 / §1.12.1",
+                f"缩放那一边 1500 步里始终平稳：{words} / the scaled big model stays in the book's band",
+                [lo, hi],
+                {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts},
+                f"±{WINDOW}-step window means at steps {pts} within [{lo}, {hi}] widened by 2 sd over seeds ({w:.2g})",
+                ok,
+            )
+        )
     return out
 
 
@@ -548,19 +712,32 @@ def _scaled_entropy_falls(res):
     a, b = scaled_step(222, res), scaled_step(1480, res)
     drops = [window_mean(r, "weight_entropy", a) - window_mean(r, "weight_entropy", b) for r in runs(res, "big_scaled")]
     ok, tol = near(drops, 0.6437 - 0.5745, REL_ABOUT)
-    return _claim("big_scaled_entropy_keeps_falling", "book", "§1.12.2②",
-                  "缩放那一边的熵……整体是下降的（0.6437 → 0.5745，步 222 → 1480）/ the scaled entropy keeps "
-                  "falling", 0.069, ms(drops, 3),
-                  f"window-mean drop from step {a} to {b}: 0.069 within mean ± {tol:.2g} (max(2 sd, 25%))", ok)
+    return _claim(
+        "big_scaled_entropy_keeps_falling",
+        "book",
+        "§1.12.2②",
+        "缩放那一边的熵……整体是下降的（0.6437 → 0.5745，步 222 → 1480）/ the scaled entropy keeps falling",
+        0.069,
+        ms(drops, 3),
+        f"window-mean drop from step {a} to {b}: 0.069 within mean ± {tol:.2g} (max(2 sd, 25%))",
+        ok,
+    )
 
 
 @check
 def _scaled_jacobian_rises(res):
     f = [end_mean(r, "jacobian_fro") / series(r, "jacobian_fro")[0] for r in runs(res, "big_scaled")]
     ok, tol = near(f, 0.30 / 0.2017, REL_ABOUT)
-    return _claim("big_scaled_jacobian_rises", "book", "§1.12.2③",
-                  "缩放那一边 ‖J‖ 从 0.2017 升到 0.30 左右 / the scaled Jacobian rises 0.20 → about 0.30",
-                  _r(0.30 / 0.2017, 3), ms(f, 3), f"end/start factor 1.49 within mean ± {tol:.2g}", ok)
+    return _claim(
+        "big_scaled_jacobian_rises",
+        "book",
+        "§1.12.2③",
+        "缩放那一边 ‖J‖ 从 0.2017 升到 0.30 左右 / the scaled Jacobian rises 0.20 → about 0.30",
+        _r(0.30 / 0.2017, 3),
+        ms(f, 3),
+        f"end/start factor 1.49 within mean ± {tol:.2g}",
+        ok,
+    )
 
 
 @check
@@ -568,11 +745,16 @@ def _init_sharper(res):
     e0u = [series(r, "weight_entropy")[0] for r in runs(res, "big_unscaled")]
     e0s = [series(r, "weight_entropy")[0] for r in runs(res, "big_scaled")]
     ok = near(e0u, 0.712)[0] and all(e > 0.99 for e in e0s)
-    return _claim("init_entropy_already_sharper", "book", "§1.12.3",
-                  "step 0 时不缩放那边的熵已经是 0.712，缩放那边 0.9985 / at step 0 the unscaled side is "
-                  "already sharper", {"unscaled": 0.712, "scaled": 0.9985},
-                  {"unscaled": ms(e0u, 3), "scaled": ms(e0s, 4)}, "unscaled 0.712 within mean ± max(2 sd, 10%); "
-                  "scaled > 0.99", ok)
+    return _claim(
+        "init_entropy_already_sharper",
+        "book",
+        "§1.12.3",
+        "step 0 时不缩放那边的熵已经是 0.712，缩放那边 0.9985 / at step 0 the unscaled side is already sharper",
+        {"unscaled": 0.712, "scaled": 0.9985},
+        {"unscaled": ms(e0u, 3), "scaled": ms(e0s, 4)},
+        "unscaled 0.712 within mean ± max(2 sd, 10%); scaled > 0.99",
+        ok,
+    )
 
 
 # --- §1.7.6 -------------------------------------------------------------------------------
@@ -583,16 +765,36 @@ def _small_init(res):
     ok70 = near(ls, 0.070)[0]
     ok29 = near(ls, 0.29)[0]
     return [
-        _claim("small_init_logit_std_176", "book", "§1.7.6",
-               "小模型上，logits 的标准差只有 0.070——远小于 1 / the small model's init logit std is 0.070",
-               0.070, ms(ls, 3), "0.070 within mean ± max(2 sd, 10%)", ok70),
-        _claim("small_init_logit_std_177", "book", "§1.7.7",
-               "d_head=32 不缩放：logits 尺度 0.29（训练前）/ the same model's init logit std, §1.7.7 table",
-               0.29, ms(ls, 3), "0.29 within mean ± max(2 sd, 10%)", ok29),
-        _claim("small_init_safe_zone", "book", "§1.7.6 / §1.13.1",
-               "softmax 输出接近均匀分布（熵 0.999），离饱和那一端极远 / near-uniform attention at init",
-               0.999, ms(ent, 4), "entropy within 10% of 0.999 (and logit std < 1) on every seed",
-               near(ent, 0.999)[0] and all(x < 1 for x in ls)),
+        _claim(
+            "small_init_logit_std_176",
+            "book",
+            "§1.7.6",
+            "小模型上，logits 的标准差只有 0.070——远小于 1 / the small model's init logit std is 0.070",
+            0.070,
+            ms(ls, 3),
+            "0.070 within mean ± max(2 sd, 10%)",
+            ok70,
+        ),
+        _claim(
+            "small_init_logit_std_177",
+            "book",
+            "§1.7.7",
+            "d_head=32 不缩放：logits 尺度 0.29（训练前）/ the same model's init logit std, §1.7.7 table",
+            0.29,
+            ms(ls, 3),
+            "0.29 within mean ± max(2 sd, 10%)",
+            ok29,
+        ),
+        _claim(
+            "small_init_safe_zone",
+            "book",
+            "§1.7.6 / §1.13.1",
+            "softmax 输出接近均匀分布（熵 0.999），离饱和那一端极远 / near-uniform attention at init",
+            0.999,
+            ms(ent, 4),
+            "entropy within 10% of 0.999 (and logit std < 1) on every seed",
+            near(ent, 0.999)[0] and all(x < 1 for x in ls),
+        ),
     ]
 
 
@@ -600,39 +802,78 @@ def _small_init(res):
 def _big_init(res):
     ls = [series(r, "logit_std")[0] for r in runs(res, "big_unscaled")]
     ok, tol = near(ls, 1.615)
-    return _claim("big_init_near_critical", "book", "§1.7.6",
-                  "大模型上，初始化时标准差就是 1.615，已经接近临界 / the big model starts at 1.615", 1.615,
-                  ms(ls, 3), f"1.615 within mean ± {tol:.2g}", ok)
+    return _claim(
+        "big_init_near_critical",
+        "book",
+        "§1.7.6",
+        "大模型上，初始化时标准差就是 1.615，已经接近临界 / the big model starts at 1.615",
+        1.615,
+        ms(ls, 3),
+        f"1.615 within mean ± {tol:.2g}",
+        ok,
+    )
 
 
 @check
 def _explode(res):
     vals = [end_mean(r, "logit_std", 20) for r in runs(res, "big_unscaled")]
     ok, tol = near(vals, 5477)
-    return _claim("big_unscaled_logits_explode", "book", "§1.7.6 / §1.12.1",
-                  "最终标准差冲到 5477，熵掉到 0.0001 / the unscaled big logits reach 5477 (training batches)",
-                  5477, ms(vals, 4), f"last-20-step mean on training batches: 5477 within mean ± {tol:.3g}", ok)
+    return _claim(
+        "big_unscaled_logits_explode",
+        "book",
+        "§1.7.6 / §1.12.1",
+        "最终标准差冲到 5477，熵掉到 0.0001 / the unscaled big logits reach 5477 (training batches)",
+        5477,
+        ms(vals, 4),
+        f"last-20-step mean on training batches: 5477 within mean ± {tol:.3g}",
+        ok,
+    )
 
 
 # --- §1.7.7 -------------------------------------------------------------------------------
-_QK_BOOK = {"small_scaled": {"q_std": (0.228, 1.016), "k_std": (0.229, 1.217), "logit_std": (0.05, 3.3),
-                             "W_qkv_fro": (4.45, 11.98)},
-            "small_unscaled": {"q_std": (0.228, 0.863), "k_std": (0.229, 1.036), "logit_std": (0.29, 13.1),
-                               "W_qkv_fro": (4.45, 11.76)},
-            "big_scaled": {"q_std": (0.316, 0.650), "k_std": (0.317, 0.654), "logit_std": (0.10, 1.8),
-                           "W_qkv_fro": (8.89, 17.73)},
-            "big_unscaled": {"q_std": (0.316, 5.457), "k_std": (0.317, 5.361), "logit_std": (1.64, 4348),
-                             "W_qkv_fro": (8.89, 29.23)}}
+_QK_BOOK = {
+    "small_scaled": {
+        "q_std": (0.228, 1.016),
+        "k_std": (0.229, 1.217),
+        "logit_std": (0.05, 3.3),
+        "W_qkv_fro": (4.45, 11.98),
+    },
+    "small_unscaled": {
+        "q_std": (0.228, 0.863),
+        "k_std": (0.229, 1.036),
+        "logit_std": (0.29, 13.1),
+        "W_qkv_fro": (4.45, 11.76),
+    },
+    "big_scaled": {
+        "q_std": (0.316, 0.650),
+        "k_std": (0.317, 0.654),
+        "logit_std": (0.10, 1.8),
+        "W_qkv_fro": (8.89, 17.73),
+    },
+    "big_unscaled": {
+        "q_std": (0.316, 5.457),
+        "k_std": (0.317, 5.361),
+        "logit_std": (1.64, 4348),
+        "W_qkv_fro": (8.89, 29.23),
+    },
+}
 
 
 @check
 def _qk_growth(res):
     out = []
     for cid, cols, words in (
-            ("training_amplifies_qk", ("q_std", "k_std"),
-             "每一个配置里 q 和 k 的尺度都涨了，幅度从 1.6 倍到 17 倍 / q and k grow by the book's factors"),
-            ("w_qkv_grows", ("W_qkv_fro",),
-             "权重矩阵的范数也都在涨（4.45 → 11.98、8.89 → 29.23）/ ‖W_qkv‖ grows by the book's factors")):
+        (
+            "training_amplifies_qk",
+            ("q_std", "k_std"),
+            "每一个配置里 q 和 k 的尺度都涨了，幅度从 1.6 倍到 17 倍 / q and k grow by the book's factors",
+        ),
+        (
+            "w_qkv_grows",
+            ("W_qkv_fro",),
+            "权重矩阵的范数也都在涨（4.45 → 11.98、8.89 → 29.23）/ ‖W_qkv‖ grows by the book's factors",
+        ),
+    ):
         measured, book, ok = {}, {}, True
         for key, b in _QK_BOOK.items():
             for col in cols:
@@ -642,23 +883,41 @@ def _qk_growth(res):
                 ok = ok and good
                 measured[f"{key}.{col}"] = ms(f, 3)
                 book[f"{key}.{col}"] = _r(bf, 3)
-        out.append(_claim(cid, "book", "§1.7.7", words, book, measured,
-                          "each growth factor (after/before, layer 0, fixed validation batch) within mean ± "
-                          "max(2 sd, 10%) of the book's", ok))
+        out.append(
+            _claim(
+                cid,
+                "book",
+                "§1.7.7",
+                words,
+                book,
+                measured,
+                "each growth factor (after/before, layer 0, fixed validation batch) within mean ± "
+                "max(2 sd, 10%) of the book's",
+                ok,
+            )
+        )
     return out
 
 
 @check
 def _three_orders(res):
-    r = [u["after"][0]["logit_std"] / s["after"][0]["logit_std"]
-         for u, s in zip(qk_runs(res, "big_unscaled"), qk_runs(res, "big_scaled"))]
+    r = [
+        u["after"][0]["logit_std"] / s["after"][0]["logit_std"]
+        for u, s in zip(qk_runs(res, "big_unscaled"), qk_runs(res, "big_scaled"))
+    ]
     logs = [math.log10(x) for x in r]
     s = spread(logs)
-    return _claim("unscaled_big_logits_vs_scaled", "book", "§1.7.7",
-                  "4348 和 5477 都在“彻底饱和”那一档，和缩放那边的 1.8 差着三个数量级 / three orders of "
-                  "magnitude between unscaled and scaled", {"unscaled": 4348, "scaled": 1.8, "orders": 3},
-                  {"ratio": ms(r, 3)}, "log10(unscaled/scaled after training) = 3 ± max(2 sd, 0.5)",
-                  abs(s["mean"] - 3) <= max(2 * s["sd"], 0.5))
+    return _claim(
+        "unscaled_big_logits_vs_scaled",
+        "book",
+        "§1.7.7",
+        "4348 和 5477 都在“彻底饱和”那一档，和缩放那边的 1.8 差着三个数量级 / three orders of "
+        "magnitude between unscaled and scaled",
+        {"unscaled": 4348, "scaled": 1.8, "orders": 3},
+        {"ratio": ms(r, 3)},
+        "log10(unscaled/scaled after training) = 3 ± max(2 sd, 0.5)",
+        abs(s["mean"] - 3) <= max(2 * s["sd"], 0.5),
+    )
 
 
 @check
@@ -667,10 +926,17 @@ def _alignment(res):
     for q in qk_runs(res, "big_unscaled"):
         f.append(growth(q, "logit_std") / (growth(q, "q_std") * growth(q, "k_std")))
     ok, tol = near(f, 2650 / 296, REL_ABOUT)
-    return _claim("superlinear_growth", "book", "§1.7.7",
-                  "q、k 各涨 17 倍只能解释 296 倍，剩下的约 9 倍来自 q 与 k 的相关性增强 / about 9× of the "
-                  "logit growth comes from q-k alignment", _r(2650 / 296, 3), ms(f, 3),
-                  f"logit growth ÷ (q growth × k growth) = 8.95 within mean ± {tol:.2g} (max(2 sd, 25%))", ok)
+    return _claim(
+        "superlinear_growth",
+        "book",
+        "§1.7.7",
+        "q、k 各涨 17 倍只能解释 296 倍，剩下的约 9 倍来自 q 与 k 的相关性增强 / about 9× of the "
+        "logit growth comes from q-k alignment",
+        _r(2650 / 296, 3),
+        ms(f, 3),
+        f"logit growth ÷ (q growth × k growth) = 8.95 within mean ± {tol:.2g} (max(2 sd, 25%))",
+        ok,
+    )
 
 
 @check
@@ -678,10 +944,17 @@ def _scaled_after(res):
     vals = {k: [q["after"][0]["logit_std"] for q in qk_runs(res, k)] for k in ("small_scaled", "big_scaled")}
     ok_s, _ = near(vals["small_scaled"], 3.3)
     ok_b, _ = near(vals["big_scaled"], 1.8)
-    return _claim("scaled_logit_std_after", "book", "§1.7.7",
-                  "缩放的模型训练后 logits 标准差：d_head=32 为 3.3，d_head=256 为 1.8（离 1 很近）/ the scaled "
-                  "models settle at 3.3 and 1.8", {"small_scaled": 3.3, "big_scaled": 1.8},
-                  {k: ms(v, 3) for k, v in vals.items()}, "each within mean ± max(2 sd, 10%)", ok_s and ok_b)
+    return _claim(
+        "scaled_logit_std_after",
+        "book",
+        "§1.7.7",
+        "缩放的模型训练后 logits 标准差：d_head=32 为 3.3，d_head=256 为 1.8（离 1 很近）/ the scaled "
+        "models settle at 3.3 and 1.8",
+        {"small_scaled": 3.3, "big_scaled": 1.8},
+        {k: ms(v, 3) for k, v in vals.items()},
+        "each within mean ± max(2 sd, 10%)",
+        ok_s and ok_b,
+    )
 
 
 _QK_CLAIMS = ("training_amplifies_qk", "w_qkv_grows", "scaled_logit_std_after", "superlinear_growth")
@@ -692,15 +965,19 @@ def _wd_evidence(res, key: str, target: Callable[[float], bool], fmt: str = "{:.
     """Does another weight decay bring ``key`` to the book? (category, evidence)"""
     table = by_weight_decay(res, key)
     if len(table) < 2:
-        return "unexplained", ("not explained yet: the weight-decay runs (0 and 0.01) that would test whether "
-                               "the optimizer setting explains it have not finished")
+        return "unexplained", (
+            "not explained yet: the weight-decay runs (0 and 0.01) that would test whether "
+            "the optimizer setting explains it have not finished"
+        )
     default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
     means = {wd: sum(v) / len(v) for wd, v in table.items()}
     text = ", ".join(f"wd {wd:g}: {fmt.format(m)} (n={len(table[wd])})" for wd, m in sorted(means.items()))
     fixes = [wd for wd, m in means.items() if wd != default and target(m)]
     if fixes and not target(means[default]):
-        return "protocol", (f"weight decay (the book never states one; we use {default:g}): {text}; "
-                            f"the book's value is reached at weight decay {', '.join(f'{w:g}' for w in fixes)}")
+        return "protocol", (
+            f"weight decay (the book never states one; we use {default:g}): {text}; "
+            f"the book's value is reached at weight decay {', '.join(f'{w:g}' for w in fixes)}"
+        )
     return "unexplained", f"weight decay does not explain it: {text}"
 
 
@@ -710,35 +987,45 @@ def explain(cid: str, res: dict) -> dict:
     fixed = res.get("init_sweep_fixed_d_model") or []
     if cid == "init_std_slope_sqrt":
         book_slope = math.log(4.666 / 0.070) / math.log(512 / 32)
-        txt = (f"its own table has slope {book_slope:.2f}, not 0.5. The sweep keeps "
-               f"d_model = d_head, so Var(q_i) = d_model σ² grows with d and the std with d^1.5")
+        txt = (
+            f"its own table has slope {book_slope:.2f}, not 0.5. The sweep keeps "
+            f"d_model = d_head, so Var(q_i) = d_model σ² grows with d and the std with d^1.5"
+        )
         if fixed:
             txt += f"; with d_model fixed at 512 the slope is {sweep_slope(fixed):.2f} (init_sweep_fixed_d_model)"
         return {"category": "finding", "text": txt}
     if cid == "formula_misses_at_32":
         f32 = next(r for r in sweep if r["d_head"] == 32)
-        return {"category": "finding",
-                "text": f"0.0128 is Var(q_i) = 32 × 0.02², a variance, not a std; eq. 1.2 "
-                        f"gives v√32 = {f32['formula_logit_std']:.4f} vs measured {f32['logit_std_unscaled']:.4f}"}
+        return {
+            "category": "finding",
+            "text": f"0.0128 is Var(q_i) = 32 × 0.02², a variance, not a std; eq. 1.2 "
+            f"gives v√32 = {f32['formula_logit_std']:.4f} vs measured {f32['logit_std_unscaled']:.4f}",
+        }
     if cid == "small_init_logit_std_176":
-        return {"category": "finding",
-                "text": "0.070 is the §1.3 sweep's value at d_model = d_head = 32; the "
-                        "small model has d_model 128 (d_head 32), for which the book's own §1.7.7 table gives "
-                        "0.29 (claim small_init_logit_std_177)"}
+        return {
+            "category": "finding",
+            "text": "0.070 is the §1.3 sweep's value at d_model = d_head = 32; the "
+            "small model has d_model 128 (d_head 32), for which the book's own §1.7.7 table gives "
+            "0.29 (claim small_init_logit_std_177)",
+        }
     if cid == "four_heads_std_near_0_2":
         pt = res.get("init_four_heads", {})
-        return {"category": "finding",
-                "text": f"0.2 is read off the §1.3 sweep at d_model = d_head = 64; with "
-                        f"d_model 256 split into 4 heads Var(q_i) = 256σ² stays, so the std is v√64 ≈ "
-                        f"{256 * 0.02 ** 2 * 8:.2f}; measured {pt.get('logit_std_unscaled', float('nan')):.3f}"}
+        return {
+            "category": "finding",
+            "text": f"0.2 is read off the §1.3 sweep at d_model = d_head = 64; with "
+            f"d_model 256 split into 4 heads Var(q_i) = 256σ² stays, so the std is v√64 ≈ "
+            f"{256 * 0.02**2 * 8:.2f}; measured {pt.get('logit_std_unscaled', float('nan')):.3f}",
+        }
     if cid == "big_unscaled_jacobian_drops":
         cat, ev = _wd_evidence(res, "unscaled_jacobian_end", lambda m: m <= 0.00008 * 3, "{:.2g}")
         ends = [end_mean(u, "jacobian_fro") for u in runs(res, "big_unscaled")]
         e = sum(ends) / len(ends)
-        return {"category": "finding" if cat != "protocol" else cat,
-                "text": f"its own numbers 0.2975 → 0.00008 are a drop of 3,719×, not “一万多倍 / four orders”, so "
-                        f"the words fail on the book's own table; our end value {e:.2g} is also {e / 0.00008:.0f}× "
-                        f"the book's 0.00008, which that does not explain: " + ev}
+        return {
+            "category": "finding" if cat != "protocol" else cat,
+            "text": f"its own numbers 0.2975 → 0.00008 are a drop of 3,719×, not “一万多倍 / four orders”, so "
+            f"the words fail on the book's own table; our end value {e:.2g} is also {e / 0.00008:.0f}× "
+            f"the book's 0.00008, which that does not explain: " + ev,
+        }
     if cid == "big_scaled_entropy_band":
         cat, ev = _wd_evidence(res, "scaled_entropy_end", lambda m: 0.57 <= m <= 0.68)
         return {"category": cat, "text": ev}
@@ -753,17 +1040,24 @@ def explain(cid: str, res: dict) -> dict:
         return {"category": cat, "text": ev}
     if cid in ("training_amplifies_qk", "w_qkv_grows"):
         key = "q_growth_scaled" if cid == "training_amplifies_qk" else "W_qkv_after_scaled"
-        target = (lambda m: abs(m - 0.650 / 0.316) <= 0.1 * 0.650 / 0.316) if cid == "training_amplifies_qk" \
+        target = (
+            (lambda m: abs(m - 0.650 / 0.316) <= 0.1 * 0.650 / 0.316)
+            if cid == "training_amplifies_qk"
             else (lambda m: abs(m - 17.73) <= 0.1 * 17.73)
+        )
         cat, ev = _wd_evidence(res, key, target)
         return {"category": cat, "text": "big scaled model, " + ev}
     if cid == "small_gap_over_seeds":
         g = small_seed_gaps(res)
-        return {"category": "unexplained",
-                "text": f"the small gap is at the level of seed noise (sd {spread(g)['sd']:.3f} over {len(g)} seeds), "
-                        f"as the book itself says ('量级与训练本身的随机性相当'); its 0.1–0.2 for every seed is not "
-                        f"reproduced here"}
+        return {
+            "category": "unexplained",
+            "text": f"the small gap is at the level of seed noise (sd {spread(g)['sd']:.3f} over {len(g)} seeds), "
+            f"as the book itself says ('量级与训练本身的随机性相当'); its 0.1–0.2 for every seed is not "
+            f"reproduced here",
+        }
     if cid == "big_gap_several_times_small":
-        return {"category": "unexplained",
-                "text": "the per-seed ratio divides by the small gap, itself at the level of seed noise"}
+        return {
+            "category": "unexplained",
+            "text": "the per-seed ratio divides by the small gap, itself at the level of seed noise",
+        }
     return {"category": "unexplained", "text": "no experiment here explains it"}

@@ -4,6 +4,7 @@ Nothing here trains or prints. ``load_model`` accepts both an attnlab
 checkpoint and the bare ``torch.save(model.state_dict(), path)`` of the
 chapter's §1.12.4 snippet.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -27,8 +28,23 @@ from ..train import get_batch, split_data
 
 # Fields that decide what the model computes; two configs equal on these have
 # the same architecture (training length, seed and device may differ).
-MODEL_FIELDS = ("n_layer", "n_head", "d_model", "d_ff", "block_size", "vocab_size", "scaled",
-                "tie_weights", "pos", "norm", "residual", "qk_norm", "learn_temp", "n_kv_head", "bug")
+MODEL_FIELDS = (
+    "n_layer",
+    "n_head",
+    "d_model",
+    "d_ff",
+    "block_size",
+    "vocab_size",
+    "scaled",
+    "tie_weights",
+    "pos",
+    "norm",
+    "residual",
+    "qk_norm",
+    "learn_temp",
+    "n_kv_head",
+    "bug",
+)
 
 
 class ExperimentError(AttnlabError):
@@ -58,7 +74,7 @@ def environment(device: torch.device) -> dict[str, Any]:
     }
     try:
         env["load_average"] = list(os.getloadavg())
-    except (OSError, AttributeError):     # not on every platform
+    except (OSError, AttributeError):  # not on every platform
         pass
     return env
 
@@ -67,9 +83,12 @@ def provenance() -> dict[str, Any]:
     """Versions and time, stored with every result (STYLE: results are data)."""
     import attnlab
 
-    return {"attnlab": attnlab.__version__, "torch": torch.__version__,
-            "python": platform.python_version(),
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "attnlab": attnlab.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def is_book_model(cfg: Config) -> bool:
@@ -78,8 +97,9 @@ def is_book_model(cfg: Config) -> bool:
     return all(getattr(cfg, f) == getattr(default, f) for f in MODEL_FIELDS)
 
 
-def load_model(path: str | Path, *, cfg: Config | None = None, corpus: str | Path | None = None,
-               device: str = "cpu") -> tuple[TinyGPT, CharTokenizer, Config, dict]:
+def load_model(
+    path: str | Path, *, cfg: Config | None = None, corpus: str | Path | None = None, device: str = "cpu"
+) -> tuple[TinyGPT, CharTokenizer, Config, dict]:
     """(model, tokenizer, config, info) from an attnlab checkpoint or a bare state_dict.
 
     A directory means ``DIR/ckpt.pt``. A bare state_dict carries no config and
@@ -95,12 +115,18 @@ def load_model(path: str | Path, *, cfg: Config | None = None, corpus: str | Pat
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises many types for damaged files
-        raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}); "
-                              f"expected an attnlab checkpoint or torch.save(model.state_dict())") from None
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({type(e).__name__}); "
+            f"expected an attnlab checkpoint or torch.save(model.state_dict())"
+        ) from None
     if isinstance(payload, dict) and payload.get("format") == FORMAT:
         model, tok, ckpt_cfg = load_checkpoint(path, device=device)
-        return model, tok, ckpt_cfg, {"checkpoint": str(path), "source": "attnlab checkpoint",
-                                      "step": payload.get("step")}
+        return (
+            model,
+            tok,
+            ckpt_cfg,
+            {"checkpoint": str(path), "source": "attnlab checkpoint", "step": payload.get("step")},
+        )
     if not (isinstance(payload, dict) and payload and all(isinstance(v, Tensor) for v in payload.values())):
         raise CheckpointError(f"{path} is neither an attnlab checkpoint nor a state_dict of tensors")
     cfg = cfg or Config()
@@ -111,27 +137,36 @@ def load_model(path: str | Path, *, cfg: Config | None = None, corpus: str | Pat
         model.load_state_dict(payload)
     except RuntimeError as e:
         first = str(e).strip().splitlines()[0]
-        raise CheckpointError(f"state_dict {path} does not fit the config "
-                              f"(d_model={cfg.d_model}, n_head={cfg.n_head}, n_layer={cfg.n_layer}, "
-                              f"vocab_size={cfg.vocab_size}): {first}; pass --set KEY=VALUE to "
-                              f"describe the model it came from") from None
+        raise CheckpointError(
+            f"state_dict {path} does not fit the config "
+            f"(d_model={cfg.d_model}, n_head={cfg.n_head}, n_layer={cfg.n_layer}, "
+            f"vocab_size={cfg.vocab_size}): {first}; pass --set KEY=VALUE to "
+            f"describe the model it came from"
+        ) from None
     given = cfg != Config()
-    note = (f"裸 state_dict：配置{'取给定值' if given else '取默认 Config()'}，词表由 {corpus_path} 重建 / "
-            f"bare state_dict: the config is {'the given one' if given else 'the default Config()'} "
-            f"and the tokenizer was rebuilt from {corpus_path}")
-    return model.to(device).eval(), tok, cfg, {"checkpoint": str(path), "source": "bare state_dict",
-                                               "note": note, "tokenizer_corpus": str(corpus_path)}
+    note = (
+        f"裸 state_dict：配置{'取给定值' if given else '取默认 Config()'}，词表由 {corpus_path} 重建 / "
+        f"bare state_dict: the config is {'the given one' if given else 'the default Config()'} "
+        f"and the tokenizer was rebuilt from {corpus_path}"
+    )
+    return (
+        model.to(device).eval(),
+        tok,
+        cfg,
+        {"checkpoint": str(path), "source": "bare state_dict", "note": note, "tokenizer_corpus": str(corpus_path)},
+    )
 
 
 def validation_text(text: str, cfg: Config) -> str:
     """The validation split of ``text`` as a string (the tokenizer maps one character to one id)."""
     n = len(text)
     _, val = split_data(torch.arange(n), cfg)
-    return text[n - len(val):]
+    return text[n - len(val) :]
 
 
-def validation_batches(text: str, tok: CharTokenizer, cfg: Config, n_batches: int,
-                       seed_offset: int = 2) -> list[tuple[Tensor, Tensor]]:
+def validation_batches(
+    text: str, tok: CharTokenizer, cfg: Config, n_batches: int, seed_offset: int = 2
+) -> list[tuple[Tensor, Tensor]]:
     """Fixed random windows of the validation split (seed ``cfg.seed + seed_offset``).
 
     The trainer's own validation batches use ``seed + 1``; a different stream
@@ -159,6 +194,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: 
     Floats use ``fmt``; None prints as "—". The first column is left-aligned,
     the others right-aligned.
     """
+
     def cell(v: Any) -> str:
         if v is None:
             return "—"

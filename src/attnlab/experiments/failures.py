@@ -24,6 +24,7 @@ on the same batches; only ``Config.bug`` differs. The symptoms:
 
 ``failure_claims`` judges the book's §1.11.7 statements from a result's numbers.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,12 +40,23 @@ from ..tokenizer import CharTokenizer
 from .common import book_values, format_table, provenance, validation_batches
 
 VARIANTS = ("correct",) + BUGS
-LABELS = {"correct": "正确实现 / correct", "mask_zero": "① 掩码用 0 / mask_zero",
-          "scale_after_softmax": "② 缩放位置错 / scale_after_softmax",
-          "no_max_subtraction": "③ 缺数值稳定 / no_max_subtraction",
-          "divide_by_d_k": "④ 误用 d_k / divide_by_d_k"}
-COLUMNS = ("loss_start", "loss_end", "final_grad_norm", "weight_entropy", "diag_weight",
-           "row_sum_max", "future_weight_max", "val_loss_end")
+LABELS = {
+    "correct": "正确实现 / correct",
+    "mask_zero": "① 掩码用 0 / mask_zero",
+    "scale_after_softmax": "② 缩放位置错 / scale_after_softmax",
+    "no_max_subtraction": "③ 缺数值稳定 / no_max_subtraction",
+    "divide_by_d_k": "④ 误用 d_k / divide_by_d_k",
+}
+COLUMNS = (
+    "loss_start",
+    "loss_end",
+    "final_grad_norm",
+    "weight_entropy",
+    "diag_weight",
+    "row_sum_max",
+    "future_weight_max",
+    "val_loss_end",
+)
 
 
 @torch.no_grad()
@@ -55,17 +67,21 @@ def pattern_symptoms(model: TinyGPT, batches) -> dict[str, float]:
     ent = []
     for x, _ in batches:
         for p in model.attention_patterns(x.to(next(model.parameters()).device)):
-            p = p.double()                                     # (B, nh, T, T)
+            p = p.double()  # (B, nh, T, T)
             ent.append(renormalized_entropy(p))
             diag.append(head_metrics(p)["diag"].mean())
             row_max = max(row_max, float(p.sum(-1).max()))
-            future = p.triu(diagonal=1).sum(-1)                # (B, nh, T): weight on j > i
+            future = p.triu(diagonal=1).sum(-1)  # (B, nh, T): weight on j > i
             fut_max = max(fut_max, float(future.max()))
             fut_sum += float(future.sum())
             n_rows += future.numel()
-    return {"diag_weight": float(torch.stack(diag).mean()), "row_sum_max": row_max,
-            "future_weight_max": fut_max, "future_weight_mean": fut_sum / n_rows,
-            "weight_entropy_renorm": float(torch.stack(ent).mean())}
+    return {
+        "diag_weight": float(torch.stack(diag).mean()),
+        "row_sum_max": row_max,
+        "future_weight_max": fut_max,
+        "future_weight_mean": fut_sum / n_rows,
+        "weight_entropy_renorm": float(torch.stack(ent).mean()),
+    }
 
 
 def renormalized_entropy(p: torch.Tensor) -> torch.Tensor:
@@ -102,59 +118,125 @@ def failure_claims(result: dict) -> list[dict]:
     d_head = result.get("d_head") or (result["config"]["d_model"] // result["config"]["n_head"])
     if "mask_zero" in V:
         m, se = _tail_diff(V["mask_zero"], ref)
-        out.append(_claim("bug1_loss_lower", "book", "§1.11.7.1",
-                          "① 掩码用 0：bug 版本的 loss（4.634）比正确实现（4.810）还低 / a zero mask lowers the loss",
-                          {"bug": 4.634, "correct": 4.810}, {"diff_last50": _r(m, 3), "se": _r(se, 2)},
-                          "mean(bug − correct) over the last 50 steps < −2 se", m < -2 * se))
-        out.append(_claim("bug1_leaks", "sanity", "§1.11.7.1",
-                          "① 被屏蔽的位置仍然分到权重：位置 i 看见了 j > i / the zero mask leaks to future positions",
-                          "> 0", _r(V["mask_zero"]["future_weight_max"], 3),
-                          "weight on j > i above 0.01 with the bug, 0 without",
-                          V["mask_zero"]["future_weight_max"] > 0.01 and ref["future_weight_max"] == 0))
+        out.append(
+            _claim(
+                "bug1_loss_lower",
+                "book",
+                "§1.11.7.1",
+                "① 掩码用 0：bug 版本的 loss（4.634）比正确实现（4.810）还低 / a zero mask lowers the loss",
+                {"bug": 4.634, "correct": 4.810},
+                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                "mean(bug − correct) over the last 50 steps < −2 se",
+                m < -2 * se,
+            )
+        )
+        out.append(
+            _claim(
+                "bug1_leaks",
+                "sanity",
+                "§1.11.7.1",
+                "① 被屏蔽的位置仍然分到权重：位置 i 看见了 j > i / the zero mask leaks to future positions",
+                "> 0",
+                _r(V["mask_zero"]["future_weight_max"], 3),
+                "weight on j > i above 0.01 with the bug, 0 without",
+                V["mask_zero"]["future_weight_max"] > 0.01 and ref["future_weight_max"] == 0,
+            )
+        )
         if "weight_entropy_renorm" in V["mask_zero"] and "weight_entropy_renorm" in ref:
             e1, e0 = V["mask_zero"]["weight_entropy_renorm"], ref["weight_entropy_renorm"]
-            out.append(_claim("bug1_entropy_higher", "book", "§1.11.7.1",
-                              "熵那一列也能看出来——0.949 明显高于正确实现的 0.831 / the leak raises the entropy",
-                              {"bug": 0.949, "correct": 0.831},
-                              {"bug": _r(e1, 3), "correct": _r(e0, 3), "basis": "renormalised"},
-                              "renormalised entropy of the bug > correct + 0.05", e1 > e0 + 0.05))
+            out.append(
+                _claim(
+                    "bug1_entropy_higher",
+                    "book",
+                    "§1.11.7.1",
+                    "熵那一列也能看出来——0.949 明显高于正确实现的 0.831 / the leak raises the entropy",
+                    {"bug": 0.949, "correct": 0.831},
+                    {"bug": _r(e1, 3), "correct": _r(e0, 3), "basis": "renormalised"},
+                    "renormalised entropy of the bug > correct + 0.05",
+                    e1 > e0 + 0.05,
+                )
+            )
     if "scale_after_softmax" in V:
         rs = V["scale_after_softmax"]["row_sum_max"]
-        out.append(_claim("bug2_row_sum", "book", "§1.11.7.2",
-                          "② 缩放写在 softmax 之后：行和最大值 0.1768 = 1/√32 / rows sum to 1/√d_head",
-                          0.1768, {"row_sum_max": _r(rs, 4), "1/sqrt(d_head)": _r(d_head ** -0.5, 4)},
-                          "row sum max = 1/√d_head to 1e-3", abs(rs - d_head ** -0.5) < 1e-3))
+        out.append(
+            _claim(
+                "bug2_row_sum",
+                "book",
+                "§1.11.7.2",
+                "② 缩放写在 softmax 之后：行和最大值 0.1768 = 1/√32 / rows sum to 1/√d_head",
+                0.1768,
+                {"row_sum_max": _r(rs, 4), "1/sqrt(d_head)": _r(d_head**-0.5, 4)},
+                "row sum max = 1/√d_head to 1e-3",
+                abs(rs - d_head**-0.5) < 1e-3,
+            )
+        )
         m, se = _tail_diff(V["scale_after_softmax"], ref)
-        out.append(_claim("bug2_loss_slightly_lower", "book", "§1.11.7.5",
-                          "② 缩放位置错：loss 轻微变好（4.668 对 4.810）/ the loss gets slightly better",
-                          {"bug": 4.668, "correct": 4.810}, {"diff_last50": _r(m, 3), "se": _r(se, 2)},
-                          "mean(bug − correct) over the last 50 steps < −2 se", m < -2 * se))
+        out.append(
+            _claim(
+                "bug2_loss_slightly_lower",
+                "book",
+                "§1.11.7.5",
+                "② 缩放位置错：loss 轻微变好（4.668 对 4.810）/ the loss gets slightly better",
+                {"bug": 4.668, "correct": 4.810},
+                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                "mean(bug − correct) over the last 50 steps < −2 se",
+                m < -2 * se,
+            )
+        )
     if "no_max_subtraction" in V:
         m, se = _tail_diff(V["no_max_subtraction"], ref)
-        out.append(_claim("bug3_invisible", "book", "§1.11.7.3",
-                          "③ 缺数值稳定：在这个规模下根本看不出来（4.808 对 4.810）/ invisible at this scale",
-                          {"bug": 4.808, "correct": 4.810}, {"diff_last50": _r(m, 3), "se": _r(se, 2)},
-                          "|mean(bug − correct)| over the last 50 steps ≤ max(2 se, 0.01)",
-                          abs(m) <= max(2 * se, 0.01)))
+        out.append(
+            _claim(
+                "bug3_invisible",
+                "book",
+                "§1.11.7.3",
+                "③ 缺数值稳定：在这个规模下根本看不出来（4.808 对 4.810）/ invisible at this scale",
+                {"bug": 4.808, "correct": 4.810},
+                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                "|mean(bug − correct)| over the last 50 steps ≤ max(2 se, 0.01)",
+                abs(m) <= max(2 * se, 0.01),
+            )
+        )
     if "divide_by_d_k" in V:
         e = V["divide_by_d_k"]["weight_entropy"]
-        out.append(_claim("bug4_entropy_uniform", "book", "§1.11.7.4",
-                          "④ 误用 d_k：熵是 0.9989——极其接近 1；如果权重熵长期停在 0.99 以上，几乎可以确定是缩放出了问题 / "
-                          "the entropy sits above 0.99", 0.9989, _r(e, 4),
-                          "trainer's entropy at the last step (mean over layers) > 0.99", e > 0.99))
+        out.append(
+            _claim(
+                "bug4_entropy_uniform",
+                "book",
+                "§1.11.7.4",
+                "④ 误用 d_k：熵是 0.9989——极其接近 1；如果权重熵长期停在 0.99 以上，几乎可以确定是缩放出了问题 / "
+                "the entropy sits above 0.99",
+                0.9989,
+                _r(e, 4),
+                "trainer's entropy at the last step (mean over layers) > 0.99",
+                e > 0.99,
+            )
+        )
         m, se = _tail_diff(V["divide_by_d_k"], ref)
-        out.append(_claim("bug4_loss_unchanged", "book", "§1.11.7.5",
-                          "④ 缩放过度：loss 不变（4.708 对 4.810）/ the loss does not get worse",
-                          {"bug": 4.708, "correct": 4.810}, {"diff_last50": _r(m, 3), "se": _r(se, 2)},
-                          "mean(bug − correct) over the last 50 steps ≤ 2 se (not worse)", m <= 2 * se))
+        out.append(
+            _claim(
+                "bug4_loss_unchanged",
+                "book",
+                "§1.11.7.5",
+                "④ 缩放过度：loss 不变（4.708 对 4.810）/ the loss does not get worse",
+                {"bug": 4.708, "correct": 4.810},
+                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                "mean(bug − correct) over the last 50 steps ≤ 2 se (not worse)",
+                m <= 2 * se,
+            )
+        )
     for c in out:
         if c["kind"] == "book" and not c["pass"]:
-            c["reason"] = {"category": "unexplained",
-                           "text": "one seed, 300 steps; no experiment here explains the difference"}
+            c["reason"] = {
+                "category": "unexplained",
+                "text": "one seed, 300 steps; no experiment here explains the difference",
+            }
             if c["id"] == "bug4_entropy_uniform":
-                c["reason"]["text"] = ("with the logits divided by d_k = 32 instead of √32 our model's "
-                                       "entropy still falls to this value in 300 steps; the debugger's "
-                                       "> 0.99 alarm would not fire on this run")
+                c["reason"]["text"] = (
+                    "with the logits divided by d_k = 32 instead of √32 our model's "
+                    "entropy still falls to this value in 300 steps; the debugger's "
+                    "> 0.99 alarm would not fire on this run"
+                )
     return out
 
 
@@ -171,8 +253,7 @@ def variant_symptoms(model: TinyGPT, history, cfg: Config, eval_batches, seconds
         "loss_start": recs[0]["loss"],
         "loss_end": recs[-1]["loss"],
         "final_grad_norm": recs[-1]["grad_norm"],
-        "weight_entropy": (sum(l["weight_entropy"] for l in last_layers) / len(last_layers)
-                           if last_layers else None),
+        "weight_entropy": (sum(l["weight_entropy"] for l in last_layers) / len(last_layers) if last_layers else None),
         "val_loss_end": val[-1][1] if val else None,
         "diverged_at": history.diverged_at,
         "loss_curve": [r["loss"] for r in recs],
@@ -182,10 +263,20 @@ def variant_symptoms(model: TinyGPT, history, cfg: Config, eval_batches, seconds
     return out
 
 
-def run(text: str, cfg: Config | None = None, *, steps: int | None = 300,
-        variants: Sequence[str] = VARIANTS, corpus: str | None = None, eval_batches: int = 4,
-        root: str | Path | None = None, executor: str = "serial", workers: int | None = None,
-        ray_address: str | None = None, progress: bool = False) -> dict:
+def run(
+    text: str,
+    cfg: Config | None = None,
+    *,
+    steps: int | None = 300,
+    variants: Sequence[str] = VARIANTS,
+    corpus: str | None = None,
+    eval_batches: int = 4,
+    root: str | Path | None = None,
+    executor: str = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = False,
+) -> dict:
     """Train the correct model and each bug with the same seed and batches; return the symptoms.
 
     The runs go through :mod:`attnlab.runner` into ``root/<variant>`` (a temporary
@@ -210,29 +301,63 @@ def run(text: str, cfg: Config | None = None, *, steps: int | None = 300,
     t0 = time.perf_counter()
     cfgs = {v: cfg.replace(bug=None if v == "correct" else v) for v in variants}
     with tempfile.TemporaryDirectory(prefix="attnlab-failures-") as tmp:
-        done = execute([Run(v, c) for v, c in cfgs.items()], text, root if root is not None else tmp,
-                       executor=executor, workers=workers, ray_address=ray_address, progress=progress,
-                       desc="failures")
-        results = {v: variant_symptoms(done[v].model, done[v].history, cfgs[v], batches, done[v].seconds)
-                   for v in variants}
-    result = {"kind": "failure_symptoms", "config": cfg.to_dict(), "corpus": corpus or "data/corpus.txt",
-              "d_head": cfg.d_head, "expected_row_sum_after_softmax_scale": cfg.d_head ** -0.5,
-              "variants": results, "book": book_values("failure_symptoms_1_11_7"),
-              "seconds": round(time.perf_counter() - t0, 3), **provenance()}
+        done = execute(
+            [Run(v, c) for v, c in cfgs.items()],
+            text,
+            root if root is not None else tmp,
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
+            progress=progress,
+            desc="failures",
+        )
+        results = {
+            v: variant_symptoms(done[v].model, done[v].history, cfgs[v], batches, done[v].seconds) for v in variants
+        }
+    result = {
+        "kind": "failure_symptoms",
+        "config": cfg.to_dict(),
+        "corpus": corpus or "data/corpus.txt",
+        "d_head": cfg.d_head,
+        "expected_row_sum_after_softmax_scale": cfg.d_head**-0.5,
+        "variants": results,
+        "book": book_values("failure_symptoms_1_11_7"),
+        "seconds": round(time.perf_counter() - t0, 3),
+        **provenance(),
+    }
     result["claims"] = failure_claims(result)
     return result
 
 
 def symptoms_table(result: dict, with_book: bool = True) -> str:
-    headers = ["变体 / variant", "loss 起 / start", "loss 终 / end", "末梯度 / grad", "权重熵 / entropy",
-               "对角 / diag", "行和最大 / row sum", "未来权重 / future", "验证 / val"]
+    headers = [
+        "变体 / variant",
+        "loss 起 / start",
+        "loss 终 / end",
+        "末梯度 / grad",
+        "权重熵 / entropy",
+        "对角 / diag",
+        "行和最大 / row sum",
+        "未来权重 / future",
+        "验证 / val",
+    ]
     book = result.get("book") if with_book else None
     rows = []
     for name, v in result["variants"].items():
         broken = abs(v["row_sum_max"] - 1) > 1e-3 or v["future_weight_max"] > 0
-        rows.append([LABELS.get(name, name), v["loss_start"], v["loss_end"], v["final_grad_norm"],
-                     None if broken else v["weight_entropy"], v["diag_weight"], v["row_sum_max"],
-                     v["future_weight_max"], v["val_loss_end"]])
+        rows.append(
+            [
+                LABELS.get(name, name),
+                v["loss_start"],
+                v["loss_end"],
+                v["final_grad_norm"],
+                None if broken else v["weight_entropy"],
+                v["diag_weight"],
+                v["row_sum_max"],
+                v["future_weight_max"],
+                v["val_loss_end"],
+            ]
+        )
         if book and name in book:
             rows.append(["  书 / book"] + list(book[name]) + [None, None])
     return format_table(headers, rows, fmt=".4f")
@@ -246,35 +371,47 @@ def failures_markdown(result: dict) -> str:
     book_c = [c for c in claims if c["kind"] == "book"]
     nb = sum(c["pass"] for c in book_c)
     sanity = [c for c in claims if c["kind"] == "sanity"]
-    lines = ["# §1.11.7 四个 bug 的症状表 / the symptoms of the four injected bugs", "",
-             f"每个变体训练 {result['config']['max_steps']} 步，同一种子、同一批数据（d_head = {result['d_head']}）。"
-             f"由 `attnlab failures` 生成，论断从 `data/failure_symptoms.json` 的数字重新判定。 / Same seed and batches "
-             f"for every variant; claims re-judged from the JSON's numbers.", "",
-             f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity: "
-             f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。**", "",
-             "| 变体 / variant | | loss 起 | loss 终 | 末梯度 | 权重熵（训练器）| 权重熵（重归一化）| 对角 | 行和最大 | 未来权重 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# §1.11.7 四个 bug 的症状表 / the symptoms of the four injected bugs",
+        "",
+        f"每个变体训练 {result['config']['max_steps']} 步，同一种子、同一批数据（d_head = {result['d_head']}）。"
+        f"由 `attnlab failures` 生成，论断从 `data/failure_symptoms.json` 的数字重新判定。 / Same seed and batches "
+        f"for every variant; claims re-judged from the JSON's numbers.",
+        "",
+        f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity: "
+        f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。**",
+        "",
+        "| 变体 / variant | | loss 起 | loss 终 | 末梯度 | 权重熵（训练器）| 权重熵（重归一化）| 对角 | 行和最大 | 未来权重 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     book = result.get("book") or {}
     for name, v in result["variants"].items():
         broken = abs(v["row_sum_max"] - 1) > 1e-3 or v["future_weight_max"] > 0
-        lines.append(f"| {LABELS.get(name, name)} | 本次 / ours | {fmt(v['loss_start'])} | {fmt(v['loss_end'])} | "
-                     f"{fmt(v['final_grad_norm'])} | {'— ¹' if broken else fmt(v['weight_entropy'])} | "
-                     f"{fmt(v.get('weight_entropy_renorm'))} | {fmt(v['diag_weight'])} | {fmt(v['row_sum_max'])} | "
-                     f"{fmt(v['future_weight_max'])} |")
+        lines.append(
+            f"| {LABELS.get(name, name)} | 本次 / ours | {fmt(v['loss_start'])} | {fmt(v['loss_end'])} | "
+            f"{fmt(v['final_grad_norm'])} | {'— ¹' if broken else fmt(v['weight_entropy'])} | "
+            f"{fmt(v.get('weight_entropy_renorm'))} | {fmt(v['diag_weight'])} | {fmt(v['row_sum_max'])} | "
+            f"{fmt(v['future_weight_max'])} |"
+        )
         if name in book:
             b = book[name]
             lines.append(f"| | 书中 / book | {b[0]} | {b[1]} | {b[2]} | {b[3]} | — | {b[4]} | {b[5]} | — |")
-    lines += ["", f"¹ {LEAKS}：训练器的熵除以 log(i+1)，而 ① 的行把权重分给了所有 T 个位置（值可超过 1），② 的行和只有 "
-                  f"1/√d_head。重归一化一列先把每行除以行和，再除以 log(实际分到权重的位置数)；旧的结果文件没有这一列时显示 —。 / "
-                  "The trainer's entropy divides by log(i+1): bug ① spreads weight over all T positions (values above 1), "
-                  "bug ②'s rows sum to 1/√d_head. The renormalised column divides each row by its sum first.", "",
-              "| id | 类 | 节 | 书中原话 / book | 实测 / measured | 规则 / expected | 结果 | 原因 / why |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"¹ {LEAKS}：训练器的熵除以 log(i+1)，而 ① 的行把权重分给了所有 T 个位置（值可超过 1），② 的行和只有 "
+        f"1/√d_head。重归一化一列先把每行除以行和，再除以 log(实际分到权重的位置数)；旧的结果文件没有这一列时显示 —。 / "
+        "The trainer's entropy divides by log(i+1): bug ① spreads weight over all T positions (values above 1), "
+        "bug ②'s rows sum to 1/√d_head. The renormalised column divides each row by its sum first.",
+        "",
+        "| id | 类 | 节 | 书中原话 / book | 实测 / measured | 规则 / expected | 结果 | 原因 / why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     esc = lambda x: str(x).replace("|", "\\|")
     for c in claims:
         why = c.get("reason")
-        lines.append(f"| {c['id']} | {c['kind']} | {c['section']} | {esc(c['statement'])} | {esc(fmt(c['measured']))} | "
-                     f"{esc(c['expected'])} | {'✅ PASS' if c['pass'] else '❌ FAIL'} | "
-                     f"{esc(why['category'] + ': ' + why['text']) if why else ''} |")
+        lines.append(
+            f"| {c['id']} | {c['kind']} | {c['section']} | {esc(c['statement'])} | {esc(fmt(c['measured']))} | "
+            f"{esc(c['expected'])} | {'✅ PASS' if c['pass'] else '❌ FAIL'} | "
+            f"{esc(why['category'] + ': ' + why['text']) if why else ''} |"
+        )
     return "\n".join(lines) + "\n"
-
-

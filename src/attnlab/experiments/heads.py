@@ -16,6 +16,7 @@ h*hs:(h+1)*hs of ``blocks[l].attn.proj.weight``), which removes exactly that
 head's contribution, and measures the change of the loss on fixed batches of
 the validation split; the slice is restored even when the forward fails.
 """
+
 from __future__ import annotations
 
 import time
@@ -50,21 +51,24 @@ METRICS = ("entropy", "diag", "prev", "distance", "distance_std")
 def poem_windows(val_text: str, n: int = POEMS, length: int = POSITIONS) -> list[str]:
     """``n`` windows of ``length`` characters starting at line starts, spread over ``val_text``."""
     if len(val_text) < length:
-        raise ExperimentError(f"validation text has {len(val_text)} characters, fewer than the "
-                              f"{length} of one evaluation window; use a longer corpus")
+        raise ExperimentError(
+            f"validation text has {len(val_text)} characters, fewer than the "
+            f"{length} of one evaluation window; use a longer corpus"
+        )
     last = len(val_text) - length
     starts = [i + 1 for i, c in enumerate(val_text) if c == "\n" and i + 1 <= last]
-    if len(starts) < n:                    # no line structure: evenly spaced windows
+    if len(starts) < n:  # no line structure: evenly spaced windows
         starts = [round(k * last / max(n - 1, 1)) for k in range(n)]
     chosen = [starts[round(k * (len(starts) - 1) / max(n - 1, 1))] for k in range(n)]
-    return [val_text[s:s + length] for s in chosen]
+    return [val_text[s : s + length] for s in chosen]
 
 
 def check_text(text: str, cfg: Config) -> None:
     if len(text) > cfg.block_size:
         raise SequenceTooLongError(
             f"text has {len(text)} characters but the model's block_size is {cfg.block_size}; "
-            f"文本长度 {len(text)} 超过 block_size {cfg.block_size}，请截短")
+            f"文本长度 {len(text)} 超过 block_size {cfg.block_size}，请截短"
+        )
     if len(text) < 2:
         raise ExperimentError(f"text {text!r} is too short: a head portrait needs at least 2 characters")
 
@@ -79,20 +83,24 @@ def portrait(model: TinyGPT, tok: CharTokenizer, texts: Sequence[str]) -> list[d
     deviation of the centroid distance over every position of every text.
     """
     device = next(model.parameters()).device
-    per_text = []                          # [(rows, [layer -> {metric: (nh,)}])]
+    per_text = []  # [(rows, [layer -> {metric: (nh,)}])]
     for t in texts:
         check_text(t, model.cfg)
         idx = torch.tensor([tok.encode(t)], dtype=torch.long, device=device)
-        patterns = model.attention_patterns(idx)           # list of (1, nh, T, T)
+        patterns = model.attention_patterns(idx)  # list of (1, nh, T, T)
         per_text.append((len(t) - 1, [head_metrics(p.float()) for p in patterns]))
     rows_total = sum(n for n, _ in per_text)
     out = []
     for layer in range(model.cfg.n_layer):
-        pooled = {k: sum(n * m[layer][k] for n, m in per_text) / rows_total
-                  for k in ("entropy", "diag", "prev", "distance")}
+        pooled = {
+            k: sum(n * m[layer][k] for n, m in per_text) / rows_total for k in ("entropy", "diag", "prev", "distance")
+        }
         # pooled variance: within-text spread plus the spread of the text means
-        ss = sum((n - 1) * torch.nan_to_num(m[layer]["distance_std"]) ** 2
-                 + n * (m[layer]["distance"] - pooled["distance"]) ** 2 for n, m in per_text)
+        ss = sum(
+            (n - 1) * torch.nan_to_num(m[layer]["distance_std"]) ** 2
+            + n * (m[layer]["distance"] - pooled["distance"]) ** 2
+            for n, m in per_text
+        )
         pooled["distance_std"] = (ss / max(rows_total - 1, 1)).sqrt()
         for h in range(model.cfg.n_head):
             out.append({"layer": layer, "head": h, **{k: float(pooled[k][h]) for k in METRICS}})
@@ -104,7 +112,7 @@ def portrait(model: TinyGPT, tok: CharTokenizer, texts: Sequence[str]) -> list[d
 def head_removed(model: TinyGPT, layer: int, head: int) -> Iterator[None]:
     """Zero head ``head`` of layer ``layer`` in the output projection; always restored."""
     hs = model.cfg.d_head
-    W = model.blocks[layer].attn.proj.weight               # (C, nh*hs): input columns per head
+    W = model.blocks[layer].attn.proj.weight  # (C, nh*hs): input columns per head
     cols = slice(head * hs, (head + 1) * hs)
     saved = W.data[:, cols].clone()
     try:
@@ -129,14 +137,25 @@ def ablate_heads(model: TinyGPT, batches: Sequence[tuple[Tensor, Tensor]]) -> di
                 with head_removed(model, layer, head):
                     lost = torch.tensor([model(x, y)[1].item() for x, y in batches])
                 d = lost - base
-                heads.append({"layer": layer, "head": head, "delta_loss": float(d.mean()),
-                              "delta_loss_std": float(d.std()) if len(d) > 1 else 0.0,
-                              "delta_loss_min": float(d.min()), "delta_loss_max": float(d.max())})
+                heads.append(
+                    {
+                        "layer": layer,
+                        "head": head,
+                        "delta_loss": float(d.mean()),
+                        "delta_loss_std": float(d.std()) if len(d) > 1 else 0.0,
+                        "delta_loss_min": float(d.min()),
+                        "delta_loss_max": float(d.max()),
+                    }
+                )
     finally:
         model.train(was)
-    return {"base_loss": float(base.mean()), "base_loss_std": float(base.std()) if len(base) > 1 else 0.0,
-            "batches": len(batches), "batch_size": int(batches[0][0].shape[0]) if batches else 0,
-            "heads": heads}
+    return {
+        "base_loss": float(base.mean()),
+        "base_loss_std": float(base.std()) if len(base) > 1 else 0.0,
+        "batches": len(batches),
+        "batch_size": int(batches[0][0].shape[0]) if batches else 0,
+        "heads": heads,
+    }
 
 
 @torch.no_grad()
@@ -166,13 +185,23 @@ def book_snippet_ablation(model: TinyGPT, seed: int = 0, width: int = 64, length
                 finally:
                     W.data[:, lo:hi] = saved
                 real = [h for h in range(model.cfg.n_head) if h * hs < hi and (h + 1) * hs > lo]
-                rows.append({"layer": layer, "head": head, "columns": [lo, hi], "real_heads_zeroed": real,
-                             "delta_loss": ablated - base})
+                rows.append(
+                    {
+                        "layer": layer,
+                        "head": head,
+                        "columns": [lo, hi],
+                        "real_heads_zeroed": real,
+                        "delta_loss": ablated - base,
+                    }
+                )
     finally:
         model.train(was)
-    return {"protocol": f"as printed in §1.8.6: slices of {width} columns, model(x, x) on {x.shape[1]} random "
-                        f"ids (seed {seed}); the model's heads are {hs} wide",
-            "base_loss": base, "heads": rows}
+    return {
+        "protocol": f"as printed in §1.8.6: slices of {width} columns, model(x, x) on {x.shape[1]} random "
+        f"ids (seed {seed}); the model's heads are {hs} wide",
+        "base_loss": base,
+        "heads": rows,
+    }
 
 
 def head_claims(results: Sequence[dict]) -> list[dict]:
@@ -187,24 +216,57 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     out = []
     diag = [max(layer(r, 0, "diag")) for r in results]
     ok, tol = near(diag, 0.769, 0.25)
-    out.append(_claim("self_head", "book", "§1.8.5",
-                      "层 0 头 0 有 77% 的注意力给自己：盯住自己——基本不往外看 / a layer-0 head keeps 0.769 on itself",
-                      0.769, ms(diag, 3), f"largest layer-0 diagonal weight: 0.769 within mean ± {tol:.2g} "
-                                          f"(max(2 sd, 25%))", ok))
+    out.append(
+        _claim(
+            "self_head",
+            "book",
+            "§1.8.5",
+            "层 0 头 0 有 77% 的注意力给自己：盯住自己——基本不往外看 / a layer-0 head keeps 0.769 on itself",
+            0.769,
+            ms(diag, 3),
+            f"largest layer-0 diagonal weight: 0.769 within mean ± {tol:.2g} (max(2 sd, 25%))",
+            ok,
+        )
+    )
     prev = [max(layer(r, 0, "prev")) for r in results]
     ok, tol = near(prev, 0.450, 0.25)
-    out.append(_claim("previous_token_head", "book", "§1.8.5",
-                      "层 0 头 1 是一个非常明确的“前一位头”：45% 的注意力给了紧邻左边 / a previous-token head with 0.45",
-                      0.450, ms(prev, 3), f"largest layer-0 previous-token weight: 0.45 within mean ± {tol:.2g}", ok))
+    out.append(
+        _claim(
+            "previous_token_head",
+            "book",
+            "§1.8.5",
+            "层 0 头 1 是一个非常明确的“前一位头”：45% 的注意力给了紧邻左边 / a previous-token head with 0.45",
+            0.450,
+            ms(prev, 3),
+            f"largest layer-0 previous-token weight: 0.45 within mean ± {tol:.2g}",
+            ok,
+        )
+    )
     two_layers = all(layer(r, 1, "distance") for r in results)
-    gap = [sum(layer(r, 1, "distance")) / len(layer(r, 1, "distance"))
-           - sum(layer(r, 0, "distance")) / len(layer(r, 0, "distance")) for r in results] if two_layers else []
+    gap = (
+        [
+            sum(layer(r, 1, "distance")) / len(layer(r, 1, "distance"))
+            - sum(layer(r, 0, "distance")) / len(layer(r, 0, "distance"))
+            for r in results
+        ]
+        if two_layers
+        else []
+    )
     s = spread(gap) if gap else None
-    out.append(None if s is None else _claim("layer0_local_layer1_global", "book", "§1.8.5",
-                      "第一层的头更“局部”（平均距离 1.2–3.9），第二层的头更“全局”（3.1–4.6）/ layer 0 local, layer 1 global",
-                      {"layer0": [1.2, 3.9], "layer1": [3.1, 4.6], "mean_gap": 1.01}, ms(gap, 3),
-                      "mean distance of layer-1 heads − layer-0 heads > max(2 sd over seeds, 0)",
-                      s["mean"] > max(2 * s["sd"], 0)))
+    out.append(
+        None
+        if s is None
+        else _claim(
+            "layer0_local_layer1_global",
+            "book",
+            "§1.8.5",
+            "第一层的头更“局部”（平均距离 1.2–3.9），第二层的头更“全局”（3.1–4.6）/ layer 0 local, layer 1 global",
+            {"layer0": [1.2, 3.9], "layer1": [3.1, 4.6], "mean_gap": 1.01},
+            ms(gap, 3),
+            "mean distance of layer-1 heads − layer-0 heads > max(2 sd over seeds, 0)",
+            s["mean"] > max(2 * s["sd"], 0),
+        )
+    )
     out = [c for c in out if c is not None]
     with_abl = [r for r in results if r.get("ablation")]
     if with_abl:
@@ -212,13 +274,21 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
         for r in with_abl:
             a = r["ablation"]
             n = a["batches"]
-            near0 = [abs(h["delta_loss"]) <= max(2 * h["delta_loss_std"] / n ** 0.5, 0.01) for h in a["heads"]]
+            near0 = [abs(h["delta_loss"]) <= max(2 * h["delta_loss_std"] / n**0.5, 0.01) for h in a["heads"]]
             frac.append(sum(near0) / len(near0))
-        out.append(_claim("most_heads_near_zero", "book", "§1.8.6",
-                          "你会看到大部分头的变化接近零，少数几个变化明显 / removing most heads changes the loss by about 0",
-                          "> 1/2 of the heads", ms(frac, 3),
-                          "share of heads whose Δ val loss (correct ablation, next-token targets) is within "
-                          "max(2 se over batches, 0.01) of 0: more than half", all(f > 0.5 for f in frac)))
+        out.append(
+            _claim(
+                "most_heads_near_zero",
+                "book",
+                "§1.8.6",
+                "你会看到大部分头的变化接近零，少数几个变化明显 / removing most heads changes the loss by about 0",
+                "> 1/2 of the heads",
+                ms(frac, 3),
+                "share of heads whose Δ val loss (correct ablation, next-token targets) is within "
+                "max(2 se over batches, 0.01) of 0: more than half",
+                all(f > 0.5 for f in frac),
+            )
+        )
     for c in out:
         if not c["pass"]:
             c["reason"] = {"category": "unexplained", "text": f"{len(results)} seed(s); no experiment here explains it"}
@@ -226,18 +296,30 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
                 snip = [r["book_snippet"] for r in results if r.get("book_snippet")]
                 empty = sum(1 for sn in snip for h in sn["heads"] if not h["real_heads_zeroed"])
                 total = sum(len(sn["heads"]) for sn in snip)
-                c["reason"] = {"category": "finding", "text": (
-                    "its printed snippet zeroes 64-column slices on 32-wide heads, so its "
-                    "'heads' 0 and 1 each remove two real heads and its 'heads' 2 and 3 remove nothing (Δ exactly 0), "
-                    "and it scores random ids against themselves, model(x, x); half of its rows are 0 by construction"
-                    + (f" (here {empty} of {total} rows zero no real head)" if snip else ""))}
+                c["reason"] = {
+                    "category": "finding",
+                    "text": (
+                        "its printed snippet zeroes 64-column slices on 32-wide heads, so its "
+                        "'heads' 0 and 1 each remove two real heads and its 'heads' 2 and 3 remove nothing (Δ exactly 0), "
+                        "and it scores random ids against themselves, model(x, x); half of its rows are 0 by construction"
+                        + (f" (here {empty} of {total} rows zero no real head)" if snip else "")
+                    ),
+                }
     return out
 
 
 # ---------------------------------------------------------------------- the analysis
-def analyze_model(model: TinyGPT, tok: CharTokenizer, corpus_text: str | None, *,
-                  text: str | Sequence[str] | None = None, poems: int = POEMS,
-                  positions: int = POSITIONS, ablate: bool = True, ablate_batches: int = 8) -> dict:
+def analyze_model(
+    model: TinyGPT,
+    tok: CharTokenizer,
+    corpus_text: str | None,
+    *,
+    text: str | Sequence[str] | None = None,
+    poems: int = POEMS,
+    positions: int = POSITIONS,
+    ablate: bool = True,
+    ablate_batches: int = 8,
+) -> dict:
     """Portrait (and ablation) of an in-memory model. ``corpus_text`` gives the
     validation split; it may be None only when ``text`` is given and ablate is False."""
     cfg = model.cfg
@@ -250,8 +332,10 @@ def analyze_model(model: TinyGPT, tok: CharTokenizer, corpus_text: str | None, *
             raise ExperimentError("a corpus is needed to pick the evaluation windows")
         length = min(positions, cfg.block_size)
         texts = poem_windows(validation_text(corpus_text, cfg), poems, length)
-        protocol = (f"{poems} poems × {length} positions from the validation split, each starting at a "
-                    f"line start / 验证集中 {poems} 段、每段 {length} 个位置（从行首开始）")
+        protocol = (
+            f"{poems} poems × {length} positions from the validation split, each starting at a "
+            f"line start / 验证集中 {poems} 段、每段 {length} 个位置（从行首开始）"
+        )
     for t in texts:
         check_text(t, cfg)
     unknown = sorted({c for t in texts for c in tok.unknown_chars(t)})
@@ -274,10 +358,18 @@ def analyze_model(model: TinyGPT, tok: CharTokenizer, corpus_text: str | None, *
     return result
 
 
-def analyze(path: str | Path, text: str | Sequence[str] | None = None, *,
-            corpus: str | Path | None = None, cfg: Config | None = None, poems: int = POEMS,
-            positions: int = POSITIONS, ablate: bool = True, ablate_batches: int = 8,
-            device: str = "cpu") -> dict:
+def analyze(
+    path: str | Path,
+    text: str | Sequence[str] | None = None,
+    *,
+    corpus: str | Path | None = None,
+    cfg: Config | None = None,
+    poems: int = POEMS,
+    positions: int = POSITIONS,
+    ablate: bool = True,
+    ablate_batches: int = 8,
+    device: str = "cpu",
+) -> dict:
     """Head portrait of a checkpoint: an attnlab checkpoint or a bare state_dict.
 
     ``stats = analyze("ckpt_1500.pt")`` as in §1.12.4. ``cfg`` describes a bare
@@ -289,17 +381,27 @@ def analyze(path: str | Path, text: str | Sequence[str] | None = None, *,
     model, tok, mcfg, info = load_model(path, cfg=cfg, corpus=corpus, device=device)
     need_corpus = text is None or ablate
     corpus_text = load_corpus(corpus, min_chars=mcfg.block_size + 1) if need_corpus else None
-    result = analyze_model(model, tok, corpus_text, text=text, poems=poems, positions=positions,
-                           ablate=ablate, ablate_batches=ablate_batches)
+    result = analyze_model(
+        model,
+        tok,
+        corpus_text,
+        text=text,
+        poems=poems,
+        positions=positions,
+        ablate=ablate,
+        ablate_batches=ablate_batches,
+    )
     result["source"] = info
     result["corpus"] = str(corpus) if corpus else "data/corpus.txt"
     notes = [info["note"]] if "note" in info else []
     n_chars = sum(len(t) for t in result["eval"]["texts"])
     n_unk = sum(1 for t in result["eval"]["texts"] for c in t if c not in tok.stoi)
-    if n_unk > 0.3 * n_chars:            # ~10% <unk> is normal for the shipped corpus
-        notes.append(f"{n_unk} of {n_chars} evaluation characters are not in the checkpoint's "
-                     f"vocabulary: was it trained on another corpus? pass --corpus / "
-                     f"评估文本中有 {n_unk} 个字不在词表里，是否用了另一份语料训练？")
+    if n_unk > 0.3 * n_chars:  # ~10% <unk> is normal for the shipped corpus
+        notes.append(
+            f"{n_unk} of {n_chars} evaluation characters are not in the checkpoint's "
+            f"vocabulary: was it trained on another corpus? pass --corpus / "
+            f"评估文本中有 {n_unk} 个字不在词表里，是否用了另一份语料训练？"
+        )
     result["notes"] = notes
     return result
 
@@ -312,11 +414,16 @@ def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str) -> dict:
     device = next(model.parameters()).device
     idx = torch.tensor([tok.encode(text)], dtype=torch.long, device=device)
     patterns = model.attention_patterns(idx)
-    return {"kind": "attention_maps", "text": text, "chars": list(text),
-            "unknown_chars": "".join(tok.unknown_chars(text)),
-            "layers": [[[[round(float(v), 6) for v in row] for row in p[0, h]]
-                        for h in range(p.shape[1])] for p in patterns],
-            **provenance()}
+    return {
+        "kind": "attention_maps",
+        "text": text,
+        "chars": list(text),
+        "unknown_chars": "".join(tok.unknown_chars(text)),
+        "layers": [
+            [[[round(float(v), 6) for v in row] for row in p[0, h]] for h in range(p.shape[1])] for p in patterns
+        ],
+        **provenance(),
+    }
 
 
 # --------------------------------------------------------------------------- dynamics
@@ -339,8 +446,16 @@ class SnapshotCallback:
             self.saved[step + 1] = save_checkpoint(self.path(step + 1), model, self.tok, step=step + 1)
 
 
-def dynamics(corpus_text: str, cfg: Config, steps: Sequence[int], ckpt_dir: str | Path, *,
-             corpus: str | None = None, ablate: bool = False, progress: bool = False) -> dict:
+def dynamics(
+    corpus_text: str,
+    cfg: Config,
+    steps: Sequence[int],
+    ckpt_dir: str | Path,
+    *,
+    corpus: str | None = None,
+    ablate: bool = False,
+    progress: bool = False,
+) -> dict:
     """Train once for max(steps) steps, snapshot at each of ``steps``, portrait each snapshot.
 
     One run with snapshots, not one run per length as in the book's sketch:
@@ -358,43 +473,62 @@ def dynamics(corpus_text: str, cfg: Config, steps: Sequence[int], ckpt_dir: str 
     tok = CharTokenizer(corpus_text, cfg.vocab_size)
     snap = SnapshotCallback(steps, ckpt_dir, tok)
     if 0 in steps:
-        torch.manual_seed(cfg.seed)                     # the same initial weights as train()
+        torch.manual_seed(cfg.seed)  # the same initial weights as train()
         snap.saved[0] = save_checkpoint(snap.path(0), TinyGPT(cfg), tok, step=0)
-    _, _, history = train(corpus_text, cfg.replace(max_steps=steps[-1]), tok=tok,
-                          callbacks=[snap], progress=progress)
+    _, _, history = train(corpus_text, cfg.replace(max_steps=steps[-1]), tok=tok, callbacks=[snap], progress=progress)
     length = min(POSITIONS, cfg.block_size)
-    eval_set = {"protocol": f"{POEMS} poems × {length} positions from the validation split",
-                "texts": poem_windows(validation_text(corpus_text, cfg), POEMS, length)}
+    eval_set = {
+        "protocol": f"{POEMS} poems × {length} positions from the validation split",
+        "texts": poem_windows(validation_text(corpus_text, cfg), POEMS, length),
+    }
     snapshots = []
     for s in steps:
-        if s not in snap.saved:                          # diverged before reaching it
+        if s not in snap.saved:  # diverged before reaching it
             continue
         model, _, _, _ = load_model(snap.saved[s])
         r = analyze_model(model, tok, corpus_text, ablate=ablate)
-        snapshots.append({"step": s, "checkpoint": str(snap.saved[s]), "heads": r["heads"],
-                          **({"ablation": r["ablation"]} if ablate else {})})
+        snapshots.append(
+            {
+                "step": s,
+                "checkpoint": str(snap.saved[s]),
+                "heads": r["heads"],
+                **({"ablation": r["ablation"]} if ablate else {}),
+            }
+        )
     loss_at = {r["step"] + 1: r["loss"] for r in history.records}
-    return {"kind": "head_dynamics", "config": cfg.replace(max_steps=steps[-1]).to_dict(),
-            "corpus": corpus or "data/corpus.txt", "steps": steps,
-            "train_loss_at": {str(s): loss_at.get(s) for s in steps},
-            "diverged_at": history.diverged_at, "eval": eval_set,
-            "snapshots": snapshots, "seconds": round(time.perf_counter() - t0, 3), **provenance()}
+    return {
+        "kind": "head_dynamics",
+        "config": cfg.replace(max_steps=steps[-1]).to_dict(),
+        "corpus": corpus or "data/corpus.txt",
+        "steps": steps,
+        "train_loss_at": {str(s): loss_at.get(s) for s in steps},
+        "diverged_at": history.diverged_at,
+        "eval": eval_set,
+        "snapshots": snapshots,
+        "seconds": round(time.perf_counter() - t0, 3),
+        **provenance(),
+    }
 
 
 # ----------------------------------------------------------------------------- tables
 def portrait_table(result: dict) -> str:
     book = result.get("book")
     abl = {(h["layer"], h["head"]): h for h in result.get("ablation", {}).get("heads", [])}
-    headers = ["层·头 / L·H", "平均熵 / entropy", "对角 / diag", "前一位 / prev",
-               "平均距离 / dist", "距离标准差 / dist std"]
+    headers = [
+        "层·头 / L·H",
+        "平均熵 / entropy",
+        "对角 / diag",
+        "前一位 / prev",
+        "平均距离 / dist",
+        "距离标准差 / dist std",
+    ]
     if abl:
         headers += ["消融 Δloss / ablation", "±"]
     if book:
         headers += ["书·熵 / book ent", "书·对角 / diag", "书·前一位 / prev", "书·距离 / dist"]
     rows = []
     for h in result["heads"]:
-        row = [f"L{h['layer']}·H{h['head']}", h["entropy"], h["diag"], h["prev"],
-               h["distance"], h["distance_std"]]
+        row = [f"L{h['layer']}·H{h['head']}", h["entropy"], h["diag"], h["prev"], h["distance"], h["distance_std"]]
         if abl:
             a = abl[(h["layer"], h["head"])]
             row += [f"{a['delta_loss']:+.3f}", f"{a['delta_loss_std']:.3f}"]
@@ -409,8 +543,7 @@ def dynamics_table(result: dict) -> str:
     headers = ["层·头 / L·H"] + [f"熵/prev @ {s}" for s in steps]
     by = {s["step"]: {(h["layer"], h["head"]): h for h in s["heads"]} for s in result["snapshots"]}
     keys = [(h["layer"], h["head"]) for h in result["snapshots"][0]["heads"]] if steps else []
-    rows = [[f"L{l}·H{h}"] + [f"{by[s][(l, h)]['entropy']:.3f}/{by[s][(l, h)]['prev']:.3f}"
-                             for s in steps] for l, h in keys]
+    rows = [
+        [f"L{l}·H{h}"] + [f"{by[s][(l, h)]['entropy']:.3f}/{by[s][(l, h)]['prev']:.3f}" for s in steps] for l, h in keys
+    ]
     return format_table(headers, rows)
-
-

@@ -20,6 +20,7 @@ Figures go to figures/lab_book/. ``train=False`` trains nothing: an experiment
 whose runs are not all on disk keeps its previous JSON if it has one, else is
 recorded as not run yet ("未运行 / not run yet"), with its command, never a number.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,35 +45,45 @@ class BookError(AttnlabError):
     pass
 
 
-def claim(cid: str, section: str, statement: str, measured: Any, expected: str, ok: bool | None,
-          kind: str = "book") -> dict:
+def claim(
+    cid: str, section: str, statement: str, measured: Any, expected: str, ok: bool | None, kind: str = "book"
+) -> dict:
     """One checked statement. kind: "book" (what the chapter says) or "sanity" (what must hold
     for the measurement to mean anything). ``ok`` None = cannot be decided yet (shown, not counted)."""
     if kind not in ("book", "sanity"):
         raise ValueError(f"claim kind must be book or sanity, got {kind!r}")
-    return {"id": cid, "section": section, "statement": statement, "measured": measured,
-            "expected": expected, "pass": None if ok is None else bool(ok), "kind": kind}
+    return {
+        "id": cid,
+        "section": section,
+        "statement": statement,
+        "measured": measured,
+        "expected": expected,
+        "pass": None if ok is None else bool(ok),
+        "kind": kind,
+    }
 
 
 @dataclass
 class Outcome:
     """What an experiment's analysis returns."""
+
     results: dict
     claims: list[dict] = field(default_factory=list)
-    figures: list[str] = field(default_factory=list)       # paths relative to the output root
-    notes: list[str] = field(default_factory=list)         # why a FAIL fails, caveats
-    status: str = "done"                                    # done | partial (fewer seeds than asked)
+    figures: list[str] = field(default_factory=list)  # paths relative to the output root
+    notes: list[str] = field(default_factory=list)  # why a FAIL fails, caveats
+    status: str = "done"  # done | partial (fewer seeds than asked)
 
 
 @dataclass
 class Context:
     """What ``analyze`` sees: the scale, the corpus, finished runs and where to write figures."""
+
     scale: Scale
     text: str
     root: Path
     finished: dict[str, Finished]
     experiment: Experiment
-    train: bool = True              # False: analyses must not train either (NotAvailable instead)
+    train: bool = True  # False: analyses must not train either (NotAvailable instead)
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
@@ -89,24 +100,24 @@ class Context:
 @dataclass(frozen=True)
 class Experiment:
     id: str
-    section: str                    # the chapter's section, e.g. "§1.7.8"
-    title: str                      # 中文 / English
-    statement: str                  # what the chapter says, with its numbers
-    command: str                    # the exact command that reproduces this entry
+    section: str  # the chapter's section, e.g. "§1.7.8"
+    title: str  # 中文 / English
+    statement: str  # what the chapter says, with its numbers
+    command: str  # the exact command that reproduces this entry
     analyze: Callable[[Context], Outcome]
     runs: Callable[[Scale], list[Run]] = lambda scale: []
-    min_runs: Callable[[Scale], list[Run]] | None = None    # enough for a partial result
-    order: tuple = ()               # sort key in the chapter's order (from section if empty)
-    prediction: str = ""            # written before the runs, shown even while they are not run
-    remeasure: bool = True          # False: a measurement kept from its JSON unless asked for by --only
-    why: dict = field(default_factory=dict)   # claim id -> why it fails, written after reading the numbers
+    min_runs: Callable[[Scale], list[Run]] | None = None  # enough for a partial result
+    order: tuple = ()  # sort key in the chapter's order (from section if empty)
+    prediction: str = ""  # written before the runs, shown even while they are not run
+    remeasure: bool = True  # False: a measurement kept from its JSON unless asked for by --only
+    why: dict = field(default_factory=dict)  # claim id -> why it fails, written after reading the numbers
 
     def key(self) -> tuple:
         return self.order or section_key(self.section)
 
 
 def section_key(section: str) -> tuple:
-    """"§1.7.8" -> (1, 7, 8); anything else sorts last."""
+    """ "§1.7.8" -> (1, 7, 8); anything else sorts last."""
     nums = re.findall(r"\d+", section.split("/")[0])
     return tuple(int(n) for n in nums) if nums else (999,)
 
@@ -119,26 +130,39 @@ def select(experiments: Sequence[Experiment], only: Sequence[str] | None) -> lis
     chosen, unknown = [], []
     for token in only:
         t = token.strip().lstrip("§")
-        hits = [e for e in experiments
-                if e.id == token or e.section.lstrip("§").split(" ")[0] == t
-                or e.section.lstrip("§").startswith(t + ".")]
+        hits = [
+            e
+            for e in experiments
+            if e.id == token or e.section.lstrip("§").split(" ")[0] == t or e.section.lstrip("§").startswith(t + ".")
+        ]
         if not hits:
             unknown.append(token)
         chosen += [e for e in hits if e not in chosen]
     if unknown:
         ids = ", ".join(e.id for e in experiments)
         secs = ", ".join(sorted({e.section for e in experiments}, key=section_key))
-        raise BookError(f"unknown --only {', '.join(unknown)}: give an experiment id ({ids}) "
-                        f"or a chapter section ({secs})")
+        raise BookError(
+            f"unknown --only {', '.join(unknown)}: give an experiment id ({ids}) or a chapter section ({secs})"
+        )
     return chosen
 
 
 # --------------------------------------------------------------------------------- run
-def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale: Scale,
-             train: bool = True, executor: str = "serial", workers: int | None = None,
-             ray_address: str | None = None, progress: bool = True,
-             log: Callable[[str], None] = print, registry: Sequence[Experiment] | None = None,
-             explicit: Sequence[str] = ()) -> dict:
+def run_book(
+    experiments: Sequence[Experiment],
+    text: str,
+    root: Path,
+    *,
+    scale: Scale,
+    train: bool = True,
+    executor: str = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    registry: Sequence[Experiment] | None = None,
+    explicit: Sequence[str] = (),
+) -> dict:
     """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
 
     ``registry`` (default: ``experiments``) is the whole book: sections not run
@@ -157,10 +181,19 @@ def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale:
     statuses: dict[str, str] = {}
     if needed and train:
         log(f"lab book: {len(needed)} runs for {len(experiments)} experiment(s) under {runs_root}")
-        finished = execute(list(needed.values()), text, runs_root, executor=executor, workers=workers,
-                           ray_address=ray_address, progress=progress, log=log, keep_going=True,
-                           on_result=lambda r: statuses.__setitem__(r["name"], r["status"]),
-                           desc="lab book")
+        finished = execute(
+            list(needed.values()),
+            text,
+            runs_root,
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
+            progress=progress,
+            log=log,
+            keep_going=True,
+            on_result=lambda r: statuses.__setitem__(r["name"], r["status"]),
+            desc="lab book",
+        )
     elif needed:
         for r in needed.values():
             d = r.dir(runs_root)
@@ -179,13 +212,18 @@ def run_book(experiments: Sequence[Experiment], text: str, root: Path, *, scale:
             continue
         doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
         if doc is not None:
-            doc["timings"] = {"analysis_s": round(time.perf_counter() - t, 3),
-                              "train_s": _train_seconds(e, scale, finished)}
+            doc["timings"] = {
+                "analysis_s": round(time.perf_counter() - t, 3),
+                "train_s": _train_seconds(e, scale, finished),
+            }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
     book = build_index(registry or experiments, root, scale)
-    book["timings"] = {"this_run_s": round(time.perf_counter() - t0, 3), "training_s": round(train_s, 3),
-                       "experiments": timings}
+    book["timings"] = {
+        "this_run_s": round(time.perf_counter() - t0, 3),
+        "training_s": round(train_s, 3),
+        "experiments": timings,
+    }
     write_json(root / "data" / "lab_book.json", book)
     return book
 
@@ -213,8 +251,9 @@ def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -
     return round(sum(f.seconds for r in e.runs(scale) if (f := finished.get(r.name))), 3)
 
 
-def _run_one(e: Experiment, ctx: Context, scale: Scale, finished: dict, train: bool,
-             log: Callable[[str], None]) -> dict | None:
+def _run_one(
+    e: Experiment, ctx: Context, scale: Scale, finished: dict, train: bool, log: Callable[[str], None]
+) -> dict | None:
     runs = e.runs(scale)
     enough = e.min_runs(scale) if e.min_runs else runs
     if not ctx.have(enough):
@@ -224,15 +263,26 @@ def _run_one(e: Experiment, ctx: Context, scale: Scale, finished: dict, train: b
             log(f"lab book: {e.id}: runs not finished ({', '.join(missing[:4])}...); kept its previous JSON")
             return None
         log(f"lab book: {e.id}: not run yet ({len(missing)} run(s) missing)")
-        return envelope(e, scale, status="not_run", runs=runs, finished=finished,
-                        outcome=Outcome(results={}, notes=[
-                            f"缺少的训练 / missing runs ({len(missing)}): {', '.join(missing[:6])}"
-                            + (" …" if len(missing) > 6 else "")]))
+        return envelope(
+            e,
+            scale,
+            status="not_run",
+            runs=runs,
+            finished=finished,
+            outcome=Outcome(
+                results={},
+                notes=[
+                    f"缺少的训练 / missing runs ({len(missing)}): {', '.join(missing[:6])}"
+                    + (" …" if len(missing) > 6 else "")
+                ],
+            ),
+        )
     try:
         outcome = e.analyze(ctx)
     except NotAvailable as na:
-        return envelope(e, scale, status="not_run", runs=runs, finished=finished,
-                        outcome=Outcome(results={}, notes=[str(na)]))
+        return envelope(
+            e, scale, status="not_run", runs=runs, finished=finished, outcome=Outcome(results={}, notes=[str(na)])
+        )
     status = outcome.status if ctx.have(runs) else "partial"
     return envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
 
@@ -241,8 +291,7 @@ class NotAvailable(Exception):
     """Raised by an analysis whose inputs (e.g. a committed JSON) are absent."""
 
 
-def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finished: dict,
-             outcome: Outcome) -> dict:
+def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finished: dict, outcome: Outcome) -> dict:
     """The common result envelope of every lab-book experiment."""
     import torch
 
@@ -253,13 +302,25 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
             notes.append(f"FAIL {c['id']}: {why} (measured {c['measured']}; expected {c['expected']})")
     return {
         "kind": KIND,
-        "id": e.id, "section": e.section, "title": e.title, "statement": e.statement,
-        "command": e.command, "status": status, "prediction": e.prediction,
+        "id": e.id,
+        "section": e.section,
+        "title": e.title,
+        "statement": e.statement,
+        "command": e.command,
+        "status": status,
+        "prediction": e.prediction,
         "scale": {"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds},
         "provenance": provenance(),
         "environment": environment(torch.device("cpu")),
-        "runs": [{"name": r.name, "group": r.group, "done": r.name in finished,
-                  "status": finished[r.name].status if r.name in finished else "missing"} for r in runs],
+        "runs": [
+            {
+                "name": r.name,
+                "group": r.group,
+                "done": r.name in finished,
+                "status": finished[r.name].status if r.name in finished else "missing",
+            }
+            for r in runs
+        ],
         "results": outcome.results,
         "claims": outcome.claims,
         "figures": outcome.figures,
@@ -281,8 +342,7 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
             docs[e.id] = json.loads(p.read_text(encoding="utf-8"))
     sections: dict[str, dict] = {}
     for e in sorted(experiments, key=lambda x: x.key()):
-        s = sections.setdefault(e.section, {"section": e.section, "title": e.title, "experiments": [],
-                                            "claims": []})
+        s = sections.setdefault(e.section, {"section": e.section, "title": e.title, "experiments": [], "claims": []})
         s["experiments"].append(e.id)
         s["claims"] += docs.get(e.id, {}).get("claims", [])
     secs = list(sections.values())
@@ -293,17 +353,28 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
     claims = [c for s in secs for c in s["claims"]]
     return {
         "kind": "lab_book",
-        "summary": {"experiments": len(experiments),
-                    "done": sum(v == "done" for v in status.values()),
-                    "partial": sum(v == "partial" for v in status.values()),
-                    "not_run": sum(v == "not_run" for v in status.values()),
-                    "claims": len(claims), "pass": sum(c["pass"] is True for c in claims),
-                    "fail": sum(c["pass"] is False for c in claims),
-                    "book_claims": sum(c["kind"] == "book" for c in claims),
-                    "sanity_claims": sum(c["kind"] == "sanity" for c in claims)},
+        "summary": {
+            "experiments": len(experiments),
+            "done": sum(v == "done" for v in status.values()),
+            "partial": sum(v == "partial" for v in status.values()),
+            "not_run": sum(v == "not_run" for v in status.values()),
+            "claims": len(claims),
+            "pass": sum(c["pass"] is True for c in claims),
+            "fail": sum(c["pass"] is False for c in claims),
+            "book_claims": sum(c["kind"] == "book" for c in claims),
+            "sanity_claims": sum(c["kind"] == "sanity" for c in claims),
+        },
         "status": status,
-        "entries": {e.id: {"section": e.section, "title": e.title, "statement": e.statement,
-                           "command": e.command, "prediction": e.prediction} for e in experiments},
+        "entries": {
+            e.id: {
+                "section": e.section,
+                "title": e.title,
+                "statement": e.statement,
+                "command": e.command,
+                "prediction": e.prediction,
+            }
+            for e in experiments
+        },
         "sections": secs,
         "scale": ({"quick": scale.quick, "steps": scale.steps, "seeds": scale.seeds} if scale else None),
         "environment": environment(torch.device("cpu")),

@@ -4,6 +4,7 @@ Chinese labels and characters need a CJK font: the package's own subset
 (``attnlab.fonts``) when it is there, with the system's Noto Sans CJK
 as fallback for characters the subset lacks.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,7 +27,7 @@ def use_cjk_font() -> list[str]:
 
         families.append(shipped())
     except (ImportError, OSError, RuntimeError):
-        pass                                   # no shipped subset: rely on the system's fonts
+        pass  # no shipped subset: rely on the system's fonts
     installed = {f.name for f in font_manager.fontManager.ttflist}
     families += [f for f in SYSTEM_CJK if f in installed]
     matplotlib.rcParams["font.family"] = "sans-serif"
@@ -59,7 +60,7 @@ def plot_attention_maps(maps: dict, path: str | Path) -> Path:
                 ax.set_ylabel("查询 query (i)", fontsize=8)
     fig.colorbar(im, ax=axes, shrink=0.6, label="注意力权重 / attention weight")
     fig.suptitle(f"注意力图 / attention maps: {maps['text'][:40]}", fontsize=11)
-    write_figure(path, fig, dpi=110)        # PNG and SVG
+    write_figure(path, fig, dpi=110)  # PNG and SVG
     plt.close(fig)
     return Path(path)
 
@@ -82,6 +83,6 @@ def plot_sweep_gap(sweep: dict, path: str | Path) -> Path:
     ax.set_title("临界维度 / critical dimension (练习二 exercise 2)")
     ax.set_xticks(xs)
     fig.tight_layout()
-    write_figure(path, fig, dpi=110)        # PNG and SVG
+    write_figure(path, fig, dpi=110)  # PNG and SVG
     plt.close(fig)
     return Path(path)

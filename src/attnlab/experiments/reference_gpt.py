@@ -11,6 +11,7 @@ Parameter count equals TinyGPT's for the same Config (q, k, v as three C x C
 matrices instead of one C x 3C matrix). Only the book's architecture is
 supported: learned positions, LayerNorm, multi-head attention.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,14 +39,14 @@ class ReferenceAttention(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         B, T, C = x.shape
         nh, hs = self.n_head, self.d_head
-        q = self.q(x).view(B, T, nh, hs).transpose(1, 2)   # (B, nh, T, hs)
-        k = self.k(x).view(B, T, nh, hs).transpose(1, 2)   # (B, nh, T, hs)
-        v = self.v(x).view(B, T, nh, hs).transpose(1, 2)   # (B, nh, T, hs)
-        att = (q @ k.transpose(-2, -1)) * self.scale       # (B, nh, T, T)
+        q = self.q(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.k(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = self.v(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        att = (q @ k.transpose(-2, -1)) * self.scale  # (B, nh, T, T)
         att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
-        y = att @ v                                        # (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)   # (B, T, C)
+        y = att @ v  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.proj(y)
 
 
@@ -66,10 +67,19 @@ class ReferenceBlock(nn.Module):
 class ReferenceGPT(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
-        if cfg.pos != "learned" or cfg.norm != "layernorm" or cfg.kv_heads != cfg.n_head \
-                or cfg.qk_norm or cfg.learn_temp or not cfg.residual or cfg.bug is not None:
-            raise ValueError("ReferenceGPT covers the book's architecture only "
-                             "(learned positions, LayerNorm, MHA, residuals, no bug)")
+        if (
+            cfg.pos != "learned"
+            or cfg.norm != "layernorm"
+            or cfg.kv_heads != cfg.n_head
+            or cfg.qk_norm
+            or cfg.learn_temp
+            or not cfg.residual
+            or cfg.bug is not None
+        ):
+            raise ValueError(
+                "ReferenceGPT covers the book's architecture only "
+                "(learned positions, LayerNorm, MHA, residuals, no bug)"
+            )
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
@@ -88,10 +98,10 @@ class ReferenceGPT(nn.Module):
 
     def forward(self, idx: Tensor, targets: Tensor | None = None):
         B, T = idx.shape
-        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))   # (B, T, C)
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))  # (B, T, C)
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.ln_f(x))                   # (B, T, V)
+        logits = self.head(self.ln_f(x))  # (B, T, V)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))

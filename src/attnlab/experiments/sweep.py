@@ -15,6 +15,7 @@ Grid keys are Config fields, plus ``d_head``, which sets ``n_head=1`` and
 :mod:`attnlab.runner`, so ``--executor serial | local | ray`` means what it
 means everywhere.
 """
+
 from __future__ import annotations
 
 import csv
@@ -45,8 +46,10 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
         key, raw = item.split("=", 1)
         key = key.strip()
         if key not in known:
-            raise ExperimentError(f"unknown grid key '{key}'; use a Config field or d_head "
-                                  f"(known: d_head, {', '.join(sorted(known - {'d_head'}))})")
+            raise ExperimentError(
+                f"unknown grid key '{key}'; use a Config field or d_head "
+                f"(known: d_head, {', '.join(sorted(known - {'d_head'}))})"
+            )
         if key in ("seed", "max_steps"):
             raise ExperimentError(f"grid key '{key}' is set by --seeds / --steps")
         values = [v.strip() for v in raw.split(",") if v.strip()]
@@ -88,15 +91,32 @@ def expand(base: Config, grid: dict[str, list[str]], seeds: int = 1) -> list[dic
 def _trial_row(trial: dict, out: Path) -> dict:
     d = out / trial["name"]
     cfg = Config.from_dict(trial["config"])
-    row = {"trial": trial["name"], **trial["point"], "seed": cfg.seed, "d_head": cfg.d_head,
-           "scaled": cfg.scaled, "status": "missing", "steps": None, "loss_end": None,
-           "val_loss_end": None, "diverged_at": None, "weight_entropy_end": None, "error": None}
+    row = {
+        "trial": trial["name"],
+        **trial["point"],
+        "seed": cfg.seed,
+        "d_head": cfg.d_head,
+        "scaled": cfg.scaled,
+        "status": "missing",
+        "steps": None,
+        "loss_end": None,
+        "val_loss_end": None,
+        "diverged_at": None,
+        "weight_entropy_end": None,
+        "error": None,
+    }
     if (d / "summary.json").is_file():
         s = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         layers = s.get("final_layers") or []
         ent = [l["weight_entropy"] for l in layers]
-        row.update(status="done", steps=s["steps"], loss_end=s["loss_end"], val_loss_end=s["val_loss_end"],
-                   diverged_at=s["diverged_at"], weight_entropy_end=sum(ent) / len(ent) if ent else None)
+        row.update(
+            status="done",
+            steps=s["steps"],
+            loss_end=s["loss_end"],
+            val_loss_end=s["val_loss_end"],
+            diverged_at=s["diverged_at"],
+            weight_entropy_end=sum(ent) / len(ent) if ent else None,
+        )
     elif (d / "error.json").is_file():
         row.update(status="failed", error=json.loads((d / "error.json").read_text(encoding="utf-8"))["error"])
     elif (d / "ckpt.pt").is_file():
@@ -118,16 +138,25 @@ def scaling_gap(rows: list[dict]) -> list[dict]:
             continue
         paired = [off[s] - on[s] for s in sorted(set(on) & set(off))]
         mean_gap = sum(off.values()) / len(off) - sum(on.values()) / len(on)
-        std = (math.sqrt(sum((g - sum(paired) / len(paired)) ** 2 for g in paired) / (len(paired) - 1))
-               if len(paired) > 1 else None)
-        gap.append({"d_head": d_head, "gap": mean_gap, "gap_std": std, "seeds": len(paired),
-                    "val_loss_scaled": sum(on.values()) / len(on),
-                    "val_loss_unscaled": sum(off.values()) / len(off)})
+        std = (
+            math.sqrt(sum((g - sum(paired) / len(paired)) ** 2 for g in paired) / (len(paired) - 1))
+            if len(paired) > 1
+            else None
+        )
+        gap.append(
+            {
+                "d_head": d_head,
+                "gap": mean_gap,
+                "gap_std": std,
+                "seeds": len(paired),
+                "val_loss_scaled": sum(on.values()) / len(on),
+                "val_loss_unscaled": sum(off.values()) / len(off),
+            }
+        )
     return gap
 
 
-def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = None,
-              runs: Sequence[dict] = ()) -> dict:
+def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = None, runs: Sequence[dict] = ()) -> dict:
     """sweep.csv, sweep.json and the gap figure from the trial directories.
 
     ``runs`` supplies errors that left no error.json behind (a worker that died).
@@ -137,15 +166,26 @@ def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = No
     for row in rows:
         if row["status"] in ("missing", "interrupted") and row["trial"] in failed:
             row.update(status="failed", error=failed[row["trial"]])
-    cols = ["trial", *grid, "seed", "d_head", "scaled", "status", "steps", "loss_end", "val_loss_end",
-            "diverged_at", "weight_entropy_end", "error"]
+    cols = [
+        "trial",
+        *grid,
+        "seed",
+        "d_head",
+        "scaled",
+        "status",
+        "steps",
+        "loss_end",
+        "val_loss_end",
+        "diverged_at",
+        "weight_entropy_end",
+        "error",
+    ]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(cols)), extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
     write_text(out / "sweep.csv", buf.getvalue())
-    result = {"kind": "sweep", "grid": grid, "trials": rows, "gap": scaling_gap(rows),
-              **(extra or {}), **provenance()}
+    result = {"kind": "sweep", "grid": grid, "trials": rows, "gap": scaling_gap(rows), **(extra or {}), **provenance()}
     write_json(out / "sweep.json", result)
     if result["gap"]:
         from .plots import plot_sweep_gap
@@ -155,10 +195,21 @@ def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = No
 
 
 # ------------------------------------------------------------------------------- sweep
-def sweep(out: str | Path, grid: dict[str, list[str]] | None = None, *, base: Config | None = None,
-          seeds: int = 1, steps: int | None = None, corpus: str | None = None, text: str | None = None,
-          executor: str = "local", address: str | None = None, workers: int | None = None,
-          progress: bool = False, on_result: Callable[[dict], None] | None = None) -> dict:
+def sweep(
+    out: str | Path,
+    grid: dict[str, list[str]] | None = None,
+    *,
+    base: Config | None = None,
+    seeds: int = 1,
+    steps: int | None = None,
+    corpus: str | None = None,
+    text: str | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
+    on_result: Callable[[dict], None] | None = None,
+) -> dict:
     """Run every trial of ``grid`` × ``seeds`` through :mod:`attnlab.runner` and aggregate.
 
     Finished trials are reused, interrupted ones resume, a failing one is recorded
@@ -174,12 +225,13 @@ def sweep(out: str | Path, grid: dict[str, list[str]] | None = None, *, base: Co
     if steps is not None:
         base = base.replace(max_steps=steps)
     trials = expand(base, grid, seeds)
-    if text is None:                         # read once here; the text travels to every worker
+    if text is None:  # read once here; the text travels to every worker
         text = load_corpus(corpus, min_chars=2)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "grid.json", {"grid": grid, "seeds": seeds, "base": base.to_dict(),
-                                   "trials": [t["name"] for t in trials]})
+    write_json(
+        out / "grid.json", {"grid": grid, "seeds": seeds, "base": base.to_dict(), "trials": [t["name"] for t in trials]}
+    )
     runs: list[dict] = []
 
     def collect(r: dict) -> None:
@@ -196,12 +248,31 @@ def sweep(out: str | Path, grid: dict[str, list[str]] | None = None, *, base: Co
             on_result(runs[-1])
 
     t0 = time.perf_counter()
-    execute([Run(t["name"], Config.from_dict(t["config"])) for t in trials], text, out, executor=executor,
-            workers=workers, ray_address=address, progress=progress, keep_going=True, on_result=collect,
-            desc="sweep")
-    result = aggregate(trials, out, grid, {"executor": executor, "seeds": seeds,
-                                           "base": base.to_dict(), "corpus": corpus or "data/corpus.txt",
-                                           "seconds": round(time.perf_counter() - t0, 3)}, runs)
+    execute(
+        [Run(t["name"], Config.from_dict(t["config"])) for t in trials],
+        text,
+        out,
+        executor=executor,
+        workers=workers,
+        ray_address=address,
+        progress=progress,
+        keep_going=True,
+        on_result=collect,
+        desc="sweep",
+    )
+    result = aggregate(
+        trials,
+        out,
+        grid,
+        {
+            "executor": executor,
+            "seeds": seeds,
+            "base": base.to_dict(),
+            "corpus": corpus or "data/corpus.txt",
+            "seconds": round(time.perf_counter() - t0, 3),
+        },
+        runs,
+    )
     result["runs"] = runs
     return result
 
@@ -211,12 +282,18 @@ def sweep_table(result: dict) -> str:
 
     keys = list(result["grid"])
     headers = keys + ["种子 / seed", "状态 / status", "验证 loss / val", "熵 / entropy"]
-    rows = [[t.get(k) for k in keys] + [t["seed"], t["status"], t["val_loss_end"], t["weight_entropy_end"]]
-            for t in result["trials"]]
+    rows = [
+        [t.get(k) for k in keys] + [t["seed"], t["status"], t["val_loss_end"], t["weight_entropy_end"]]
+        for t in result["trials"]
+    ]
     table = format_table(headers, rows, fmt=".4f")
     if result["gap"]:
         table += "\n\n" + format_table(
             ["d_head", "不缩放−缩放 / gap", "±", "缩放 / scaled", "不缩放 / unscaled"],
-            [[g["d_head"], g["gap"], g["gap_std"], g["val_loss_scaled"], g["val_loss_unscaled"]]
-             for g in result["gap"]], fmt=".4f")
+            [
+                [g["d_head"], g["gap"], g["gap_std"], g["val_loss_scaled"], g["val_loss_unscaled"]]
+                for g in result["gap"]
+            ],
+            fmt=".4f",
+        )
     return table

@@ -4,6 +4,7 @@ Built from the result JSON alone (``attnlab report data/ch1_case.json``), as
 Markdown and as a self-contained HTML page. The report is a list of blocks
 (heading, paragraph, table, image) rendered twice, so both say the same thing.
 """
+
 from __future__ import annotations
 
 import html
@@ -49,8 +50,11 @@ def pm(xs: list[float], digits: int = 4) -> str:
     return f"{fmt(s['mean'], digits)} ± {fmt(s['sd'], 2)} (n={s['n']})"
 
 
-CATEGORY = {"finding": "书的问题 / finding about the book", "protocol": "协议差异 / protocol difference",
-            "unexplained": "未解释 / unexplained"}
+CATEGORY = {
+    "finding": "书的问题 / finding about the book",
+    "protocol": "协议差异 / protocol difference",
+    "unexplained": "未解释 / unexplained",
+}
 
 
 def reason_text(claim: dict | None) -> str:
@@ -78,38 +82,50 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     nb = sum(c["pass"] for c in book_c)
     big_n = len(C.runs(res, "big_scaled"))
     h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
-    p("本报告由 `attnlab report` 从 `data/ch1_case.json` 生成，每个论断都从 JSON 里的数字重新判定（不抄存下的结论）。"
-      "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以数值表的判定分三档：±10% 以内为一致，"
-      "3 倍以内为同量级，其余为不同（✗），每个 ✗ 都写了原因。 / Every number comes from a real run; every claim is "
-      "re-judged from the JSON's numbers. Table verdicts: within 10 % = matches, within ×3 = same order, else "
-      "differs (✗, each with its reason).")
-    p(f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity checks: "
-      f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
-      f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
-      f"{res['environment']['device']}；torch {res['environment']['torch']}。")
-    p("判定规则 / how a book claim is judged: 书中的值落在我们多个种子的 均值 ± max(2 × 种子标准差, 下限) 之内即 PASS；"
-      "下限为书中值的 10%（书里写“约 / 左右”时 25%）；书给区间时用书的区间（只按 2 × 种子标准差放宽）；书给倍数时检验倍数。"
-      "训练结果一律报告 均值 ± 标准差（n = 种子数）。 / The book's value passes when it lies within our mean ± "
-      "max(2 sd over seeds, a floor of 10 % of the book's value, 25 % where the book says 'about'); the book's "
-      "ranges and factors are tested as given. Training outcomes are shown as mean ± sd (n seeds).")
+    p(
+        "本报告由 `attnlab report` 从 `data/ch1_case.json` 生成，每个论断都从 JSON 里的数字重新判定（不抄存下的结论）。"
+        "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以数值表的判定分三档：±10% 以内为一致，"
+        "3 倍以内为同量级，其余为不同（✗），每个 ✗ 都写了原因。 / Every number comes from a real run; every claim is "
+        "re-judged from the JSON's numbers. Table verdicts: within 10 % = matches, within ×3 = same order, else "
+        "differs (✗, each with its reason)."
+    )
+    p(
+        f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity checks: "
+        f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
+        f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
+        f"{res['environment']['device']}；torch {res['environment']['torch']}。"
+    )
+    p(
+        "判定规则 / how a book claim is judged: 书中的值落在我们多个种子的 均值 ± max(2 × 种子标准差, 下限) 之内即 PASS；"
+        "下限为书中值的 10%（书里写“约 / 左右”时 25%）；书给区间时用书的区间（只按 2 × 种子标准差放宽）；书给倍数时检验倍数。"
+        "训练结果一律报告 均值 ± 标准差（n = 种子数）。 / The book's value passes when it lies within our mean ± "
+        "max(2 sd over seeds, a floor of 10 % of the book's value, 25 % where the book says 'about'); the book's "
+        "ranges and factors are tested as given. Training outcomes are shown as mean ± sd (n seeds)."
+    )
     if big_n < 3:
-        p(f"注意 / note: 大模型只有 {big_n} 个种子完成（本机 2 核被 5 个开发者共用，一次 1500 步的大模型训练约 1 小时），"
-          f"所以大模型论断的容差只有 10%/25% 下限，没有种子标准差。 / Only {big_n} seed(s) of the big pair finished on "
-          f"this shared 2-core machine, so the big claims' tolerance is the floor alone.")
+        p(
+            f"注意 / note: 大模型只有 {big_n} 个种子完成（本机 2 核被 5 个开发者共用，一次 1500 步的大模型训练约 1 小时），"
+            f"所以大模型论断的容差只有 10%/25% 下限，没有种子标准差。 / Only {big_n} seed(s) of the big pair finished on "
+            f"this shared 2-core machine, so the big claims' tolerance is the floor alone."
+        )
     if res["config"].get("reused_from_json"):
         p(f"来源 / provenance: {res['config']['reused_from_json']}.")
     if S["steps"] < 1500:
-        p("注意：这是缩短的运行（--quick 或 --steps），书中的数字来自 1500 步。 / "
-          "Note: a shortened run; the book's numbers are from 1500 steps.")
+        p(
+            "注意：这是缩短的运行（--quick 或 --steps），书中的数字来自 1500 步。 / "
+            "Note: a shortened run; the book's numbers are from 1500 steps."
+        )
 
     # §1.2 / §1.4 losses
     h(2, "§1.2 / §1.4　loss：起点、终点与差距 / loss start, end and gap")
     bl = B["case_loss_1_2_and_1_4"]
     rows, dval, dtrain = [], [], []
-    for key, bkey, label in (("small_unscaled", "small_d32_unscaled", "d_head=32 不缩放 / unscaled"),
-                             ("small_scaled", "small_d32_scaled", "d_head=32 缩放 / scaled"),
-                             ("big_unscaled", "big_d256_unscaled", "d_head=256 不缩放 / unscaled"),
-                             ("big_scaled", "big_d256_scaled", "d_head=256 缩放 / scaled")):
+    for key, bkey, label in (
+        ("small_unscaled", "small_d32_unscaled", "d_head=32 不缩放 / unscaled"),
+        ("small_scaled", "small_d32_scaled", "d_head=32 缩放 / scaled"),
+        ("big_unscaled", "big_d256_unscaled", "d_head=256 不缩放 / unscaled"),
+        ("big_scaled", "big_d256_scaled", "d_head=256 缩放 / scaled"),
+    ):
         rs = C.runs(res, key)
         if key.startswith("small"):
             tag = key.split("_")[1]
@@ -120,30 +136,84 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             trains = [r["loss_end"] for r in rs]
         dval.append(abs(C.spread(vals)["mean"] - bl[bkey]["end"]))
         dtrain.append(abs(C.spread(trains)["mean"] - bl[bkey]["end"]))
-        rows.append([label, fmt(bl[bkey]["start"]), pm([r["loss_start"] for r in rs]),
-                     fmt(bl[bkey]["end"]), pm(vals), verdict(bl[bkey]["end"], C.spread(vals)["mean"]),
-                     pm(trains), verdict(bl[bkey]["end"], C.spread(trains)["mean"])])
-    table(["run", "起点 书中 / start book", "起点 本次 / ours", "终点 书中 / end book",
-           "终点 验证 / ours val", "判定", "终点 训练（末 50 步均值）/ ours train (last 50)", "判定"], rows)
-    p(f"书没有说终点 loss 是训练 loss 还是验证 loss。我们的验证 loss 与书中四个终点平均相差 {sum(dval) / 4:.3f}，"
-      f"训练 loss（末 50 步均值）平均相差 {sum(dtrain) / 4:.3f}，所以本报告把**验证 loss** 作为所有表格与差距的基准，"
-      f"训练 loss 并列给出。 / The book does not say which loss its table uses. Our validation losses differ from "
-      f"its four end values by {sum(dval) / 4:.3f} on average, our training losses (last 50 steps) by "
-      f"{sum(dtrain) / 4:.3f}; so every table and gap here uses the **validation** basis, training alongside.")
+        rows.append(
+            [
+                label,
+                fmt(bl[bkey]["start"]),
+                pm([r["loss_start"] for r in rs]),
+                fmt(bl[bkey]["end"]),
+                pm(vals),
+                verdict(bl[bkey]["end"], C.spread(vals)["mean"]),
+                pm(trains),
+                verdict(bl[bkey]["end"], C.spread(trains)["mean"]),
+            ]
+        )
+    table(
+        [
+            "run",
+            "起点 书中 / start book",
+            "起点 本次 / ours",
+            "终点 书中 / end book",
+            "终点 验证 / ours val",
+            "判定",
+            "终点 训练（末 50 步均值）/ ours train (last 50)",
+            "判定",
+        ],
+        rows,
+    )
+    p(
+        f"书没有说终点 loss 是训练 loss 还是验证 loss。我们的验证 loss 与书中四个终点平均相差 {sum(dval) / 4:.3f}，"
+        f"训练 loss（末 50 步均值）平均相差 {sum(dtrain) / 4:.3f}，所以本报告把**验证 loss** 作为所有表格与差距的基准，"
+        f"训练 loss 并列给出。 / The book does not say which loss its table uses. Our validation losses differ from "
+        f"its four end values by {sum(dval) / 4:.3f} on average, our training losses (last 50 steps) by "
+        f"{sum(dtrain) / 4:.3f}; so every table and gap here uses the **validation** basis, training alongside."
+    )
     gs1 = C.small_seed_gaps(res)
     gb1 = C.big_seed_gaps(res)
-    table(["量 / quantity", "书中 / book", "首个种子 / first seed", "均值 ± sd / over seeds",
-           "训练基准 / train basis (first seed)", "判定 / claim"], [
-        ["差距 d_head=32 / gap small", fmt(bl["gap_small"]), fmt(gs1[0]), pm(gs1), fmt(C.small_seed_gaps(res, "train")[0]),
-         _pf(by_id, "small_gap_small")],
-        ["差距 d_head=256 / gap big", fmt(bl["gap_big"]), fmt(gb1[0]), pm(gb1), fmt(C.big_seed_gaps(res, "train")[0]),
-         _pf(by_id, "big_gap_large")],
-        ["放大倍数 / ratio big ÷ small：同一种子 / seed for seed", fmt(bl["gap_ratio"]), fmt(gb1[0] / gs1[0]),
-         pm([b / s for b, s in zip(gb1, gs1)], 3), fmt(C.big_seed_gaps(res, "train")[0] / C.small_seed_gaps(res, "train")[0]),
-         _pf(by_id, "big_gap_several_times_small")],
-        ["放大倍数 / ratio：均值 ÷ 均值 / mean over mean", fmt(bl["gap_ratio"]), "—",
-         fmt(C.spread(gb1)["mean"] / C.spread(gs1)["mean"], 3), "—", "—"],
-    ])
+    table(
+        [
+            "量 / quantity",
+            "书中 / book",
+            "首个种子 / first seed",
+            "均值 ± sd / over seeds",
+            "训练基准 / train basis (first seed)",
+            "判定 / claim",
+        ],
+        [
+            [
+                "差距 d_head=32 / gap small",
+                fmt(bl["gap_small"]),
+                fmt(gs1[0]),
+                pm(gs1),
+                fmt(C.small_seed_gaps(res, "train")[0]),
+                _pf(by_id, "small_gap_small"),
+            ],
+            [
+                "差距 d_head=256 / gap big",
+                fmt(bl["gap_big"]),
+                fmt(gb1[0]),
+                pm(gb1),
+                fmt(C.big_seed_gaps(res, "train")[0]),
+                _pf(by_id, "big_gap_large"),
+            ],
+            [
+                "放大倍数 / ratio big ÷ small：同一种子 / seed for seed",
+                fmt(bl["gap_ratio"]),
+                fmt(gb1[0] / gs1[0]),
+                pm([b / s for b, s in zip(gb1, gs1)], 3),
+                fmt(C.big_seed_gaps(res, "train")[0] / C.small_seed_gaps(res, "train")[0]),
+                _pf(by_id, "big_gap_several_times_small"),
+            ],
+            [
+                "放大倍数 / ratio：均值 ÷ 均值 / mean over mean",
+                fmt(bl["gap_ratio"]),
+                "—",
+                fmt(C.spread(gb1)["mean"] / C.spread(gs1)["mean"], 3),
+                "—",
+                "—",
+            ],
+        ],
+    )
     for cid in ("big_gap_large", "big_gap_several_times_small", "curves_part_near_200"):
         if why(cid):
             p(f"✗ {cid}: {why(cid)}")
@@ -151,62 +221,121 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
 
     # §1.19.2 seeds
     h(2, "§1.19.2　三个种子上的小模型差距 / the small gap over seeds")
-    rows = [[str(r["seed"]), fmt(r["val_loss_end_unscaled"]), fmt(r["val_loss_end_scaled"]),
-             fmt(r["val_loss_end_unscaled"] - r["val_loss_end_scaled"]), fmt(r["loss_end_unscaled"] - r["loss_end_scaled"])]
-            for r in res["seeds"]["runs"]]
-    table(["seed", "不缩放 val / unscaled", "缩放 val / scaled", "差距 / gap (val)", "差距 / gap (train, last 50)"], rows)
+    rows = [
+        [
+            str(r["seed"]),
+            fmt(r["val_loss_end_unscaled"]),
+            fmt(r["val_loss_end_scaled"]),
+            fmt(r["val_loss_end_unscaled"] - r["val_loss_end_scaled"]),
+            fmt(r["loss_end_unscaled"] - r["loss_end_scaled"]),
+        ]
+        for r in res["seeds"]["runs"]
+    ]
+    table(
+        ["seed", "不缩放 val / unscaled", "缩放 val / scaled", "差距 / gap (val)", "差距 / gap (train, last 50)"], rows
+    )
     rng = bl["small_gap_over_3_seeds_range"]
-    p(f"书中：三个种子差距都在 {rng[0]}–{rng[1]} 之间。本次：{pm(gs1)}，范围 {fmt(min(gs1))} – {fmt(max(gs1))}。 / "
-      f"Book: every seed's gap in {rng[0]}–{rng[1]}. Ours: {pm(gs1)}.")
+    p(
+        f"书中：三个种子差距都在 {rng[0]}–{rng[1]} 之间。本次：{pm(gs1)}，范围 {fmt(min(gs1))} – {fmt(max(gs1))}。 / "
+        f"Book: every seed's gap in {rng[0]}–{rng[1]}. Ours: {pm(gs1)}."
+    )
     if why("small_gap_over_seeds"):
         p(f"✗ small_gap_over_seeds: {why('small_gap_over_seeds')}")
 
     # §1.3 init sweep
     h(2, "§1.3　初始化扫描：logits 到底有多大 / init sweep")
     bi = B["init_sweep_1_3"]
-    p(f"协议 / protocol: n_head=1, n_layer=1, vocab 300, block 32, 固定批次 (8, 32)，每个 d_head "
-      f"{res['init_sweep'][0]['samples']} 次独立初始化（种子 0, 1, …）/ independent inits per d_head; "
-      f"缩放与不缩放共享同一初始化 / scaled and unscaled share each init.")
+    p(
+        f"协议 / protocol: n_head=1, n_layer=1, vocab 300, block 32, 固定批次 (8, 32)，每个 d_head "
+        f"{res['init_sweep'][0]['samples']} 次独立初始化（种子 0, 1, …）/ independent inits per d_head; "
+        f"缩放与不缩放共享同一初始化 / scaled and unscaled share each init."
+    )
     rows = []
     for i, r in enumerate(res["init_sweep"]):
-        rows.append([str(r["d_head"]), fmt(bi["measured_logit_std"][i]), fmt(r["logit_std_unscaled"]),
-                     verdict(bi["measured_logit_std"][i], r["logit_std_unscaled"]),
-                     fmt(r["theory_sqrt_d_head"], 3), fmt(bi["ratio"][i]), fmt(r["ratio_unscaled_to_theory"]),
-                     fmt(bi["weight_entropy"][i]), fmt(r["entropy_unscaled"]),
-                     verdict(bi["weight_entropy"][i], r["entropy_unscaled"]),
-                     fmt(r["logit_std_scaled"]), fmt(r["formula_logit_std"])])
-    table(["d_head", "实测 std 书中 / book", "本次 / ours", "判定", "理论 √d", "比值 书中", "比值 本次",
-           "权重熵 书中", "权重熵 本次", "判定", "缩放后 std / scaled", "式 1.1–1.2 预测 / formula"], rows)
+        rows.append(
+            [
+                str(r["d_head"]),
+                fmt(bi["measured_logit_std"][i]),
+                fmt(r["logit_std_unscaled"]),
+                verdict(bi["measured_logit_std"][i], r["logit_std_unscaled"]),
+                fmt(r["theory_sqrt_d_head"], 3),
+                fmt(bi["ratio"][i]),
+                fmt(r["ratio_unscaled_to_theory"]),
+                fmt(bi["weight_entropy"][i]),
+                fmt(r["entropy_unscaled"]),
+                verdict(bi["weight_entropy"][i], r["entropy_unscaled"]),
+                fmt(r["logit_std_scaled"]),
+                fmt(r["formula_logit_std"]),
+            ]
+        )
+    table(
+        [
+            "d_head",
+            "实测 std 书中 / book",
+            "本次 / ours",
+            "判定",
+            "理论 √d",
+            "比值 书中",
+            "比值 本次",
+            "权重熵 书中",
+            "权重熵 本次",
+            "判定",
+            "缩放后 std / scaled",
+            "式 1.1–1.2 预测 / formula",
+        ],
+        rows,
+    )
     last = res["init_sweep"][-1]
-    p(f"§1.3.1 核对：d=512 时书中预测 4.64、实测 4.666；本次式 1.1–1.2 预测 {fmt(last['formula_logit_std'])}、"
-      f"实测 {fmt(last['logit_std_unscaled'])}。书中说 d=32 时公式“预测 0.0128、实测 0.070，差了五倍多”；"
-      f"0.0128 其实是 Var(q_i) 本身，按式 1.2 再乘 √32 得 {fmt(res['init_sweep'][0]['formula_logit_std'])}，"
-      f"与实测 {fmt(res['init_sweep'][0]['logit_std_unscaled'])} 相符。 / At d=32 the book compares Var(q_i) "
-      f"(0.0128) with a standard deviation; eq. 1.2 gives v·√d = "
-      f"{fmt(res['init_sweep'][0]['formula_logit_std'])}, which agrees with the measurement.")
+    p(
+        f"§1.3.1 核对：d=512 时书中预测 4.64、实测 4.666；本次式 1.1–1.2 预测 {fmt(last['formula_logit_std'])}、"
+        f"实测 {fmt(last['logit_std_unscaled'])}。书中说 d=32 时公式“预测 0.0128、实测 0.070，差了五倍多”；"
+        f"0.0128 其实是 Var(q_i) 本身，按式 1.2 再乘 √32 得 {fmt(res['init_sweep'][0]['formula_logit_std'])}，"
+        f"与实测 {fmt(res['init_sweep'][0]['logit_std_unscaled'])} 相符。 / At d=32 the book compares Var(q_i) "
+        f"(0.0128) with a standard deviation; eq. 1.2 gives v·√d = "
+        f"{fmt(res['init_sweep'][0]['formula_logit_std'])}, which agrees with the measurement."
+    )
     fixed = res.get("init_sweep_fixed_d_model")
     slope_book = C.sweep_slope(res["init_sweep"])
     if fixed:
         h(3, "d_model 固定为 512 的扫描 / the sweep with d_model held at 512")
-        p("书中的扫描让 d_model = d_head（n_head = 1），于是 Var(q_i) = d_model σ² 也随 d 增大，logits 标准差按 "
-          "d^1.5 增长——这就是书中表格的斜率；正文说的“斜率与 √d_head 相同（0.5）”要在 d_model 固定时才成立。"
-          "下面把 d_model 固定为 512、n_head = 512 / d_head，其余协议不变。 / The book's sweep ties d_model to d_head, "
-          "so its table grows like d^1.5; the text's slope 0.5 holds with d_model fixed, measured here.")
-        rows = [[str(r["d_head"]), str(r["n_head"]), fmt(r["logit_std_unscaled"]), fmt(r["formula_logit_std"]),
-                 fmt(r["entropy_unscaled"], 3), fmt(r["logit_std_scaled"])] for r in fixed]
-        table(["d_head", "n_head", "实测 std / measured", "式 1.2 v√d_head", "权重熵 / entropy", "缩放后 / scaled"], rows)
+        p(
+            "书中的扫描让 d_model = d_head（n_head = 1），于是 Var(q_i) = d_model σ² 也随 d 增大，logits 标准差按 "
+            "d^1.5 增长——这就是书中表格的斜率；正文说的“斜率与 √d_head 相同（0.5）”要在 d_model 固定时才成立。"
+            "下面把 d_model 固定为 512、n_head = 512 / d_head，其余协议不变。 / The book's sweep ties d_model to d_head, "
+            "so its table grows like d^1.5; the text's slope 0.5 holds with d_model fixed, measured here."
+        )
+        rows = [
+            [
+                str(r["d_head"]),
+                str(r["n_head"]),
+                fmt(r["logit_std_unscaled"]),
+                fmt(r["formula_logit_std"]),
+                fmt(r["entropy_unscaled"], 3),
+                fmt(r["logit_std_scaled"]),
+            ]
+            for r in fixed
+        ]
+        table(
+            ["d_head", "n_head", "实测 std / measured", "式 1.2 v√d_head", "权重熵 / entropy", "缩放后 / scaled"], rows
+        )
         book_slope = math.log(bi["measured_logit_std"][-1] / bi["measured_logit_std"][0]) / math.log(512 / 32)
-        table(["协议 / protocol", "双对数斜率 / log-log slope"], [
-            ["书中表格 / the book's table (d_model = d_head)", f"{book_slope:.2f}"],
-            ["本次，书中协议 / ours, book's protocol", f"{slope_book:.2f}"],
-            ["本次，d_model 固定 512 / ours, d_model = 512", f"{C.sweep_slope(fixed):.2f}"],
-            ["理论 √d_head / theory", "0.50"]])
+        table(
+            ["协议 / protocol", "双对数斜率 / log-log slope"],
+            [
+                ["书中表格 / the book's table (d_model = d_head)", f"{book_slope:.2f}"],
+                ["本次，书中协议 / ours, book's protocol", f"{slope_book:.2f}"],
+                ["本次，d_model 固定 512 / ours, d_model = 512", f"{C.sweep_slope(fixed):.2f}"],
+                ["理论 √d_head / theory", "0.50"],
+            ],
+        )
     four = res.get("init_four_heads")
     if four:
-        p(f"§1.8.4：书中说把 §1.4 的单头 d_head=256 模型改成 4 头（d_head=64），初始化 logits 标准差“会从 1.615 降到约 0.2”。"
-          f"在那个模型上（d_model 256，4 头）实测 {fmt(four['logit_std_unscaled'], 3)}：0.2 是从 d_model = 64 的扫描读出来的。"
-          f" / §1.8.4 says 4 heads bring the std to about 0.2; on the §1.4 model with 4 heads (d_model 256) it is "
-          f"{fmt(four['logit_std_unscaled'], 3)}.")
+        p(
+            f"§1.8.4：书中说把 §1.4 的单头 d_head=256 模型改成 4 头（d_head=64），初始化 logits 标准差“会从 1.615 降到约 0.2”。"
+            f"在那个模型上（d_model 256，4 头）实测 {fmt(four['logit_std_unscaled'], 3)}：0.2 是从 d_model = 64 的扫描读出来的。"
+            f" / §1.8.4 says 4 heads bring the std to about 0.2; on the §1.4 model with 4 heads (d_model 256) it is "
+            f"{fmt(four['logit_std_unscaled'], 3)}."
+        )
     for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "four_heads_std_near_0_2"):
         if why(cid):
             p(f"✗ {cid}: {why(cid)}")
@@ -214,11 +343,13 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
 
     # §1.4 / §1.12 dynamics
     h(2, "§1.4 / §1.12　训练动态：权重熵、logits 标准差、雅可比范数（第 0 层）/ dynamics, layer 0")
-    p(f"每步的诊断量是在当步的训练批上量的，噪声很大（例如塌缩之后 ‖J‖ 在 6e-6 到 3e-3 之间跳），所以单步对照很脆弱。"
-      f"表中“单步”是首个种子在书中那一步的值，“窗口”是 ±{C.WINDOW} 步的均值，再对 {big_n} 个种子取 均值 ± sd；"
-      f"判定用窗口值。 / Per-step diagnostics are measured on that step's training batch and are noisy, so "
-      f"single steps are fragile: 'window' is the mean over ±{C.WINDOW} steps, then mean ± sd over seeds; "
-      f"the verdict uses the window.")
+    p(
+        f"每步的诊断量是在当步的训练批上量的，噪声很大（例如塌缩之后 ‖J‖ 在 6e-6 到 3e-3 之间跳），所以单步对照很脆弱。"
+        f"表中“单步”是首个种子在书中那一步的值，“窗口”是 ±{C.WINDOW} 步的均值，再对 {big_n} 个种子取 均值 ± sd；"
+        f"判定用窗口值。 / Per-step diagnostics are measured on that step's training batch and are noisy, so "
+        f"single steps are fragile: 'window' is the mean over ±{C.WINDOW} steps, then mean ± sd over seeds; "
+        f"the verdict uses the window."
+    )
     bd = B["dynamics_big_1_12"]
     rows = []
     for variant in ("unscaled", "scaled"):
@@ -234,22 +365,49 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 win = [C.window_mean(r, key, st) if s else C.series(r, key)[0] for r in rs]
                 row += [fmt(b), fmt(single), pm(win, 3), verdict(b, C.spread(win)["mean"])]
             rows.append(row)
-    table(["d_head=256", "步 / step", "熵 书中", "单步", "窗口 / window", "判定",
-           "logit std 书中", "单步", "窗口", "判定", "‖J‖ 书中", "单步", "窗口", "判定"], rows)
+    table(
+        [
+            "d_head=256",
+            "步 / step",
+            "熵 书中",
+            "单步",
+            "窗口 / window",
+            "判定",
+            "logit std 书中",
+            "单步",
+            "窗口",
+            "判定",
+            "‖J‖ 书中",
+            "单步",
+            "窗口",
+            "判定",
+        ],
+        rows,
+    )
     p("这张表里的 ✗ 及其原因 / the ✗ in this table and why:")
     ent_end = C.spread([C.end_mean(r, "weight_entropy") for r in C.runs(res, "big_unscaled")])["mean"]
-    p(f"- 不缩放一侧 888 / 1480 步的权重熵（书 0.0001，本次窗口均值 {fmt(ent_end, 3)}）：两者都低于 0.001，都是“彻底饱和”；"
-      f"书中自己在 §1.7.7 给同一次运行的最终熵是 0.0004。比值判定对接近 0 的数不适用，论断 "
-      f"big_unscaled_entropy_collapses 按书中原话判定：{_pf(by_id, 'big_unscaled_entropy_collapses')}。 / Unscaled "
-      f"entropy at 888/1480: both below 0.001 (fully saturated); the book's own §1.7.7 gives 0.0004 for this run.")
+    p(
+        f"- 不缩放一侧 888 / 1480 步的权重熵（书 0.0001，本次窗口均值 {fmt(ent_end, 3)}）：两者都低于 0.001，都是“彻底饱和”；"
+        f"书中自己在 §1.7.7 给同一次运行的最终熵是 0.0004。比值判定对接近 0 的数不适用，论断 "
+        f"big_unscaled_entropy_collapses 按书中原话判定：{_pf(by_id, 'big_unscaled_entropy_collapses')}。 / Unscaled "
+        f"entropy at 888/1480: both below 0.001 (fully saturated); the book's own §1.7.7 gives 0.0004 for this run."
+    )
     p("- 不缩放一侧 888 / 1480 步的 ‖J‖（书 0.0002 / 0.00008）：" + (why("big_unscaled_jacobian_drops") or "PASS"))
     p("书中区间与本次的差别（缩放一侧）/ the scaled side against the book's bands:")
-    for cid in ("big_scaled_entropy_band", "big_scaled_jacobian_band", "big_scaled_logit_std_band",
-                "big_scaled_entropy_keeps_falling", "big_unscaled_logits_explode", "big_unscaled_entropy_collapses"):
+    for cid in (
+        "big_scaled_entropy_band",
+        "big_scaled_jacobian_band",
+        "big_scaled_logit_std_band",
+        "big_scaled_entropy_keeps_falling",
+        "big_unscaled_logits_explode",
+        "big_unscaled_entropy_collapses",
+    ):
         p(f"- {cid}: " + (why(cid) or _pf(by_id, cid)))
-    p("不缩放一侧塌缩后 logits 标准差在几百到几千之间：书中 444 步 3176 对本次窗口值的差别也属于单步噪声与协议的混合，"
-      "没有单独的论断。 / After the collapse the unscaled logit std spans hundreds to thousands; single-step "
-      "differences there are not claims.")
+    p(
+        "不缩放一侧塌缩后 logits 标准差在几百到几千之间：书中 444 步 3176 对本次窗口值的差别也属于单步噪声与协议的混合，"
+        "没有单独的论断。 / After the collapse the unscaled logit std spans hundreds to thousands; single-step "
+        "differences there are not claims."
+    )
     img("fig1_4_diagnostics.png", "图 1.4 诊断量 / Fig 1.4 diagnostics")
 
     # §1.7.6
@@ -258,20 +416,50 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     bu = C.runs(res, "big_unscaled")
     s0 = [C.series(r, "logit_std")[0] for r in su]
     rows = [
-        ["d_head=32 初始化 logit std（不缩放）", "0.070（§1.7.6）/ 0.29（§1.7.7）", pm(s0, 3),
-         f"{verdict(0.070, C.spread(s0)['mean'])} / {verdict(0.29, C.spread(s0)['mean'])}", why("small_init_logit_std_176")],
-        ["d_head=256 初始化 logit std（不缩放）", "1.615", pm([C.series(r, "logit_std")[0] for r in bu], 3),
-         verdict(1.615, C.spread([C.series(r, "logit_std")[0] for r in bu])["mean"]), why("big_init_near_critical")],
-        ["d_head=256 训练后 logit std（训练批，末 20 步）", "5477", pm([C.end_mean(r, "logit_std", 20) for r in bu], 4),
-         verdict(5477, C.spread([C.end_mean(r, "logit_std", 20) for r in bu])["mean"]), why("big_unscaled_logits_explode")],
-        ["d_head=32 权重熵（初始化）", "0.999", pm([C.series(r, "weight_entropy")[0] for r in su], 4),
-         verdict(0.999, C.spread([C.series(r, "weight_entropy")[0] for r in su])["mean"]), why("small_init_safe_zone")],
-        ["d_head=256 权重熵 训练后（末 50 步）", "0.0001", pm([C.end_mean(r, "weight_entropy") for r in bu], 3),
-         verdict(0.0001, C.spread([C.end_mean(r, "weight_entropy") for r in bu])["mean"]),
-         why("big_unscaled_entropy_collapses") or "同为“彻底饱和”：书中自己在 §1.7.7 报 0.0004 / both fully saturated; the "
-                                                  "book itself reports 0.0004 in §1.7.7"],
-        ["§1.13.1 小模型 ‖J‖（初始化）", "0.26", pm([C.series(r, "jacobian_fro")[0] for r in su], 3),
-         verdict(0.26, C.spread([C.series(r, "jacobian_fro")[0] for r in su])["mean"]), ""],
+        [
+            "d_head=32 初始化 logit std（不缩放）",
+            "0.070（§1.7.6）/ 0.29（§1.7.7）",
+            pm(s0, 3),
+            f"{verdict(0.070, C.spread(s0)['mean'])} / {verdict(0.29, C.spread(s0)['mean'])}",
+            why("small_init_logit_std_176"),
+        ],
+        [
+            "d_head=256 初始化 logit std（不缩放）",
+            "1.615",
+            pm([C.series(r, "logit_std")[0] for r in bu], 3),
+            verdict(1.615, C.spread([C.series(r, "logit_std")[0] for r in bu])["mean"]),
+            why("big_init_near_critical"),
+        ],
+        [
+            "d_head=256 训练后 logit std（训练批，末 20 步）",
+            "5477",
+            pm([C.end_mean(r, "logit_std", 20) for r in bu], 4),
+            verdict(5477, C.spread([C.end_mean(r, "logit_std", 20) for r in bu])["mean"]),
+            why("big_unscaled_logits_explode"),
+        ],
+        [
+            "d_head=32 权重熵（初始化）",
+            "0.999",
+            pm([C.series(r, "weight_entropy")[0] for r in su], 4),
+            verdict(0.999, C.spread([C.series(r, "weight_entropy")[0] for r in su])["mean"]),
+            why("small_init_safe_zone"),
+        ],
+        [
+            "d_head=256 权重熵 训练后（末 50 步）",
+            "0.0001",
+            pm([C.end_mean(r, "weight_entropy") for r in bu], 3),
+            verdict(0.0001, C.spread([C.end_mean(r, "weight_entropy") for r in bu])["mean"]),
+            why("big_unscaled_entropy_collapses")
+            or "同为“彻底饱和”：书中自己在 §1.7.7 报 0.0004 / both fully saturated; the "
+            "book itself reports 0.0004 in §1.7.7",
+        ],
+        [
+            "§1.13.1 小模型 ‖J‖（初始化）",
+            "0.26",
+            pm([C.series(r, "jacobian_fro")[0] for r in su], 3),
+            verdict(0.26, C.spread([C.series(r, "jacobian_fro")[0] for r in su])["mean"]),
+            "",
+        ],
     ]
     table(["量 / quantity", "书中 / book", "本次 / ours", "判定", "✗ 的原因 / why"], rows)
 
@@ -280,33 +468,68 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     p(f"协议 / protocol: {res['config']['qk_protocol']}.")
     bq = B["qk_scale_layer0_1_7_7"]
     rows = []
-    for key, bkey in (("small_scaled", "small_d32_scaled"), ("small_unscaled", "small_d32_unscaled"),
-                      ("big_scaled", "big_d256_scaled"), ("big_unscaled", "big_d256_unscaled")):
+    for key, bkey in (
+        ("small_scaled", "small_d32_scaled"),
+        ("small_unscaled", "small_d32_unscaled"),
+        ("big_scaled", "big_d256_scaled"),
+        ("big_unscaled", "big_d256_unscaled"),
+    ):
         qs = C.qk_runs(res, key)
         row = [key]
         for col in ("q_std", "k_std", "logit_std", "W_qkv_fro"):
             bb, ba = bq[bkey][col]
             after = [q["after"][0][col] for q in qs]
-            row += [f"{fmt(bb)} → {fmt(ba)}", f"{fmt(qs[0]['before'][0][col])} → {pm(after, 3)}",
-                    verdict(ba, C.spread(after)["mean"])]
+            row += [
+                f"{fmt(bb)} → {fmt(ba)}",
+                f"{fmt(qs[0]['before'][0][col])} → {pm(after, 3)}",
+                verdict(ba, C.spread(after)["mean"]),
+            ]
         rows.append(row)
-    table(["config", "q 书中", "q 本次", "判定", "k 书中", "k 本次", "判定", "logits 书中", "logits 本次", "判定",
-           "‖W_qkv‖ 书中", "‖W_qkv‖ 本次", "判定"], rows)
-    for cid in ("training_amplifies_qk", "w_qkv_grows", "scaled_logit_std_after", "superlinear_growth",
-                "unscaled_big_logits_vs_scaled"):
+    table(
+        [
+            "config",
+            "q 书中",
+            "q 本次",
+            "判定",
+            "k 书中",
+            "k 本次",
+            "判定",
+            "logits 书中",
+            "logits 本次",
+            "判定",
+            "‖W_qkv‖ 书中",
+            "‖W_qkv‖ 本次",
+            "判定",
+        ],
+        rows,
+    )
+    for cid in (
+        "training_amplifies_qk",
+        "w_qkv_grows",
+        "scaled_logit_std_after",
+        "superlinear_growth",
+        "unscaled_big_logits_vs_scaled",
+    ):
         if why(cid):
             p(f"✗ {cid}: {why(cid)}")
     mx = res["qk_scale"]["big_unscaled"]["after"][0]["logit_absmax"]
-    p(f"最大 |logit|（d_head=256 不缩放，训练后）：书中 {bq['big_unscaled_max_abs_logit']}，本次 {fmt(mx)}"
-      f"（{verdict(bq['big_unscaled_max_abs_logit'], mx)}）。 / max |logit|, big unscaled after training.")
+    p(
+        f"最大 |logit|（d_head=256 不缩放，训练后）：书中 {bq['big_unscaled_max_abs_logit']}，本次 {fmt(mx)}"
+        f"（{verdict(bq['big_unscaled_max_abs_logit'], mx)}）。 / max |logit|, big unscaled after training."
+    )
     layers = len(res["qk_scale"]["small_scaled"]["after"])
     if layers > 1:
         rows = []
         for key in ("small_scaled", "small_unscaled", "big_scaled", "big_unscaled"):
             for L in range(1, layers):
                 b0, a0 = res["qk_scale"][key]["before"][L], res["qk_scale"][key]["after"][L]
-                rows.append([key, str(L)] + [f"{fmt(b0[c])} → {fmt(a0[c])}"
-                                             for c in ("q_std", "k_std", "logit_std", "logit_absmax", "W_qkv_fro")])
+                rows.append(
+                    [key, str(L)]
+                    + [
+                        f"{fmt(b0[c])} → {fmt(a0[c])}"
+                        for c in ("q_std", "k_std", "logit_std", "logit_absmax", "W_qkv_fro")
+                    ]
+                )
         p("其余层（书中未报告，首个种子）/ other layers (not in the book, first seed):")
         table(["config", "layer", "q std", "k std", "logit std", "max |logit|", "‖W_qkv‖"], rows)
 
@@ -314,19 +537,23 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     wd_rows = C.weight_decay_table(res)
     h(2, "权重衰减 / weight decay：书没有写，我们用 0.1 / the book never states it, we use 0.1")
     if len({r["weight_decay"] for r in wd_rows}) > 1:
-        p("d_head=256 的一对模型在不同权重衰减下（其余完全相同）。判断哪个设置更接近书中数值。 / The big pair at "
-          "each weight decay, everything else identical.")
-        cols = (("scaled_entropy_end", "缩放 熵（末 50 步）/ scaled entropy", "0.57–0.68", 3),
-                ("scaled_jacobian_end", "缩放 ‖J‖", "0.29–0.31", 3),
-                ("scaled_logit_std_end", "缩放 logit std（训练批）", "1.75–1.78", 3),
-                ("q_growth_scaled", "缩放 q 增长（训练批）/ scaled q growth", "2.06", 3),
-                ("W_qkv_after_scaled", "缩放 ‖W_qkv‖ 训练后", "17.73", 4),
-                ("unscaled_jacobian_end", "不缩放 ‖J‖（末 50 步）", "0.00008", 3),
-                ("unscaled_jacobian_drop", "不缩放 ‖J‖ 下降倍数 / drop", "3719（书中表）", 3),
-                ("unscaled_logit_std_end", "不缩放 logit std（训练批）", "5477", 4),
-                ("q_growth_unscaled", "不缩放 q 增长 / unscaled q growth", "17.3", 3),
-                ("W_qkv_after_unscaled", "不缩放 ‖W_qkv‖ 训练后", "29.23", 4),
-                ("val_gap", "差距（验证）/ gap (val)", "0.95", 3))
+        p(
+            "d_head=256 的一对模型在不同权重衰减下（其余完全相同）。判断哪个设置更接近书中数值。 / The big pair at "
+            "each weight decay, everything else identical."
+        )
+        cols = (
+            ("scaled_entropy_end", "缩放 熵（末 50 步）/ scaled entropy", "0.57–0.68", 3),
+            ("scaled_jacobian_end", "缩放 ‖J‖", "0.29–0.31", 3),
+            ("scaled_logit_std_end", "缩放 logit std（训练批）", "1.75–1.78", 3),
+            ("q_growth_scaled", "缩放 q 增长（训练批）/ scaled q growth", "2.06", 3),
+            ("W_qkv_after_scaled", "缩放 ‖W_qkv‖ 训练后", "17.73", 4),
+            ("unscaled_jacobian_end", "不缩放 ‖J‖（末 50 步）", "0.00008", 3),
+            ("unscaled_jacobian_drop", "不缩放 ‖J‖ 下降倍数 / drop", "3719（书中表）", 3),
+            ("unscaled_logit_std_end", "不缩放 logit std（训练批）", "5477", 4),
+            ("q_growth_unscaled", "不缩放 q 增长 / unscaled q growth", "17.3", 3),
+            ("W_qkv_after_unscaled", "不缩放 ‖W_qkv‖ 训练后", "29.23", 4),
+            ("val_gap", "差距（验证）/ gap (val)", "0.95", 3),
+        )
         wds = sorted({r["weight_decay"] for r in wd_rows})
         rows = []
         for key, label, book, dg in cols:
@@ -337,64 +564,128 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         table(["量 / quantity", "书中 / book"] + [f"wd {w:g}" for w in wds], rows)
         p(wd_summary(res, wd_rows))
     else:
-        p("权重衰减的对照运行尚未完成（`attnlab case` 会训练 wd 0 与 0.01 的大模型对照）。 / The weight-decay runs "
-          "have not finished yet.")
+        p(
+            "权重衰减的对照运行尚未完成（`attnlab case` 会训练 wd 0 与 0.01 的大模型对照）。 / The weight-decay runs "
+            "have not finished yet."
+        )
 
     # samples
     h(2, "§1.4　同一提示词、同一采样种子 / samples")
     bs = B["samples_1_4"]
     sm = res["samples"]
-    table(["model", "书中 / book", "本次 / ours"], [
-        ["d_head=256 不缩放 / unscaled", bs["unscaled"], sm["big_unscaled"]],
-        ["d_head=256 缩放 / scaled", bs["scaled"], sm["big_scaled"]],
-        ["d_head=32 不缩放 / unscaled", "—", sm["small_unscaled"]],
-        ["d_head=32 缩放 / scaled", "—", sm["small_scaled"]],
-    ])
-    p("书中也说，小模型的样本差异不足以作为主要证据；硬证据是 loss 差距和雅可比范数。 / As the book says, "
-      "samples are not the evidence; the loss gap and the Jacobian norm are.")
+    table(
+        ["model", "书中 / book", "本次 / ours"],
+        [
+            ["d_head=256 不缩放 / unscaled", bs["unscaled"], sm["big_unscaled"]],
+            ["d_head=256 缩放 / scaled", bs["scaled"], sm["big_scaled"]],
+            ["d_head=32 不缩放 / unscaled", "—", sm["small_unscaled"]],
+            ["d_head=32 缩放 / scaled", "—", sm["small_scaled"]],
+        ],
+    )
+    p(
+        "书中也说，小模型的样本差异不足以作为主要证据；硬证据是 loss 差距和雅可比范数。 / As the book says, "
+        "samples are not the evidence; the loss gap and the Jacobian norm are."
+    )
 
     # claims
     h(2, "论断检查 / claims")
-    p(f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity: "
-      f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。** 每个 FAIL 的原因分三类：书的问题（附证据）、协议差异"
-      f"（附实验）、未解释。 / Each FAIL's reason: a finding about the book (with evidence), a protocol "
-      f"difference (with the experiment), or unexplained.")
-    table(["id", "类 / kind", "节 / section", "书中原话 / the book's words", "书中数字 / book", "实测 / measured",
-           "判定规则 / expected", "结果", "原因 / why"],
-          [[c["id"], c["kind"], c["section"], c["statement"], fmt(c.get("book")), fmt(c["measured"]), c["expected"],
-            "✅ PASS" if c["pass"] else "❌ FAIL", reason_text(c)] for c in claims])
+    p(
+        f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity: "
+        f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。** 每个 FAIL 的原因分三类：书的问题（附证据）、协议差异"
+        f"（附实验）、未解释。 / Each FAIL's reason: a finding about the book (with evidence), a protocol "
+        f"difference (with the experiment), or unexplained."
+    )
+    table(
+        [
+            "id",
+            "类 / kind",
+            "节 / section",
+            "书中原话 / the book's words",
+            "书中数字 / book",
+            "实测 / measured",
+            "判定规则 / expected",
+            "结果",
+            "原因 / why",
+        ],
+        [
+            [
+                c["id"],
+                c["kind"],
+                c["section"],
+                c["statement"],
+                fmt(c.get("book")),
+                fmt(c["measured"]),
+                c["expected"],
+                "✅ PASS" if c["pass"] else "❌ FAIL",
+                reason_text(c),
+            ]
+            for c in claims
+        ],
+    )
 
     # timings
     h(2, "耗时与算力下限 / timings and the arithmetic floor")
     e = res["environment"]
-    table(["部分 / part", "秒 / seconds"], [
-        ["初始化扫描 / init sweep", fmt(t["init_sweep_s"])],
-    ] + ([["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
-          ["大模型组 / big runs", fmt(t["big_runs_s"])]] if "small_runs_s" in t else []) + (
-        [["执行器 / executor", f"{t['executor']}"
-          + (f"，{t['workers']} 个进程 / {t['workers']} workers" if t.get("workers") else "")]]
-        if "executor" in t else []) + [
-        ["分析与采样 / analysis", fmt(t["analysis_s"])],
-        ["训练总耗时 / training wall", fmt(t["train_wall_s"])],
-        ["训练浮点运算 / training FLOPs", f"{t['train_flops'] / 1e12:.2f} TFLOP"],
-        ["本机 float32 矩阵乘速率 / matmul rate", f"{t['matmul_rate_flops_per_s'] / 1e9:.1f} GFLOP/s"],
-        ["算力下限 / floor = FLOPs ÷ rate", fmt(t["train_floor_s"])],
-        ["耗时 ÷ 下限 / wall ÷ floor", fmt(t["train_wall_over_floor"], 3)],
-    ] + ([["仅矩阵乘（同形状）/ the same matmuls alone", fmt(t["train_matmuls_only_s"])],
-          ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)]]
-         if "train_matmuls_only_s" in t else []))
+    table(
+        ["部分 / part", "秒 / seconds"],
+        [
+            ["初始化扫描 / init sweep", fmt(t["init_sweep_s"])],
+        ]
+        + (
+            [
+                ["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
+                ["大模型组 / big runs", fmt(t["big_runs_s"])],
+            ]
+            if "small_runs_s" in t
+            else []
+        )
+        + (
+            [
+                [
+                    "执行器 / executor",
+                    f"{t['executor']}"
+                    + (f"，{t['workers']} 个进程 / {t['workers']} workers" if t.get("workers") else ""),
+                ]
+            ]
+            if "executor" in t
+            else []
+        )
+        + [
+            ["分析与采样 / analysis", fmt(t["analysis_s"])],
+            ["训练总耗时 / training wall", fmt(t["train_wall_s"])],
+            ["训练浮点运算 / training FLOPs", f"{t['train_flops'] / 1e12:.2f} TFLOP"],
+            ["本机 float32 矩阵乘速率 / matmul rate", f"{t['matmul_rate_flops_per_s'] / 1e9:.1f} GFLOP/s"],
+            ["算力下限 / floor = FLOPs ÷ rate", fmt(t["train_floor_s"])],
+            ["耗时 ÷ 下限 / wall ÷ floor", fmt(t["train_wall_over_floor"], 3)],
+        ]
+        + (
+            [
+                ["仅矩阵乘（同形状）/ the same matmuls alone", fmt(t["train_matmuls_only_s"])],
+                ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)],
+            ]
+            if "train_matmuls_only_s" in t
+            else []
+        ),
+    )
     if "train_matmuls_only_s" in t:
-        p("“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：在本机、用同一个 BLAS 做这些乘法的实现都不会比它更快。"
-          "小矩阵达不到大方阵的速率，所以它本身就高于算力下限。 / “Matmuls alone” runs only the matrix "
-          "multiplies of these trainings (forward and backward, at the models' own shapes) and nothing else: "
-          "an implementation doing these multiplies with this machine's BLAS cannot be faster. Small matrices do not reach the rate of large "
-          "square ones, so it already sits above the floor.")
+        p(
+            "“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：在本机、用同一个 BLAS 做这些乘法的实现都不会比它更快。"
+            "小矩阵达不到大方阵的速率，所以它本身就高于算力下限。 / “Matmuls alone” runs only the matrix "
+            "multiplies of these trainings (forward and backward, at the models' own shapes) and nothing else: "
+            "an implementation doing these multiplies with this machine's BLAS cannot be faster. Small matrices do not reach the rate of large "
+            "square ones, so it already sits above the floor."
+        )
     if t.get("reused_runs"):
-        p("本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
-          "does not measure training speed.")
-    p(f"环境 / environment: Python {e['python']}, torch {e['torch']}, numpy {e['numpy']}, {e['platform']}, "
-      f"{e['cpu_count']} CPU, {e['torch_threads']} torch threads, device {e['device']}"
-      + (f" ({e['cuda']})" if e.get("cuda") else "") + ".")
+        p(
+            "本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
+            "does not measure training speed."
+        )
+    p(
+        f"环境 / environment: Python {e['python']}, torch {e['torch']}, numpy {e['numpy']}, {e['platform']}, "
+        f"{e['cpu_count']} CPU, {e['torch_threads']} torch threads, device {e['device']}"
+        + (f" ({e['cuda']})" if e.get("cuda") else "")
+        + "."
+    )
     return blocks
 
 
@@ -405,10 +696,15 @@ def _pf(by_id: dict, cid: str) -> str:
 
 def wd_summary(res: dict, rows: list[dict]) -> str:
     """Which weight decay brings each quantity closest to the book (computed, not written)."""
-    targets = {"scaled_entropy_end": (0.57 + 0.68) / 2, "scaled_jacobian_end": 0.30,
-               "scaled_logit_std_end": 1.77, "unscaled_jacobian_end": 0.00008,
-               "unscaled_logit_std_end": 5477, "q_growth_scaled": 0.650 / 0.316,
-               "q_growth_unscaled": 5.457 / 0.316}
+    targets = {
+        "scaled_entropy_end": (0.57 + 0.68) / 2,
+        "scaled_jacobian_end": 0.30,
+        "scaled_logit_std_end": 1.77,
+        "unscaled_jacobian_end": 0.00008,
+        "unscaled_logit_std_end": 5477,
+        "q_growth_scaled": 0.650 / 0.316,
+        "q_growth_unscaled": 5.457 / 0.316,
+    }
     default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
     parts = []
     for key, target in targets.items():
@@ -420,11 +716,21 @@ def wd_summary(res: dict, rows: list[dict]) -> str:
             continue
         dist = {wd: abs(math.log(sum(v) / len(v) / target)) for wd, v in means.items()}
         best = min(dist, key=dist.get)
-        parts.append(f"{key}: wd {best:g}" + ("" if best == default else f" (default {default:g} is "
-                                                                          f"{math.exp(dist[default]):.2f}× off, "
-                                                                          f"wd {best:g} {math.exp(dist[best]):.2f}×)"))
-    return ("最接近书中数值的权重衰减 / weight decay closest to the book, per quantity: " + "; ".join(parts) +
-            f"。默认值仍为 {default:g}（书未说明；见 README）。 / The default stays {default:g}.")
+        parts.append(
+            f"{key}: wd {best:g}"
+            + (
+                ""
+                if best == default
+                else f" (default {default:g} is "
+                f"{math.exp(dist[default]):.2f}× off, "
+                f"wd {best:g} {math.exp(dist[best]):.2f}×)"
+            )
+        )
+    return (
+        "最接近书中数值的权重衰减 / weight decay closest to the book, per quantity: "
+        + "; ".join(parts)
+        + f"。默认值仍为 {default:g}（书未说明；见 README）。 / The default stays {default:g}."
+    )
 
 
 # --------------------------------------------------------------------- renderers
@@ -462,8 +768,10 @@ def to_html(blocks: list[tuple], font_url: str) -> str:
         elif b[0] == "p":
             body.append(f"<p>{_inline(b[1])}</p>")
         elif b[0] == "img":
-            body.append(f'<figure><img src="{html.escape(b[1])}" alt="{html.escape(b[2])}">'
-                        f"<figcaption>{html.escape(b[2])}</figcaption></figure>")
+            body.append(
+                f'<figure><img src="{html.escape(b[1])}" alt="{html.escape(b[2])}">'
+                f"<figcaption>{html.escape(b[2])}</figcaption></figure>"
+            )
         elif b[0] == "table":
             head = "".join(f"<th>{_inline(str(c))}</th>" for c in b[1])
             rows = "".join("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in row) + "</tr>" for row in b[2])
@@ -477,9 +785,11 @@ th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; }}
 th {{ background: #f3f3f3; }}
 img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555; font-size: 0.9em; }}
 code {{ background: #f5f5f5; padding: 0 0.2em; }}"""
-    return ("<!doctype html>\n<html lang=\"zh\"><head><meta charset=\"utf-8\">"
-            "<title>第 1 章案例复现报告 / Chapter 1 case report</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return (
+        '<!doctype html>\n<html lang="zh"><head><meta charset="utf-8">'
+        "<title>第 1 章案例复现报告 / Chapter 1 case report</title>"
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
 
 
 def build_report(res: dict, out: Path) -> list[Path]:

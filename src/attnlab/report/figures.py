@@ -1,4 +1,5 @@
 """The case study's figures, drawn from the result JSON alone (figs 1.2-1.4)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,7 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    write_figure(path, fig, dpi=130, bbox_inches="tight")      # PNG and SVG
+    write_figure(path, fig, dpi=130, bbox_inches="tight")  # PNG and SVG
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -42,8 +43,10 @@ def _smooth(y: list[float], w: int | None = None) -> list[float]:
 def loss_figure(res: dict, path: Path) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, size, title in ((axes[0], "small", "d_head = 32（小模型 / small）"),
-                            (axes[1], "big", "d_head = 256（“大”模型 / big）")):
+    for ax, size, title in (
+        (axes[0], "small", "d_head = 32（小模型 / small）"),
+        (axes[1], "big", "d_head = 256（“大”模型 / big）"),
+    ):
         for scaled, color, label in ((False, RED, "不缩放 / unscaled"), (True, BLUE, "÷√d_k 缩放 / scaled")):
             run = res["pairs"][f"{size}_{'scaled' if scaled else 'unscaled'}"]
             tr = run["trace"]
@@ -66,13 +69,23 @@ def logit_std_figure(res: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     ax.loglog(d, [r["theory_sqrt_d_head"] for r in sw], "s-", color=RED, label="理论 √d_head / theory")
     ax.loglog(d, [r["logit_std_unscaled"] for r in sw], "o-", color=BLUE, label="实测（不缩放）/ measured, unscaled")
-    ax.loglog(d, [r["formula_logit_std"] for r in sw], "--", color="gray",
-              label="式 1.1–1.2：d_model σ² √d_head / variance formula")
+    ax.loglog(
+        d,
+        [r["formula_logit_std"] for r in sw],
+        "--",
+        color="gray",
+        label="式 1.1–1.2：d_model σ² √d_head / variance formula",
+    )
     ax.loglog(d, [r["logit_std_scaled"] for r in sw], "^:", color="#27ae60", label="实测（缩放后）/ measured, scaled")
     fixed = res.get("init_sweep_fixed_d_model")
     if fixed:
-        ax.loglog([r["d_head"] for r in fixed], [r["logit_std_unscaled"] for r in fixed], "D-", color="#8e44ad",
-                  label="实测，d_model 固定 512（n_head = 512/d_head）/ measured, d_model fixed at 512")
+        ax.loglog(
+            [r["d_head"] for r in fixed],
+            [r["logit_std_unscaled"] for r in fixed],
+            "D-",
+            color="#8e44ad",
+            label="实测，d_model 固定 512（n_head = 512/d_head）/ measured, d_model fixed at 512",
+        )
     from matplotlib.ticker import NullFormatter
 
     ax.set_xticks(d, [str(x) for x in d])
@@ -109,6 +122,8 @@ def diagnostics_figure(res: dict, path: Path) -> Path:
 
 def case_figures(res: dict, fig_dir: Path) -> list[Path]:
     fig_dir = Path(fig_dir)
-    return [loss_figure(res, fig_dir / "fig1_2_loss.png"),
-            logit_std_figure(res, fig_dir / "fig1_3_logit_std.png"),
-            diagnostics_figure(res, fig_dir / "fig1_4_diagnostics.png")]
+    return [
+        loss_figure(res, fig_dir / "fig1_2_loss.png"),
+        logit_std_figure(res, fig_dir / "fig1_3_logit_std.png"),
+        diagnostics_figure(res, fig_dir / "fig1_4_diagnostics.png"),
+    ]

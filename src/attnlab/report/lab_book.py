@@ -8,6 +8,7 @@ figures are embedded as PNG data and the CJK font as a subset of the shipped
 Noto Sans CJK holding exactly the page's characters, so it opens from file://
 with no network.
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,9 +56,11 @@ def verdict(c: dict) -> str:
 
 def summary_line(book: dict) -> str:
     s = book["summary"]
-    return (f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
-            f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}（书中 book {s['book_claims']}，"
-            f"自检 sanity {s['sanity_claims']}）：{s['pass']} PASS，{s['fail']} FAIL")
+    return (
+        f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
+        f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}（书中 book {s['book_claims']}，"
+        f"自检 sanity {s['sanity_claims']}）：{s['pass']} PASS，{s['fail']} FAIL"
+    )
 
 
 def _placeholder(book: dict, eid: str) -> dict | None:
@@ -65,17 +68,32 @@ def _placeholder(book: dict, eid: str) -> dict | None:
     meta = book.get("entries", {}).get(eid)
     if meta is None:
         return None
-    return {**meta, "id": eid, "status": "not_run", "results": {}, "claims": [], "figures": [],
-            "notes": ["还没有结果 / no result yet"]}
+    return {
+        **meta,
+        "id": eid,
+        "status": "not_run",
+        "results": {},
+        "claims": [],
+        "figures": [],
+        "notes": ["还没有结果 / no result yet"],
+    }
 
 
 # -------------------------------------------------------------------------------- markdown
 def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") -> str:
-    out = ["# 实验手册 / The lab book", "",
-           "第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：`attnlab book`。"
-           "*Every experiment the chapter runs or invites, in one command.*", "",
-           f"**{summary_line(book)}**", "", "## 目录 / Contents", "",
-           "| 节 / section | 标题 / title | 状态 / status | PASS | FAIL |", "|---|---|---|---|---|"]
+    out = [
+        "# 实验手册 / The lab book",
+        "",
+        "第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：`attnlab book`。"
+        "*Every experiment the chapter runs or invites, in one command.*",
+        "",
+        f"**{summary_line(book)}**",
+        "",
+        "## 目录 / Contents",
+        "",
+        "| 节 / section | 标题 / title | 状态 / status | PASS | FAIL |",
+        "|---|---|---|---|---|",
+    ]
     for s in book["sections"]:
         st = ", ".join(STATUS[book["status"][e]] for e in s["experiments"])
         out.append(f"| [{s['section']}](#{anchor(s['section'])}) | {s['title']} | {st} | {s['pass']} | {s['fail']} |")
@@ -85,16 +103,27 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
         for eid in s["experiments"]:
             out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix)
     env = book.get("environment", {})
-    out += ["## 环境 / Environment", "", f"- {env.get('platform')}, {env.get('cpu_count')} CPU, torch {env.get('torch')}",
-            f"- created {book.get('created')}", ""]
+    out += [
+        "## 环境 / Environment",
+        "",
+        f"- {env.get('platform')}, {env.get('cpu_count')} CPU, torch {env.get('torch')}",
+        f"- created {book.get('created')}",
+        "",
+    ]
     return "\n".join(out) + "\n"
 
 
 def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
     if doc is None:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
-    out = [f"### {doc['title']}", "", f"> 书中 / the book: {doc['statement']}", "",
-           f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`", ""]
+    out = [
+        f"### {doc['title']}",
+        "",
+        f"> 书中 / the book: {doc['statement']}",
+        "",
+        f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`",
+        "",
+    ]
     if doc.get("prediction"):
         out += [f"**预测（训练前写下）/ prediction (written before training):** {doc['prediction']}", ""]
     if doc["status"] == "not_run":
@@ -111,11 +140,15 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
     for f in doc.get("figures", []):
         out += [f"![{Path(f).name}]({fig_prefix}{f})", ""]
     if doc["claims"]:
-        out += ["| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict |",
-                "|---|---|---|---|---|"]
+        out += [
+            "| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict |",
+            "|---|---|---|---|---|",
+        ]
         for c in doc["claims"]:
-            out.append(f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
-                       f"{_fmt(c['measured'])} | **{verdict(c)}** |")
+            out.append(
+                f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
+                f"{_fmt(c['measured'])} | **{verdict(c)}** |"
+            )
         out.append("")
     out += [f"- {n}" for n in doc.get("notes", [])]
     return out + [""]
@@ -139,11 +172,15 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     parts = []
     nav = ["<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th></tr>"]
     for s in book["sections"]:
-        st = " ".join(f'<span class="badge {book["status"][e]}">{html.escape(STATUS[book["status"][e]])}</span>'
-                      for e in s["experiments"])
-        nav.append(f'<tr><td><a href="#{anchor(s["section"])}">{html.escape(s["section"])}</a></td>'
-                   f"<td>{html.escape(s['title'])}</td><td>{st}</td><td class=PASS>{s['pass']}</td>"
-                   f"<td class=FAIL>{s['fail']}</td></tr>")
+        st = " ".join(
+            f'<span class="badge {book["status"][e]}">{html.escape(STATUS[book["status"][e]])}</span>'
+            for e in s["experiments"]
+        )
+        nav.append(
+            f'<tr><td><a href="#{anchor(s["section"])}">{html.escape(s["section"])}</a></td>'
+            f"<td>{html.escape(s['title'])}</td><td>{st}</td><td class=PASS>{s['pass']}</td>"
+            f"<td class=FAIL>{s['fail']}</td></tr>"
+        )
     nav.append("</table>")
     parts.append(f'<nav id="toc"><h2>目录 / Contents</h2>{"".join(nav)}</nav>')
     for s in book["sections"]:
@@ -153,27 +190,33 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
-    parts.append(f"<h2>环境 / Environment</h2><p>{html.escape(str(env.get('platform')))}, {env.get('cpu_count')} CPU, "
-                 f"torch {html.escape(str(env.get('torch')))}; created {html.escape(str(book.get('created')))}</p>")
+    parts.append(
+        f"<h2>环境 / Environment</h2><p>{html.escape(str(env.get('platform')))}, {env.get('cpu_count')} CPU, "
+        f"torch {html.escape(str(env.get('torch')))}; created {html.escape(str(book.get('created')))}</p>"
+    )
     main = "".join(parts)
-    head_text = ("实验手册 / The lab book" + summary_line(book) + main)
+    head_text = "实验手册 / The lab book" + summary_line(book) + main
     font = _font_face(head_text + CSS)
-    return ("<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
-            "<meta name=viewport content='width=device-width,initial-scale=1'>"
-            f"<title>实验手册 / The lab book</title><style>{font}{CSS}</style></head><body>"
-            "<h1>实验手册 / The lab book</h1>"
-            "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
-            "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
-            f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>{main}</body></html>\n")
+    return (
+        "<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"<title>实验手册 / The lab book</title><style>{font}{CSS}</style></head><body>"
+        "<h1>实验手册 / The lab book</h1>"
+        "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
+        "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
+        f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>{main}</body></html>\n"
+    )
 
 
 def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
     e = html.escape
     if doc is None:
         return f"<h3>{e(eid)}</h3><p><span class='badge not_run'>{NOT_RUN}</span></p>"
-    out = [f"<h3 id='{e(eid)}'>{e(doc['title'])} <span class='badge {doc['status']}'>{e(STATUS[doc['status']])}</span></h3>",
-           f"<blockquote>书中 / the book: {e(doc['statement'])}</blockquote>",
-           f"<p>命令 / command: <code>{e(doc['command'])}</code></p>"]
+    out = [
+        f"<h3 id='{e(eid)}'>{e(doc['title'])} <span class='badge {doc['status']}'>{e(STATUS[doc['status']])}</span></h3>",
+        f"<blockquote>书中 / the book: {e(doc['statement'])}</blockquote>",
+        f"<p>命令 / command: <code>{e(doc['command'])}</code></p>",
+    ]
     if doc.get("prediction"):
         out.append(f"<p><b>预测（训练前写下）/ prediction (written before training):</b> {e(doc['prediction'])}</p>")
     if doc["status"] == "not_run":
@@ -182,25 +225,40 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
         return "".join(out)
     res = doc["results"]
     if res.get("headers") and res.get("rows"):
-        out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in res["headers"]) + "</tr>"
-                   + "".join("<tr>" + "".join(f"<td>{e(_fmt(v))}</td>" for v in row) + "</tr>" for row in res["rows"])
-                   + "</table>")
+        out.append(
+            "<table><tr>"
+            + "".join(f"<th>{e(h)}</th>" for h in res["headers"])
+            + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{e(_fmt(v))}</td>" for v in row) + "</tr>" for row in res["rows"])
+            + "</table>"
+        )
     if res.get("table"):
-        out.append("<table><tr><th>量 / quantity</th><th>书中 / book</th><th>本次 / ours</th></tr>"
-                   + "".join(f"<tr><td>{e(str(a))}</td><td>{e(_fmt(b))}</td><td>{e(_fmt(c))}</td></tr>"
-                             for a, b, c in res["table"]) + "</table>")
+        out.append(
+            "<table><tr><th>量 / quantity</th><th>书中 / book</th><th>本次 / ours</th></tr>"
+            + "".join(
+                f"<tr><td>{e(str(a))}</td><td>{e(_fmt(b))}</td><td>{e(_fmt(c))}</td></tr>" for a, b, c in res["table"]
+            )
+            + "</table>"
+        )
     for f in doc.get("figures", []):
         src = _image(root, f)
-        out.append(f"<figure><img alt='{e(Path(f).name)}' src='{src}'><figcaption>{e(f)}</figcaption></figure>"
-                   if src else f"<p>图缺失 / figure missing: {e(f)}</p>")
+        out.append(
+            f"<figure><img alt='{e(Path(f).name)}' src='{src}'><figcaption>{e(f)}</figcaption></figure>"
+            if src
+            else f"<p>图缺失 / figure missing: {e(f)}</p>"
+        )
     if doc["claims"]:
-        out.append("<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
-                   "<th>本次 / measured</th><th>判定 / verdict</th></tr>")
+        out.append(
+            "<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
+            "<th>本次 / measured</th><th>判定 / verdict</th></tr>"
+        )
         for c in doc["claims"]:
             v = verdict(c)
-            out.append(f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
-                       f"<td>{e(str(c['expected']))}</td><td class=m>{e(_fmt(c['measured']))}</td>"
-                       f"<td class='{v.split('（')[0]}'>{e(v)}</td></tr>")
+            out.append(
+                f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
+                f"<td>{e(str(c['expected']))}</td><td class=m>{e(_fmt(c['measured']))}</td>"
+                f"<td class='{v.split('（')[0]}'>{e(v)}</td></tr>"
+            )
         out.append("</table>")
     if doc.get("notes"):
         out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in doc["notes"]) + "</ul>")

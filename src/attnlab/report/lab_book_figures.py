@@ -5,6 +5,7 @@ names match the ``figures`` paths the experiment recorded
 (figures/lab_book/<id>_<name>). ``attnlab book`` and ``attnlab report`` both
 redraw them, so a figure never needs a training run.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -51,9 +52,14 @@ def qk_norm(r: dict) -> dict:
     xs = [0, 1]
     w = r["without_qk_norm"]
     for off, label, vals, color in (
-            (-0.18, "无 QK-norm（案例）/ without (case)",
-             [w.get("small", []), [w["big"]] if w.get("big") is not None else []], "#999999"),
-            (0.18, "有 QK-norm / with QK-norm", [r["gap"]["small"], r["gap"]["big"]], "#2463a6")):
+        (
+            -0.18,
+            "无 QK-norm（案例）/ without (case)",
+            [w.get("small", []), [w["big"]] if w.get("big") is not None else []],
+            "#999999",
+        ),
+        (0.18, "有 QK-norm / with QK-norm", [r["gap"]["small"], r["gap"]["big"]], "#2463a6"),
+    ):
         ax.bar([x + off for x in xs], [_mean(v) for v in vals], width=0.34, color=color, label=label)
         for x, v in zip(xs, vals):
             ax.plot([x + off] * len(v), v, "k.", ms=6)
@@ -86,8 +92,13 @@ def positions(r: dict) -> dict:
     fig2, axes = plt.subplots(1, len(portraits), figsize=(3 * len(portraits), 3), sharey=True)
     for a, (k, heads) in zip(axes, portraits.items()):
         a.bar(range(len(heads)), [h["prev"] for h in heads], color="#2463a6", label="prev")
-        a.bar(range(len(heads)), [h["diag"] for h in heads], bottom=[h["prev"] for h in heads],
-              color="#e0a030", label="diag")
+        a.bar(
+            range(len(heads)),
+            [h["diag"] for h in heads],
+            bottom=[h["prev"] for h in heads],
+            color="#e0a030",
+            label="diag",
+        )
         a.set_xticks(range(len(heads)), [f"L{h['layer']}H{h['head']}" for h in heads], rotation=90, fontsize=7)
         a.set_title(k)
     axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
@@ -114,8 +125,13 @@ def timing(r: dict) -> dict:
     plt = _plt()
     book = book_values("sdpa_timing_rtx_a6000_1_14_2")
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog([row[0] for row in r["rows"]], [row[2] for row in r["rows"]], "o-", color="#2463a6",
-              label="本机 CPU / this CPU (SDPA)")
+    ax.loglog(
+        [row[0] for row in r["rows"]],
+        [row[2] for row in r["rows"]],
+        "o-",
+        color="#2463a6",
+        label="本机 CPU / this CPU (SDPA)",
+    )
     ax.loglog(book["n"], book["ms"], "s--", color="#c0392b", label="书中 RTX A6000 / book")
     ax.set_xlabel("序列长度 n / sequence length")
     ax.set_ylabel("单次前向 ms / forward ms")
@@ -129,12 +145,26 @@ def exercise2(r: dict) -> dict:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     s = r["summary"]
-    ax.errorbar([x["d_head"] for x in s], [x["gap_mean"] for x in s], yerr=[x["gap_sd"] or 0 for x in s],
-                fmt="o-", capsize=4, color="#c0392b", label="n_head=1, d_model = d_head")
+    ax.errorbar(
+        [x["d_head"] for x in s],
+        [x["gap_mean"] for x in s],
+        yerr=[x["gap_sd"] or 0 for x in s],
+        fmt="o-",
+        capsize=4,
+        color="#c0392b",
+        label="n_head=1, d_model = d_head",
+    )
     fixed = {int(k): v for k, v in r["fixed_d_model"].items() if v}
     if fixed:
-        ax.errorbar(list(fixed), [_mean(v) for v in fixed.values()], yerr=[_sd(v) for v in fixed.values()],
-                    fmt="s--", capsize=4, color="#2463a6", label="d_model = 256, n_head = 256 / d_head")
+        ax.errorbar(
+            list(fixed),
+            [_mean(v) for v in fixed.values()],
+            yerr=[_sd(v) for v in fixed.values()],
+            fmt="s--",
+            capsize=4,
+            color="#2463a6",
+            label="d_model = 256, n_head = 256 / d_head",
+        )
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("d_head")
     ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
@@ -161,8 +191,12 @@ def markov(r: dict) -> dict:
 
 
 FIGURES: dict[str, Callable[[dict], dict]] = {
-    "qk_norm": qk_norm, "positions": positions, "dynamics": dynamics, "timing": timing,
-    "exercise2": exercise2, "markov": markov,
+    "qk_norm": qk_norm,
+    "positions": positions,
+    "dynamics": dynamics,
+    "timing": timing,
+    "exercise2": exercise2,
+    "markov": markov,
 }
 
 

@@ -25,6 +25,7 @@ request body is size-limited and validated by a pydantic model, and every
 error comes back as ``{"detail": "<message>"}`` with a 4xx status, never a
 traceback.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,21 +54,27 @@ PAGES = {
     "/runs": "runs.html",
     "/timeline": "timeline.html",
 }
-MAX_BODY_BYTES = 16 * 1024          # a request body larger than this is refused before parsing
-MAX_TEXT_CHARS = 2048               # hard cap; the real limit is the checkpoint's block_size
-MAX_POINTS = 2000                   # curves are thinned to at most this many points
+MAX_BODY_BYTES = 16 * 1024  # a request body larger than this is refused before parsing
+MAX_TEXT_CHARS = 2048  # hard cap; the real limit is the checkpoint's block_size
+MAX_POINTS = 2000  # curves are thinned to at most this many points
 MAX_RUN_NAME = 128
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")   # names a local browser uses for this machine
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # names a local browser uses for this machine
 LAYER_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")
-NO_CHECKPOINT_HINT = ("没有加载模型。请用 `attnlab serve --checkpoint runs/<名字>/ckpt.pt` 启动。 "
-                      "No checkpoint loaded: start the server with "
-                      "`attnlab serve --checkpoint runs/<name>/ckpt.pt`.")
+NO_CHECKPOINT_HINT = (
+    "没有加载模型。请用 `attnlab serve --checkpoint runs/<名字>/ckpt.pt` 启动。 "
+    "No checkpoint loaded: start the server with "
+    "`attnlab serve --checkpoint runs/<name>/ckpt.pt`."
+)
 # The pages only ever talk to the server that served them.
-BOOK_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
-            "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-       "frame-ancestors 'none'; form-action 'self'")
+BOOK_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+    "base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+)
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
 
 
 class AttentionRequest(BaseModel):
@@ -78,6 +85,7 @@ class AttentionRequest(BaseModel):
 @dataclass
 class Loaded:
     """A checkpoint ready to answer: the model, its tokenizer and config."""
+
     path: str
     model: Any
     tok: Any
@@ -142,9 +150,11 @@ class BodyLimit:
 def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> list[str]:
     """The Host headers ``attnlab serve --host HOST --port PORT`` answers:
     ``127.0.0.1:PORT``, ``localhost:PORT`` and ``HOST:PORT`` (IPv6 in brackets)."""
+
     def name(h: str) -> str:
         h = h.strip().lower()
         return f"[{h}]" if ":" in h and not h.startswith("[") else h
+
     return sorted({f"{name(h)}:{port}" for h in ("127.0.0.1", "localhost", host, *extra)})
 
 
@@ -181,7 +191,8 @@ class HostCheck:
         if not self._ok(host):
             response = JSONResponse(
                 {"detail": f"this server answers only requests for {', '.join(sorted(self.hosts or LOOPBACK))}"},
-                status_code=421)
+                status_code=421,
+            )
             return await response(scope, receive, send)
         return await self.app(scope, receive, send)
 
@@ -189,8 +200,14 @@ class HostCheck:
 def valid_run_name(name: str) -> bool:
     """A run folder's name as listed and served: one path component, any
     printable Unicode (CJK, spaces), no leading dot, no separators."""
-    return (0 < len(name) <= MAX_RUN_NAME and name.isprintable() and not name.startswith(".")
-            and "/" not in name and "\\" not in name and name.strip() == name)
+    return (
+        0 < len(name) <= MAX_RUN_NAME
+        and name.isprintable()
+        and not name.startswith(".")
+        and "/" not in name
+        and "\\" not in name
+        and name.strip() == name
+    )
 
 
 def _no_symlink(path: Path) -> Path:
@@ -241,7 +258,7 @@ def read_metrics(path: Path) -> dict:
     for li in range(n_layer):
         cols = {k: [] for k in LAYER_KEYS}
         for r in keep:
-            lay = (r.get("layers") or [])
+            lay = r.get("layers") or []
             d = lay[li] if li < len(lay) and isinstance(lay[li], dict) else {}
             for k in LAYER_KEYS:
                 cols[k].append(num(d.get(k)))
@@ -259,9 +276,13 @@ def read_metrics(path: Path) -> dict:
     }
 
 
-def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
-               case_json: str = "data/ch1_case.json", hosts: Iterable[str] | None = None,
-               book_html: str = "reports/lab_book.html") -> FastAPI:
+def create_app(
+    checkpoint: str | None = None,
+    runs_dir: str = "runs",
+    case_json: str = "data/ch1_case.json",
+    hosts: Iterable[str] | None = None,
+    book_html: str = "reports/lab_book.html",
+) -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
     hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
@@ -269,21 +290,21 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
     loaded = _load(checkpoint) if checkpoint else None
     runs_root = Path(runs_dir)
     case_path = Path(case_json)
-    lock = threading.Lock()   # one forward pass at a time: the model is shared
+    lock = threading.Lock()  # one forward pass at a time: the model is shared
 
     app = FastAPI(title="attnlab playground", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
     async def harden(request: Request, call_next):
         response = await call_next(request)
-        if "content-security-policy" not in response.headers:    # /book sets its own, stricter one
+        if "content-security-policy" not in response.headers:  # /book sets its own, stricter one
             response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
-    app.add_middleware(HostCheck, hosts=hosts)                # outermost: runs first
+    app.add_middleware(HostCheck, hosts=hosts)  # outermost: runs first
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError):
@@ -306,6 +327,7 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
     def page(name: str):
         async def serve_page():
             return FileResponse(STATIC / name, media_type="text/html; charset=utf-8")
+
         return serve_page
 
     for route, name in PAGES.items():
@@ -317,7 +339,9 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
         # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
         path = Path(book_html)
         if not path.is_file():
-            raise HTTPException(404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first.")
+            raise HTTPException(
+                404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first."
+            )
         return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
@@ -326,8 +350,13 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
         if loaded is None:
             return {"checkpoint": None, "hint": NO_CHECKPOINT_HINT}
         cfg = loaded.cfg
-        return {"checkpoint": Path(loaded.path).name, "block_size": cfg.block_size,
-                "n_layer": cfg.n_layer, "n_head": cfg.n_head, "vocab_size": len(loaded.tok.itos)}
+        return {
+            "checkpoint": Path(loaded.path).name,
+            "block_size": cfg.block_size,
+            "n_layer": cfg.n_layer,
+            "n_head": cfg.n_head,
+            "vocab_size": len(loaded.tok.itos),
+        }
 
     @app.post("/api/attention")
     def attention(req: AttentionRequest) -> dict:
@@ -340,34 +369,36 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
         ids = loaded.tok.encode(text)
         if len(ids) > block:
             raise HTTPException(
-                422, f"文本有 {len(ids)} 个字，超过模型的 block_size={block}。 "
-                     f"The text has {len(ids)} tokens, more than the model's block_size={block}.")
+                422,
+                f"文本有 {len(ids)} 个字，超过模型的 block_size={block}。 "
+                f"The text has {len(ids)} tokens, more than the model's block_size={block}.",
+            )
         itos = loaded.tok.itos
         unk = 1
         chars = list(text) if len(text) == len(ids) else [itos[i] for i in ids]
-        tokens = [{"text": "<unk>" if i == unk else itos[i], "char": c, "unk": i == unk}
-                  for i, c in zip(ids, chars)]
+        tokens = [{"text": "<unk>" if i == unk else itos[i], "char": c, "unk": i == unk} for i, c in zip(ids, chars)]
         import torch  # only reached with a checkpoint, which needs torch anyway
 
         device = next(loaded.model.parameters()).device
-        idx = torch.tensor([ids], dtype=torch.long, device=device)   # (1, T)
+        idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
         with lock, torch.no_grad():
-            patterns = loaded.model.attention_patterns(idx)          # n_layer x (1, nh, T, T)
+            patterns = loaded.model.attention_patterns(idx)  # n_layer x (1, nh, T, T)
             layers = []
             for li, p in enumerate(patterns):
                 p = p.float().cpu()
-                with warnings.catch_warnings():   # one-token text: std over nothing
+                with warnings.catch_warnings():  # one-token text: std over nothing
                     warnings.simplefilter("ignore", UserWarning)
                     m = loaded.head_metrics(p)
                 heads = []
                 for h in range(p.shape[1]):
-                    heads.append({
-                        "weights": [[_finite(x) for x in row] for row in p[0, h].tolist()],
-                        "metrics": {k: _finite(m[k][h]) for k in ("entropy", "diag", "prev", "distance")},
-                    })
+                    heads.append(
+                        {
+                            "weights": [[_finite(x) for x in row] for row in p[0, h].tolist()],
+                            "metrics": {k: _finite(m[k][h]) for k in ("entropy", "diag", "prev", "distance")},
+                        }
+                    )
                 layers.append({"layer": li, "heads": heads})
-        return {"tokens": tokens, "n_unk": sum(t["unk"] for t in tokens),
-                "block_size": block, "layers": layers}
+        return {"tokens": tokens, "n_unk": sum(t["unk"] for t in tokens), "block_size": block, "layers": layers}
 
     def run_names() -> list[str]:
         """Run folders directly in runs_dir; symlinks refused at every level below it."""
@@ -376,8 +407,7 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
         names = []
         for d in runs_root.iterdir():
             m = d / "metrics.jsonl"
-            if (valid_run_name(d.name) and not d.is_symlink() and d.is_dir()
-                    and not m.is_symlink() and m.is_file()):
+            if valid_run_name(d.name) and not d.is_symlink() and d.is_dir() and not m.is_symlink() and m.is_file():
                 names.append(d.name)
         return sorted(names)
 
@@ -398,8 +428,7 @@ def create_app(checkpoint: str | None = None, runs_dir: str = "runs",
     @app.get("/api/case")
     def case() -> dict:
         if not case_path.is_file():
-            raise HTTPException(404, "还没有案例数据：先运行 `make case`。 "
-                                     "No case data yet: run `make case` first.")
+            raise HTTPException(404, "还没有案例数据：先运行 `make case`。 No case data yet: run `make case` first.")
         try:
             data = json.loads(case_path.read_text(encoding="utf-8"))
             pairs = data["pairs"]

@@ -14,6 +14,7 @@
 Run names are relative paths of one or two components, each a plain name;
 nothing else (no "..", no separators beyond the one, no symlinks) is served.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,14 +27,15 @@ import numpy as np
 
 RUN_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUNNING_WINDOW_S = 120.0
-MAX_SNAPSHOT_VALUES = 4_000_000          # patterns sent to the page at once (about 25 MB of JSON)
+MAX_SNAPSHOT_VALUES = 4_000_000  # patterns sent to the page at once (about 25 MB of JSON)
 REPORT_FONT = Path(__file__).resolve().parents[1] / "report" / "fonts" / "NotoSansCJKtc-subset.otf"
 MAX_GLYPHS = 800
 
 
 def _is_run(d: Path) -> bool:
-    return d.is_dir() and not d.is_symlink() and (d / "metrics.jsonl").is_file() \
-        and not (d / "metrics.jsonl").is_symlink()
+    return (
+        d.is_dir() and not d.is_symlink() and (d / "metrics.jsonl").is_file() and not (d / "metrics.jsonl").is_symlink()
+    )
 
 
 def run_dirs(root: Path) -> dict[str, Path]:
@@ -87,8 +89,13 @@ def run_state(d: Path, now: float | None = None) -> dict:
         state = "running"
     else:
         state = "stopped"
-    return {"state": state, "steps": _count_lines(metrics), "max_steps": _max_steps(d),
-            "snapshots": (d / "snapshots.npz").is_file(), "updated_s_ago": round(max(0.0, now - m_time), 1)}
+    return {
+        "state": state,
+        "steps": _count_lines(metrics),
+        "max_steps": _max_steps(d),
+        "snapshots": (d / "snapshots.npz").is_file(),
+        "updated_s_ago": round(max(0.0, now - m_time), 1),
+    }
 
 
 def list_runs(root: Path) -> list[dict]:
@@ -107,36 +114,42 @@ def snapshots_payload(d: Path) -> dict:
 
     path = d / FILENAME
     if not path.is_file():
-        return {"snapshots": None, "snapshot_error":
-                "这次训练没有注意力快照（它早于这个功能，或 snapshot_every=0）；重新训练即可得到。 "
-                "This run has no attention snapshots (it predates them or ran with snapshot_every=0); "
-                "train it again to get them."}
+        return {
+            "snapshots": None,
+            "snapshot_error": "这次训练没有注意力快照（它早于这个功能，或 snapshot_every=0）；重新训练即可得到。 "
+            "This run has no attention snapshots (it predates them or ran with snapshot_every=0); "
+            "train it again to get them.",
+        }
     try:
         snap = read_snapshots(path)
     except SnapshotError as e:
         return {"snapshots": None, "snapshot_error": f"快照文件损坏，无法读取。 {e}".replace(str(d), d.name)}
     if snap.patterns.size > MAX_SNAPSHOT_VALUES:
-        return {"snapshots": None, "snapshot_error":
-                f"快照太大，无法在页面中显示。 The snapshots hold {snap.patterns.size:,} weights, "
-                f"more than the page shows ({MAX_SNAPSHOT_VALUES:,}); use a shorter probe."}
+        return {
+            "snapshots": None,
+            "snapshot_error": f"快照太大，无法在页面中显示。 The snapshots hold {snap.patterns.size:,} weights, "
+            f"more than the page shows ({MAX_SNAPSHOT_VALUES:,}); use a shorter probe.",
+        }
     patterns = np.round(snap.patterns.astype(np.float64), 4)
     metrics = [[[[_num(v) for v in head] for head in layer] for layer in step] for step in snap.metrics]
-    return {"snapshots": {
-        "steps": snap.steps.tolist(),
-        "probe": snap.meta.get("probe"),
-        "tokens": snap.meta.get("tokens"),
-        "metric_names": snap.meta.get("metrics"),
-        "patterns": patterns.tolist(),            # (N, L, nh, T, T)
-        "metrics": metrics,                       # (N, L, nh, M)
-    }, "snapshot_error": None}
+    return {
+        "snapshots": {
+            "steps": snap.steps.tolist(),
+            "probe": snap.meta.get("probe"),
+            "tokens": snap.meta.get("tokens"),
+            "metric_names": snap.meta.get("metrics"),
+            "patterns": patterns.tolist(),  # (N, L, nh, T, T)
+            "metrics": metrics,  # (N, L, nh, M)
+        },
+        "snapshot_error": None,
+    }
 
 
 def timeline_payload(root: Path, name: str, read_metrics) -> dict | None:
     d = resolve_run(root, name)
     if d is None:
         return None
-    return {"name": name, **run_state(d), "metrics": read_metrics(d / "metrics.jsonl"),
-            **snapshots_payload(d)}
+    return {"name": name, **run_state(d), "metrics": read_metrics(d / "metrics.jsonl"), **snapshots_payload(d)}
 
 
 # ------------------------------------------------------------------------ glyphs
@@ -166,5 +179,4 @@ def glyph_outlines(text: str) -> dict:
         pen = SVGPathPen(glyphs)
         glyphs[name].draw(pen)
         out[ch] = {"d": pen.getCommands(), "adv": glyphs[name].width}
-    return {"units_per_em": upem, "ascender": hhea.ascent, "descender": hhea.descent,
-            "glyphs": out, "missing": missing}
+    return {"units_per_em": upem, "ascender": hhea.ascent, "descender": hhea.descent, "glyphs": out, "missing": missing}
