@@ -60,6 +60,16 @@ def add_parser(sub):
     )
     a.add_argument("--figure", default="figures/bench_attention.png")
     a.add_argument("--json", default=None, metavar="PATH")
+
+    e = sub.add_parser(
+        "executors", help="the case's runs serially and with local workers: time ratio and equal results"
+    )
+    e.add_argument("--steps", type=common.positive_int, default=100, help="steps per run (default 100)")
+    e.add_argument("--workers", type=common.positive_int, default=None, help="local workers (default: cores)")
+    e.add_argument("--seeds", type=common.positive_int, default=3, help="seeds of the case (default 3)")
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--threads", type=int, default=None, help="torch CPU threads of the serial run")
+    e.add_argument("--json", default=None, metavar="PATH")
     return p
 
 
@@ -112,6 +122,13 @@ def main(args) -> int:
 
     common.check_device(args.device)
     _threads(args)
+    if args.bench_cmd == "executors":
+        _outputs(args.json)
+        result = B.bench_executors(args.steps, args.workers, args.seeds, log=_log)
+        print(B.format_executors(result))
+        if args.json:
+            print(f"wrote {write_json(args.json, result)}")
+        return 0
     if args.bench_cmd == "train":
         _outputs(args.json)
         from ..config import Config
