@@ -61,7 +61,7 @@ def add_parser(sub):
     a.add_argument("--figure", default="figures/bench_attention.png")
     a.add_argument("--json", default=None, metavar="PATH")
 
-    e = sub.add_parser(
+    e = bench.add_parser(
         "executors", help="the case's runs serially and with local workers: time ratio and equal results"
     )
     e.add_argument("--steps", type=common.positive_int, default=100, help="steps per run (default 100)")
