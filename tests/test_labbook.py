@@ -145,13 +145,13 @@ def test_book_route_and_links(tmp_path):
 
     from attnlab.web.server import PAGES, create_app
 
-    client = TestClient(create_app(book_html=str(tmp_path / "missing.html")))
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(book_html=str(tmp_path / "missing.html")))
     r = client.get("/book")
     assert r.status_code == 404 and "attnlab book" in r.json()["detail"]
     for route in PAGES:
         assert 'href="/book"' in client.get(route).text, route
     (tmp_path / "b.html").write_text("<!DOCTYPE html><p>书</p>", encoding="utf-8")
-    r = TestClient(create_app(book_html=str(tmp_path / "b.html"))).get("/book")
+    r = TestClient(base_url="http://127.0.0.1", app=create_app(book_html=str(tmp_path / "b.html"))).get("/book")
     assert r.status_code == 200 and "书" in r.text
     assert "default-src 'none'" in r.headers["content-security-policy"]
 

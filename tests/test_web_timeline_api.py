@@ -52,7 +52,7 @@ def root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(root):
-    return TestClient(create_app(None, runs_dir=str(root)))
+    return TestClient(base_url="http://127.0.0.1", app=create_app(None, runs_dir=str(root)))
 
 
 def test_live_lists_nested_runs_with_their_state(client):
@@ -112,7 +112,7 @@ def test_symlinked_runs_are_not_served(tmp_path, root):
     runs.mkdir()
     (runs / "link").symlink_to(root / "case" / "a")
     (runs / "nest").symlink_to(root / "case")
-    c = TestClient(create_app(None, runs_dir=str(runs)))
+    c = TestClient(base_url="http://127.0.0.1", app=create_app(None, runs_dir=str(runs)))
     assert c.get("/api/live").json() == {"runs": []}
     assert c.get("/api/timeline/link").status_code == 404
     assert c.get("/api/timeline/nest/a").status_code == 404

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import types
 import typing
 from dataclasses import dataclass, fields
 from typing import Any
@@ -87,7 +88,7 @@ class Config:
         for f in fields(self):
             value = getattr(self, f.name)
             want = hints[f.name]
-            optional = typing.get_origin(want) is typing.Union
+            optional = _is_optional(want)
             base = [a for a in typing.get_args(want) if a is not type(None)][0] if optional else want
             if value is None and optional:
                 continue
@@ -191,8 +192,13 @@ class Config:
         return base.replace(**changes)
 
 
+def _is_optional(hint: Any) -> bool:
+    """``X | None`` (types.UnionType) or ``Optional[X]`` (typing.Union)."""
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
 def _parse_value(key: str, raw: str, hint: Any) -> Any:
-    optional = typing.get_origin(hint) is typing.Union
+    optional = _is_optional(hint)
     base = [a for a in typing.get_args(hint) if a is not type(None)][0] if optional else hint
     if optional and raw.lower() in ("none", "null", ""):
         return None
