@@ -69,6 +69,7 @@
     $("runs-msg").textContent = "";
     if (!src) { $("charts").replaceChildren(); return; }
     const r = src === CASE ? await json("/api/case") : await json(`/api/runs/${encodeURIComponent(src)}`);
+    if ($("source").value !== src) return;   // another source was chosen while this one loaded: it wins
     if (!r.ok) { $("runs-msg").textContent = r.detail; $("charts").replaceChildren(); $("runs-summary").textContent = ""; current = null; return; }
     current = { src, data: r.data };
     redraw();
