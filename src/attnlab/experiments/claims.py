@@ -66,10 +66,14 @@ def in_range(xs: Sequence[float], lo: float, hi: float) -> tuple[bool, float]:
 def ms(xs: Sequence[float], digits: int = 4) -> dict:
     """What a claim shows for a training outcome: mean ± sd and every seed's value."""
     s = spread(xs)
-    return {"mean": _r(s["mean"], digits), "sd": _r(s["sd"], 2), "seeds": [_r(x, digits) for x in xs]}
+    return {
+        "mean": round_sig(s["mean"], digits),
+        "sd": round_sig(s["sd"], 2),
+        "seeds": [round_sig(x, digits) for x in xs],
+    }
 
 
-def _r(x: float | None, digits: int = 4) -> float | None:
+def round_sig(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else float(f"{x:.{digits}g}")
 
 
@@ -247,7 +251,7 @@ def by_weight_decay(res: dict, key: str) -> dict[float, list[float]]:
 
 
 # -------------------------------------------------------------------------- claims
-def _claim(
+def make_claim(
     cid: str, kind: str, section: str, statement: str, book: Any, measured: Any, expected: str, ok: bool
 ) -> dict:
     return {
@@ -300,13 +304,13 @@ def _start_near_ln_vocab(res):
     starts = [
         r["loss_start"] for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled") for r in runs(res, k)
     ]
-    return _claim(
+    return make_claim(
         "start_near_ln_vocab",
         "sanity",
         "§1.19.2",
         "起点接近随机猜测 ln 1200 ≈ 7.09：模型初始输出近似均匀 / every run starts near ln V",
         "7.03–7.05",
-        [_r(x) for x in starts],
+        [round_sig(x) for x in starts],
         "every run's step-0 loss within 0.15 of 7.09",
         all(abs(x - LN_VOCAB) < 0.15 for x in starts),
     )
@@ -324,11 +328,11 @@ def _twins_share_init(res):
             same_qk = abs(bu["q_std"] / bs["q_std"] - 1) < 1e-6 and abs(bu["k_std"] / bs["k_std"] - 1) < 1e-6
             ratio = bu["logit_std"] / bs["logit_std"]
             measured[f"{size}_seed{i}"] = {
-                "q_std_ratio": _r(bu["q_std"] / bs["q_std"], 8),
-                "logit_std_ratio_over_sqrt_d": _r(ratio / math.sqrt(dh), 8),
+                "q_std_ratio": round_sig(bu["q_std"] / bs["q_std"], 8),
+                "logit_std_ratio_over_sqrt_d": round_sig(ratio / math.sqrt(dh), 8),
             }
             ok = ok and same_qk and abs(ratio / math.sqrt(dh) - 1) < 1e-6
-    return _claim(
+    return make_claim(
         "twins_share_init",
         "sanity",
         "§1.1",
@@ -346,14 +350,14 @@ def _fixed_d_model_slope(res):
     if not rows:
         return None
     slope = sweep_slope(rows)
-    return _claim(
+    return make_claim(
         "fixed_d_model_slope_half",
         "sanity",
         "§1.3.1",
         "d_model 固定为 512 时，式 1.2：logits 标准差 = v√d_head，斜率 0.5 / with d_model fixed "
         "eq. 1.2 gives slope 0.5",
         "式 1.2",
-        _r(slope, 3),
+        round_sig(slope, 3),
         "log-log slope 0.5 ± 0.05",
         abs(slope - 0.5) <= 0.05,
     )
@@ -365,7 +369,7 @@ def _unscaled_beats_unigram(res):
     if h1 is None:
         return None
     vals = [r["val_loss_end"] for r in runs(res, "big_unscaled")]
-    return _claim(
+    return make_claim(
         "big_unscaled_beats_unigram",
         "sanity",
         "§1.4",
@@ -382,7 +386,7 @@ def _unscaled_beats_unigram(res):
 def _small_gap(res):
     gaps = small_seed_gaps(res)
     ok, tol = near(gaps, 0.17)
-    return _claim(
+    return make_claim(
         "small_gap_small",
         "book",
         "§1.2",
@@ -398,13 +402,13 @@ def _small_gap(res):
 def _small_gap_over_seeds(res):
     gaps = small_seed_gaps(res)
     ok = all(0.1 <= g <= 0.2 for g in gaps)
-    return _claim(
+    return make_claim(
         "small_gap_over_seeds",
         "book",
         "§1.2 / §1.19.2",
         "换了三个种子重跑，小模型上的差距都在 0.1–0.2 之间浮动 / over three seeds every small gap is 0.1–0.2",
         [0.1, 0.2],
-        {"val": [_r(g) for g in gaps], "train": [_r(g) for g in small_seed_gaps(res, "train")]},
+        {"val": [round_sig(g) for g in gaps], "train": [round_sig(g) for g in small_seed_gaps(res, "train")]},
         "every seed's val gap in [0.1, 0.2] (the book's range; it is itself about seed spread)",
         ok,
     )
@@ -414,13 +418,13 @@ def _small_gap_over_seeds(res):
 def _big_gap(res):
     gaps = big_seed_gaps(res)
     ok, tol = near(gaps, 0.95)
-    return _claim(
+    return make_claim(
         "big_gap_large",
         "book",
         "§1.4",
         "d_head=256：终点差距 0.95 / the big pair ends 0.95 apart",
         0.95,
-        {**ms(gaps), "train": [_r(g) for g in big_seed_gaps(res, "train")], "basis": "val"},
+        {**ms(gaps), "train": [round_sig(g) for g in big_seed_gaps(res, "train")], "basis": "val"},
         f"0.95 within mean ± {tol:.3g} (max(2 sd, 10%))",
         ok,
     )
@@ -433,13 +437,17 @@ def _gap_ratio(res):
     per_seed = [b / s for b, s in zip(big, small) if abs(s) > 1e-9]
     ok, tol = near(per_seed, 5.6)
     of_means = spread(big)["mean"] / spread(small)["mean"]
-    return _claim(
+    return make_claim(
         "big_gap_several_times_small",
         "book",
         "§1.4 / §1.19.2",
         "差距从 0.17 变成 0.95，放大了 5.6 倍（单种子比单种子）/ the big gap is 5.6× the small one, seed for seed",
         5.6,
-        {"per_seed": [_r(x, 3) for x in per_seed], "first_seed": _r(per_seed[0], 3), "mean_over_mean": _r(of_means, 3)},
+        {
+            "per_seed": [round_sig(x, 3) for x in per_seed],
+            "first_seed": round_sig(per_seed[0], 3),
+            "mean_over_mean": round_sig(of_means, 3),
+        },
         f"5.6 within the per-seed ratios' mean ± {tol:.3g}; mean over mean shown alongside",
         ok,
     )
@@ -451,13 +459,13 @@ def _curves_part(res):
     steps = [parting_step(u, s, thr) for u, s in zip(runs(res, "big_unscaled"), runs(res, "big_scaled"))]
     book = scaled_step(200, res)
     ok = all(p is not None for p in steps) and near([p for p in steps], book, REL_ABOUT)[0]
-    return _claim(
+    return make_claim(
         "curves_part_near_200",
         "book",
         "§1.2 图 1.2 / §1.4",
         "右图在 200 步后明显分离；不缩放那条曲线在 200 步左右就卡住了 / the big curves part around step 200",
         200,
-        {"parting_step": steps, "threshold": _r(thr, 3)},
+        {"parting_step": steps, "threshold": round_sig(thr, 3)},
         f"first step after which the smoothed training-loss gap stays above the small pair's "
         f"noise gap ({thr:.3g}) is {book} ± max(2 sd, 25%)",
         ok,
@@ -468,7 +476,7 @@ def _curves_part(res):
 def _big_unscaled_end(res):
     vals = [r["val_loss_end"] for r in runs(res, "big_unscaled")]
     ok, tol = near(vals, 5.18)
-    return _claim(
+    return make_claim(
         "big_unscaled_still_learns",
         "book",
         "§1.4",
@@ -489,7 +497,7 @@ def _late_training_slow(res):
     early = [r["trace"]["loss"][0] - m[200] for r, m in zip(s, sm)]
     late = [m[1000] - m[-1 - WINDOW] for m in sm]
     ok = near(late, 0.1, REL_ABOUT)[0] and all(e > 2 for e in early)
-    return _claim(
+    return make_claim(
         "late_training_slow",
         "book",
         "§1.18.4",
@@ -515,23 +523,23 @@ def _init_sweep_table(res):
     ok_std = all(abs(got[d]["logit_std_unscaled"] / b - 1) <= REL for d, b in zip(ds, book))
     ok_ent = all(abs(got[d]["entropy_unscaled"] / b - 1) <= REL for d, b in zip(ds, ent))
     return [
-        _claim(
+        make_claim(
             "init_std_table",
             "book",
             "§1.3",
             "初始化状态下实测 logits 标准差 / measured init logit std",
             book,
-            [_r(got[d]["logit_std_unscaled"], 3) for d in ds],
+            [round_sig(got[d]["logit_std_unscaled"], 3) for d in ds],
             "each within 10% (400 inits: the sampling spread is far smaller)",
             ok_std,
         ),
-        _claim(
+        make_claim(
             "init_entropy_table",
             "book",
             "§1.3",
             "初始化时的权重熵随 d_head 增大而下降 / init entropy",
             ent,
-            [_r(got[d]["entropy_unscaled"], 3) for d in ds],
+            [round_sig(got[d]["entropy_unscaled"], 3) for d in ds],
             "each within 10%",
             ok_ent,
         ),
@@ -542,13 +550,13 @@ def _init_sweep_table(res):
 def _init_below_theory(res):
     f = [r["theory_sqrt_d_head"] / r["logit_std_unscaled"] for r in res["init_sweep"]]
     ok = min(f) >= 5 * (1 - REL) and max(f) <= 80 * (1 + REL)
-    return _claim(
+    return make_claim(
         "init_std_below_theory",
         "book",
         "§1.3",
         "实测比理论小了 5 到 80 倍 / measured is 5 to 80 times below √d_head",
         [5, 80],
-        [_r(x, 3) for x in f],
+        [round_sig(x, 3) for x in f],
         "every theory/measured factor within [5, 80] ± 10%",
         ok,
     )
@@ -557,14 +565,14 @@ def _init_below_theory(res):
 @check
 def _init_slope(res):
     slope = sweep_slope(res["init_sweep"])
-    return _claim(
+    return make_claim(
         "init_std_slope_sqrt",
         "book",
         "§1.3",
         "两者的斜率是一样的（都是 d_head 的平方根关系），差的只是一个常数因子 / measured and "
         "theory share the slope 0.5",
         0.5,
-        _r(slope, 3),
+        round_sig(slope, 3),
         "log-log slope of measured std vs d_head on the book's protocol 0.5 ± 0.05",
         abs(slope - 0.5) <= 0.05,
     )
@@ -576,13 +584,13 @@ def _variance_formula(res):
     if f512 is None:
         return None
     ratio = f512["formula_logit_std"] / f512["logit_std_unscaled"]
-    return _claim(
+    return make_claim(
         "variance_formula",
         "book",
         "§1.3.1",
         "d_model = 512 时 v ≈ 0.205，预测 0.205 × √512 = 4.64，实测 4.666：对上了 / the formula predicts 4.64 at 512",
         {"formula": 4.64, "measured": 4.666},
-        {"formula": _r(f512["formula_logit_std"], 3), "measured": _r(f512["logit_std_unscaled"], 3)},
+        {"formula": round_sig(f512["formula_logit_std"], 3), "measured": round_sig(f512["logit_std_unscaled"], 3)},
         "formula/measured within 10%",
         abs(ratio - 1) <= REL,
     )
@@ -594,16 +602,16 @@ def _formula_misses_at_32(res):
     if f32 is None:
         return None
     factor = f32["logit_std_unscaled"] / f32["formula_logit_std"]
-    return _claim(
+    return make_claim(
         "formula_misses_at_32",
         "book",
         "§1.3.1",
         "对 d_head = 32 就不准了：预测 0.0128，实测 0.070，差了五倍多 / at 32 the formula misses by more than 5×",
         {"predicted": 0.0128, "measured": 0.070, "factor": "> 5"},
         {
-            "predicted_eq_1_2": _r(f32["formula_logit_std"], 3),
-            "measured": _r(f32["logit_std_unscaled"], 3),
-            "factor": _r(factor, 3),
+            "predicted_eq_1_2": round_sig(f32["formula_logit_std"], 3),
+            "measured": round_sig(f32["logit_std_unscaled"], 3),
+            "factor": round_sig(factor, 3),
         },
         "measured / eq. 1.2 prediction > 5",
         factor > 5,
@@ -615,14 +623,14 @@ def _four_heads(res):
     pt = res.get("init_four_heads")
     if not pt:
         return None
-    return _claim(
+    return make_claim(
         "four_heads_std_near_0_2",
         "book",
         "§1.8.4",
         "改成 4 头，d_head 变成 64，初始化时 logits 标准差会从 1.615 降到约 0.2 / with 4 heads "
         "the init std drops to about 0.2",
         0.2,
-        {"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": _r(pt["logit_std_unscaled"], 3)},
+        {"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": round_sig(pt["logit_std_unscaled"], 3)},
         "0.2 ± 25% at d_model 256, 4 heads (the model of §1.4 with 4 heads)",
         abs(pt["logit_std_unscaled"] - 0.2) <= REL_ABOUT * 0.2,
     )
@@ -646,14 +654,18 @@ def _collapse(res):
         and all(a is not None and a < 0.01 for a in after)
         and all(x < 0.001 for x in final)
     )
-    return _claim(
+    return make_claim(
         "big_unscaled_entropy_collapses",
         "book",
         "§1.4 / §1.12.2①",
         "熵从 0.712 掉到 0.0022——只用了 222 步；之后 1200 多步基本停在 0.0001，没有任何恢复 / "
         "collapse within 222 steps, no recovery",
         {"step": 222, "after": 0.0001, "final": "0.0001–0.0004"},
-        {"first_step_below_0.01": first, "max_window_mean_after": [_r(a, 3) for a in after], "final": ms(final, 3)},
+        {
+            "first_step_below_0.01": first,
+            "max_window_mean_after": [round_sig(a, 3) for a in after],
+            "final": ms(final, 3),
+        },
         f"on every seed: entropy < 0.01 by step {lim}; every ±{WINDOW}-step window mean after that "
         f"< 0.01; last-{END_WINDOW}-step mean < 0.001",
         ok,
@@ -666,7 +678,7 @@ def _jacobian_drop(res):
     logs = [math.log10(d) for d in drops]
     s = spread(logs)
     ok = s["mean"] + 2 * s["sd"] >= 4
-    return _claim(
+    return make_claim(
         "big_unscaled_jacobian_drops",
         "book",
         "§1.4 / §1.12.2③",
@@ -693,7 +705,7 @@ def _scaled_bands(res):
         w = 2 * max(spread(vs)["sd"] for vs in per_step)
         ok = all(lo - w <= v <= hi + w for v in flat)
         out.append(
-            _claim(
+            make_claim(
                 cid,
                 "book",
                 "§1.4 / §1.12.1",
@@ -712,7 +724,7 @@ def _scaled_entropy_falls(res):
     a, b = scaled_step(222, res), scaled_step(1480, res)
     drops = [window_mean(r, "weight_entropy", a) - window_mean(r, "weight_entropy", b) for r in runs(res, "big_scaled")]
     ok, tol = near(drops, 0.6437 - 0.5745, REL_ABOUT)
-    return _claim(
+    return make_claim(
         "big_scaled_entropy_keeps_falling",
         "book",
         "§1.12.2②",
@@ -728,12 +740,12 @@ def _scaled_entropy_falls(res):
 def _scaled_jacobian_rises(res):
     f = [end_mean(r, "jacobian_fro") / series(r, "jacobian_fro")[0] for r in runs(res, "big_scaled")]
     ok, tol = near(f, 0.30 / 0.2017, REL_ABOUT)
-    return _claim(
+    return make_claim(
         "big_scaled_jacobian_rises",
         "book",
         "§1.12.2③",
         "缩放那一边 ‖J‖ 从 0.2017 升到 0.30 左右 / the scaled Jacobian rises 0.20 → about 0.30",
-        _r(0.30 / 0.2017, 3),
+        round_sig(0.30 / 0.2017, 3),
         ms(f, 3),
         f"end/start factor 1.49 within mean ± {tol:.2g}",
         ok,
@@ -745,7 +757,7 @@ def _init_sharper(res):
     e0u = [series(r, "weight_entropy")[0] for r in runs(res, "big_unscaled")]
     e0s = [series(r, "weight_entropy")[0] for r in runs(res, "big_scaled")]
     ok = near(e0u, 0.712)[0] and all(e > 0.99 for e in e0s)
-    return _claim(
+    return make_claim(
         "init_entropy_already_sharper",
         "book",
         "§1.12.3",
@@ -765,7 +777,7 @@ def _small_init(res):
     ok70 = near(ls, 0.070)[0]
     ok29 = near(ls, 0.29)[0]
     return [
-        _claim(
+        make_claim(
             "small_init_logit_std_176",
             "book",
             "§1.7.6",
@@ -775,7 +787,7 @@ def _small_init(res):
             "0.070 within mean ± max(2 sd, 10%)",
             ok70,
         ),
-        _claim(
+        make_claim(
             "small_init_logit_std_177",
             "book",
             "§1.7.7",
@@ -785,7 +797,7 @@ def _small_init(res):
             "0.29 within mean ± max(2 sd, 10%)",
             ok29,
         ),
-        _claim(
+        make_claim(
             "small_init_safe_zone",
             "book",
             "§1.7.6 / §1.13.1",
@@ -802,7 +814,7 @@ def _small_init(res):
 def _big_init(res):
     ls = [series(r, "logit_std")[0] for r in runs(res, "big_unscaled")]
     ok, tol = near(ls, 1.615)
-    return _claim(
+    return make_claim(
         "big_init_near_critical",
         "book",
         "§1.7.6",
@@ -818,7 +830,7 @@ def _big_init(res):
 def _explode(res):
     vals = [end_mean(r, "logit_std", 20) for r in runs(res, "big_unscaled")]
     ok, tol = near(vals, 5477)
-    return _claim(
+    return make_claim(
         "big_unscaled_logits_explode",
         "book",
         "§1.7.6 / §1.12.1",
@@ -882,9 +894,9 @@ def _qk_growth(res):
                 good, _ = near(f, bf)
                 ok = ok and good
                 measured[f"{key}.{col}"] = ms(f, 3)
-                book[f"{key}.{col}"] = _r(bf, 3)
+                book[f"{key}.{col}"] = round_sig(bf, 3)
         out.append(
-            _claim(
+            make_claim(
                 cid,
                 "book",
                 "§1.7.7",
@@ -907,7 +919,7 @@ def _three_orders(res):
     ]
     logs = [math.log10(x) for x in r]
     s = spread(logs)
-    return _claim(
+    return make_claim(
         "unscaled_big_logits_vs_scaled",
         "book",
         "§1.7.7",
@@ -926,13 +938,13 @@ def _alignment(res):
     for q in qk_runs(res, "big_unscaled"):
         f.append(growth(q, "logit_std") / (growth(q, "q_std") * growth(q, "k_std")))
     ok, tol = near(f, 2650 / 296, REL_ABOUT)
-    return _claim(
+    return make_claim(
         "superlinear_growth",
         "book",
         "§1.7.7",
         "q、k 各涨 17 倍只能解释 296 倍，剩下的约 9 倍来自 q 与 k 的相关性增强 / about 9× of the "
         "logit growth comes from q-k alignment",
-        _r(2650 / 296, 3),
+        round_sig(2650 / 296, 3),
         ms(f, 3),
         f"logit growth ÷ (q growth × k growth) = 8.95 within mean ± {tol:.2g} (max(2 sd, 25%))",
         ok,
@@ -944,7 +956,7 @@ def _scaled_after(res):
     vals = {k: [q["after"][0]["logit_std"] for q in qk_runs(res, k)] for k in ("small_scaled", "big_scaled")}
     ok_s, _ = near(vals["small_scaled"], 3.3)
     ok_b, _ = near(vals["big_scaled"], 1.8)
-    return _claim(
+    return make_claim(
         "scaled_logit_std_after",
         "book",
         "§1.7.7",

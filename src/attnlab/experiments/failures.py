@@ -108,7 +108,7 @@ def failure_claims(result: dict) -> list[dict]:
 
     Loss effects are paired differences to the correct model over the last 50 steps (same
     batches), called "lower" or "unchanged" against 2 standard errors of those differences."""
-    from .claims import _claim, _r
+    from .claims import make_claim, round_sig
 
     V = result["variants"]
     ref = V.get("correct")
@@ -119,25 +119,25 @@ def failure_claims(result: dict) -> list[dict]:
     if "mask_zero" in V:
         m, se = _tail_diff(V["mask_zero"], ref)
         out.append(
-            _claim(
+            make_claim(
                 "bug1_loss_lower",
                 "book",
                 "§1.11.7.1",
                 "① 掩码用 0：bug 版本的 loss（4.634）比正确实现（4.810）还低 / a zero mask lowers the loss",
                 {"bug": 4.634, "correct": 4.810},
-                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
                 "mean(bug − correct) over the last 50 steps < −2 se",
                 m < -2 * se,
             )
         )
         out.append(
-            _claim(
+            make_claim(
                 "bug1_leaks",
                 "sanity",
                 "§1.11.7.1",
                 "① 被屏蔽的位置仍然分到权重：位置 i 看见了 j > i / the zero mask leaks to future positions",
                 "> 0",
-                _r(V["mask_zero"]["future_weight_max"], 3),
+                round_sig(V["mask_zero"]["future_weight_max"], 3),
                 "weight on j > i above 0.01 with the bug, 0 without",
                 V["mask_zero"]["future_weight_max"] > 0.01 and ref["future_weight_max"] == 0,
             )
@@ -145,13 +145,13 @@ def failure_claims(result: dict) -> list[dict]:
         if "weight_entropy_renorm" in V["mask_zero"] and "weight_entropy_renorm" in ref:
             e1, e0 = V["mask_zero"]["weight_entropy_renorm"], ref["weight_entropy_renorm"]
             out.append(
-                _claim(
+                make_claim(
                     "bug1_entropy_higher",
                     "book",
                     "§1.11.7.1",
                     "熵那一列也能看出来——0.949 明显高于正确实现的 0.831 / the leak raises the entropy",
                     {"bug": 0.949, "correct": 0.831},
-                    {"bug": _r(e1, 3), "correct": _r(e0, 3), "basis": "renormalised"},
+                    {"bug": round_sig(e1, 3), "correct": round_sig(e0, 3), "basis": "renormalised"},
                     "renormalised entropy of the bug > correct + 0.05",
                     e1 > e0 + 0.05,
                 )
@@ -159,26 +159,26 @@ def failure_claims(result: dict) -> list[dict]:
     if "scale_after_softmax" in V:
         rs = V["scale_after_softmax"]["row_sum_max"]
         out.append(
-            _claim(
+            make_claim(
                 "bug2_row_sum",
                 "book",
                 "§1.11.7.2",
                 "② 缩放写在 softmax 之后：行和最大值 0.1768 = 1/√32 / rows sum to 1/√d_head",
                 0.1768,
-                {"row_sum_max": _r(rs, 4), "1/sqrt(d_head)": _r(d_head**-0.5, 4)},
+                {"row_sum_max": round_sig(rs, 4), "1/sqrt(d_head)": round_sig(d_head**-0.5, 4)},
                 "row sum max = 1/√d_head to 1e-3",
                 abs(rs - d_head**-0.5) < 1e-3,
             )
         )
         m, se = _tail_diff(V["scale_after_softmax"], ref)
         out.append(
-            _claim(
+            make_claim(
                 "bug2_loss_slightly_lower",
                 "book",
                 "§1.11.7.5",
                 "② 缩放位置错：loss 轻微变好（4.668 对 4.810）/ the loss gets slightly better",
                 {"bug": 4.668, "correct": 4.810},
-                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
                 "mean(bug − correct) over the last 50 steps < −2 se",
                 m < -2 * se,
             )
@@ -186,13 +186,13 @@ def failure_claims(result: dict) -> list[dict]:
     if "no_max_subtraction" in V:
         m, se = _tail_diff(V["no_max_subtraction"], ref)
         out.append(
-            _claim(
+            make_claim(
                 "bug3_invisible",
                 "book",
                 "§1.11.7.3",
                 "③ 缺数值稳定：在这个规模下根本看不出来（4.808 对 4.810）/ invisible at this scale",
                 {"bug": 4.808, "correct": 4.810},
-                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
                 "|mean(bug − correct)| over the last 50 steps ≤ max(2 se, 0.01)",
                 abs(m) <= max(2 * se, 0.01),
             )
@@ -200,27 +200,27 @@ def failure_claims(result: dict) -> list[dict]:
     if "divide_by_d_k" in V:
         e = V["divide_by_d_k"]["weight_entropy"]
         out.append(
-            _claim(
+            make_claim(
                 "bug4_entropy_uniform",
                 "book",
                 "§1.11.7.4",
                 "④ 误用 d_k：熵是 0.9989——极其接近 1；如果权重熵长期停在 0.99 以上，几乎可以确定是缩放出了问题 / "
                 "the entropy sits above 0.99",
                 0.9989,
-                _r(e, 4),
+                round_sig(e, 4),
                 "trainer's entropy at the last step (mean over layers) > 0.99",
                 e > 0.99,
             )
         )
         m, se = _tail_diff(V["divide_by_d_k"], ref)
         out.append(
-            _claim(
+            make_claim(
                 "bug4_loss_unchanged",
                 "book",
                 "§1.11.7.5",
                 "④ 缩放过度：loss 不变（4.708 对 4.810）/ the loss does not get worse",
                 {"bug": 4.708, "correct": 4.810},
-                {"diff_last50": _r(m, 3), "se": _r(se, 2)},
+                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
                 "mean(bug − correct) over the last 50 steps ≤ 2 se (not worse)",
                 m <= 2 * se,
             )

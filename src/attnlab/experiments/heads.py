@@ -208,7 +208,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     """§1.8.5 / §1.8.6 over the portraits of several seeds (one result per seed), re-judged from
     the numbers. Head indices differ between seeds, so each claim is about the best head of a
     kind (the most self-attending, the most previous-token) or about all heads."""
-    from .claims import _claim, ms, near, spread
+    from .claims import make_claim, ms, near, spread
 
     def layer(r, L, key):
         return [h[key] for h in r["heads"] if h["layer"] == L]
@@ -217,7 +217,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     diag = [max(layer(r, 0, "diag")) for r in results]
     ok, tol = near(diag, 0.769, 0.25)
     out.append(
-        _claim(
+        make_claim(
             "self_head",
             "book",
             "§1.8.5",
@@ -231,7 +231,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     prev = [max(layer(r, 0, "prev")) for r in results]
     ok, tol = near(prev, 0.450, 0.25)
     out.append(
-        _claim(
+        make_claim(
             "previous_token_head",
             "book",
             "§1.8.5",
@@ -256,7 +256,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     out.append(
         None
         if s is None
-        else _claim(
+        else make_claim(
             "layer0_local_layer1_global",
             "book",
             "§1.8.5",
@@ -277,7 +277,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
             near0 = [abs(h["delta_loss"]) <= max(2 * h["delta_loss_std"] / n**0.5, 0.01) for h in a["heads"]]
             frac.append(sum(near0) / len(near0))
         out.append(
-            _claim(
+            make_claim(
                 "most_heads_near_zero",
                 "book",
                 "§1.8.6",
