@@ -90,7 +90,9 @@ def test_cli_failures(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text(pairs_text(300), encoding="utf-8")
     out = tmp_path / "f.json"
+    report = tmp_path / "f.md"  # never the committed reports/failure_symptoms.md
     args = ["failures", "--corpus", str(corpus), "--steps", "3", "--variants", "correct,mask_zero", "--out", str(out)]
+    args += ["--report", str(report)]
     for kv in (
         "n_layer=1",
         "n_head=2",
@@ -106,3 +108,4 @@ def test_cli_failures(tmp_path, capsys):
     assert "loss 起 / start" in capsys.readouterr().out
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["variants"]) == {"correct", "mask_zero"} and data["book"]["correct"][0] == 7.032
+    assert report.is_file()
