@@ -18,28 +18,12 @@ from pathlib import Path
 
 import torch
 
+from attnlab.checkpoint import KeepWeights
 from attnlab.corpus import DEFAULT_CORPUS, load_corpus
-from attnlab.experiments.case import CaseSettings, case_runs
+from attnlab.experiments.case import KEEP_WEIGHTS, CaseSettings, case_runs
 from attnlab.runner import finished_history
+from attnlab.tokenizer import CharTokenizer
 from attnlab.train import train
-
-BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table
-
-
-class Snapshots:
-    """Keep the weights at the book's steps (weights *before* step S = after update S-1), so the
-    diagnostics there can be measured on fixed validation batches; reading weights does not
-    change the run."""
-
-    def __init__(self, run_dir: Path):
-        self.dir = run_dir / "snapshots"
-
-    def on_step_end(self, step, record, model) -> None:
-        if step + 1 in BOOK_STEPS:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.dir / f".step{step + 1}.pt.tmp"
-            torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, tmp)
-            tmp.replace(self.dir / f"step{step + 1}.pt")
 
 
 def tiers(settings: CaseSettings, order: str = "case-first"):
@@ -84,7 +68,13 @@ def main() -> int:
             resume = (run_dir / "ckpt.pt").is_file()
             t0 = time.time()
             print(f"[{time.strftime('%H:%M:%S')}] {sp.name}: {'resume' if resume else 'start'}", flush=True)
-            _, _, h = train(text, sp.cfg, out_dir=run_dir, resume=resume, callbacks=[Snapshots(run_dir)])
+            _, _, h = train(
+                text,
+                sp.cfg,
+                out_dir=run_dir,
+                resume=resume,
+                callbacks=[KeepWeights(run_dir, KEEP_WEIGHTS, CharTokenizer(text, sp.cfg.vocab_size))],
+            )
             print(
                 f"[{time.strftime('%H:%M:%S')}] {sp.name}: done in {time.time() - t0:.0f} s, "
                 f"last loss {h.records[-1]['loss']:.4f}",

@@ -21,6 +21,7 @@ from attnlab.experiments.heads import (
     portrait,
 )
 from attnlab.model import SequenceTooLongError
+from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT
 
 CFG = Config(
@@ -182,11 +183,31 @@ def test_dynamics_snapshots_are_points_of_one_run(trained, tmp_path):
     cfg = CFG.replace(max_steps=6)
     r = dynamics(SAMPLE_TEXT, cfg, [0, 3, 6], tmp_path / "dyn")
     assert [s["step"] for s in r["snapshots"]] == [0, 3, 6]
+    # the step-3 weights are those of a 3-step prefix of the same run (same schedule: max_steps 6)
+    with pytest.raises(TrainingInterrupted):
+        train(SAMPLE_TEXT, cfg, stop_after=3, out_dir=tmp_path / "prefix")
+    three, _, _, _ = load_model(tmp_path / "prefix" / "ckpt.pt")
+    kept, _, _, _ = load_model(tmp_path / "dyn" / "dynamics" / "weights" / "step3.pt")
+    for a, b in zip(three.state_dict().values(), kept.state_dict().values()):
+        assert torch.equal(a, b)
     final, _, _ = train(SAMPLE_TEXT, cfg)
-    snap, _, _, _ = load_model(tmp_path / "dyn" / "ckpt_6.pt")
+    snap, _, _, _ = load_model(tmp_path / "dyn" / "dynamics" / "ckpt.pt")
     for a, b in zip(final.state_dict().values(), snap.state_dict().values()):
         assert torch.equal(a, b)
     assert r["snapshots"][0]["heads"][0]["entropy"] > 0.99  # untrained heads are uniform
+    # a rerun reuses the run and gives the same portraits
+    again = dynamics(SAMPLE_TEXT, cfg, [0, 3, 6], tmp_path / "dyn")
+    assert again["snapshots"] == r["snapshots"]
+
+
+def test_dynamics_names_a_step_whose_weights_were_not_kept(tmp_path):
+    from attnlab.experiments.common import ExperimentError
+    from attnlab.experiments.heads import dynamics_of_run
+
+    cfg = CFG.replace(max_steps=6)
+    dynamics(SAMPLE_TEXT, cfg, [3, 6], tmp_path / "dyn")
+    with pytest.raises(ExperimentError, match="step 4"):
+        dynamics_of_run(tmp_path / "dyn" / "dynamics", SAMPLE_TEXT, [4, 6])
 
 
 def test_cli_heads_writes_json_and_table(trained, tmp_path, capsys):

@@ -13,8 +13,20 @@ from attnlab.runner import Run, RunFailed, RunnerError, execute, train_one
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def runs(tiny_cfg, n=2):
-    return [Run(f"r{i}", tiny_cfg.replace(seed=100 + i, scaled=bool(i % 2)), group="g") for i in range(n)]
+def runs(tiny_cfg, n=2, keep=()):
+    return [
+        Run(f"r{i}", tiny_cfg.replace(seed=100 + i, scaled=bool(i % 2)), group="g", keep_weights=keep) for i in range(n)
+    ]
+
+
+def kept(finished, step):
+    from attnlab.checkpoint import read_checkpoint, weights_path
+
+    return {name: read_checkpoint(weights_path(f.run_dir, step))["model"] for name, f in finished.items()}
+
+
+def same_weights(a, b):
+    return a.keys() == b.keys() and all(all(torch.equal(x, y) for x, y in zip(a[n].values(), b[n].values())) for n in a)
 
 
 def losses(finished):
@@ -22,9 +34,11 @@ def losses(finished):
 
 
 def test_serial_and_local_give_identical_results(tmp_path, tiny_cfg, text):
-    a = execute(runs(tiny_cfg), text, tmp_path / "a", executor="serial", progress=False)
-    b = execute(runs(tiny_cfg), text, tmp_path / "b", executor="local", workers=2, progress=False)
+    a = execute(runs(tiny_cfg, keep=(3,)), text, tmp_path / "a", executor="serial", progress=False)
+    b = execute(runs(tiny_cfg, keep=(3,)), text, tmp_path / "b", executor="local", workers=2, progress=False)
     assert set(a) == set(b) == {"r0", "r1"}
+    assert same_weights(kept(a, 3), kept(b, 3))  # weights kept at step 3 by every worker, equal
+    assert not same_weights(kept(a, 3), {n: f.model.state_dict() for n, f in a.items()})
     assert losses(a) == losses(b)  # bit for bit, not approximately
     for name in a:
         for (k, va), vb in zip(a[name].model.state_dict().items(), b[name].model.state_dict().values()):
@@ -105,9 +119,10 @@ def test_unreachable_ray_address_is_one_line(tmp_path, tiny_cfg, text):
 def test_ray_executor_matches_serial(tmp_path, tiny_cfg, text):
     """A local Ray instance started on the fly; run folders travel with the tasks and back."""
     pytest.importorskip("ray")
-    a = execute(runs(tiny_cfg), text, tmp_path / "a", executor="serial", progress=False)
-    b = execute(runs(tiny_cfg), text, tmp_path / "b", executor="ray", progress=False)
+    a = execute(runs(tiny_cfg, keep=(3,)), text, tmp_path / "a", executor="serial", progress=False)
+    b = execute(runs(tiny_cfg, keep=(3,)), text, tmp_path / "b", executor="ray", progress=False)
     assert losses(a) == losses(b)
+    assert same_weights(kept(a, 3), kept(b, 3))  # the kept weights come back from the workers
     assert (tmp_path / "b" / "g" / "r1" / "summary.json").is_file()
 
 

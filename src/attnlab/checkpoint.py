@@ -139,3 +139,31 @@ def config_diff(a: Config, b: Config, ignore: tuple[str, ...] = ()) -> str:
     da, db = a.to_dict(), b.to_dict()
     parts = [f"{k}={da[k]!r} vs {db[k]!r}" for k in da if k not in ignore and da[k] != db[k]]
     return ", ".join(parts)
+
+
+# ----------------------------------------------------------- weights at chosen steps
+WEIGHTS_DIR = "weights"
+
+
+def weights_path(run_dir: str | Path, step: int) -> Path:
+    """Where :class:`KeepWeights` puts the weights entering ``step`` of the run in ``run_dir``."""
+    return Path(run_dir) / WEIGHTS_DIR / f"step{step}.pt"
+
+
+class KeepWeights:
+    """Trainer callback: keep the weights *entering* each of ``steps`` >= 1 (after that many updates) as
+    a full checkpoint at :func:`weights_path`, so a later analysis can load the model of any of
+    those steps (``attnlab.experiments.common.load_model``).
+
+    These are the weights whose diagnostics metrics.jsonl records at that step. The final step
+    (``max_steps``) is the trained model itself. Reading weights draws no random numbers, so the
+    run is bit for bit the same with or without this callback. A resumed run keeps the files
+    written before the interruption (they precede its checkpoint) and writes the rest.
+    """
+
+    def __init__(self, run_dir: str | Path, steps: tuple[int, ...] | list[int], tok: CharTokenizer):
+        self.run_dir, self.steps, self.tok = Path(run_dir), frozenset(int(s) for s in steps), tok
+
+    def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None:
+        if step + 1 in self.steps:
+            save_checkpoint(weights_path(self.run_dir, step + 1), model, self.tok, step=step + 1)

@@ -46,8 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .checkpoint import WEIGHTS_DIR, KeepWeights
 from .config import Config
 from .errors import AttnlabError, CheckpointError
+from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray")
 
@@ -74,6 +76,7 @@ class Run:
     name: str
     cfg: Config
     group: str = ""  # sub-folder of the root, e.g. "case"
+    keep_weights: tuple[int, ...] = ()  # keep the weights entering these steps (checkpoint.KeepWeights)
 
     def dir(self, root: str | Path) -> Path:
         return Path(root) / self.group / self.name if self.group else Path(root) / self.name
@@ -160,7 +163,7 @@ def steps_on_disk(run_dir: Path) -> int:
 def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     """Train (reuse, resume) one run described by plain data; never raises for a failing run.
 
-    task: name, dir, config (dict), text, threads (optional). Returns name, status
+    task: name, dir, config (dict), text, threads and keep_weights (optional). Returns name, status
     (reused | trained | resumed | interrupted | failed), seconds, error, messages.
     """
     import torch
@@ -195,6 +198,9 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         if task.get("threads"):
             torch.set_num_threads(task["threads"])
         callbacks = [_StepCallback(on_step)] if on_step else []
+        if task.get("keep_weights"):
+            tok = CharTokenizer(task["text"], cfg.vocab_size)
+            callbacks.append(KeepWeights(out, task["keep_weights"], tok))
         train(
             task["text"],
             cfg,
@@ -360,13 +366,22 @@ def _ray_task(task: dict, files: dict[str, bytes]) -> tuple[dict, dict[str, byte
         run_dir = Path(tmp) / task["name"]
         run_dir.mkdir()
         for name, data in files.items():
+            (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / name).write_bytes(data)
         r = train_one({**task, "dir": str(run_dir)})
-        back = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+        back = {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     return r, back
 
 
-RUN_FILES = ("ckpt.pt", "config.json", "tokenizer.json", "metrics.jsonl", "summary.json")
+RUN_FILES = ("ckpt.pt", "config.json", "tokenizer.json", "metrics.jsonl", "summary.json", "snapshots.npz")
+
+
+def _run_files(run_dir: Path) -> dict[str, bytes]:
+    """What a remote worker needs to resume the run in ``run_dir`` (kept weights included)."""
+    files = {n: (run_dir / n).read_bytes() for n in RUN_FILES if (run_dir / n).is_file()}
+    for p in sorted((run_dir / WEIGHTS_DIR).glob("*.pt")):
+        files[p.relative_to(run_dir).as_posix()] = p.read_bytes()
+    return files
 
 
 def _check_reachable(address: str) -> None:
@@ -413,7 +428,7 @@ def _ray(
     try:
         for task in tasks:
             run_dir = Path(task["dir"])
-            files = {n: (run_dir / n).read_bytes() for n in RUN_FILES if (run_dir / n).is_file()}
+            files = _run_files(run_dir)
             pending[remote.remote({**task, "threads": 1}, files)] = task
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -502,7 +517,14 @@ def execute(
         except CheckpointError:
             pass  # train_one sets it aside and says so
         todo.append(
-            {"name": run.name, "dir": str(d), "config": run.cfg.to_dict(), "text": text, "tensorboard": tensorboard}
+            {
+                "name": run.name,
+                "dir": str(d),
+                "config": run.cfg.to_dict(),
+                "text": text,
+                "tensorboard": tensorboard,
+                "keep_weights": list(run.keep_weights),
+            }
         )
     by_name = {r.name: r for r in runs}
     todo.sort(key=lambda t: -_cost(by_name[t["name"]].cfg))

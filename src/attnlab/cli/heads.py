@@ -41,7 +41,11 @@ def add_parser(sub):
     )
     p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
     p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
-    p.add_argument("--ckpt-dir", default="runs/dynamics", help="where --dynamics keeps its snapshots")
+    p.add_argument(
+        "--ckpt-dir",
+        default="runs/dynamics",
+        help="where the --dynamics run goes (DIR/dynamics; rerun to resume or reuse it)",
+    )
     return p
 
 

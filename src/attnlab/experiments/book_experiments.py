@@ -24,6 +24,7 @@ from ..corpus import REPO_ROOT
 from ..tokenizer import CharTokenizer
 from ..train import split_data
 from . import book_runs as R
+from .common import ExperimentError
 from .labbook import Context, Experiment, NotAvailable, Outcome, claim
 
 
@@ -645,33 +646,21 @@ def _dyn_steps(scale) -> tuple[int, ...]:
 
 
 def analyze_dynamics(ctx: Context) -> Outcome:
-    """One run per seed with snapshots (heads.dynamics); reused when every snapshot is on disk."""
-    from ..checkpoint import read_checkpoint
-    from .heads import analyze_model, dynamics
+    """The baseline (the case's small scaled run) of every seed, at the weights it kept."""
+    from .heads import dynamics_of_run
 
     steps = _dyn_steps(ctx.scale)
     per_seed = []
+    missing = []
     for seed in ctx.scale.seed_list():
-        cfg = R.baseline(ctx.scale, seed).cfg
-        d = ctx.root / "runs" / "dynamics" / f"s{seed}"
-        paths = [d / f"ckpt_{s}.pt" for s in steps]
-        if all(p.is_file() for p in paths) and all(
-            Config.from_dict(read_checkpoint(p)["config"]).to_dict() == cfg.replace(max_steps=steps[-1]).to_dict()
-            for p in paths[:1]
-        ):
-            from .common import load_model
-
-            snaps = []
-            for s, p in zip(steps, paths):
-                model, tok, _, _ = load_model(p)
-                snaps.append({"step": s, "heads": analyze_model(model, tok, ctx.text, ablate=False)["heads"]})
-            r = {"snapshots": snaps, "reused": True}
-        elif not ctx.train:
-            raise NotAvailable(
-                f"snapshots of seed {seed} not on disk (runs/dynamics/s{seed}); run `attnlab book --only §1.12.4`"
-            )
-        else:
-            r = dynamics(ctx.text, cfg, steps, d)
+        f = ctx.get(R.baseline(ctx.scale, seed))
+        if f is None:
+            continue
+        try:
+            r = dynamics_of_run(f.run_dir, ctx.text, steps)
+        except ExperimentError as e:  # a run trained before it kept its weights
+            missing.append(str(e))
+            continue
         per_seed.append(
             {
                 "seed": seed,
@@ -680,6 +669,8 @@ def analyze_dynamics(ctx: Context) -> Outcome:
                 "heads": [s["heads"] for s in r["snapshots"]],
             }
         )
+    if not per_seed:
+        raise NotAvailable("; ".join(missing) or "no seed of the baseline has finished")
     prev = [p["prev"] for p in per_seed]
     grows = all(p[0] < p[-1] for p in prev)
     early = [p[1] / p[-1] if p[-1] > 0 else 0 for p in prev]
@@ -711,6 +702,8 @@ def analyze_dynamics(ctx: Context) -> Outcome:
         },
         claims=claims,
         figures=[ctx.fig("prev.png")],
+        notes=missing,
+        status="done" if len(per_seed) == ctx.scale.seeds else "partial",
     )
 
 
@@ -1487,6 +1480,8 @@ EXPERIMENTS: list[Experiment] = [
         "the book leaves this open",
         "attnlab book --only §1.12.4",
         analyze_dynamics,
+        runs=_seeded(lambda sc, s: [R.baseline(sc, s)]),
+        min_runs=_first_seed(lambda sc, s: [R.baseline(sc, s)]),
     ),
     Experiment(
         "ablation",

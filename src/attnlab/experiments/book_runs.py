@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..runner import Run
+from . import case
 
-BOOK_SEED = 20261014
+BOOK_SEED = case.BOOK_SEED
 SMALL = {"d_model": 128, "n_head": 4}  # d_head 32, the chapter's model
 BIG = {"d_model": 256, "n_head": 1}  # d_head 256, the case's second pair
 SIZES = {"small": SMALL, "big": BIG}
@@ -62,7 +63,10 @@ def case_run(scale: Scale, size: str, scaled: bool, seed: int) -> Run:
     name = f"{size}_{tag}_s{seed}" if size == "small" else f"big_{tag}"
     if size == "big" and seed != BOOK_SEED:
         name = f"big_{tag}_s{seed}"
-    return Run(name, scale.cfg(**SIZES[size], scaled=scaled, seed=seed), group="case")
+    run = case.case_run(name, scale.cfg(**SIZES[size], scaled=scaled, seed=seed))
+    if scale.quick:  # the weights the quick head dynamics (steps 5, 10, 20) reads
+        run = Run(run.name, run.cfg, run.group, keep_weights=(5, 10))
+    return run
 
 
 def baseline(scale: Scale, seed: int) -> Run:

@@ -68,6 +68,13 @@ class CaseSettings:
         return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40, init_samples_fixed=10, wd_values=())
 
 
+# The weights entering these steps are kept beside every case run (checkpoint.KeepWeights):
+# §1.12.1's table (222 … 1480), judged over several fixed validation batches, and the head
+# dynamics of §1.12.4 (100, 500; 1500 is the trained model).
+BOOK_STEPS = (222, 444, 666, 888, 1480)
+KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, 100, 500}))
+
+
 class CaseError(AttnlabError):
     pass
 
@@ -167,13 +174,7 @@ def qk_scale(model: TinyGPT, x: torch.Tensor) -> list[dict]:
 
 
 # ------------------------------------------------------------------------- runs
-@dataclass
-class RunSpec:
-    name: str
-    cfg: Config
-
-
-def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
+def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     """Groups of same-shape runs and the name of each of the four pairs' runs.
 
     Groups: the small pair on every seed; the big pair on the first ``big_seeds``
@@ -192,17 +193,17 @@ def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
     for seed in s.seeds:
         for scaled in (False, True):
             tag = "scaled" if scaled else "unscaled"
-            small.append(RunSpec(f"small_{tag}_s{seed}", base.replace(**SMALL, scaled=scaled, seed=seed)))
+            small.append(case_run(f"small_{tag}_s{seed}", base.replace(**SMALL, scaled=scaled, seed=seed)))
     big = []
     for seed in s.seeds[: max(1, s.big_seeds)]:
         for sc in (False, True):
-            big.append(RunSpec(big_name(sc, seed, s.seeds[0]), base.replace(**BIG, scaled=sc, seed=seed)))
+            big.append(case_run(big_name(sc, seed, s.seeds[0]), base.replace(**BIG, scaled=sc, seed=seed)))
     wd = []
     for value in s.wd_values:
         for seed in s.seeds[: max(1, s.wd_seeds)]:
             for sc in (False, True):
                 wd.append(
-                    RunSpec(wd_name(sc, value, seed), base.replace(**BIG, scaled=sc, seed=seed, weight_decay=value))
+                    case_run(wd_name(sc, value, seed), base.replace(**BIG, scaled=sc, seed=seed, weight_decay=value))
                 )
     first = s.seeds[0]
     pairs = {
@@ -212,6 +213,11 @@ def case_runs(s: CaseSettings) -> tuple[list[list[RunSpec]], dict[str, str]]:
         "big_scaled": "big_scaled",
     }
     return [g for g in (small, big, wd) if g], pairs
+
+
+def case_run(name: str, cfg: Config) -> Run:
+    """One run of the case: its folder is runs/case/NAME, and it keeps the weights of KEEP_WEIGHTS."""
+    return Run(name, cfg, group="case", keep_weights=KEEP_WEIGHTS)
 
 
 def big_name(scaled: bool, seed: int, first_seed: int) -> str:
@@ -305,7 +311,7 @@ def run_case(
     device = resolve_device(settings.device)
     groups, pair_names = case_runs(settings)
     timings: dict[str, float] = {}
-    runs = [Run(sp.name, sp.cfg, group="case") for g in groups for sp in g]
+    runs = [run for g in groups for run in g]
     if base is not None:
         _check_base(base, settings)
         results = {}
@@ -533,7 +539,7 @@ def _check_base(base: dict, settings: CaseSettings) -> None:
         )
 
 
-def _spec(groups: list[list[RunSpec]], name: str) -> Config:
+def _spec(groups: list[list[Run]], name: str) -> Config:
     return next(sp.cfg for g in groups for sp in g if sp.name == name)
 
 

@@ -427,85 +427,89 @@ def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str) -> dict:
 
 
 # --------------------------------------------------------------------------- dynamics
-class SnapshotCallback:
-    """Saves an attnlab checkpoint after the chosen numbers of optimizer steps."""
-
-    def __init__(self, steps: Sequence[int], out_dir: str | Path, tok: CharTokenizer):
-        self.steps = set(int(s) for s in steps)
-        self.out_dir = Path(out_dir)
-        self.tok = tok
-        self.saved: dict[int, Path] = {}
-
-    def path(self, steps_done: int) -> Path:
-        return self.out_dir / f"ckpt_{steps_done}.pt"
-
-    def on_step_end(self, step: int, record: dict, model: TinyGPT) -> None:
-        if step + 1 in self.steps:
-            from ..checkpoint import save_checkpoint
-
-            self.saved[step + 1] = save_checkpoint(self.path(step + 1), model, self.tok, step=step + 1)
-
-
 def dynamics(
     corpus_text: str,
     cfg: Config,
     steps: Sequence[int],
-    ckpt_dir: str | Path,
+    run_root: str | Path,
     *,
+    name: str = "dynamics",
     corpus: str | None = None,
     ablate: bool = False,
     progress: bool = False,
 ) -> dict:
-    """Train once for max(steps) steps, snapshot at each of ``steps``, portrait each snapshot.
+    """Train once for max(steps) steps (attnlab.runner: resumed or reused like any run) keeping
+    the weights at each of ``steps``, then portrait each of them (:func:`dynamics_of_run`).
 
-    One run with snapshots, not one run per length as in the book's sketch:
+    One run with kept weights, not one run per length as in the book's sketch:
     the book's loop restarts the cosine schedule for each length, so its
     100-step model is not the first 100 steps of its 1500-step model. Step 0
     (the initial weights) may be asked for.
     """
-    from ..checkpoint import save_checkpoint
-    from ..train import train
+    from ..runner import Run, execute
 
     steps = sorted(set(int(s) for s in steps))
-    if not steps or steps[0] < 0:
-        raise ExperimentError(f"--steps must be non-negative step counts, got {steps}")
+    if not steps or steps[0] < 0 or steps[-1] < 1:
+        raise ExperimentError(f"--steps must be non-negative step counts with at least one > 0, got {steps}")
+    run = Run(name, cfg.replace(max_steps=steps[-1]), keep_weights=tuple(s for s in steps if 0 < s < steps[-1]))
     t0 = time.perf_counter()
-    tok = CharTokenizer(corpus_text, cfg.vocab_size)
-    snap = SnapshotCallback(steps, ckpt_dir, tok)
-    if 0 in steps:
-        torch.manual_seed(cfg.seed)  # the same initial weights as train()
-        snap.saved[0] = save_checkpoint(snap.path(0), TinyGPT(cfg), tok, step=0)
-    _, _, history = train(corpus_text, cfg.replace(max_steps=steps[-1]), tok=tok, callbacks=[snap], progress=progress)
+    finished = execute([run], corpus_text, run_root, executor="serial", progress=progress, desc="dynamics")[name]
+    result = dynamics_of_run(finished.run_dir, corpus_text, steps, ablate=ablate)
+    return {**result, "corpus": corpus or "data/corpus.txt", "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def dynamics_of_run(run_dir: str | Path, corpus_text: str, steps: Sequence[int], *, ablate: bool = False) -> dict:
+    """Portraits of one finished run at ``steps``: step 0 is its initial model (rebuilt from its
+    seed), the last step its trained model (ckpt.pt), the others the weights it kept
+    (checkpoint.KeepWeights). A step whose weights were not kept raises ExperimentError naming it."""
+    from ..checkpoint import from_payload, read_checkpoint, weights_path
+    from ..train import History
+
+    run_dir = Path(run_dir)
+    steps = sorted(set(int(s) for s in steps))
+    payload = read_checkpoint(run_dir / "ckpt.pt")
+    model, tok, cfg = from_payload(payload, run_dir / "ckpt.pt")
+    model.eval()
+    history = History.from_dict(payload["history"])
+    done = len(history.records)
+    snapshots = []
+    for s in steps:
+        if s > done:  # diverged before reaching it
+            continue
+        if s == 0:
+            torch.manual_seed(cfg.seed)  # the same initial weights as train()
+            m = TinyGPT(cfg).eval()
+            where = "initial weights (seed)"
+        elif s == done:
+            m, where = model, str(run_dir / "ckpt.pt")
+        else:
+            path = weights_path(run_dir, s)
+            if not path.is_file():
+                raise ExperimentError(
+                    f"{path} is missing: the run in {run_dir} did not keep the weights of step {s} "
+                    f"(it was trained without them); delete {run_dir} and run again to retrain it"
+                )
+            m, _, _, _ = load_model(path)
+            where = str(path)
+        r = analyze_model(m, tok, corpus_text, ablate=ablate)
+        snapshots.append(
+            {"step": s, "checkpoint": where, "heads": r["heads"], **({"ablation": r["ablation"]} if ablate else {})}
+        )
     length = min(POSITIONS, cfg.block_size)
     eval_set = {
         "protocol": f"{POEMS} poems × {length} positions from the validation split",
         "texts": poem_windows(validation_text(corpus_text, cfg), POEMS, length),
     }
-    snapshots = []
-    for s in steps:
-        if s not in snap.saved:  # diverged before reaching it
-            continue
-        model, _, _, _ = load_model(snap.saved[s])
-        r = analyze_model(model, tok, corpus_text, ablate=ablate)
-        snapshots.append(
-            {
-                "step": s,
-                "checkpoint": str(snap.saved[s]),
-                "heads": r["heads"],
-                **({"ablation": r["ablation"]} if ablate else {}),
-            }
-        )
     loss_at = {r["step"] + 1: r["loss"] for r in history.records}
     return {
         "kind": "head_dynamics",
-        "config": cfg.replace(max_steps=steps[-1]).to_dict(),
-        "corpus": corpus or "data/corpus.txt",
+        "config": cfg.to_dict(),
+        "run": str(run_dir),
         "steps": steps,
         "train_loss_at": {str(s): loss_at.get(s) for s in steps},
         "diverged_at": history.diverged_at,
         "eval": eval_set,
         "snapshots": snapshots,
-        "seconds": round(time.perf_counter() - t0, 3),
         **provenance(),
     }
 
