@@ -47,6 +47,24 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
     md = (out / "reports" / "ch1_case.md").read_text(encoding="utf-8")
     assert "书中 / book" in md and "4.17" in md and "0.95" in md and "5477" in md
     assert res["samples"]["big_unscaled"].startswith("秦川雄帝宅")
+    assert res["kind"] == "ch1_case" and "created" in res
+
+
+def test_quick_case_measures_book_steps_on_fixed_validation_batches(quick_case):
+    """The big runs kept their weights at 222 (of 250 steps): the diagnostics there and at init
+    are measured on the same fixed validation batches; at init the only difference between the
+    pair is the scale, so the unscaled logit std is exactly sqrt(256) = 16 times the scaled one."""
+    out, res = quick_case
+    bs = res["book_steps"]
+    assert bs["batches"] == 8 and set(bs["runs"]) == {"big_unscaled", "big_scaled"}
+    u, s = bs["runs"]["big_unscaled"], bs["runs"]["big_scaled"]
+    assert u["steps"] == s["steps"] == [0, 222]
+    ratio = u["logit_std"]["mean"][0] / s["logit_std"]["mean"][0]
+    assert abs(ratio - 16) < 1e-4
+    assert all(sd > 0 for sd in s["logit_std"]["sd"])  # different batches, different values
+    assert (out / "runs" / "case" / "big_scaled" / "weights" / "step222.pt").is_file()
+    md = (out / "reports" / "ch1_case.md").read_text(encoding="utf-8")
+    assert "验证批 / val batches" in md
 
 
 def test_quick_case_claims_are_checks(quick_case):

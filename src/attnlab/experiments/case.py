@@ -34,7 +34,7 @@ from ..runner import Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from .claims import check_claims
-from .common import environment
+from .common import environment, provenance
 
 BOOK_SEED = 20261014
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
@@ -60,6 +60,7 @@ class CaseSettings:
     wd_values: tuple[float, ...] = (0.0, 0.01)  # the big pair also at these weight decays (§1.18.3
     # never states one; the default 0.1 is ours)
     wd_seeds: int = 1  # ... on the first N seeds
+    val_batches: int = 8  # fixed validation batches for the diagnostics at §1.12.1's steps
     device: str = "auto"
 
     @classmethod
@@ -430,6 +431,15 @@ def run_case(
                         },
                     }
                 )
+    # §1.12.1's steps on fixed validation batches, for every big run that kept its weights
+    book_steps = {"batches": settings.val_batches, "layer": 0, "runs": {}}
+    for r in runs:
+        if r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"] and r.name in results:
+            d = diagnostics_at_steps(
+                r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), settings.val_batches, device
+            )
+            if len(d["steps"]) > 1:
+                book_steps["runs"][r.name] = d
     timings["analysis_s"] = time.perf_counter() - t0
 
     # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap)
@@ -501,6 +511,8 @@ def run_case(
             "runs/case"
         )
     result = {
+        "kind": "ch1_case",
+        **provenance(),
         "config": cfg_section,
         "init_sweep": sweep,
         "init_sweep_fixed_d_model": fixed,
@@ -509,6 +521,7 @@ def run_case(
         "seeds": seeds_section,
         "seed_runs": seed_runs,
         "weight_decay": {"values": list(settings.wd_values), "pairs": wd_pairs},
+        "book_steps": book_steps,
         "qk_scale": qk,
         "samples": {
             "prompt": PROMPT,
@@ -548,6 +561,44 @@ def _fixed_val_batch(text: str, tok: CharTokenizer, cfg: Config) -> torch.Tensor
     _, val = split_data(ids, cfg)
     x, _ = get_batch(val, cfg.block_size, cfg.batch_size, torch.Generator().manual_seed(cfg.seed + 1))
     return x
+
+
+@torch.no_grad()
+def diagnostics_at_steps(
+    run_dir: Path, text: str, tok: CharTokenizer, cfg: Config, steps: tuple[int, ...], batches: int, device
+) -> dict:
+    """Layer-0 diagnostics of one run's model at each of ``steps``, each on the same ``batches``
+    fixed validation batches: mean and sd over the batches (issue 11: single training batches are
+    noisy). Step 0 is the initial model (rebuilt from the seed), other steps the weights the run
+    kept (checkpoint.KeepWeights); steps without kept weights are left out."""
+    from ..checkpoint import weights_path
+    from .common import load_model
+
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    _, val = split_data(ids, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed + 2)
+    xs = [get_batch(val, cfg.block_size, cfg.batch_size, gen)[0].to(device) for _ in range(batches)]
+    out: dict = {"steps": [], **{k: {"mean": [], "sd": []} for k in DIAG_KEYS}}
+    for step in steps:
+        if step == 0:
+            torch.manual_seed(cfg.seed)  # the same initial weights as train()
+            model = TinyGPT(cfg)
+        elif weights_path(run_dir, step).is_file():
+            model = load_model(weights_path(run_dir, step))[0]
+        else:
+            continue
+        model = model.to(device).eval()
+        per_batch = []
+        for x in xs:
+            with model.recording():
+                model(x)
+            per_batch.append(model.blocks[0].attn.last_diag)
+        out["steps"].append(step)
+        for k in DIAG_KEYS:
+            vals = torch.tensor([d[k] for d in per_batch], dtype=torch.float64)
+            out[k]["mean"].append(vals.mean().item())
+            out[k]["sd"].append(vals.std().item() if len(vals) > 1 else 0.0)
+    return out
 
 
 def _workers_used(settings: CaseSettings, n_runs: int) -> int:

@@ -119,6 +119,22 @@ def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
     ]
 
 
+def val_batch_means(res: dict, key: str, step: int) -> tuple[list[float], list[float]]:
+    """Per seed of pair member ``key`` (e.g. "big_scaled"): the layer-0 diagnostic ``diag`` at
+    ``step`` as the mean over the case's fixed validation batches, and the sd over those batches
+    (``res["book_steps"]``; seeds whose weights were not kept are left out)."""
+    member, diag = key.split(":")
+    stored = res.get("book_steps", {}).get("runs", {})
+    means, sds = [], []
+    for r in runs(res, member):
+        d = stored.get(r.get("run", ""))
+        if d and step in d["steps"]:
+            i = d["steps"].index(step)
+            means.append(d[diag]["mean"][i])
+            sds.append(d[diag]["sd"][i])
+    return means, sds
+
+
 def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
     vals = [v for v in series(run, key)[-n:] if v is not None]
     return sum(vals) / len(vals)
@@ -704,6 +720,10 @@ def _scaled_bands(res):
         flat = [v for vs in per_step for v in vs]
         w = 2 * max(spread(vs)["sd"] for vs in per_step)
         ok = all(lo - w <= v <= hi + w for v in flat)
+        measured = {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts}
+        on_val = [val_batch_means(res, f"big_scaled:{key}", p) for p in pts]
+        if all(m for m, _ in on_val):  # reported beside the verdict: the fixed validation batches
+            measured["fixed_val_batches"] = [{**ms(m, 3), "batch_sd": round_sig(max(sd), 2)} for m, sd in on_val]
         out.append(
             make_claim(
                 cid,
@@ -711,8 +731,9 @@ def _scaled_bands(res):
                 "§1.4 / §1.12.1",
                 f"缩放那一边 1500 步里始终平稳：{words} / the scaled big model stays in the book's band",
                 [lo, hi],
-                {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts},
-                f"±{WINDOW}-step window means at steps {pts} within [{lo}, {hi}] widened by 2 sd over seeds ({w:.2g})",
+                measured,
+                f"±{WINDOW}-step window means at steps {pts} within [{lo}, {hi}] widened by 2 sd over seeds ({w:.2g})"
+                + ("; fixed validation batches reported beside" if "fixed_val_batches" in measured else ""),
                 ok,
             )
         )

@@ -351,6 +351,16 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         f"the verdict uses the window."
     )
     bd = B["dynamics_big_1_12"]
+    has_val = bool(res.get("book_steps", {}).get("runs"))
+    if has_val:
+        nb_val = res["book_steps"]["batches"]
+        p(
+            f"“验证批”一列：每个种子在书中那一步保存的权重，在同样 {nb_val} 个固定验证批上量第 0 层，"
+            f"先对批取平均，再对种子取 均值 ± sd；括号里是批与批之间的 sd（同一组权重，只换数据）。它把“数据噪声”和"
+            f"“训练轨迹的噪声”分开：批间 sd 小而单步值乱跳，说明单步的噪声主要来自训练本身。 / 'val batches': the weights "
+            f"kept at the book's step, measured on the same {nb_val} fixed validation batches (mean over batches, "
+            f"then mean ± sd over seeds; in brackets the sd between batches for the same weights)."
+        )
     rows = []
     for variant in ("unscaled", "scaled"):
         rs = C.runs(res, f"big_{variant}")
@@ -364,26 +374,14 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 single = tr["layers"][0][key][i]
                 win = [C.window_mean(r, key, st) if s else C.series(r, key)[0] for r in rs]
                 row += [fmt(b), fmt(single), pm(win, 3), verdict(b, C.spread(win)["mean"])]
+                if has_val:
+                    means, sds = C.val_batch_means(res, f"big_{variant}:{key}", st)
+                    row.insert(len(row) - 1, f"{pm(means, 3)} (批 sd {fmt(max(sds), 2)})" if means else "—")
             rows.append(row)
-    table(
-        [
-            "d_head=256",
-            "步 / step",
-            "熵 书中",
-            "单步",
-            "窗口 / window",
-            "判定",
-            "logit std 书中",
-            "单步",
-            "窗口",
-            "判定",
-            "‖J‖ 书中",
-            "单步",
-            "窗口",
-            "判定",
-        ],
-        rows,
-    )
+    head = ["d_head=256", "步 / step"]
+    for name in ("熵", "logit std", "‖J‖"):
+        head += [f"{name} 书中", "单步", "窗口 / window"] + (["验证批 / val batches"] if has_val else []) + ["判定"]
+    table(head, rows)
     p("这张表里的 ✗ 及其原因 / the ✗ in this table and why:")
     ent_end = C.spread([C.end_mean(r, "weight_entropy") for r in C.runs(res, "big_unscaled")])["mean"]
     p(
