@@ -113,19 +113,19 @@ def save_torch(path, obj: Any) -> Path:
     return _atomic(path, lambda f: f.write(buf.getbuffer()), "wb")
 
 
-def write_figure(path, fig, dpi: int = 110, **savefig_kw: Any) -> Path:
-    """A matplotlib figure as PNG at ``path`` and as SVG beside it, both atomically.
+def write_figure(path, fig, dpi: int = 110, svg: bool = True, **savefig_kw: Any) -> Path:
+    """A matplotlib figure as PNG at ``path`` and (``svg``) as SVG beside it, both atomically.
 
-    The SVG draws its text as glyph outlines (``svg.fonttype = path``), so its
-    Chinese shows on a machine without the font. A ``path`` ending in .svg
-    writes only the SVG.
+    Every figure attnlab writes goes through here. The SVG draws its text as
+    glyph outlines (``svg.fonttype = path``), so its Chinese shows on a machine
+    without the font. A ``path`` ending in .svg writes only the SVG.
     """
     import io
 
     import matplotlib
 
     path = Path(path)
-    targets = [("svg", path)] if path.suffix == ".svg" else [("png", path), ("svg", path.with_suffix(".svg"))]
+    targets = [("svg", path)] if path.suffix == ".svg" else [("png", path)] + [("svg", path.with_suffix(".svg"))] * svg
     with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "attnlab"}):
         for fmt, target in targets:
             buf = io.BytesIO()

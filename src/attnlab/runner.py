@@ -49,6 +49,7 @@ from typing import Any
 from .checkpoint import WEIGHTS_DIR, KeepWeights
 from .config import Config
 from .errors import AttnlabError, CheckpointError
+from .runfolder import RUN_FILES
 from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray")
@@ -371,9 +372,6 @@ def _ray_task(task: dict, files: dict[str, bytes]) -> tuple[dict, dict[str, byte
         r = train_one({**task, "dir": str(run_dir)})
         back = {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     return r, back
-
-
-RUN_FILES = ("ckpt.pt", "config.json", "tokenizer.json", "metrics.jsonl", "summary.json", "snapshots.npz")
 
 
 def _run_files(run_dir: Path) -> dict[str, bytes]:

@@ -149,6 +149,28 @@ def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
 
 
+# ------------------------------------------------------------------- metrics.jsonl
+METRICS_FILE = "metrics.jsonl"  # one JSON record per step, written by train() as it goes
+
+
+def parse_metrics(lines: Iterable[str]) -> tuple[list[dict], int]:
+    """The step records of a metrics.jsonl (``train()`` writes one per line) and how many lines
+    were malformed (not JSON, or without a numeric step and loss: a line cut by a crash)."""
+    rows, bad = [], 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            float(row["step"]), float(row["loss"])
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows, bad
+
+
 # ------------------------------------------------------------------------- callbacks
 class Callback(Protocol):
     """Named training events; implement only the ones you need."""
@@ -435,8 +457,8 @@ def _train(
         write_json(out / "config.json", cfg.to_dict())
         tok.save(out / "tokenizer.json")
         # metrics.jsonl mirrors the history exactly up to here
-        write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history.records))
-        metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8")
+        write_text(out / METRICS_FILE, "".join(json.dumps(r) + "\n" for r in history.records))
+        metrics_file = open(out / METRICS_FILE, "a", encoding="utf-8")
 
     def checkpoint(step: int) -> Path | None:
         if ckpt_path is None or not (files_ready or payload is not None):

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import PRESETS, Config
+from ..io import write_figure
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from ..snapshots import snapshot_steps
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
@@ -474,11 +475,10 @@ def plot_attention(result: dict, path: str | Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    try:
+        return write_figure(path, fig, dpi=120, svg=False)
+    finally:
+        plt.close(fig)
 
 
 # ====================================================================== tables

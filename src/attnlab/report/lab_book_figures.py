@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..book import book_values
 from ..fonts import use_cjk_font
-from ..io import write_bytes
+from ..io import write_figure
 
 
 def _plt():
@@ -28,14 +28,12 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    import io
-
     import matplotlib.pyplot as plt
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return write_bytes(path, buf.getvalue())
+    try:  # PNG only: the lab book embeds its figures
+        return write_figure(path, fig, dpi=130, svg=False, bbox_inches="tight")
+    finally:
+        plt.close(fig)
 
 
 def _mean(v: list[float]) -> float:

@@ -45,6 +45,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..train import METRICS_FILE, parse_metrics
+
 STATIC = Path(__file__).parent / "static"
 PAGES = {
     "/": "index.html",
@@ -232,21 +234,10 @@ def _thin(n: int) -> list[int]:
 
 def read_metrics(path: Path) -> dict:
     """Columns of one run's metrics.jsonl; malformed lines are counted and skipped."""
-    rows, bad = [], 0
     # O_NOFOLLOW: a symlink swapped in after the listing is refused here too
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with open(fd, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                float(row["step"]), float(row["loss"])
-            except (ValueError, KeyError, TypeError):
-                bad += 1
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
+        rows, bad = parse_metrics(f)
     val = [(r["step"], r["val_loss"]) for r in rows if isinstance(r.get("val_loss"), (int, float))]
     keep = [rows[i] for i in _thin(len(rows))]
     n_layer = max((len(r.get("layers") or []) for r in keep), default=0)
@@ -406,7 +397,7 @@ def create_app(
             return []
         names = []
         for d in runs_root.iterdir():
-            m = d / "metrics.jsonl"
+            m = d / METRICS_FILE
             if valid_run_name(d.name) and not d.is_symlink() and d.is_dir() and not m.is_symlink() and m.is_file():
                 names.append(d.name)
         return sorted(names)
@@ -421,7 +412,7 @@ def create_app(
         if not valid_run_name(name) or ".." in name or name not in run_names():
             raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
         try:
-            return {"name": name, **read_metrics(_no_symlink(runs_root / name) / "metrics.jsonl")}
+            return {"name": name, **read_metrics(_no_symlink(runs_root / name) / METRICS_FILE)}
         except OSError:
             raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory") from None
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..train import METRICS_FILE
+
 RUN_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUNNING_WINDOW_S = 120.0
 MAX_SNAPSHOT_VALUES = 4_000_000  # patterns sent to the page at once (about 25 MB of JSON)
@@ -33,9 +35,7 @@ MAX_GLYPHS = 800
 
 
 def _is_run(d: Path) -> bool:
-    return (
-        d.is_dir() and not d.is_symlink() and (d / "metrics.jsonl").is_file() and not (d / "metrics.jsonl").is_symlink()
-    )
+    return d.is_dir() and not d.is_symlink() and (d / METRICS_FILE).is_file() and not (d / METRICS_FILE).is_symlink()
 
 
 def run_dirs(root: Path) -> dict[str, Path]:
@@ -79,7 +79,7 @@ def _count_lines(path: Path) -> int:
 
 def run_state(d: Path, now: float | None = None) -> dict:
     now = time.time() if now is None else now
-    metrics = d / "metrics.jsonl"
+    metrics = d / METRICS_FILE
     m_time = metrics.stat().st_mtime
     summary = d / "summary.json"
     done = summary.is_file() and summary.stat().st_mtime >= m_time - 1.0
@@ -149,7 +149,7 @@ def timeline_payload(root: Path, name: str, read_metrics) -> dict | None:
     d = resolve_run(root, name)
     if d is None:
         return None
-    return {"name": name, **run_state(d), "metrics": read_metrics(d / "metrics.jsonl"), **snapshots_payload(d)}
+    return {"name": name, **run_state(d), "metrics": read_metrics(d / METRICS_FILE), **snapshots_payload(d)}
 
 
 # ------------------------------------------------------------------------ glyphs
