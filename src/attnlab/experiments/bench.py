@@ -42,7 +42,7 @@ from ..io import write_figure
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from ..snapshots import snapshot_steps
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
-from .common import environment
+from .common import environment, provenance
 from .reference_gpt import ReferenceGPT
 
 CONFIGS = {name: PRESETS[name] for name in ("small", "big")}
@@ -138,6 +138,7 @@ def bench_train(
     dev = resolve_device(device)
     result: dict[str, Any] = {
         "kind": "bench_train",
+        **provenance(),
         "machine": environment(dev),
         "protocol": {
             "repeats": repeats,
@@ -393,6 +394,7 @@ def bench_attention(
         del q, k, v
     return {
         "kind": "bench_attention",
+        **provenance(),
         "machine": environment(dev),
         "protocol": {
             "heads": heads,
@@ -589,6 +591,7 @@ def bench_executors(
     used = max(1, min(workers or os.cpu_count() or 1, len(runs)))
     return {
         "kind": "bench_executors",
+        **provenance(),
         "machine": environment(torch.device("cpu")),
         "runs": [r.name for r in runs],
         "steps": steps,
