@@ -11,6 +11,15 @@ SAMPLE_TEXT = (
     "床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n"
 ) * 20
 
+# the tiny model the CLI tests train: ``--set`` arguments from one place
+TINY_CLI = {"n_layer": 1, "n_head": 2, "d_model": 16, "block_size": 16, "vocab_size": 40, "batch_size": 4}
+
+
+def set_args(**overrides) -> list[str]:
+    """``--set key=value`` for every field of TINY_CLI (on the CPU), updated with ``overrides``."""
+    fields = {**TINY_CLI, **overrides, "device": overrides.get("device", "cpu")}
+    return [a for k, v in fields.items() for a in ("--set", f"{k}={v}")]
+
 
 @pytest.fixture(scope="module")
 def one_thread():

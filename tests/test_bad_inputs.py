@@ -20,27 +20,9 @@ import pytest
 import torch
 
 from attnlab.cli import main
+from conftest import set_args
 
-SMALL = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "d_model=16",
-    "--set",
-    "block_size=16",
-    "--set",
-    "vocab_size=40",
-    "--set",
-    "batch_size=4",
-    "--set",
-    "max_steps=4",
-    "--set",
-    "device=cpu",
-    "--set",
-    "eval_batches=1",
-]
+SMALL = set_args(max_steps=4, eval_batches=1)
 POEMS = "春眠不覺曉，處處聞啼鳥。\n夜來風雨聲，花落知多少。\n" * 10
 
 

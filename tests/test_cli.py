@@ -4,25 +4,9 @@ import sys
 import pytest
 
 from attnlab.cli import main
+from conftest import set_args
 
-SMALL = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "d_model=16",
-    "--set",
-    "block_size=16",
-    "--set",
-    "vocab_size=40",
-    "--set",
-    "batch_size=4",
-    "--set",
-    "max_steps=4",
-    "--set",
-    "device=cpu",
-]
+SMALL = set_args(max_steps=4)
 
 
 def run(*args):

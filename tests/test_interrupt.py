@@ -9,31 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import set_args
+
 ROOT = Path(__file__).resolve().parents[1]
-SETS = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "d_model=16",
-    "--set",
-    "block_size=16",
-    "--set",
-    "vocab_size=40",
-    "--set",
-    "batch_size=4",
-    "--set",
-    "max_steps=400",
-    "--set",
-    "device=cpu",
-    "--set",
-    "ckpt_every=0",
-    "--set",
-    "eval_every=100",
-    "--set",
-    "eval_batches=1",
-]
+SETS = set_args(max_steps=400, ckpt_every=0, eval_every=100, eval_batches=1)
 
 
 def _train(corpus, out, *extra):

@@ -22,30 +22,12 @@ import torch
 
 from attnlab import io as attnlab_io
 from attnlab.cli import main
+from conftest import set_args
 
 ROOT = Path(__file__).resolve().parents[1]
 # one thread here as in the subprocesses (OMP_NUM_THREADS=1): resumed = uninterrupted is bit for bit
 pytestmark = pytest.mark.usefixtures("one_thread")
-SMALL = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "d_model=16",
-    "--set",
-    "block_size=16",
-    "--set",
-    "vocab_size=40",
-    "--set",
-    "batch_size=4",
-    "--set",
-    "device=cpu",
-    "--set",
-    "eval_batches=1",
-    "--set",
-    "eval_every=10",
-]
+SMALL = set_args(eval_batches=1, eval_every=10)
 
 
 @pytest.fixture

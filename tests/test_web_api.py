@@ -79,6 +79,19 @@ def test_pages_are_served_with_a_same_origin_policy(bare, path):
     assert "connect-src 'self'" in r.headers["content-security-policy"]
 
 
+def test_every_page_gets_the_one_header_with_itself_marked(bare):
+    from attnlab.web.server import HEADER_MARK, NAV, PAGES
+
+    for route, name in PAGES.items():
+        assert (STATIC / name).read_text(encoding="utf-8").count(HEADER_MARK) == 1, name  # no copy of its own
+        html = bare.get(route).text
+        assert html.count('<header class="top">') == 1 and HEADER_MARK not in html
+        for href, zh, _ in NAV:
+            assert f'href="{href}">{zh}' in html, (route, href)
+        here = re.findall(r'<a class="here" href="([^"]+)"', html)
+        assert here == ([route] if route in {h for h, _, _ in NAV} else []), route
+
+
 def test_static_files_name_no_other_host():
     # The only absolute URL allowed is the SVG namespace, which is an identifier, not a request.
     for p in STATIC.rglob("*"):

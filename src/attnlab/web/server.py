@@ -40,7 +40,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -56,6 +56,29 @@ PAGES = {
     "/runs": "runs.html",
     "/timeline": "timeline.html",
 }
+# the header of every page, in one place: (route, 中文, English)
+NAV = (
+    ("/lookup", "软查表", "Soft lookup"),
+    ("/exp1-1", "实验 1-1", ""),
+    ("/exp1-2", "实验 1-2", ""),
+    ("/runs", "训练曲线", "Runs"),
+    ("/timeline", "时间线", "Timeline"),
+    ("/book", "全章实验", "Lab book"),
+)
+HEADER_MARK = "<!--attnlab:header-->"
+
+
+def page_header(route: str) -> str:
+    """The site header with ``route`` marked as the current page."""
+    links = []
+    for href, zh, en in NAV:
+        here = ' class="here"' if href == route else ""
+        label = zh + (f' <span class="en">{en}</span>' if en else "")
+        links.append(f'    <a{here} href="{href}">{label}</a>')
+    nav = "\n".join(links)
+    return f'<header class="top">\n  <a class="brand" href="/">attnlab 注意力实验台</a>\n  <nav>\n{nav}\n  </nav>\n</header>'
+
+
 MAX_BODY_BYTES = 16 * 1024  # a request body larger than this is refused before parsing
 MAX_TEXT_CHARS = 2048  # hard cap; the real limit is the checkpoint's block_size
 MAX_POINTS = 2000  # curves are thinned to at most this many points
@@ -315,14 +338,16 @@ def create_app(
         return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500)
 
     # ------------------------------------------------------------------ pages
-    def page(name: str):
+    def page(route: str, name: str):
+        html = (STATIC / name).read_text(encoding="utf-8").replace(HEADER_MARK, page_header(route), 1)
+
         async def serve_page():
-            return FileResponse(STATIC / name, media_type="text/html; charset=utf-8")
+            return HTMLResponse(html)
 
         return serve_page
 
     for route, name in PAGES.items():
-        app.add_api_route(route, page(name), methods=["GET", "HEAD"], include_in_schema=False)
+        app.add_api_route(route, page(route, name), methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/book", include_in_schema=False)
