@@ -1430,7 +1430,7 @@ EXPERIMENTS: list[Experiment] = [
         "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --out data/head_portrait.json",
         analyze_heads,
         why={
-            "self_head_exists": "本仓库的小模型在层 0 学出了“前一位”头（prev 0.51），但没有学出书中"
+            "self_head_exists": "本仓库的小模型在层 0 学出了“前一位”头（三个种子 prev 0.48 ± 0.04），但没有学出书中"
             "L0·H0 那样对角 0.77 的“看自己”头；哪种头出现取决于种子与训练细节，书中的画像没有复现 / "
             "our model formed a previous-token head but no self-attending head; the book's L0H0 did "
             "not reproduce"
