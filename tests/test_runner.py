@@ -69,6 +69,23 @@ def test_finished_runs_are_reused_and_interrupted_ones_resume(tmp_path, tiny_cfg
     assert {p.name: p.read_bytes() for p in rs[0].dir(tmp_path / "part").iterdir()} == before
 
 
+def test_kept_weights_survive_an_interruption(tmp_path, tiny_cfg, text):
+    """Weights kept before a Ctrl-C stay; the resumed run keeps the rest; all equal an uninterrupted run's."""
+    from attnlab.checkpoint import KeepWeights
+    from attnlab.tokenizer import CharTokenizer
+    from attnlab.train import train
+
+    full = execute(runs(tiny_cfg, 1, keep=(3, 8)), text, tmp_path / "full", progress=False)
+    rs = runs(tiny_cfg, 1, keep=(3, 8))
+    keep = KeepWeights(rs[0].dir(tmp_path / "part"), (3, 8), CharTokenizer(text, tiny_cfg.vocab_size))
+    with pytest.raises(KeyboardInterrupt):
+        train(text, rs[0].cfg, out_dir=rs[0].dir(tmp_path / "part"), stop_after=5, callbacks=[keep])
+    assert not (rs[0].dir(tmp_path / "part") / "weights" / "step8.pt").exists()
+    part = execute(rs, text, tmp_path / "part", progress=False)
+    assert part["r0"].status == "resumed"
+    assert same_weights(kept(full, 3), kept(part, 3)) and same_weights(kept(full, 8), kept(part, 8))
+
+
 def test_corrupt_checkpoint_is_set_aside_and_the_run_restarted(tmp_path, tiny_cfg, text):
     rs = runs(tiny_cfg, 1)
     ref = execute(rs, text, tmp_path / "ok", progress=False)
