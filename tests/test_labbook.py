@@ -123,6 +123,18 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
     assert (tmp_path / "reports" / "lab_book.html").is_file()
 
 
+def test_dynamics_reads_the_weights_the_baseline_kept(tmp_path):
+    """§1.12.4 trains nothing of its own: the case's small scaled run keeps its weights at the
+    dynamics' steps, and the analysis portraits them."""
+    assert book(tmp_path, "--only", "§1.12.4") == 0
+    base = R.baseline(R.Scale.make(True), R.BOOK_SEED)
+    assert sorted(p.name for p in (base.dir(tmp_path / "runs") / "weights").iterdir()) == ["step10.pt", "step5.pt"]
+    assert not (tmp_path / "runs" / "dynamics").exists()
+    doc = json.loads((tmp_path / "data" / "lab_book" / "dynamics.json").read_text(encoding="utf-8"))
+    assert doc["status"] == "done" and doc["results"]["steps"] == [5, 10, 20]
+    assert len(doc["results"]["seeds"][0]["prev"]) == 3
+
+
 def test_no_train_marks_missing_runs_not_run(tmp_path):
     assert book(tmp_path, "--only", "§1.9", "--no-train") == 0
     doc = json.loads((tmp_path / "data" / "lab_book" / "positions.json").read_text(encoding="utf-8"))
