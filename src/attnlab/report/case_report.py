@@ -678,6 +678,14 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
             "does not measure training speed."
         )
+    load = (e.get("load_average") or [0.0])[0]
+    if load > 0.5 * (e.get("cpu_count") or 1):
+        p(
+            f"测量时本机正忙（1 分钟平均负载 {load:.1f}，{e.get('cpu_count')} 核）：矩阵乘速率和各项耗时都偏慢，只作参考；"
+            f"速度请用 `attnlab bench` 在空闲时量。 / The machine was busy while this ran (load {load:.1f} on "
+            f"{e.get('cpu_count')} cores): the matmul rate and the times are low; measure speed with `attnlab bench` "
+            f"on an idle machine."
+        )
     p(
         f"环境 / environment: Python {e['python']}, torch {e['torch']}, numpy {e['numpy']}, {e['platform']}, "
         f"{e['cpu_count']} CPU, {e['torch_threads']} torch threads, device {e['device']}"
