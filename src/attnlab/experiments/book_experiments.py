@@ -1418,6 +1418,14 @@ EXPERIMENTS: list[Experiment] = [
         "a free temperature is pushed to saturation",
         "attnlab book --only §1.6.3",
         analyze_temperature,
+        why={
+            "temp_goes_down": "书的问题 / finding about the book: 三个种子、两层共六个学到的温度全部大于 1（1.1–3.0）："
+            "优化器把注意力往“更平”推，方向是对的，书中“往坏的方向走”没有复现；但幅度远远不够（要抵消需要 √256 = 16），"
+            "第 0 层的熵仍停在 0.0006–0.0014，验证 loss 5.12–5.18 与不缩放相同，救不回（见 temp_does_not_rescue）/ "
+            "all six learned temperatures rose above 1 (1.1–3.0): the optimizer pushes towards flatter attention, "
+            "the right direction, not the book's 'wrong way'; but far too little (16 = √256 would be needed), so "
+            "layer-0 entropy stays at 0.0006–0.0014 and nothing is rescued"
+        },
         runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
         min_runs=lambda scale: [R.temperature_run(scale, scale.seed_list()[0])],
     ),
@@ -1455,6 +1463,14 @@ EXPERIMENTS: list[Experiment] = [
         "（自测 6）/ without positions the previous-token head cannot form (self-test 6, §1.9.7)",
         "attnlab book --only §1.9",
         analyze_positions,
+        why={
+            "three_schemes_close": "协议差异 / protocol: 正弦位置表按原样加到词向量上，每个位置向量的范数是 8.0，"
+            "而词向量初始化（σ = 0.02）的范数只有 0.22：位置信号比字本身大 36 倍，把字淹没了（Vaswani 等人把词向量"
+            "乘 √d_model，本仓库的模型没有）。验证 loss 4.63 比不用位置编码（4.35）还差。把两者放到同一尺度的对照还没有"
+            "跑，所以这仍是 FAIL / the sinusoidal table is added as is (norm 8.0 per position) to token embeddings "
+            "of norm 0.22 (σ 0.02): position drowns the characters 36 to 1 (the original scales embeddings by "
+            "√d_model; this model does not). The run with both on one scale is not done yet"
+        },
         runs=_seeded(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
         min_runs=_first_seed(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
     ),
@@ -1491,6 +1507,11 @@ EXPERIMENTS: list[Experiment] = [
         "位置编码（学不会顺序）、warmup（前期尖刺）、梯度裁剪（偶发 nan）",
         "attnlab book --only §1.13.4",
         analyze_ablation,
+        why={
+            "ablate_no_clipping": "未解释 / unexplained: 一个种子、1500 步里不做梯度裁剪也没有出现 NaN：最大单步 loss "
+            "跳升 0.25，验证 loss 只差 +0.036。书中说“偶发 nan”，在这个规模和学习率下一次运行没有遇到 / without "
+            "clipping one 1500-step run never produced a NaN (largest jump 0.25, val +0.036)"
+        },
         runs=_first_seed(lambda sc, s: [R.ablation_run(sc, c, s) for c in ABL_ORDER]),
     ),
     Experiment(
@@ -1515,6 +1536,12 @@ EXPERIMENTS: list[Experiment] = [
         "“看 4 层的模型能不能学出更明显的层间分工” / does a division of labour between layers appear?",
         "attnlab book --only §1.18.5",
         analyze_deep,
+        why={
+            "deep_better": "未解释 / unexplained: 4 层的验证 loss（4.105、4.089、4.075）在 1500 步时并不比 2 层"
+            "（4.046、4.099、4.055）好：参数多了、步数相同，可能还没训够；层间分工也不明显（各层熵 0.78–0.90，"
+            "前一位权重 0.14–0.19）。更长的训练还没有跑 / four layers are not better than two at 1500 steps "
+            "(same steps, more parameters: possibly undertrained); no clear division of labour between layers"
+        },
         runs=_seeded(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)]),
         min_runs=_first_seed(lambda sc, s: [R.deep_run(sc, s), R.baseline(sc, s)]),
     ),
