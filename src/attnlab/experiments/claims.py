@@ -26,6 +26,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..book import book_values
+
 LN_VOCAB = math.log(1200)
 BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table (step 0 aside)
 WINDOW = 25  # half-width of the window around a book step
@@ -119,11 +121,10 @@ def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
     ]
 
 
-def val_batch_means(res: dict, key: str, step: int) -> tuple[list[float], list[float]]:
-    """Per seed of pair member ``key`` (e.g. "big_scaled"): the layer-0 diagnostic ``diag`` at
+def val_batch_means(res: dict, member: str, diag: str, step: int) -> tuple[list[float], list[float]]:
+    """Per seed of pair member ``member`` (e.g. "big_scaled"): the layer-0 diagnostic ``diag`` at
     ``step`` as the mean over the case's fixed validation batches, and the sd over those batches
     (``res["book_steps"]``; seeds whose weights were not kept are left out)."""
-    member, diag = key.split(":")
     stored = res.get("book_steps", {}).get("runs", {})
     means, sds = [], []
     for r in runs(res, member):
@@ -721,7 +722,7 @@ def _scaled_bands(res):
         w = 2 * max(spread(vs)["sd"] for vs in per_step)
         ok = all(lo - w <= v <= hi + w for v in flat)
         measured = {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts}
-        on_val = [val_batch_means(res, f"big_scaled:{key}", p) for p in pts]
+        on_val = [val_batch_means(res, "big_scaled", key, p) for p in pts]
         if all(m for m, _ in on_val):  # reported beside the verdict: the fixed validation batches
             measured["fixed_val_batches"] = [{**ms(m, 3), "batch_sd": round_sig(max(sd), 2)} for m, sd in on_val]
         out.append(
@@ -864,32 +865,16 @@ def _explode(res):
 
 
 # --- §1.7.7 -------------------------------------------------------------------------------
-_QK_BOOK = {
-    "small_scaled": {
-        "q_std": (0.228, 1.016),
-        "k_std": (0.229, 1.217),
-        "logit_std": (0.05, 3.3),
-        "W_qkv_fro": (4.45, 11.98),
-    },
-    "small_unscaled": {
-        "q_std": (0.228, 0.863),
-        "k_std": (0.229, 1.036),
-        "logit_std": (0.29, 13.1),
-        "W_qkv_fro": (4.45, 11.76),
-    },
-    "big_scaled": {
-        "q_std": (0.316, 0.650),
-        "k_std": (0.317, 0.654),
-        "logit_std": (0.10, 1.8),
-        "W_qkv_fro": (8.89, 17.73),
-    },
-    "big_unscaled": {
-        "q_std": (0.316, 5.457),
-        "k_std": (0.317, 5.361),
-        "logit_std": (1.64, 4348),
-        "W_qkv_fro": (8.89, 29.23),
-    },
-}
+def _qk_book() -> dict[str, dict[str, list[float]]]:
+    """§1.7.7's table (the book's reference values): [before, after] per configuration and quantity."""
+    table = book_values("qk_scale_layer0_1_7_7")
+    names = {
+        "small_scaled": "small_d32",
+        "small_unscaled": "small_d32",
+        "big_scaled": "big_d256",
+        "big_unscaled": "big_d256",
+    }
+    return {key: table[f"{names[key]}_{key.split('_')[1]}"] for key in names}
 
 
 @check
@@ -908,7 +893,7 @@ def _qk_growth(res):
         ),
     ):
         measured, book, ok = {}, {}, True
-        for key, b in _QK_BOOK.items():
+        for key, b in _qk_book().items():
             for col in cols:
                 f = [growth(q, col) for q in qk_runs(res, key)]
                 bf = b[col][1] / b[col][0]

@@ -373,10 +373,11 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 b = bd[variant][key][j]
                 single = tr["layers"][0][key][i]
                 win = [C.window_mean(r, key, st) if s else C.series(r, key)[0] for r in rs]
-                row += [fmt(b), fmt(single), pm(win, 3), verdict(b, C.spread(win)["mean"])]
+                row += [fmt(b), fmt(single), pm(win, 3)]
                 if has_val:
-                    means, sds = C.val_batch_means(res, f"big_{variant}:{key}", st)
-                    row.insert(len(row) - 1, f"{pm(means, 3)} (批 sd {fmt(max(sds), 2)})" if means else "—")
+                    means, sds = C.val_batch_means(res, f"big_{variant}", key, st)
+                    row.append(f"{pm(means, 3)} (批 sd {fmt(max(sds), 2)})" if means else "—")
+                row.append(verdict(b, C.spread(win)["mean"]))
             rows.append(row)
     head = ["d_head=256", "步 / step"]
     for name in ("熵", "logit std", "‖J‖"):
