@@ -199,6 +199,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         if task.get("threads"):
             torch.set_num_threads(task["threads"])
         callbacks = [_StepCallback(on_step)] if on_step else []
+        tok = None  # built here only when kept weights need it; train() then reuses it
         if task.get("keep_weights"):
             tok = CharTokenizer(task["text"], cfg.vocab_size)
             callbacks.append(KeepWeights(out, task["keep_weights"], tok))
@@ -209,6 +210,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
             resume=resume,
             overwrite=not resume,  # the run folder is ours
             callbacks=callbacks,
+            tok=tok,
             tensorboard=bool(task.get("tensorboard")),
         )
         result["status"] = "resumed" if resume else "trained"

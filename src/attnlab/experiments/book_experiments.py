@@ -638,18 +638,11 @@ def analyze_failures(ctx: Context) -> Outcome:
 
 
 # ======================================================================= §1.12.4 head dynamics
-DYN_STEPS = (100, 500, 1500)
-
-
-def _dyn_steps(scale) -> tuple[int, ...]:
-    return (5, 10, 20) if scale.quick else DYN_STEPS
-
-
 def analyze_dynamics(ctx: Context) -> Outcome:
     """The baseline (the case's small scaled run) of every seed, at the weights it kept."""
     from .heads import dynamics_of_run
 
-    steps = _dyn_steps(ctx.scale)
+    steps = ctx.scale.dynamics_steps()
     per_seed = []
     missing = []
     for seed in ctx.scale.seed_list():

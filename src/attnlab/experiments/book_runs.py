@@ -34,6 +34,10 @@ class Scale:
     def make(cls, quick: bool) -> Scale:
         return cls(quick=True, steps=20, seeds=1) if quick else cls()
 
+    def dynamics_steps(self) -> tuple[int, ...]:
+        """§1.12.4's steps (the last is the trained model); the case's runs keep the others."""
+        return (5, 10, 20) if self.quick else case.DYNAMICS_STEPS
+
     def seed_list(self, n: int | None = None) -> list[int]:
         return [BOOK_SEED + i for i in range(min(n or self.seeds, self.seeds))]
 
@@ -63,10 +67,10 @@ def case_run(scale: Scale, size: str, scaled: bool, seed: int) -> Run:
     name = f"{size}_{tag}_s{seed}" if size == "small" else f"big_{tag}"
     if size == "big" and seed != BOOK_SEED:
         name = f"big_{tag}_s{seed}"
-    run = case.case_run(name, scale.cfg(**SIZES[size], scaled=scaled, seed=seed))
-    if scale.quick:  # the weights the quick head dynamics (steps 5, 10, 20) reads
-        run = Run(run.name, run.cfg, run.group, keep_weights=(5, 10))
-    return run
+    cfg = scale.cfg(**SIZES[size], scaled=scaled, seed=seed)
+    if scale.quick:  # the weights the quick head dynamics reads
+        return case.case_run(name, cfg, keep_weights=scale.dynamics_steps()[:-1])
+    return case.case_run(name, cfg)
 
 
 def baseline(scale: Scale, seed: int) -> Run:

@@ -73,7 +73,8 @@ class CaseSettings:
 # §1.12.1's table (222 … 1480), judged over several fixed validation batches, and the head
 # dynamics of §1.12.4 (100, 500; 1500 is the trained model).
 BOOK_STEPS = (222, 444, 666, 888, 1480)
-KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, 100, 500}))
+DYNAMICS_STEPS = (100, 500, 1500)
+KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, *DYNAMICS_STEPS[:-1]}))
 
 
 class CaseError(AttnlabError):
@@ -216,9 +217,9 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     return [g for g in (small, big, wd) if g], pairs
 
 
-def case_run(name: str, cfg: Config) -> Run:
+def case_run(name: str, cfg: Config, keep_weights: tuple[int, ...] = KEEP_WEIGHTS) -> Run:
     """One run of the case: its folder is runs/case/NAME, and it keeps the weights of KEEP_WEIGHTS."""
-    return Run(name, cfg, group="case", keep_weights=KEEP_WEIGHTS)
+    return Run(name, cfg, group="case", keep_weights=keep_weights)
 
 
 def big_name(scaled: bool, seed: int, first_seed: int) -> str:
