@@ -11,6 +11,20 @@ SAMPLE_TEXT = (
     "床前明月光，疑是地上霜。\n舉頭望明月，低頭思故鄉。\n白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n"
 ) * 20
 
+# the tiny 2-layer model several test modules train (each may replace a field or two)
+TINY_MODEL = Config(
+    n_layer=2,
+    n_head=2,
+    d_model=32,
+    block_size=16,
+    vocab_size=60,
+    batch_size=4,
+    max_steps=20,
+    warmup=3,
+    eval_batches=2,
+    device="cpu",
+)
+
 # the tiny model the CLI tests train: ``--set`` arguments from one place
 TINY_CLI = {"n_layer": 1, "n_head": 2, "d_model": 16, "block_size": 16, "vocab_size": 40, "batch_size": 4}
 

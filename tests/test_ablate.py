@@ -4,25 +4,13 @@ import json
 
 import pytest
 
-from attnlab import Config, train
+from attnlab import train
 from attnlab.cli import main
 from attnlab.experiments.ablate import CHANGES, checklist_table, run
 from attnlab.experiments.common import ExperimentError
-from conftest import SAMPLE_TEXT
+from conftest import SAMPLE_TEXT, TINY_MODEL
 
-CFG = Config(
-    n_layer=2,
-    n_head=2,
-    d_model=32,
-    block_size=16,
-    vocab_size=60,
-    batch_size=4,
-    max_steps=8,
-    warmup=3,
-    eval_batches=2,
-    record_every=0,
-    device="cpu",
-)
+CFG = TINY_MODEL.replace(max_steps=8, record_every=0)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py

@@ -3,24 +3,13 @@
 import pytest
 import torch
 
-from attnlab import Config, train
+from attnlab import train
 from attnlab.cli import main
 from attnlab.experiments.debugger import AttentionDebugger, diagnose_nonfinite
 from attnlab.model import TinyGPT
-from conftest import SAMPLE_TEXT
+from conftest import SAMPLE_TEXT, TINY_MODEL
 
-CFG = Config(
-    n_layer=2,
-    n_head=2,
-    d_model=32,
-    block_size=16,
-    vocab_size=60,
-    batch_size=4,
-    max_steps=20,
-    warmup=3,
-    eval_batches=2,
-    device="cpu",
-)
+CFG = TINY_MODEL
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py

@@ -22,20 +22,9 @@ from attnlab.experiments.heads import (
 )
 from attnlab.model import SequenceTooLongError
 from attnlab.train import TrainingInterrupted
-from conftest import SAMPLE_TEXT
+from conftest import SAMPLE_TEXT, TINY_MODEL
 
-CFG = Config(
-    n_layer=2,
-    n_head=2,
-    d_model=32,
-    block_size=16,
-    vocab_size=60,
-    batch_size=4,
-    max_steps=20,
-    warmup=3,
-    eval_batches=2,
-    device="cpu",
-)
+CFG = TINY_MODEL
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
