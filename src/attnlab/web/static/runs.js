@@ -112,8 +112,9 @@
     $("source").addEventListener("change", () => { $("layer").value = "all"; load(); });
     $("layer").addEventListener("change", redraw);
     await load();
-    // No case data yet but some runs: show the first run rather than an empty page.
-    if (!current && names.length) {
+    // No case data yet but some runs: show the first run rather than an empty page
+    // (unless the reader already chose a source while the case was loading: their choice wins).
+    if (!current && names.length && $("source").value === CASE) {
       const why = $("runs-msg").textContent;
       $("source").value = names[0];
       await load();
