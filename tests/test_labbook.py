@@ -42,6 +42,17 @@ def test_registry_is_data():
     assert section_key("§1.7.8") < section_key("§1.8.5") < section_key("§1.20.1")
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_no_run_is_trained_twice_under_two_names(quick):
+    """Two experiments needing the same model share one run (e.g. exercise 2's d_head 256 is the
+    case's big pair), so nothing is retrained under another name."""
+    scale, names = R.Scale.make(quick), {}
+    for e in EXPERIMENTS:
+        for r in e.runs(scale):
+            assert names.setdefault(repr(r.cfg), r.name) == r.name, f"{r.name} and {names[repr(r.cfg)]} are one model"
+    assert R.exercise2_run(scale, 256, False, R.BOOK_SEED, True) == R.case_run(scale, "big", False, R.BOOK_SEED)
+
+
 def test_select_by_section_and_id():
     assert [e.id for e in select(EXPERIMENTS, ["§1.9"])] == ["positions"]
     assert {e.id for e in select(EXPERIMENTS, ["1.20"])} == {"exercise1", "sweep", "exercise2"}

@@ -145,16 +145,15 @@ EX2_D_HEADS = (32, 64, 96, 128, 192, 256)
 
 def exercise2_run(scale: Scale, d_head: int, scaled: bool, seed: int, fixed_d_model: bool = False) -> Run:
     """Exercise 2: n_head 1 and d_model = d_head (as the committed sweep), or d_model 256 fixed
-    and n_head = 256 / d_head."""
+    and n_head = 256 / d_head. At d_head 256 both are the case's big run (shared, never retrained)."""
+    d_model, n_head = (256, 256 // d_head) if fixed_d_model else (d_head, 1)
+    if {"d_model": d_model, "n_head": n_head} == BIG:  # d_head 256 in both variants: the case's big pair
+        return case_run(scale, "big", scaled, seed)
     tag = "scaled" if scaled else "unscaled"
-    if fixed_d_model:
-        return Run(
-            f"ex2f_d{d_head}_{tag}_s{seed}",
-            scale.cfg(d_model=256, n_head=256 // d_head, scaled=scaled, seed=seed),
-            group="exercise2",
-        )
     return Run(
-        f"ex2_d{d_head}_{tag}_s{seed}", scale.cfg(d_model=d_head, n_head=1, scaled=scaled, seed=seed), group="exercise2"
+        f"ex2{'f' if fixed_d_model else ''}_d{d_head}_{tag}_s{seed}",
+        scale.cfg(d_model=d_model, n_head=n_head, scaled=scaled, seed=seed),
+        group="exercise2",
     )
 
 
