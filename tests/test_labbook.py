@@ -134,6 +134,34 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
     assert (tmp_path / "reports" / "lab_book.html").is_file()
 
 
+def test_exercise2_records_what_the_exercise_asks(tmp_path):
+    """§1.20.2: both variants' gaps, the loss curves and the final entropy of every run; d_head 256 is
+    the case's big pair (trained once, in runs/case)."""
+    assert book(tmp_path, "--only", "exercise2") == 0
+    doc = json.loads((tmp_path / "data" / "lab_book" / "exercise2.json").read_text(encoding="utf-8"))
+    res = doc["results"]
+    assert [x["d_head"] for x in res["summary"]] == list(R.EX2_D_HEADS)
+    assert [x["d_head"] for x in res["fixed_summary"]] == [32, 64, 128, 256]
+    assert len(res["rows"]) == len(R.EX2_D_HEADS) + 4
+    scale = R.Scale.make(True)
+    for fixed, pts in ((False, res["summary"]), (True, res["fixed_summary"])):
+        for x in pts:
+            run = {sc: R.exercise2_run(scale, x["d_head"], sc, R.BOOK_SEED, fixed) for sc in (False, True)}
+            val = {
+                sc: json.loads((r.dir(tmp_path / "runs") / "summary.json").read_text())["val_loss_end"]
+                for sc, r in run.items()
+            }
+            assert x["gaps"] == [pytest.approx(val[False] - val[True], rel=1e-3, abs=1e-6)]
+            assert 0 < x["entropy_end_unscaled"] <= 1 and 0 < x["entropy_end_scaled"] <= 1
+            assert x["val_curve"]["scaled"][-1][1] == pytest.approx(val[True], rel=1e-3)
+            assert len(x["val_curve"]["unscaled"]) == len(x["val_curve"]["scaled"]) > 1
+    assert not list((tmp_path / "runs" / "exercise2").glob("*d256*"))
+    assert (tmp_path / "runs" / "case" / "big_scaled").is_dir()
+    assert {c["id"] for c in doc["claims"]} >= {"ex2_critical_exists", "ex2_direction_fixed_d_model"}
+    for f in doc["figures"]:
+        assert (tmp_path / f).stat().st_size > 10_000
+
+
 def test_dynamics_reads_the_weights_the_baseline_kept(tmp_path):
     """§1.12.4 trains nothing of its own: the case's small scaled run keeps its weights at the
     dynamics' steps, and the analysis portraits them."""

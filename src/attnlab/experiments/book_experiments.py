@@ -1019,38 +1019,64 @@ def analyze_exercise1(ctx: Context) -> Outcome:
 
 
 # =========================================================================== §1.20.2 exercise 2
-def _ex2_d_heads(scale) -> tuple[int, ...]:
-    return R.EX2_D_HEADS
+EX2_FIXED_D_HEADS = (32, 64, 128, 256)
+
+PREDICTION_EX2 = (
+    "§1.3.1：初始时每个 q 分量的方差 ≈ σ⁴·d_model（σ=0.02），不缩放的 logits 标准差 ≈ 0.0004·d_model·√d_head。"
+    "n_head=1、d_model=d_head 时它随 d_head^1.5 增长：32→0.07、64→0.20、96→0.38、128→0.58、192→1.06、256→1.64；"
+    "d_model 固定为 256 时只随 √d_head 增长：32→0.58、64→0.82、128→1.16、256→1.64。"
+    "预测：(1) d_model=d_head 时 96 以下差距在噪声内，128–192 开始明显（已提交的单种子扫描在 128 跳到 0.54）；"
+    "(2) 固定 d_model 时起点都不小，曲线更平但方向相同——d_head 越大差距越大（§1.1：“方向……是数学性质”）；"
+    "(3) 差距大的地方，不缩放模型训练后的权重熵也塌得低。"
+    " / §1.3.1: at init the unscaled logit std is about 0.0004·d_model·sqrt(d_head). With d_model = d_head it "
+    "grows as d_head^1.5 (0.07 at 32 … 1.64 at 256); with d_model fixed at 256 only as sqrt(d_head) (0.58 … 1.64). "
+    "Predicted: gaps within noise up to 96 and clear from 128–192; at fixed d_model a flatter curve with the same "
+    "direction; where the gap is large the unscaled model's trained entropy has collapsed."
+)
+
+
+def _ex2_point(ctx: Context, d: int, seeds: list[int], fixed: bool) -> dict:
+    """One d_head of one variant over ``seeds``: the gaps and the diagnostics the exercise asks to record."""
+    pair = {sc: [ctx.get(R.exercise2_run(ctx.scale, d, sc, s, fixed)) for s in seeds] for sc in (False, True)}
+    gaps = [_val(u) - _val(c) for u, c in zip(pair[False], pair[True])]
+    mean, sd = _mean_sd(gaps) if gaps else (None, None)
+    cfg = ctx.get(R.exercise2_run(ctx.scale, d, False, seeds[0], fixed)).model.cfg if seeds else None
+
+    def entropy(fs):  # layer 0's weight entropy at the last step (mean over heads), mean over seeds
+        return _r(statistics.fmean(f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs), 3)
+
+    return {
+        "d_head": d,
+        "d_model": cfg.d_model if cfg else None,
+        "n_head": cfg.n_head if cfg else None,
+        "gap_mean": _r(mean),
+        "gap_sd": _r(sd),
+        "gaps": [_r(x) for x in gaps],
+        "logit_std_init_unscaled": _r(statistics.fmean(_first_logit_std(f) for f in pair[False]), 3) if seeds else None,
+        "entropy_end_unscaled": entropy(pair[False]) if seeds else None,
+        "entropy_end_scaled": entropy(pair[True]) if seeds else None,
+        # the exercise's loss curves: validation loss of the first seed, both versions
+        "val_curve": {
+            tag: [[st, _r(v)] for st, v in pair[sc][0].history.val] if seeds else []
+            for tag, sc in (("unscaled", False), ("scaled", True))
+        },
+    }
 
 
 def analyze_exercise2(ctx: Context) -> Outcome:
     scale = ctx.scale
-    runs = lambda s: [R.exercise2_run(scale, d, sc, s) for d in _ex2_d_heads(scale) for sc in (False, True)]  # noqa
-    seeds = _seeds_done(ctx, runs)
-    gap = {}
-    for d in _ex2_d_heads(scale):
-        g = [
-            _val(ctx.get(R.exercise2_run(scale, d, False, s))) - _val(ctx.get(R.exercise2_run(scale, d, True, s)))
-            for s in seeds
-        ]
-        gap[d] = g
-    fixed = {}
-    fseeds = _seeds_done(
-        ctx, lambda s: [R.exercise2_run(scale, d, sc, s, True) for d in (32, 64, 128, 256) for sc in (False, True)]
+    seeds = _seeds_done(
+        ctx, lambda s: [R.exercise2_run(scale, d, sc, s) for d in R.EX2_D_HEADS for sc in (False, True)]
     )
-    for d in (32, 64, 128, 256):
-        fixed[d] = [
-            _val(ctx.get(R.exercise2_run(scale, d, False, s, True)))
-            - _val(ctx.get(R.exercise2_run(scale, d, True, s, True)))
-            for s in fseeds
-        ]
-    summary = [
-        {"d_head": d, "gap_mean": _r(statistics.fmean(g)), "gap_sd": _r(_mean_sd(g)[1]), "gaps": [_r(x) for x in g]}
-        for d, g in gap.items()
-    ]
-    # critical d_head: first d whose mean gap exceeds 2 sd of the d_head 32 gaps (and 0.1)
-    base_sd = _mean_sd(gap[32])[1] or 0.05
-    thr = max(0.1, statistics.fmean(gap[32]) + 2 * base_sd)
+    fseeds = _seeds_done(
+        ctx, lambda s: [R.exercise2_run(scale, d, sc, s, True) for d in EX2_FIXED_D_HEADS for sc in (False, True)]
+    )
+    summary = [_ex2_point(ctx, d, seeds, False) for d in R.EX2_D_HEADS]
+    fixed_summary = [_ex2_point(ctx, d, fseeds, True) for d in EX2_FIXED_D_HEADS] if fseeds else []
+    # critical d_head: the first whose mean gap exceeds the d_head 32 gap by 2 of its sd (and 0.1)
+    gap32 = [g for g in summary[0]["gaps"]]
+    base_sd = _mean_sd(gap32)[1] or 0.05
+    thr = max(0.1, statistics.fmean(gap32) + 2 * base_sd)
     critical = next((s["d_head"] for s in summary if s["gap_mean"] > thr), None)
     claims = [
         claim(
@@ -1058,7 +1084,7 @@ def analyze_exercise2(ctx: Context) -> Outcome:
             "§1.20.2",
             "存在一个“临界维度”，之后差距明显上升 / a critical head size exists",
             {"critical_d_head": critical, "threshold": _r(thr, 3)},
-            "some d_head ≤ 256 passes the threshold",
+            "some d_head ≤ 256 passes the threshold (the d_head 32 gap + 2 sd, at least 0.1)",
             critical is not None,
         ),
         claim(
@@ -1070,21 +1096,69 @@ def analyze_exercise2(ctx: Context) -> Outcome:
             summary[-1]["gap_mean"] > 0.3,
         ),
     ]
+    if fixed_summary:
+        lo, hi = fixed_summary[0], fixed_summary[-1]
+        sds = [x["gap_sd"] for x in (lo, hi) if x["gap_sd"] is not None]
+        tol = 2 * math.sqrt(statistics.fmean(sd * sd for sd in sds)) if sds else 0.1
+        claims.append(
+            claim(
+                "ex2_direction_fixed_d_model",
+                "§1.1 / §1.20.2",
+                "“结论的方向（缩放的必要性随维度增长）不会变——那是数学性质”：d_model 固定为 256，只改 d_head，"
+                "差距仍随 d_head 增大 / the direction is a mathematical property: with d_model fixed the gap still "
+                "grows with d_head",
+                {"gap_d32": lo["gap_mean"], "gap_d256": hi["gap_mean"], "tolerance": _r(tol, 3)},
+                "gap(256) − gap(32) > 2 × the pooled seed sd and > 0.1",
+                hi["gap_mean"] - lo["gap_mean"] > max(tol, 0.1),
+            )
+        )
+
+    def row(variant, x):
+        return [
+            variant,
+            x["d_head"],
+            f"{x['d_model']}×{x['n_head']}",
+            x["gap_mean"],
+            x["gap_sd"],
+            x["gaps"],
+            x["logit_std_init_unscaled"],
+            x["entropy_end_unscaled"],
+            x["entropy_end_scaled"],
+        ]
+
     return Outcome(
         results={
-            "headers": ["d_head", "差距均值 / mean gap", "标准差 / sd", "各种子 / per seed"],
-            "rows": [[x["d_head"], x["gap_mean"], x["gap_sd"], x["gaps"]] for x in summary],
+            "headers": [
+                "变体 / variant",
+                "d_head",
+                "d_model×n_head",
+                "差距均值 / mean gap",
+                "标准差 / sd",
+                "各种子 / per seed",
+                "不缩放初始 logits std / unscaled init",
+                "不缩放训练后熵 / unscaled entropy end",
+                "缩放训练后熵 / scaled entropy end",
+            ],
+            "rows": [row("d_model = d_head", x) for x in summary] + [row("d_model = 256", x) for x in fixed_summary],
             "seeds": seeds,
             "summary": summary,
             "critical_d_head": critical,
             "threshold": thr,
-            "fixed_d_model": {str(k): v for k, v in fixed.items()},
+            "fixed_summary": fixed_summary,
+            "fixed_d_model": {str(x["d_head"]): x["gaps"] for x in fixed_summary},
             "fixed_seeds": fseeds,
         },
         claims=claims,
-        figures=[ctx.fig("gap.png")],
+        figures=[ctx.fig("gap.png"), ctx.fig("curves.png")],
         status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
-        notes=[] if fseeds else ["固定 d_model 的变体未运行 / the fixed-d_model variant is not run yet"],
+        notes=(
+            []
+            if len(fseeds) == scale.seeds
+            else [
+                f"固定 d_model 的变体：{len(fseeds)}/{scale.seeds} 个种子 / the fixed-d_model variant: "
+                f"{len(fseeds)} of {scale.seeds} seeds"
+            ]
+        ),
     )
 
 
@@ -1097,7 +1171,7 @@ def ex2_runs(scale):
     out = []
     for s in scale.seed_list():
         out += [R.exercise2_run(scale, d, sc, s) for d in R.EX2_D_HEADS for sc in (False, True)]
-        out += [R.exercise2_run(scale, d, sc, s, True) for d in (32, 64, 128, 256) for sc in (False, True)]
+        out += [R.exercise2_run(scale, d, sc, s, True) for d in EX2_FIXED_D_HEADS for sc in (False, True)]
     return out
 
 
@@ -1574,6 +1648,7 @@ EXPERIMENTS: list[Experiment] = [
         "“什么时候会崩”不是一个通用常数，是你这个系统的属性 / the critical size is a property of your system",
         "attnlab book --only exercise2",
         analyze_exercise2,
+        prediction=PREDICTION_EX2,
         runs=ex2_runs,
         min_runs=ex2_min_runs,
         order=(1, 20, 2, 1),

@@ -141,27 +141,24 @@ def timing(r: dict) -> dict:
 
 def exercise2(r: dict) -> dict:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    s = r["summary"]
-    ax.errorbar(
-        [x["d_head"] for x in s],
-        [x["gap_mean"] for x in s],
-        yerr=[x["gap_sd"] or 0 for x in s],
-        fmt="o-",
-        capsize=4,
-        color="#c0392b",
-        label="n_head=1, d_model = d_head",
-    )
-    fixed = {int(k): v for k, v in r["fixed_d_model"].items() if v}
-    if fixed:
+    variants = [("n_head = 1, d_model = d_head", r["summary"], "o-", "#c0392b")]
+    if r.get("fixed_summary"):
+        variants.append(("d_model = 256, n_head = 256 / d_head", r["fixed_summary"], "s--", "#2463a6"))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, pts, fmt, color in variants:
+        xs = [x["d_head"] for x in pts]
         ax.errorbar(
-            list(fixed),
-            [_mean(v) for v in fixed.values()],
-            yerr=[_sd(v) for v in fixed.values()],
-            fmt="s--",
+            xs,
+            [x["gap_mean"] for x in pts],
+            yerr=[x["gap_sd"] or 0 for x in pts],
+            fmt=fmt,
             capsize=4,
-            color="#2463a6",
-            label="d_model = 256, n_head = 256 / d_head",
+            color=color,
+            label=label,
+        )
+        ax2.plot(xs, [x["entropy_end_unscaled"] for x in pts], fmt, color=color, label=f"不缩放 / unscaled, {label}")
+        ax2.plot(
+            xs, [x["entropy_end_scaled"] for x in pts], fmt, color=color, alpha=0.35, label=f"缩放 / scaled, {label}"
         )
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("d_head")
@@ -169,7 +166,35 @@ def exercise2(r: dict) -> dict:
     ax.set_title(f"练习二：临界维度（{len(r['seeds'])} 个种子）/ exercise 2")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return {"gap.png": fig}
+    ax2.set_yscale("log")
+    ax2.set_xlabel("d_head")
+    ax2.set_ylabel("第 0 层训练后权重熵 / layer-0 entropy at the end")
+    ax2.set_title("最终熵 / final weight entropy")
+    ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3, which="both")
+    return {"gap.png": fig, "curves.png": _ex2_curves(plt, r)}
+
+
+def _ex2_curves(plt, r: dict):
+    """The exercise's loss curves: validation loss of both versions at every d_head (first seed)."""
+    panels = [("d_model = d_head", r["summary"])] + (
+        [("d_model = 256", r["fixed_summary"])] if r.get("fixed_summary") else []
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    cmap = plt.get_cmap("viridis")
+    for ax, (title, pts) in zip(axes[0], panels):
+        for i, x in enumerate(pts):
+            color = cmap(i / max(1, len(pts) - 1))
+            for tag, ls in (("scaled", "-"), ("unscaled", "--")):
+                curve = x["val_curve"][tag]
+                if curve:
+                    ax.plot(*zip(*curve), ls, color=color, label=f"d_head {x['d_head']}" if tag == "scaled" else None)
+        ax.set_xlabel("步 / step")
+        ax.set_ylabel("验证 loss / val loss")
+        ax.set_title(f"{title}：实线缩放，虚线不缩放 / solid scaled, dashed unscaled", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return fig
 
 
 def markov(r: dict) -> dict:
