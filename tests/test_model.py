@@ -52,6 +52,23 @@ def test_too_long_sequence_is_an_error():
         make(cfg)(torch.zeros(1, 9, dtype=torch.long))
 
 
+def test_emb_scale_scales_the_characters_not_the_positions():
+    """emb_scale (the original Transformer's sqrt(d_model)): the first block sees
+    sqrt(d_model) * token embedding + the sinusoidal table, and the tied head is unchanged."""
+    from attnlab.attention.positions import sinusoidal_table
+
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20, pos="sinusoidal", emb_scale=True)
+    m, seen = make(cfg), []
+    m.blocks[0].register_forward_pre_hook(lambda mod, args: seen.append(args[0]))
+    x = torch.randint(0, 20, (2, 8))
+    m(x)
+    want = m.tok_emb(x) * 4.0 + sinusoidal_table(8, 16)
+    assert torch.allclose(seen[0], want, atol=1e-6)
+    plain = make(cfg.replace(emb_scale=False))
+    assert torch.equal(plain.tok_emb.weight, m.tok_emb.weight) and m.head.weight is m.tok_emb.weight
+    assert not torch.allclose(plain(x)[0], m(x)[0])
+
+
 @pytest.mark.parametrize("scaled", [True, False])
 @pytest.mark.parametrize(
     "variant", [{}, {"n_kv_head": 1}, {"pos": "rope"}, {"qk_norm": True}, {"norm": "rmsnorm"}, {"pos": "sinusoidal"}]

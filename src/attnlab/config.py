@@ -40,6 +40,7 @@ class Config:
     init_std: float = 0.02
     # model variants (later experiments)
     pos: str = "learned"  # learned | sinusoidal | rope | none
+    emb_scale: bool = False  # token embeddings x sqrt(d_model) before positions are added (Vaswani et al. §3.4)
     norm: str = "layernorm"  # layernorm | rmsnorm | none
     residual: bool = True
     qk_norm: bool = False

@@ -295,6 +295,8 @@ class TinyGPT(nn.Module):
         start = kv_cache[0].length if kv_cache else 0
         pos, pos_vec = self.positions(start, T, idx.device)
         x = self.tok_emb(idx)  # (B, T, C)
+        if self.cfg.emb_scale:  # the original Transformer's scale: characters on the positions' footing
+            x = x * math.sqrt(self.cfg.d_model)
         if pos_vec is not None:
             x = x + pos_vec
         for i, block in enumerate(self.blocks):

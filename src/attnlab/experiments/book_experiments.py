@@ -480,12 +480,15 @@ def analyze_kv(ctx: Context) -> Outcome:
 
 # ================================================================ §1.9 positions, no positions
 POS_KINDS = ("learned", "sinusoidal", "rope", "none")
+POS_CONTROL = "sinusoidal_emb_scale"  # the protocol control: token embeddings x sqrt(d_model)
 
 
 def analyze_positions(ctx: Context) -> Outcome:
     seeds = _seeds_done(ctx, lambda s: [R.position_runs(ctx.scale, k, s) for k in POS_KINDS])
-    val = {k: [_val(ctx.get(R.position_runs(ctx.scale, k, s))) for s in seeds] for k in POS_KINDS}
-    first = {k: ctx.get(R.position_runs(ctx.scale, k, seeds[0])) for k in POS_KINDS}
+    cseeds = _seeds_done(ctx, lambda s: [R.position_runs(ctx.scale, POS_CONTROL, s)])
+    kinds = {k: seeds for k in POS_KINDS} | ({POS_CONTROL: cseeds} if cseeds else {})
+    val = {k: [_val(ctx.get(R.position_runs(ctx.scale, k, s))) for s in ss] for k, ss in kinds.items()}
+    first = {k: ctx.get(R.position_runs(ctx.scale, k, ss[0])) for k, ss in kinds.items()}
     portraits = {k: _portrait(ctx, f) for k, f in first.items()}
     summary = {
         k: {
@@ -497,6 +500,7 @@ def analyze_positions(ctx: Context) -> Outcome:
         for k, v in val.items()
     }
     m = {k: statistics.fmean(v) for k, v in val.items()}
+    three = ("learned", "sinusoidal", "rope")
     claims = [
         claim(
             "positions_needed",
@@ -518,18 +522,34 @@ def analyze_positions(ctx: Context) -> Outcome:
             "three_schemes_close",
             "§1.9",
             "三种位置编码在这个规模上都能用 / the three schemes all work here",
-            {k: _r(m[k]) for k in ("learned", "sinusoidal", "rope")},
+            {k: _r(m[k]) for k in three},
             "each within 0.15 of the best of the three",
-            max(m[k] for k in ("learned", "sinusoidal", "rope")) - min(m[k] for k in ("learned", "sinusoidal", "rope"))
-            < 0.15,
+            max(m[k] for k in three) - min(m[k] for k in three) < 0.15,
             kind="sanity",
         ),
     ]
+    if cseeds:
+        best = min(m["learned"], m["rope"])
+        claims.append(
+            claim(
+                "sinusoidal_scale_control",
+                "§1.9.2",
+                "对照：词向量乘 √d_model（原始 Transformer 的做法）后，正弦编码与可学习、RoPE 相当——"
+                "上一条的 FAIL 来自两者的尺度 / control: with token embeddings x sqrt(d_model) the sinusoidal "
+                "model is as good as learned and RoPE, so the FAIL above is the scale",
+                {"sinusoidal_emb_scale": _r(m[POS_CONTROL]), "sinusoidal": _r(m["sinusoidal"]), "best": _r(best)},
+                "within 0.15 of the better of learned and RoPE",
+                m[POS_CONTROL] - best < 0.15,
+                kind="sanity",
+            )
+        )
     figs = [ctx.fig("val_loss.png"), ctx.fig("portraits.png")]
     notes = [] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds finished"]
+    if len(cseeds) < ctx.scale.seeds:
+        notes.append(f"对照（词向量 ×√d_model）/ the control: {len(cseeds)} of {ctx.scale.seeds} seeds")
     table = [
         [k, len(val[k]), summary[k]["val_mean"], summary[k]["layer0_max_prev"], summary[k]["layer0_max_diag"]]
-        for k in POS_KINDS
+        for k in kinds
     ]
     return Outcome(
         results={
@@ -542,13 +562,14 @@ def analyze_positions(ctx: Context) -> Outcome:
             ],
             "rows": table,
             "seeds": seeds,
+            "control_seeds": cseeds,
             "summary": summary,
             "portraits": portraits,
         },
         claims=claims,
         figures=figs,
         notes=notes,
-        status="done" if len(seeds) == ctx.scale.seeds else "partial",
+        status="done" if len(seeds) == ctx.scale.seeds and len(cseeds) == ctx.scale.seeds else "partial",
     )
 
 
@@ -1538,7 +1559,7 @@ EXPERIMENTS: list[Experiment] = [
             "of norm 0.22 (σ 0.02): position drowns the characters 36 to 1 (the original scales embeddings by "
             "√d_model; this model does not). The run with both on one scale is not done yet"
         },
-        runs=_seeded(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
+        runs=_seeded(lambda sc, s: [R.position_runs(sc, k, s) for k in (*POS_KINDS, POS_CONTROL)]),
         min_runs=_first_seed(lambda sc, s: [R.position_runs(sc, k, s) for k in POS_KINDS]),
     ),
     Experiment(

@@ -92,10 +92,21 @@ def qk_norm_runs(scale: Scale) -> list[Run]:
     ]
 
 
+# §1.9's schemes, and a control on the sinusoidal one: the table added to token embeddings scaled by
+# sqrt(d_model), as the original Transformer does (this model's embeddings are 36 times smaller than it)
+POSITIONS = {
+    "learned": {"pos": "learned"},
+    "sinusoidal": {"pos": "sinusoidal"},
+    "rope": {"pos": "rope"},
+    "none": {"pos": "none"},
+    "sinusoidal_emb_scale": {"pos": "sinusoidal", "emb_scale": True},
+}
+
+
 def position_runs(scale: Scale, kind: str, seed: int) -> Run:
     if kind == "learned":
         return baseline(scale, seed)
-    return Run(f"pos_{kind}_s{seed}", scale.cfg(**SMALL, pos=kind, seed=seed), group="positions")
+    return Run(f"pos_{kind}_s{seed}", scale.cfg(**SMALL, **POSITIONS[kind], seed=seed), group="positions")
 
 
 ABLATION = {  # §1.13.4, one Config change each (attnlab.experiments.ablate)

@@ -73,6 +73,7 @@ class ReferenceGPT(nn.Module):
             or cfg.kv_heads != cfg.n_head
             or cfg.qk_norm
             or cfg.learn_temp
+            or cfg.emb_scale
             or not cfg.residual
             or cfg.bug is not None
         ):

@@ -75,8 +75,14 @@ def qk_norm(r: dict) -> dict:
 def positions(r: dict) -> dict:
     plt = _plt()
     kinds = list(r["summary"])
-    labels = {"learned": "可学习 / learned", "sinusoidal": "正弦 / sinusoidal", "rope": "RoPE", "none": "无 / none"}
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    labels = {
+        "learned": "可学习 / learned",
+        "sinusoidal": "正弦 / sinusoidal",
+        "rope": "RoPE",
+        "none": "无 / none",
+        "sinusoidal_emb_scale": "正弦，词向量×√d\n/ sin., emb ×√d",
+    }
+    fig, ax = plt.subplots(figsize=(1.75 * len(kinds) + 1, 3.6))
     m = {k: r["summary"][k]["val_mean"] for k in kinds}
     for i, k in enumerate(kinds):
         ax.bar(i, m[k], color="#2463a6" if k != "none" else "#c0392b")
@@ -98,7 +104,7 @@ def positions(r: dict) -> dict:
             label="diag",
         )
         a.set_xticks(range(len(heads)), [f"L{h['layer']}H{h['head']}" for h in heads], rotation=90, fontsize=7)
-        a.set_title(k)
+        a.set_title(labels.get(k, k).replace("\n", " "), fontsize=8)
     axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
     axes[0].legend(fontsize=7)
     return {"val_loss.png": fig, "portraits.png": fig2}
