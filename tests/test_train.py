@@ -67,6 +67,15 @@ def test_resume_is_bit_for_bit(tmp_path, text, tiny_cfg):
     assert (cut_dir / "metrics.jsonl").read_text() == (full_dir / "metrics.jsonl").read_text()
     summary = json.loads((cut_dir / "summary.json").read_text())
     assert summary["steps"] == tiny_cfg.max_steps
+    # each session's training time is kept beside the run (the lab book sums it)
+    from attnlab.runfolder import training_seconds, training_sessions
+
+    cut, whole = training_sessions(cut_dir), training_sessions(full_dir)
+    assert [(s["from_step"], s["to_step"]) for s in cut] == [(0, 7), (7, tiny_cfg.max_steps)]
+    assert [(s["from_step"], s["to_step"]) for s in whole] == [(0, tiny_cfg.max_steps)]
+    assert all(s["seconds"] > 0 and s["threads"] >= 1 for s in cut + whole)
+    assert training_seconds(cut_dir) == pytest.approx(sum(s["seconds"] for s in cut), abs=1e-3)
+    assert training_seconds(tmp_path) is None  # no record: not a run folder
 
 
 def test_checkpoint_roundtrip_and_errors(tmp_path, text, tiny_cfg):

@@ -19,10 +19,19 @@ import time
 from pathlib import Path
 
 from .errors import OutputError, RunFolderError
-from .io import clean_stale_temps
+from .io import clean_stale_temps, write_json
 
 LOCK_NAME = ".attnlab-lock"
-RUN_FILES = ("ckpt.pt", "summary.json", "metrics.jsonl", "config.json", "tokenizer.json", "snapshots.npz")
+TIMING_FILE = "timing.json"  # one entry per training session: steps, seconds, threads
+RUN_FILES = (
+    "ckpt.pt",
+    "summary.json",
+    "metrics.jsonl",
+    "config.json",
+    "tokenizer.json",
+    "snapshots.npz",
+    TIMING_FILE,
+)
 
 try:
     import fcntl
@@ -116,3 +125,24 @@ def _read_holder(fd: int) -> str:
         return f"process {info['pid']} on {info['host']} ({info['command']}, since {info['since']})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"
+
+
+# ------------------------------------------------------------------------ training time
+def training_sessions(run_dir: str | os.PathLike) -> list[dict]:
+    """The training sessions recorded in RUN/timing.json (none for runs trained before it existed)."""
+    try:
+        sessions = json.loads((Path(run_dir) / TIMING_FILE).read_text(encoding="utf-8"))["sessions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return sessions if isinstance(sessions, list) else []
+
+
+def record_session(run_dir: str | os.PathLike, session: dict) -> None:
+    """Append one training session to RUN/timing.json (written atomically)."""
+    write_json(Path(run_dir) / TIMING_FILE, {"sessions": [*training_sessions(run_dir), session]})
+
+
+def training_seconds(run_dir: str | os.PathLike) -> float | None:
+    """Wall seconds spent training this run over all its sessions; None when none was recorded."""
+    sessions = training_sessions(run_dir)
+    return round(sum(float(s.get("seconds", 0.0)) for s in sessions), 3) if sessions else None

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import signal
+import time
 from collections.abc import Iterable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from .config import DEVICE, Config
 from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
 from .model import TinyGPT
-from .runfolder import RUN_FILES, RunFolder, holds_run
+from .runfolder import RUN_FILES, RunFolder, holds_run, record_session
 from .runtime import keep_freed_memory
 from .snapshots import run_observers
 from .tokenizer import CharTokenizer
@@ -479,6 +480,7 @@ def _train(
     bar = _progress(start, cfg.max_steps, progress)
     stopper = _StopRequest()
     step = start
+    t_start = time.perf_counter()
     _fire(callbacks, "on_train_begin", start, model)
     try:
         with stopper.installed():
@@ -518,6 +520,18 @@ def _train(
             metrics_file.close()
         if bar is not None:
             bar.close()
+        if out is not None and files_ready:  # how long this session took, for the books' timings
+            record_session(
+                out,
+                {
+                    "from_step": start,
+                    "to_step": len(history.records),
+                    "seconds": round(time.perf_counter() - t_start, 3),
+                    "threads": torch.get_num_threads(),
+                    "device": str(device),
+                    "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                },
+            )
     if out is not None:
         write_json(out / "summary.json", {**summarize(history, cfg, model), "fingerprint": fp, "schedule": schedule})
     model.eval()

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import AttnlabError
 from ..io import write_json
+from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from .book_runs import Scale
 from .common import environment, provenance
@@ -215,14 +216,17 @@ def run_book(
             doc["timings"] = {
                 "analysis_s": round(time.perf_counter() - t, 3),
                 "train_s": _train_seconds(e, scale, finished),
+                **compute_time(e.runs(scale), runs_root),
             }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
     book = build_index(registry or experiments, root, scale)
+    every = {r.name: r for e in (registry or experiments) for r in e.runs(scale)}
     book["timings"] = {
         "this_run_s": round(time.perf_counter() - t0, 3),
         "training_s": round(train_s, 3),
         "experiments": timings,
+        "book": compute_time(list(every.values()), runs_root),  # every run once, however many share it
     }
     write_json(root / "data" / "lab_book.json", book)
     return book
@@ -244,6 +248,15 @@ def _same_scale(path: Path, scale: Scale) -> bool:
         return json.loads(path.read_text(encoding="utf-8")).get("scale", {}).get("quick") == scale.quick
     except (OSError, ValueError):
         return False
+
+
+def compute_time(runs: Sequence[Run], runs_root: Path) -> dict:
+    """The training time recorded in the runs' folders (RUN/timing.json, over every session and
+    invocation): what the experiment costs on the machines that trained it. Runs trained before
+    timing was recorded, or not trained yet, are counted apart."""
+    secs = [training_seconds(r.dir(runs_root)) for r in runs]
+    known = [s for s in secs if s is not None]
+    return {"compute_s": round(sum(known), 1), "runs": len(runs), "timed_runs": len(known)}
 
 
 def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -> float:

@@ -63,6 +63,17 @@ def summary_line(book: dict) -> str:
     )
 
 
+def compute_line(t: dict | None) -> str:
+    """The training time recorded in the runs' folders, or "" when there is none."""
+    if not t or not t.get("runs"):
+        return ""
+    h = t["compute_s"] / 3600
+    txt = f"训练耗时 / training time {h:.2f} h ({t['compute_s'] / 60:.0f} min)"
+    if t["timed_runs"] < t["runs"]:
+        return txt + f"，{t['timed_runs']}/{t['runs']} 个运行有记录 / runs timed"
+    return txt + f"，{t['runs']} 个运行 / runs"
+
+
 def _placeholder(book: dict, eid: str) -> dict | None:
     """An experiment with no JSON yet: the registry's words and command, no numbers."""
     meta = book.get("entries", {}).get(eid)
@@ -108,6 +119,7 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
         "",
         f"- {env.get('platform')}, {env.get('cpu_count')} CPU, torch {env.get('torch')}",
         f"- created {book.get('created')}",
+        *([f"- 全书 / the whole book: {line}"] if (line := compute_line(book.get("timings", {}).get("book"))) else []),
         "",
     ]
     return "\n".join(out) + "\n"
@@ -121,7 +133,8 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
         "",
         f"> 书中 / the book: {doc['statement']}",
         "",
-        f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`",
+        f"状态 / status: **{STATUS[doc['status']]}** · 命令 / command: `{doc['command']}`"
+        + (f" · {line}" if (line := compute_line(doc.get("timings"))) else ""),
         "",
     ]
     if doc.get("prediction"):
@@ -192,7 +205,13 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     env = book.get("environment", {})
     parts.append(
         f"<h2>环境 / Environment</h2><p>{html.escape(str(env.get('platform')))}, {env.get('cpu_count')} CPU, "
-        f"torch {html.escape(str(env.get('torch')))}; created {html.escape(str(book.get('created')))}</p>"
+        f"torch {html.escape(str(env.get('torch')))}; created {html.escape(str(book.get('created')))}"
+        + (
+            f"<br>全书 / the whole book: {html.escape(line)}"
+            if (line := compute_line(book.get("timings", {}).get("book")))
+            else ""
+        )
+        + "</p>"
     )
     main = "".join(parts)
     head_text = "实验手册 / The lab book" + summary_line(book) + main
@@ -215,7 +234,9 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
     out = [
         f"<h3 id='{e(eid)}'>{e(doc['title'])} <span class='badge {doc['status']}'>{e(STATUS[doc['status']])}</span></h3>",
         f"<blockquote>书中 / the book: {e(doc['statement'])}</blockquote>",
-        f"<p>命令 / command: <code>{e(doc['command'])}</code></p>",
+        f"<p>命令 / command: <code>{e(doc['command'])}</code>"
+        + (f" · {e(line)}" if (line := compute_line(doc.get("timings"))) else "")
+        + "</p>",
     ]
     if doc.get("prediction"):
         out.append(f"<p><b>预测（训练前写下）/ prediction (written before training):</b> {e(doc['prediction'])}</p>")
