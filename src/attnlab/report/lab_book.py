@@ -65,7 +65,7 @@ def summary_line(book: dict) -> str:
 
 def compute_line(t: dict | None) -> str:
     """The training time recorded in the runs' folders, or "" when there is none."""
-    if not t or not t.get("runs"):
+    if not t or not t.get("timed_runs"):  # runs trained before timing was kept, or none
         return ""
     h = t["compute_s"] / 3600
     txt = f"训练耗时 / training time {h:.2f} h ({t['compute_s'] / 60:.0f} min)"
