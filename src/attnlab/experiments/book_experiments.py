@@ -114,6 +114,13 @@ def qk_pair(scale, size: str, seed: int):
     return [r for r in qk_runs_of_seed(scale, seed) if f"_{size}_" in r.name]  # unscaled, scaled
 
 
+def _qk_gain_rms(model, layer: int = 0) -> float:
+    """rms of g_q ⊙ g_k, the QK-norm gains of ``layer`` (1 at init): how far training rescaled the
+    normalised q·k."""
+    attn = model.blocks[layer].attn
+    return _r((attn.q_norm.weight * attn.k_norm.weight).pow(2).mean().sqrt().item(), 4)
+
+
 def analyze_qk_norm(ctx: Context) -> Outcome:
     """Each size's pair stands on its own: a size is analysed over the seeds whose pair finished."""
     seeds = {size: _seeds_done(ctx, lambda s, size=size: qk_pair(ctx.scale, size, s)) for size in ("small", "big")}
@@ -126,6 +133,8 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                 "logit_std_init": [_first_logit_std(f) for f in fs],
                 "logit_std_end": [f.history.records[-1]["layers"][0]["logit_std"] for f in fs],
                 "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs],
+                # the norms' learned gains bound the logits: |q·k| <= d_head · max|g_q| · max|g_k| (no bias)
+                "gain_rms_end": [_qk_gain_rms(f.model) for f in fs],
             }
         gap[size] = [u - s for u, s in zip(per[f"{size}_unscaled"]["val"], per[f"{size}_scaled"]["val"])]
     case = _case_gaps(ctx)
@@ -137,6 +146,7 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
             _r(statistics.fmean(v["logit_std_init"]), 3) if v["val"] else None,
             _r(statistics.fmean(v["logit_std_end"]), 3) if v["val"] else None,
             _r(statistics.fmean(v["entropy_end"]), 3) if v["val"] else None,
+            _r(statistics.fmean(v["gain_rms_end"]), 3) if v["val"] else None,
         ]
         for k, v in per.items()
     ]
@@ -148,6 +158,7 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
             "初始 logits std / init",
             "训练后 logits std / end",
             "训练后熵 / entropy end",
+            "层 0 增益 rms(g_q·g_k) / L0 norm gains",
         ],
         "rows": table,
         "seeds": seeds,
