@@ -244,3 +244,29 @@ def test_attnlab_report_rebuilds_the_book(tmp_path):
 
     for s in book["sections"]:
         assert f'<section id="{anchor(s["section"])}">' in page and f'href="#{anchor(s["section"])}"' in page
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_qk_norm_logit_bound_holds_and_can_fail(tiny_cfg, scaled):
+    """The bound the QK-norm section checks: with the gains and biases trained far from 1 and 0
+    every logit stays inside it; the same check against a bound from halved gains fails."""
+    import torch
+
+    from attnlab import TinyGPT
+    from attnlab.experiments.book_experiments import _qk_logit_bound
+
+    torch.manual_seed(0)
+    m = TinyGPT(tiny_cfg.replace(qk_norm=True, scaled=scaled))
+    attn = m.blocks[0].attn
+    with torch.no_grad():
+        for norm in (attn.q_norm, attn.k_norm):
+            norm.weight.copy_(3 * torch.randn_like(norm.weight))
+            norm.bias.copy_(torch.randn_like(norm.bias))
+        m.blocks[0].attn.qkv.weight.mul_(50)  # q and k point in few directions: logits near the bound
+        m(torch.randint(0, 40, (8, 16)), record=True)
+        absmax, bound = attn.last_diag["logit_absmax"], _qk_logit_bound(m)
+        assert 0 < absmax <= bound
+        for norm in (attn.q_norm, attn.k_norm):
+            norm.weight.mul_(0.5)
+            norm.bias.mul_(0.5)
+        assert absmax > _qk_logit_bound(m)

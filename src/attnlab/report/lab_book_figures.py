@@ -44,6 +44,11 @@ def _sd(v: list[float]) -> float:
     return statistics.stdev(v) if len(v) > 1 else 0.0
 
 
+def _as_list(v) -> list:
+    """A value or a list of values (per seed); None is no value."""
+    return [] if v is None else v if isinstance(v, list) else [v]
+
+
 def qk_norm(r: dict) -> dict:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -53,7 +58,7 @@ def qk_norm(r: dict) -> dict:
         (
             -0.18,
             "无 QK-norm（案例）/ without (case)",
-            [w.get("small", []), [w["big"]] if w.get("big") is not None else []],
+            [w.get("small", []), _as_list(w.get("big"))],
             "#999999",
         ),
         (0.18, "有 QK-norm / with QK-norm", [r["gap"]["small"], r["gap"]["big"]], "#2463a6"),
