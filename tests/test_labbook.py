@@ -142,6 +142,7 @@ def test_exercise2_records_what_the_exercise_asks(tmp_path):
     res = doc["results"]
     assert [x["d_head"] for x in res["summary"]] == list(R.EX2_D_HEADS)
     assert [x["d_head"] for x in res["fixed_summary"]] == [32, 64, 128, 256]
+    assert "collapse_d_head" in res and res["critical_d_head"] in (None, *R.EX2_D_HEADS)
     assert len(res["rows"]) == len(R.EX2_D_HEADS) + 4
     scale = R.Scale.make(True)
     for fixed, pts in ((False, res["summary"]), (True, res["fixed_summary"])):

@@ -1146,6 +1146,8 @@ def analyze_exercise2(ctx: Context) -> Outcome:
     base_sd = _mean_sd(gap32)[1] or 0.05
     thr = max(0.1, statistics.fmean(gap32) + 2 * base_sd)
     critical = next((s["d_head"] for s in summary if s["gap_mean"] > thr), None)
+    # where attention itself collapses: the unscaled model's trained layer-0 entropy below 0.1
+    collapse = next((s["d_head"] for s in summary if s["entropy_end_unscaled"] < 0.1), None)
     claims = [
         claim(
             "ex2_critical_exists",
@@ -1212,6 +1214,7 @@ def analyze_exercise2(ctx: Context) -> Outcome:
             "summary": summary,
             "critical_d_head": critical,
             "threshold": thr,
+            "collapse_d_head": collapse,
             "fixed_summary": fixed_summary,
             "fixed_d_model": {str(x["d_head"]): x["gaps"] for x in fixed_summary},
             "fixed_seeds": fseeds,
@@ -1219,7 +1222,12 @@ def analyze_exercise2(ctx: Context) -> Outcome:
         claims=claims,
         figures=[ctx.fig("gap.png"), ctx.fig("curves.png")],
         status="done" if len(seeds) == scale.seeds and len(fseeds) == scale.seeds else "partial",
-        notes=(
+        notes=[
+            f"差距超过阈值（{thr:.3g}）从 d_head = {critical or '—'} 开始；不缩放模型训练后的第 0 层熵跌到 0.1 以下"
+            f"（注意力塌缩）从 d_head = {collapse or '—'} 开始 / the gap passes the threshold from d_head {critical or '—'}; "
+            f"the unscaled model's attention collapses (layer-0 entropy < 0.1 after training) from {collapse or '—'}"
+        ]
+        + (
             []
             if len(fseeds) == scale.seeds
             else [

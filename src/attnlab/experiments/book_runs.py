@@ -151,7 +151,8 @@ def kv_run(scale: Scale, n_kv_head: int, seed: int) -> Run:
     return Run(f"kv{n_kv_head}_s{seed}", scale.cfg(**SMALL, n_kv_head=n_kv_head, seed=seed), group="gqa")
 
 
-EX2_D_HEADS = (32, 64, 96, 128, 192, 256)
+# the exercise's sequence, and 112 where the committed sweep and the 3-seed gaps put the change
+EX2_D_HEADS = (32, 64, 96, 112, 128, 192, 256)
 
 
 def exercise2_run(scale: Scale, d_head: int, scaled: bool, seed: int, fixed_d_model: bool = False) -> Run:
