@@ -1730,7 +1730,7 @@ EXPERIMENTS: list[Experiment] = [
         "d_head 32、64、96、128、192、256，缩放与不缩放各一次，找差距开始明显上升的位置",
         "attnlab sweep --grid d_head=32,64,96,128,192,256 --grid scaled=true,false",
         analyze_sweep_committed,
-        order=(1, 20, 2, 0),
+        order=(1, 20, 2, 1),
     ),
     Experiment(
         "exercise2",
@@ -1742,7 +1742,7 @@ EXPERIMENTS: list[Experiment] = [
         prediction=PREDICTION_EX2,
         runs=ex2_runs,
         min_runs=ex2_min_runs,
-        order=(1, 20, 2, 1),
+        order=(1, 20, 2, 0),
     ),
     Experiment(
         "markov",
