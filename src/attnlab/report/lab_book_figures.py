@@ -152,9 +152,10 @@ def timing(r: dict) -> dict:
 
 def exercise2(r: dict) -> dict:
     plt = _plt()
-    variants = [("n_head = 1, d_model = d_head", r["summary"], "o-", "#c0392b")]
+    variants = [(f"n_head = 1, d_model = d_head（{len(r['seeds'])} seeds）", r["summary"], "o-", "#c0392b")]
     if r.get("fixed_summary"):
-        variants.append(("d_model = 256, n_head = 256 / d_head", r["fixed_summary"], "s--", "#2463a6"))
+        n = len(r.get("fixed_seeds", []))
+        variants.append((f"d_model = 256, n_head = 256 / d_head（{n} seeds）", r["fixed_summary"], "s--", "#2463a6"))
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for label, pts, fmt, color in variants:
         xs = [x["d_head"] for x in pts]
@@ -174,7 +175,7 @@ def exercise2(r: dict) -> dict:
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("d_head")
     ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
-    ax.set_title(f"练习二：临界维度（{len(r['seeds'])} 个种子）/ exercise 2")
+    ax.set_title("练习二：临界维度 / exercise 2")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax2.set_yscale("log")
