@@ -149,7 +149,7 @@ def analyze_qk_norm(ctx: Context) -> Outcome:
                 "logit_std_init": [_first_logit_std(f) for f in fs],
                 "logit_std_end": [f.history.records[-1]["layers"][0]["logit_std"] for f in fs],
                 "entropy_end": [f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs],
-                # the norms' learned gains bound the logits: |q·k| <= d_head · max|g_q| · max|g_k| (no bias)
+                # the norms' learned gains and biases bound the logits (_qk_logit_bound)
                 "gain_rms_end": [_qk_gain_rms(f.model) for f in fs],
                 "logit_absmax_end": [f.history.records[-1]["layers"][0]["logit_absmax"] for f in fs],
                 "logit_bound_end": [_qk_logit_bound(f.model) for f in fs],
@@ -1104,28 +1104,29 @@ PREDICTION_EX2 = (
 
 
 def _ex2_point(ctx: Context, d: int, seeds: list[int], fixed: bool) -> dict:
-    """One d_head of one variant over ``seeds``: the gaps and the diagnostics the exercise asks to record."""
+    """One d_head of one variant over ``seeds`` (at least one, finished): the gaps and the diagnostics
+    the exercise asks to record."""
     pair = {sc: [ctx.get(R.exercise2_run(ctx.scale, d, sc, s, fixed)) for s in seeds] for sc in (False, True)}
     gaps = [_val(u) - _val(c) for u, c in zip(pair[False], pair[True])]
-    mean, sd = _mean_sd(gaps) if gaps else (None, None)
-    cfg = ctx.get(R.exercise2_run(ctx.scale, d, False, seeds[0], fixed)).model.cfg if seeds else None
+    mean, sd = _mean_sd(gaps)
+    cfg = pair[False][0].run.cfg
 
     def entropy(fs):  # layer 0's weight entropy at the last step (mean over heads), mean over seeds
         return _r(statistics.fmean(f.history.records[-1]["layers"][0]["weight_entropy"] for f in fs), 3)
 
     return {
         "d_head": d,
-        "d_model": cfg.d_model if cfg else None,
-        "n_head": cfg.n_head if cfg else None,
+        "d_model": cfg.d_model,
+        "n_head": cfg.n_head,
         "gap_mean": _r(mean),
         "gap_sd": _r(sd),
         "gaps": [_r(x) for x in gaps],
-        "logit_std_init_unscaled": _r(statistics.fmean(_first_logit_std(f) for f in pair[False]), 3) if seeds else None,
-        "entropy_end_unscaled": entropy(pair[False]) if seeds else None,
-        "entropy_end_scaled": entropy(pair[True]) if seeds else None,
+        "logit_std_init_unscaled": _r(statistics.fmean(_first_logit_std(f) for f in pair[False]), 3),
+        "entropy_end_unscaled": entropy(pair[False]),
+        "entropy_end_scaled": entropy(pair[True]),
         # the exercise's loss curves: validation loss of the first seed, both versions
         "val_curve": {
-            tag: [[st, _r(v)] for st, v in pair[sc][0].history.val] if seeds else []
+            tag: [[st, _r(v)] for st, v in pair[sc][0].history.val]
             for tag, sc in (("unscaled", False), ("scaled", True))
         },
     }
@@ -1142,7 +1143,7 @@ def analyze_exercise2(ctx: Context) -> Outcome:
     summary = [_ex2_point(ctx, d, seeds, False) for d in R.EX2_D_HEADS]
     fixed_summary = [_ex2_point(ctx, d, fseeds, True) for d in EX2_FIXED_D_HEADS] if fseeds else []
     # critical d_head: the first whose mean gap exceeds the d_head 32 gap by 2 of its sd (and 0.1)
-    gap32 = [g for g in summary[0]["gaps"]]
+    gap32 = summary[0]["gaps"]
     base_sd = _mean_sd(gap32)[1] or 0.05
     thr = max(0.1, statistics.fmean(gap32) + 2 * base_sd)
     critical = next((s["d_head"] for s in summary if s["gap_mean"] > thr), None)
