@@ -19,7 +19,7 @@ import statistics
 import torch
 
 from ..book import book_values
-from ..config import Config
+from ..config import POS_KINDS, Config
 from ..corpus import REPO_ROOT
 from ..tokenizer import CharTokenizer
 from ..train import split_data
@@ -526,8 +526,7 @@ def analyze_kv(ctx: Context) -> Outcome:
 
 
 # ================================================================ §1.9 positions, no positions
-POS_KINDS = ("learned", "sinusoidal", "rope", "none")
-POS_CONTROL = "sinusoidal_emb_scale"  # the protocol control: token embeddings x sqrt(d_model)
+POS_CONTROL = R.POS_CONTROL  # the protocol control: token embeddings x sqrt(d_model)
 
 
 def analyze_positions(ctx: Context) -> Outcome:

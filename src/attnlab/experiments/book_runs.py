@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
+from ..config import POS_KINDS, Config
 from ..runner import Run
 from . import case
 
@@ -94,13 +94,8 @@ def qk_norm_runs(scale: Scale) -> list[Run]:
 
 # §1.9's schemes, and a control on the sinusoidal one: the table added to token embeddings scaled by
 # sqrt(d_model), as the original Transformer does (this model's embeddings are 36 times smaller than it)
-POSITIONS = {
-    "learned": {"pos": "learned"},
-    "sinusoidal": {"pos": "sinusoidal"},
-    "rope": {"pos": "rope"},
-    "none": {"pos": "none"},
-    "sinusoidal_emb_scale": {"pos": "sinusoidal", "emb_scale": True},
-}
+POS_CONTROL = "sinusoidal_emb_scale"
+POSITIONS = {k: {"pos": k} for k in POS_KINDS} | {POS_CONTROL: {"pos": "sinusoidal", "emb_scale": True}}
 
 
 def position_runs(scale: Scale, kind: str, seed: int) -> Run:
