@@ -53,20 +53,7 @@ def text() -> str:
 @pytest.fixture
 def tiny_cfg() -> Config:
     """Small enough to train in a second on CPU, big enough to have 2 layers and heads."""
-    return Config(
-        n_layer=2,
-        n_head=2,
-        d_model=32,
-        block_size=16,
-        vocab_size=40,
-        batch_size=4,
-        max_steps=12,
-        warmup=3,
-        eval_every=5,
-        eval_batches=2,
-        ckpt_every=4,
-        device="cpu",
-    )
+    return TINY_MODEL.replace(vocab_size=40, max_steps=12, eval_every=5, ckpt_every=4)
 
 
 def pytest_terminal_summary(terminalreporter):
