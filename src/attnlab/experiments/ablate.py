@@ -60,6 +60,21 @@ def checklist_row(history, model, seconds: float) -> dict:
     }
 
 
+def clip_activity(records: list[dict], grad_clip: float, warmup: int) -> dict:
+    """How much work gradient clipping had after warmup: the share of steps whose
+    gradient norm (recorded before clipping) exceeded ``grad_clip``, and the largest
+    norm, i.e. the strongest shrink clipping applied or would have applied."""
+    norms = [r["grad_norm"] for r in records if r["step"] >= warmup and math.isfinite(r["grad_norm"])]
+    if not norms or grad_clip <= 0:
+        raise ExperimentError("clip_activity needs finite gradient norms after warmup and a positive threshold")
+    return {
+        "steps": len(norms),
+        "clipped_share": sum(g > grad_clip for g in norms) / len(norms),
+        "max_grad_norm": max(norms),
+        "max_over_threshold": max(norms) / grad_clip,
+    }
+
+
 def run(
     text: str,
     cfg: Config | None = None,
