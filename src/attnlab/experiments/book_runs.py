@@ -10,7 +10,7 @@ and its numbers mean nothing beyond "the plumbing works".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import POS_KINDS, Config
 from ..runner import Run
@@ -137,6 +137,13 @@ def exercise1_run(scale: Scale, scaled: bool, seed: int) -> Run:
 def deep_run(scale: Scale, seed: int) -> Run:
     """§1.18.5 ③: four layers."""
     return Run(f"deep4_s{seed}", scale.cfg(**SMALL, n_layer=4, seed=seed), group="deep")
+
+
+def deep_long_run(scale: Scale, n_layer: int, seed: int) -> Run:
+    """§1.18.5 ③'s control: two and four layers trained twice as long (the whole schedule
+    stretched: warmup, cosine and validations), to test "four layers are only undertrained"."""
+    long = replace(scale, steps=2 * scale.steps)
+    return Run(f"deep{n_layer}_long_s{seed}", long.cfg(**SMALL, n_layer=n_layer, seed=seed), group="deep")
 
 
 def kv_run(scale: Scale, n_kv_head: int, seed: int) -> Run:
