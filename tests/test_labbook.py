@@ -53,6 +53,15 @@ def test_no_run_is_trained_twice_under_two_names(quick):
     assert R.exercise2_run(scale, 256, False, R.BOOK_SEED, True) == R.case_run(scale, "big", False, R.BOOK_SEED)
 
 
+def test_deep_control_stretches_the_whole_schedule():
+    """§1.18.5 ③'s control differs from the 1500-step runs only in its schedule (and n_layer)."""
+    scale = R.Scale.make(False)
+    short, long = R.deep_run(scale, R.BOOK_SEED).cfg, R.deep_long_run(scale, 4, R.BOOK_SEED).cfg
+    assert (long.max_steps, long.eval_every) == (2 * short.max_steps, 2 * short.eval_every)
+    assert long.replace(max_steps=short.max_steps, eval_every=short.eval_every, ckpt_every=short.ckpt_every) == short
+    assert R.deep_long_run(scale, 2, R.BOOK_SEED).cfg == long.replace(n_layer=2)
+
+
 def test_select_by_section_and_id():
     assert [e.id for e in select(EXPERIMENTS, ["§1.9"])] == ["positions"]
     assert {e.id for e in select(EXPERIMENTS, ["1.20"])} == {"exercise1", "sweep", "exercise2"}
@@ -114,6 +123,7 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
     doc = json.loads((tmp_path / "data" / "lab_book" / "deep.json").read_text(encoding="utf-8"))
     assert {"kind", "provenance", "environment", "results", "claims"} <= set(doc)
     assert {r["name"]: r["status"] for r in doc["runs"]}[deep.name] == "resumed"
+    assert {"deep_better", "deep_better_long"} <= {c["id"] for c in doc["claims"]}
     kv = json.loads((tmp_path / "data" / "lab_book" / "kv_cache.json").read_text(encoding="utf-8"))
     assert next(c for c in kv["claims"] if c["id"] == "kv_formula_matches_model")["pass"] is True
 
