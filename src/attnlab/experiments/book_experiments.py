@@ -1039,6 +1039,7 @@ def analyze_deep(ctx: Context) -> Outcome:
     long = {n: [ctx.get(R.deep_long_run(ctx.scale, n, s)) for s in long_seeds] for n in (4, 2)}
     lv = {n: [_val(f) for f in fs] for n, fs in long.items()}
     lt = {n: [_train_tail(f) for f in fs] for n, fs in long.items()}
+    lbest = {n: [min(v for _, v in f.history.val) for f in fs] for n, fs in long.items()}  # before any overfitting
     heads = _portrait(ctx, ctx.get(R.deep_run(ctx.scale, seeds[0])))
     layers = sorted({h["layer"] for h in heads})
     per_layer = [
@@ -1089,6 +1090,8 @@ def analyze_deep(ctx: Context) -> Outcome:
                     "2 layers": [_r(x) for x in lv[2]],
                     "train 4 layers": [_r(x) for x in lt[4]],
                     "train 2 layers": [_r(x) for x in lt[2]],
+                    "best val 4 layers": [_r(x) for x in lbest[4]],
+                    "best val 2 layers": [_r(x) for x in lbest[2]],
                 },
                 "every seed: 4 < 2 (predicted before the runs)",
                 all(a < b for a, b in zip(lv[4], lv[2])),
@@ -1100,6 +1103,12 @@ def analyze_deep(ctx: Context) -> Outcome:
             f"加倍训练的对照 {len(long_seeds)}/{ctx.scale.seeds} 个种子 / the longer control: {len(long_seeds)} seeds"
         )
     table = [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer]
+    runs = {(2, "1500"): base, (4, "1500"): deep, (2, "long"): long[2], (4, "long"): long[4]}
+    curves = [
+        {"n_layer": n, "steps": fs[0].run.cfg.max_steps, "val": [[[s, _r(v)] for s, v in f.history.val] for f in fs]}
+        for (n, _), fs in runs.items()
+        if fs
+    ]
     return Outcome(
         results={
             "headers": ["层 / layer", "熵 / entropy", "对角 / diag", "前一位 / prev", "平均距离 / distance"],
@@ -1109,11 +1118,13 @@ def analyze_deep(ctx: Context) -> Outcome:
             "val_2_layers": v2,
             "train_4_layers": t4,
             "train_2_layers": t2,
-            "long": {"seeds": long_seeds, "val": lv, "train": lt},
+            "long": {"seeds": long_seeds, "val": lv, "train": lt, "best_val": lbest},
+            "curves": curves,
             "per_layer": per_layer,
             "heads": heads,
         },
         claims=claims,
+        figures=[ctx.fig("curves.png")],
         notes=notes,
         status="done" if len(seeds) == len(long_seeds) == ctx.scale.seeds else "partial",
     )

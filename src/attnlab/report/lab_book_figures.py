@@ -209,6 +209,24 @@ def _ex2_curves(plt, r: dict):
     return fig
 
 
+def deep(r: dict) -> dict:
+    """Validation curves of two and four layers, 1500 steps (dashed) and the stretched schedule (solid)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for c in r.get("curves", []):
+        color = {2: "#2463a6", 4: "#c0392b"}.get(c["n_layer"], "#555555")
+        ls = "--" if c["steps"] == min(x["steps"] for x in r["curves"]) else "-"
+        for i, curve in enumerate(c["val"]):
+            label = f"{c['n_layer']} 层 / layers, {c['steps']} 步 / steps" if i == 0 else None
+            ax.plot(*zip(*curve), ls, color=color, alpha=0.8, lw=1.2, label=label)
+    ax.set_xlabel("步 / step")
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("§1.18.5 ③：2 层与 4 层（每个种子一条线）/ two and four layers, one line per seed", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return {"curves.png": fig}
+
+
 def markov(r: dict) -> dict:
     plt = _plt()
     models, floor = r["models"], r["floor"]
@@ -231,6 +249,7 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
     "dynamics": dynamics,
     "timing": timing,
     "exercise2": exercise2,
+    "deep": deep,
     "markov": markov,
 }
 
