@@ -1793,10 +1793,19 @@ EXPERIMENTS: list[Experiment] = [
         "attnlab book --only §1.18.5",
         analyze_deep,
         why={
-            "deep_better": "未解释 / unexplained: 4 层的验证 loss（4.105、4.089、4.075）在 1500 步时并不比 2 层"
-            "（4.046、4.099、4.055）好：参数多了、步数相同，可能还没训够；层间分工也不明显（各层熵 0.78–0.90，"
-            "前一位权重 0.14–0.19）。更长的训练还没有跑 / four layers are not better than two at 1500 steps "
-            "(same steps, more parameters: possibly undertrained); no clear division of labour between layers"
+            "deep_better": "已由对照实验解释：受限于数据，不是步数 / explained by the control: data-limited, not "
+            "step-limited. 1500 步时 4 层欠拟合（训练 loss 最后 100 步 3.86 对 2 层 3.77）。把整个计划拉长到 3000 步后，"
+            "4 层对训练集拟合得更好（3.17 对 3.25），但两者的验证 loss 都在 1400–2000 步见底后回升：约 23 万字的训练集"
+            "到 1600 步已被看了约 14 遍，之后是过拟合。4 层最好的验证 loss（4.084、4.047、4.071）对 2 层（4.061、4.120、"
+            "4.075）只在两个种子上更低，均值差 0.02，在种子噪声内。多出的两层在这个语料上换来的是训练集上的拟合，"
+            "不是泛化；层间分工也不明显（各层熵 0.78–0.90，前一位权重 0.14–0.19）/ at 1500 steps four layers underfit "
+            "(train 3.86 vs 3.77); stretched to 3000 steps they fit the training set better (3.17 vs 3.25) but both "
+            "overfit after 1400–2000 steps (about 14 passes over 231k characters by step 1600), and the best "
+            "validation loss of four layers is lower on 2 of 3 seeds only (mean 0.02, within seed noise)",
+            "deep_better_long": "训练前的预测错了（我们的，不是书的）/ our prediction was wrong: 拉长训练并没有让 4 层在"
+            "每个种子上都更好：最终验证 loss 4 层 4.161、4.124、4.141，2 层 4.117、4.167、4.154，两者都比 1500 步时差"
+            "（过拟合，见 deep_better）。“只是没训够”不成立 / stretching the schedule did not make four layers better on "
+            "every seed; both overfit, so 'only undertrained' is wrong (see deep_better)",
         },
         prediction=PREDICTION_DEEP,
         runs=_seeded(
