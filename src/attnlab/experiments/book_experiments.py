@@ -496,14 +496,20 @@ def analyze_kv(ctx: Context) -> Outcome:
     status = "done"
     if seeds:
         mha, mqa = statistics.fmean(trained["4"]), statistics.fmean(trained["1"])
+        cost = spread([q - m for q, m in zip(trained["1"], trained["4"])])  # same seed, same batches
         claims.append(
             claim(
                 "mqa_costs_some_quality",
                 "§1.8.8",
                 "MQA 把缓存降到 1/n_head，“实践中这会损失一些质量”/ MQA loses some quality",
-                {"MHA": _r(mha), "GQA": _r(statistics.fmean(trained["2"])), "MQA": _r(mqa)},
-                "MQA val loss ≥ MHA val loss",
-                mqa >= mha,
+                {
+                    "MHA": _r(mha),
+                    "GQA": _r(statistics.fmean(trained["2"])),
+                    "MQA": _r(mqa),
+                    "MQA_minus_MHA": ms([q - m for q, m in zip(trained["1"], trained["4"])], 3),
+                },
+                "MQA − MHA, seed by seed: mean > max(2 sd over seeds, 0)",
+                cost["mean"] > max(2 * cost["sd"], 0),
             )
         )
         claims.append(
@@ -1714,6 +1720,12 @@ EXPERIMENTS: list[Experiment] = [
         "MQA 0.04 MB；MQA 损失一些质量，GQA 损失很小 / eq. 1.20; MQA loses some quality, GQA little",
         "attnlab book --only §1.8.7",
         analyze_kv,
+        why={
+            "mqa_costs_some_quality": "三个种子分不开 / three seeds cannot separate it: 同一种子、同一批数据下 MQA − MHA 是 "
+            "+0.077、−0.014、+0.088（均值 0.050 ± 0.056）：方向和书一致，但在这个 42 万参数的模型上还在种子噪声之内；"
+            "只比均值时这条曾经 PASS / seed for seed MQA − MHA is +0.077, −0.014, +0.088: the book's direction, "
+            "within seed noise at this size (it passed when only the means were compared)"
+        },
         runs=_seeded(lambda sc, s: [R.kv_run(sc, g, s) for g in (4, 2, 1)]),
         min_runs=lambda scale: [],
     ),
