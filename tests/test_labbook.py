@@ -189,6 +189,22 @@ def test_dynamics_reads_the_weights_the_baseline_kept(tmp_path):
     assert len(doc["results"]["seeds"][0]["prev"]) == 3
 
 
+# analyzed at quick scale by the tests above and below (and the browser test)
+ANALYZED_ELSEWHERE = {"deep", "markov", "kv_cache", "exercise2", "dynamics"}
+
+
+def test_every_other_experiment_analyzes_at_quick_scale(tmp_path):
+    """Every experiment's analysis runs in some test: a fault that only the full book would meet
+    (exercise 1 once compared a float with the case's list of gaps) fails here instead."""
+    rest = [e.id for e in EXPERIMENTS if e.id not in ANALYZED_ELSEWHERE]
+    assert book(tmp_path, "--only", *rest) == 0
+    idx = json.loads((tmp_path / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    assert {e: idx["status"][e] for e in rest} == dict.fromkeys(rest, "done")
+    for e in rest:
+        doc = json.loads((tmp_path / "data" / "lab_book" / f"{e}.json").read_text(encoding="utf-8"))
+        assert doc["claims"] and all(c["pass"] in (True, False, None) for c in doc["claims"]), e
+
+
 def test_no_train_marks_missing_runs_not_run(tmp_path):
     assert book(tmp_path, "--only", "§1.9", "--no-train") == 0
     doc = json.loads((tmp_path / "data" / "lab_book" / "positions.json").read_text(encoding="utf-8"))
