@@ -12,6 +12,7 @@ import math
 import pytest
 
 from attnlab.cli import main
+from attnlab.corpus import REPO_ROOT
 from attnlab.experiments import book_runs as R
 from attnlab.experiments.book_experiments import EXPERIMENTS, markov_floor
 from attnlab.experiments.labbook import BookError, section_key, select
@@ -60,6 +61,18 @@ def test_deep_control_stretches_the_whole_schedule():
     assert (long.max_steps, long.eval_every) == (2 * short.max_steps, 2 * short.eval_every)
     assert long.replace(max_steps=short.max_steps, eval_every=short.eval_every, ckpt_every=short.ckpt_every) == short
     assert R.deep_long_run(scale, 2, R.BOOK_SEED).cfg == long.replace(n_layer=2)
+
+
+def test_every_why_names_a_claim_of_its_experiment():
+    """A why under a stale claim id is never shown (the book then says "not explained yet")."""
+    for e in EXPERIMENTS:
+        doc = json.loads((REPO_ROOT / "data" / "lab_book" / f"{e.id}.json").read_text(encoding="utf-8"))
+        assert set(e.why) <= {c["id"] for c in doc["claims"]}, e.id
+        for c in doc["claims"]:  # and every committed FAIL says why
+            if c["pass"] is False:
+                assert any(n.startswith(f"FAIL {c['id']}: ") and "not explained yet" not in n for n in doc["notes"]), c[
+                    "id"
+                ]
 
 
 def test_select_by_section_and_id():

@@ -1650,12 +1650,7 @@ EXPERIMENTS: list[Experiment] = [
         "注意力权重熵跌到 0.0001 / at d_head 32 removing the scale changes little; at 256 it costs 0.95",
         "attnlab case",
         analyze_case,
-        order=(1, 2),
-        why={
-            "init_std_grows_like_sqrt": "扫描里 d_model = d_head，q 的方差本身也随维度增大（式 1.1），"
-            "所以实测斜率是 1.5 而不是 0.5；书中自己的比值列也不是常数 / with d_model = d_head the "
-            "variance of q grows with the width too (eq. 1.1), so the slope is 1.5, not 0.5"
-        },
+        order=(1, 2),  # its FAILs carry their reasons from data/ch1_case.json (claims.py)
     ),
     Experiment(
         "qk_norm",
@@ -1708,7 +1703,7 @@ EXPERIMENTS: list[Experiment] = [
         "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --out data/head_portrait.json",
         analyze_heads,
         why={
-            "self_head_exists": "本仓库的小模型在层 0 学出了“前一位”头（三个种子 prev 0.48 ± 0.04），但没有学出书中"
+            "self_head": "未解释 / unexplained: 本仓库的小模型在层 0 学出了“前一位”头（三个种子 prev 0.48 ± 0.04），但没有学出书中"
             "L0·H0 那样对角 0.77 的“看自己”头；哪种头出现取决于种子与训练细节，书中的画像没有复现 / "
             "our model formed a previous-token head but no self-attending head; the book's L0H0 did "
             "not reproduce"
@@ -1762,11 +1757,6 @@ EXPERIMENTS: list[Experiment] = [
         "④ 误用 d_k 注意力退化成均匀（熵 0.9989）",
         "attnlab failures",
         analyze_failures,
-        why={
-            "divide_by_dk_uniform": "本次的熵是训练最后一步两层的平均（0.947）：接近均匀但不及书中的 "
-            "0.9989；第二层并不完全均匀 / ours averages both layers at the last step: near uniform, "
-            "less so than the book's 0.9989"
-        },
     ),
     Experiment(
         "dynamics",

@@ -23,6 +23,7 @@ recorded as not run yet ("未运行 / not run yet"), with its command, never a n
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -210,6 +211,11 @@ def run_book(
         old = root / DATA_DIR / f"{e.id}.json"
         if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
             log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
+            kept = json.loads(old.read_text(encoding="utf-8"))  # its numbers stay; the whys are today's
+            kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith("FAIL ")] + fail_notes(
+                e, kept["claims"]
+            )
+            write_json(old, kept)
             continue
         doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
         if doc is not None:
@@ -304,15 +310,29 @@ class NotAvailable(Exception):
     """Raised by an analysis whose inputs (e.g. a committed JSON) are absent."""
 
 
+def fail_notes(e: Experiment, claims: list[dict]) -> list[str]:
+    """One note per failing claim: why it fails (the registry's why, else the reason the claim carries)."""
+    return [
+        f"FAIL {c['id']}: {e.why.get(c['id']) or _carried_reason(c) or '原因未查明 / not explained yet'} "
+        f"(measured {c['measured']}; expected {c['expected']})"
+        for c in claims
+        if c["pass"] is False
+    ]
+
+
+def _carried_reason(c: dict) -> str | None:
+    """The reason a claim brought from a committed result (the case, the failures), labelled."""
+    from .claims import REASON_LABELS
+
+    r = c.get("reason")
+    return f"{REASON_LABELS.get(r['category'], r['category'])}: {r['text']}" if isinstance(r, dict) else None
+
+
 def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finished: dict, outcome: Outcome) -> dict:
     """The common result envelope of every lab-book experiment."""
     import torch
 
-    notes = list(outcome.notes)
-    for c in outcome.claims:
-        if c["pass"] is False:
-            why = e.why.get(c["id"], "原因未查明 / not explained yet")
-            notes.append(f"FAIL {c['id']}: {why} (measured {c['measured']}; expected {c['expected']})")
+    notes = list(outcome.notes) + fail_notes(e, outcome.claims)
     return {
         "kind": KIND,
         "id": e.id,

@@ -50,18 +50,11 @@ def pm(xs: list[float], digits: int = 4) -> str:
     return f"{fmt(s['mean'], digits)} ± {fmt(s['sd'], 2)} (n={s['n']})"
 
 
-CATEGORY = {
-    "finding": "书的问题 / finding about the book",
-    "protocol": "协议差异 / protocol difference",
-    "unexplained": "未解释 / unexplained",
-}
-
-
 def reason_text(claim: dict | None) -> str:
     if not claim or claim["pass"]:
         return ""
     r = claim.get("reason") or {"category": "unexplained", "text": ""}
-    return f"{CATEGORY.get(r['category'], r['category'])}: {r['text']}（论断 / claim `{claim['id']}`）"
+    return f"{C.REASON_LABELS.get(r['category'], r['category'])}: {r['text']}（论断 / claim `{claim['id']}`）"
 
 
 def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
