@@ -646,52 +646,9 @@ def analyze_failures(ctx: Context) -> Outcome:
                 _r(v["future_weight_max"], 3),
             ]
         )
-    V = res["variants"]
-    claims = list(res.get("claims", []))
-    if not claims:
-        claims = [
-            claim(
-                "mask_zero_lower_loss",
-                "§1.11.7①",
-                "掩码用 0：loss 反而更低 / mask 0: lower loss",
-                {"mask_zero": _r(V["mask_zero"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
-                "mask_zero < correct",
-                V["mask_zero"]["loss_end"] < V["correct"]["loss_end"],
-            ),
-            claim(
-                "mask_zero_sees_future",
-                "§1.11.7①",
-                "掩码用 0 时未来位置拿到权重 / future gets weight",
-                _r(V["mask_zero"]["future_weight_max"], 3),
-                "> 0.01",
-                V["mask_zero"]["future_weight_max"] > 0.01,
-                kind="sanity",
-            ),
-            claim(
-                "scale_after_rowsum",
-                "§1.11.7②",
-                "缩放位置错：行和 = 1/√d_head / rows sum to 1/sqrt(d_head)",
-                _r(V["scale_after_softmax"]["row_sum_max"], 4),
-                f"{res['expected_row_sum_after_softmax_scale']:.4f} ± 1e-3",
-                abs(V["scale_after_softmax"]["row_sum_max"] - res["expected_row_sum_after_softmax_scale"]) < 1e-3,
-            ),
-            claim(
-                "no_max_invisible",
-                "§1.11.7③",
-                "缺数值稳定：这个规模下看不出来 / invisible at this scale",
-                {"bug": _r(V["no_max_subtraction"]["loss_end"]), "correct": _r(V["correct"]["loss_end"])},
-                "|Δ loss_end| < 0.1",
-                abs(V["no_max_subtraction"]["loss_end"] - V["correct"]["loss_end"]) < 0.1,
-            ),
-            claim(
-                "divide_by_dk_uniform",
-                "§1.11.7④",
-                "误用 d_k：注意力退化成均匀（熵≈1）/ near-uniform",
-                _r(V["divide_by_d_k"]["weight_entropy"], 4),
-                "> 0.95 (book 0.9989)",
-                V["divide_by_d_k"]["weight_entropy"] > 0.95,
-            ),
-        ]
+    from .failures import failure_claims
+
+    claims = failure_claims(res)  # the one home of §1.11.7's claims, re-judged from the committed numbers
     return Outcome(
         results={
             "headers": [
