@@ -19,6 +19,12 @@ def add_parser(sub):
     common.add_corpus(p)
     common.add_set(p)
     p.add_argument("--steps", type=common.positive_int, default=300, help="training steps per variant (book: 300)")
+    p.add_argument(
+        "--seeds",
+        type=common.positive_int,
+        default=3,
+        help="seeds per variant (the loss and entropy claims are judged over them; default 3)",
+    )
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     common.add_executor(p)
     common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
@@ -66,6 +72,7 @@ def main(args) -> int:
         text,
         cfg,
         steps=args.steps,
+        seeds=args.seeds,
         variants=variants,
         corpus=args.corpus,
         executor=args.executor,
@@ -75,8 +82,9 @@ def main(args) -> int:
     write_json(out, result)
     write_text(Path(args.report), failures_markdown(result))
     print(
-        f"每个变体训练 {args.steps} 步，同一种子、同一批数据 / {args.steps} steps each, same seed and "
-        f"batches; d_head = {result['d_head']}, 1/sqrt(d_head) = "
+        f"每个变体训练 {args.steps} 步、{args.seeds} 个种子，同一种子内数据相同；表中是第一个种子 / {args.steps} "
+        f"steps each, {args.seeds} seed(s), same batches within a seed; the table shows the first seed; "
+        f"d_head = {result['d_head']}, 1/sqrt(d_head) = "
         f"{result['expected_row_sum_after_softmax_scale']:.4f}"
     )
     print(symptoms_table(result))

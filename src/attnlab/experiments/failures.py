@@ -94,6 +94,25 @@ def renormalized_entropy(p: torch.Tensor) -> torch.Tensor:
     return (h / support.log()).mean()
 
 
+def _by_seed(result: dict) -> list[dict]:
+    """The variants of every seed (``seed_variants``), or the one seed of an older result."""
+    per = result.get("seed_variants")
+    return list(per.values()) if per else [result["variants"]]
+
+
+def _loss_effect(runs: list[dict], bug: str) -> tuple[dict, float, float]:
+    """(measured, mean, spread) of bug − correct over the last 50 steps. One seed: the spread is
+    2 standard errors of the paired per-step differences; several: 2 sd of the per-seed means."""
+    from .claims import ms, round_sig, spread
+
+    diffs = [_tail_diff(V[bug], V["correct"]) for V in runs if bug in V]
+    if len(diffs) == 1:
+        m, se = diffs[0]
+        return {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)}, m, 2 * se
+    s = spread([m for m, _ in diffs])
+    return {"diff_last50": ms([m for m, _ in diffs], 3)}, s["mean"], 2 * s["sd"]
+
+
 def _tail_diff(bug: dict, ref: dict, n: int = 50) -> tuple[float, float]:
     """(mean over the last n steps of bug − correct training loss, its standard error). Both
     runs see the same batches, so the per-step differences are paired."""
@@ -104,20 +123,24 @@ def _tail_diff(bug: dict, ref: dict, n: int = 50) -> tuple[float, float]:
 
 
 def failure_claims(result: dict) -> list[dict]:
-    """The §1.11.7 statements, judged from ``result["variants"]`` (re-judged, never copied).
+    """The §1.11.7 statements, judged from the variants' numbers (re-judged, never copied).
 
-    Loss effects are paired differences to the correct model over the last 50 steps (same
-    batches), called "lower" or "unchanged" against 2 standard errors of those differences."""
-    from .claims import make_claim, round_sig
+    Loss effects are differences to the correct model over the last 50 steps (same seed, same
+    batches). Over several seeds a difference counts when its mean lies beyond 2 sd of the
+    per-seed values; with one seed, beyond 2 standard errors of the per-step differences."""
+    from .claims import make_claim, ms, round_sig, spread
 
-    V = result["variants"]
-    ref = V.get("correct")
+    runs = [V for V in _by_seed(result) if "correct" in V]
     out: list[dict] = []
-    if ref is None:
+    if not runs:
         return out
+    n_seeds = len(runs)
+    rule = "2 sd over seeds" if n_seeds > 1 else "2 se"
     d_head = result.get("d_head") or (result["config"]["d_model"] // result["config"]["n_head"])
-    if "mask_zero" in V:
-        m, se = _tail_diff(V["mask_zero"], ref)
+    has = lambda bug: all(bug in V for V in runs)  # noqa: E731
+    vals = lambda bug, key: [V[bug][key] for V in runs]  # noqa: E731
+    if has("mask_zero"):
+        meas, m, tol = _loss_effect(runs, "mask_zero")
         out.append(
             make_claim(
                 "bug1_loss_lower",
@@ -125,11 +148,12 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.1",
                 "① 掩码用 0：bug 版本的 loss（4.634）比正确实现（4.810）还低 / a zero mask lowers the loss",
                 {"bug": 4.634, "correct": 4.810},
-                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
-                "mean(bug − correct) over the last 50 steps < −2 se",
-                m < -2 * se,
+                meas,
+                f"mean(bug − correct) over the last 50 steps < −{rule}",
+                m < -tol,
             )
         )
+        leak = vals("mask_zero", "future_weight_max")
         out.append(
             make_claim(
                 "bug1_leaks",
@@ -137,13 +161,14 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.1",
                 "① 被屏蔽的位置仍然分到权重：位置 i 看见了 j > i / the zero mask leaks to future positions",
                 "> 0",
-                round_sig(V["mask_zero"]["future_weight_max"], 3),
-                "weight on j > i above 0.01 with the bug, 0 without",
-                V["mask_zero"]["future_weight_max"] > 0.01 and ref["future_weight_max"] == 0,
+                round_sig(min(leak), 3),
+                "weight on j > i above 0.01 with the bug (every seed), 0 without",
+                min(leak) > 0.01 and all(x == 0 for x in vals("correct", "future_weight_max")),
             )
         )
-        if "weight_entropy_renorm" in V["mask_zero"] and "weight_entropy_renorm" in ref:
-            e1, e0 = V["mask_zero"]["weight_entropy_renorm"], ref["weight_entropy_renorm"]
+        if all("weight_entropy_renorm" in V["mask_zero"] and "weight_entropy_renorm" in V["correct"] for V in runs):
+            e1, e0 = vals("mask_zero", "weight_entropy_renorm"), vals("correct", "weight_entropy_renorm")
+            d = spread([a - b for a, b in zip(e1, e0)])
             out.append(
                 make_claim(
                     "bug1_entropy_higher",
@@ -151,13 +176,14 @@ def failure_claims(result: dict) -> list[dict]:
                     "§1.11.7.1",
                     "熵那一列也能看出来——0.949 明显高于正确实现的 0.831 / the leak raises the entropy",
                     {"bug": 0.949, "correct": 0.831},
-                    {"bug": round_sig(e1, 3), "correct": round_sig(e0, 3), "basis": "renormalised"},
-                    "renormalised entropy of the bug > correct + 0.05",
-                    e1 > e0 + 0.05,
+                    {"bug": ms(e1, 3), "correct": ms(e0, 3), "basis": "renormalised"},
+                    "renormalised entropy: mean(bug − correct) > max(0.05, 2 sd over seeds)",
+                    d["mean"] > max(0.05, 2 * d["sd"]),
                 )
             )
-    if "scale_after_softmax" in V:
-        rs = V["scale_after_softmax"]["row_sum_max"]
+    if has("scale_after_softmax"):
+        rs = vals("scale_after_softmax", "row_sum_max")
+        worst = max(rs, key=lambda x: abs(x - d_head**-0.5))
         out.append(
             make_claim(
                 "bug2_row_sum",
@@ -165,12 +191,12 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.2",
                 "② 缩放写在 softmax 之后：行和最大值 0.1768 = 1/√32 / rows sum to 1/√d_head",
                 0.1768,
-                {"row_sum_max": round_sig(rs, 4), "1/sqrt(d_head)": round_sig(d_head**-0.5, 4)},
-                "row sum max = 1/√d_head to 1e-3",
-                abs(rs - d_head**-0.5) < 1e-3,
+                {"row_sum_max": round_sig(worst, 4), "1/sqrt(d_head)": round_sig(d_head**-0.5, 4)},
+                "row sum max = 1/√d_head to 1e-3 (every seed)",
+                abs(worst - d_head**-0.5) < 1e-3,
             )
         )
-        m, se = _tail_diff(V["scale_after_softmax"], ref)
+        meas, m, tol = _loss_effect(runs, "scale_after_softmax")
         out.append(
             make_claim(
                 "bug2_loss_slightly_lower",
@@ -178,13 +204,13 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.5",
                 "② 缩放位置错：loss 轻微变好（4.668 对 4.810）/ the loss gets slightly better",
                 {"bug": 4.668, "correct": 4.810},
-                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
-                "mean(bug − correct) over the last 50 steps < −2 se",
-                m < -2 * se,
+                meas,
+                f"mean(bug − correct) over the last 50 steps < −{rule}",
+                m < -tol,
             )
         )
-    if "no_max_subtraction" in V:
-        m, se = _tail_diff(V["no_max_subtraction"], ref)
+    if has("no_max_subtraction"):
+        meas, m, tol = _loss_effect(runs, "no_max_subtraction")
         out.append(
             make_claim(
                 "bug3_invisible",
@@ -192,13 +218,13 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.3",
                 "③ 缺数值稳定：在这个规模下根本看不出来（4.808 对 4.810）/ invisible at this scale",
                 {"bug": 4.808, "correct": 4.810},
-                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
-                "|mean(bug − correct)| over the last 50 steps ≤ max(2 se, 0.01)",
-                abs(m) <= max(2 * se, 0.01),
+                meas,
+                f"|mean(bug − correct)| over the last 50 steps ≤ max({rule}, 0.01)",
+                abs(m) <= max(tol, 0.01),
             )
         )
-    if "divide_by_d_k" in V:
-        e = V["divide_by_d_k"]["weight_entropy"]
+    if has("divide_by_d_k"):
+        e = vals("divide_by_d_k", "weight_entropy")
         out.append(
             make_claim(
                 "bug4_entropy_uniform",
@@ -207,12 +233,12 @@ def failure_claims(result: dict) -> list[dict]:
                 "④ 误用 d_k：熵是 0.9989——极其接近 1；如果权重熵长期停在 0.99 以上，几乎可以确定是缩放出了问题 / "
                 "the entropy sits above 0.99",
                 0.9989,
-                round_sig(e, 4),
-                "trainer's entropy at the last step (mean over layers) > 0.99",
-                e > 0.99,
+                ms(e, 4) if n_seeds > 1 else round_sig(e[0], 4),
+                "trainer's entropy at the last step (mean over layers) > 0.99 on every seed",
+                min(e) > 0.99,
             )
         )
-        m, se = _tail_diff(V["divide_by_d_k"], ref)
+        meas, m, tol = _loss_effect(runs, "divide_by_d_k")
         out.append(
             make_claim(
                 "bug4_loss_unchanged",
@@ -220,22 +246,22 @@ def failure_claims(result: dict) -> list[dict]:
                 "§1.11.7.5",
                 "④ 缩放过度：loss 不变（4.708 对 4.810）/ the loss does not get worse",
                 {"bug": 4.708, "correct": 4.810},
-                {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)},
-                "mean(bug − correct) over the last 50 steps ≤ 2 se (not worse)",
-                m <= 2 * se,
+                meas,
+                f"mean(bug − correct) over the last 50 steps ≤ {rule} (not worse)",
+                m <= tol,
             )
         )
+    steps = result["config"]["max_steps"]
     for c in out:
         if c["kind"] == "book" and not c["pass"]:
             c["reason"] = {
                 "category": "unexplained",
-                "text": "one seed, 300 steps; no experiment here explains the difference",
+                "text": f"{n_seeds} seed(s), {steps} steps; no experiment here explains the difference",
             }
             if c["id"] == "bug4_entropy_uniform":
                 c["reason"]["text"] = (
-                    "with the logits divided by d_k = 32 instead of √32 our model's "
-                    "entropy still falls to this value in 300 steps; the debugger's "
-                    "> 0.99 alarm would not fire on this run"
+                    "with the logits divided by d_k = 32 instead of √32 our model's entropy still falls "
+                    f"below 0.99 in {steps} steps ({n_seeds} seed(s)); the debugger's > 0.99 alarm would not fire"
                 )
     return out
 
@@ -268,6 +294,7 @@ def run(
     cfg: Config | None = None,
     *,
     steps: int | None = 300,
+    seeds: int = 1,
     variants: Sequence[str] = VARIANTS,
     corpus: str | None = None,
     eval_batches: int = 4,
@@ -277,9 +304,11 @@ def run(
     ray_address: str | None = None,
     progress: bool = False,
 ) -> dict:
-    """Train the correct model and each bug with the same seed and batches; return the symptoms.
+    """Train the correct model and each bug with the same seed and batches, for ``seeds`` seeds
+    (cfg.seed, cfg.seed + 1, ...); return the symptoms. ``variants`` holds the first seed's
+    (the table), ``seed_variants`` every seed's (the claims).
 
-    The runs go through :mod:`attnlab.runner` into ``root/<variant>`` (a temporary
+    The runs go through :mod:`attnlab.runner` into ``root/<variant>_s<seed>`` (a temporary
     folder when None), so a rerun into the same root reuses what finished.
     """
     import tempfile
@@ -296,13 +325,18 @@ def run(
         from .common import ExperimentError
 
         raise ExperimentError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    if seeds < 1:
+        from .common import ExperimentError
+
+        raise ExperimentError(f"seeds must be at least 1, got {seeds}")
     tok = CharTokenizer(text, cfg.vocab_size)
     batches = validation_batches(text, tok, cfg, eval_batches)
     t0 = time.perf_counter()
-    cfgs = {v: cfg.replace(bug=None if v == "correct" else v) for v in variants}
+    seed_list = [cfg.seed + i for i in range(seeds)]
+    cfgs = {(v, s): cfg.replace(bug=None if v == "correct" else v, seed=s) for s in seed_list for v in variants}
     with tempfile.TemporaryDirectory(prefix="attnlab-failures-") as tmp:
         done = execute(
-            [Run(v, c) for v, c in cfgs.items()],
+            [Run(f"{v}_s{s}", c) for (v, s), c in cfgs.items()],
             text,
             root if root is not None else tmp,
             executor=executor,
@@ -311,8 +345,13 @@ def run(
             progress=progress,
             desc="failures",
         )
-        results = {
-            v: variant_symptoms(done[v].model, done[v].history, cfgs[v], batches, done[v].seconds) for v in variants
+        per_seed = {
+            str(s): {
+                v: variant_symptoms(d.model, d.history, cfgs[v, s], batches, d.seconds)
+                for v in variants
+                for d in [done[f"{v}_s{s}"]]
+            }
+            for s in seed_list
         }
     result = {
         "kind": "failure_symptoms",
@@ -320,7 +359,9 @@ def run(
         "corpus": corpus or "data/corpus.txt",
         "d_head": cfg.d_head,
         "expected_row_sum_after_softmax_scale": cfg.d_head**-0.5,
-        "variants": results,
+        "seeds": seed_list,
+        "variants": per_seed[str(seed_list[0])],
+        "seed_variants": per_seed,
         "book": book_values("failure_symptoms_1_11_7"),
         "seconds": round(time.perf_counter() - t0, 3),
         **provenance(),
@@ -374,9 +415,11 @@ def failures_markdown(result: dict) -> str:
     lines = [
         "# §1.11.7 四个 bug 的症状表 / the symptoms of the four injected bugs",
         "",
-        f"每个变体训练 {result['config']['max_steps']} 步，同一种子、同一批数据（d_head = {result['d_head']}）。"
-        f"由 `attnlab failures` 生成，论断从 `data/failure_symptoms.json` 的数字重新判定。 / Same seed and batches "
-        f"for every variant; claims re-judged from the JSON's numbers.",
+        f"每个变体训练 {result['config']['max_steps']} 步、{len(_by_seed(result))} 个种子，同一种子内初始化与数据都相同"
+        f"（d_head = {result['d_head']}）；表中是第一个种子，论断按全部种子判定。由 `attnlab failures` 生成，论断从 "
+        f"`data/failure_symptoms.json` 的数字重新判定。 / {len(_by_seed(result))} seed(s); within a seed every "
+        f"variant has the same initial weights and batches; the table shows the first seed, the claims use every "
+        f"seed; claims re-judged from the JSON's numbers.",
         "",
         f"**书中论断 / book claims: {nb} PASS, {len(book_c) - nb} FAIL；自检 / sanity: "
         f"{sum(c['pass'] for c in sanity)}/{len(sanity)}。**",
