@@ -109,3 +109,33 @@ def test_cli_failures(tmp_path, capsys):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["variants"]) == {"correct", "mask_zero"} and data["book"]["correct"][0] == 7.032
     assert report.is_file()
+
+
+def test_seeds_are_kept_and_the_claims_use_them():
+    r = run(pairs_text(), CFG, steps=20, seeds=2, variants=["correct", "mask_zero"])
+    first, second = (str(s) for s in r["seeds"])
+    assert r["seeds"] == [CFG.seed, CFG.seed + 1] and r["variants"] == r["seed_variants"][first]
+    curves = [r["seed_variants"][s]["correct"]["loss_curve"] for s in (first, second)]
+    assert curves[0] != curves[1]  # a second seed is a second initialisation
+    lower = next(c for c in r["claims"] if c["id"] == "bug1_loss_lower")
+    assert len(lower["measured"]["diff_last50"]["seeds"]) == 2 and "2 sd over seeds" in lower["expected"]
+
+
+def _variant(level: float, leak: float = 0.0) -> dict:
+    return {"loss_curve": [level] * 60, "future_weight_max": leak}
+
+
+@pytest.mark.parametrize(("shifts", "passes"), [((-0.1, -0.12), True), ((-0.1, 0.1), False), ((0.05, 0.06), False)])
+def test_the_loss_claim_over_seeds_can_fail(shifts, passes):
+    """'A zero mask lowers the loss' holds only when every seed's shift agrees beyond 2 sd."""
+    from attnlab.experiments.failures import failure_claims
+
+    result = {
+        "config": {"max_steps": 60, "d_model": 32, "n_head": 2},
+        "variants": {},
+        "seed_variants": {
+            str(i): {"correct": _variant(4.0), "mask_zero": _variant(4.0 + d, 0.5)} for i, d in enumerate(shifts)
+        },
+    }
+    claim = next(c for c in failure_claims(result) if c["id"] == "bug1_loss_lower")
+    assert claim["pass"] is passes and claim["measured"]["diff_last50"]["seeds"] == pytest.approx(list(shifts))
