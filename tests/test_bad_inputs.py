@@ -191,6 +191,19 @@ def _cases():
             "cannot write",
         ),
         ("failures --steps 0", ["failures", "--steps", "0"], "--steps"),
+        ("failures --seeds 0", ["failures", "--seeds", "0"], "--seeds"),
+        (
+            "failures runs under a file",
+            ["failures", "--corpus", c, "--runs", "{d}/blocker/runs", "--out", "{d}/f.json", "--report", "{d}/f.md"]
+            + ["--steps", "1"]
+            + SMALL,
+            "choose another with --runs",
+        ),
+        (
+            "ablate runs under a file",
+            ["ablate", "--corpus", c, "--runs", "{d}/blocker/runs", "--out", "{d}/a.json", "--steps", "1"] + SMALL,
+            "choose another with --runs",
+        ),
         (
             "failures out under a file",
             ["failures", "--corpus", c, "--out", "{d}/blocker/f.json", "--steps", "1"] + SMALL,

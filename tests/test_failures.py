@@ -86,13 +86,13 @@ def test_unknown_variant_is_an_error():
         run(pairs_text(100), CFG, steps=1, variants=["correct", "typo"])
 
 
-def test_cli_failures(tmp_path, capsys):
+def test_cli_failures(tmp_path, capsys, monkeypatch):
     corpus = tmp_path / "c.txt"
     corpus.write_text(pairs_text(300), encoding="utf-8")
     out = tmp_path / "f.json"
     report = tmp_path / "f.md"  # never the committed reports/failure_symptoms.md
     args = ["failures", "--corpus", str(corpus), "--steps", "3", "--variants", "correct,mask_zero", "--out", str(out)]
-    args += ["--report", str(report)]
+    args += ["--report", str(report), "--seeds", "1", "--runs", str(tmp_path / "runs")]
     for kv in (
         "n_layer=1",
         "n_head=2",
@@ -109,6 +109,15 @@ def test_cli_failures(tmp_path, capsys):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["variants"]) == {"correct", "mask_zero"} and data["book"]["correct"][0] == 7.032
     assert report.is_file()
+    # --runs keeps the run folders: the rerun trains nothing and reads the same runs
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("attnlab.train"), "train", lambda *a, **k: pytest.fail("retrained"))
+    assert main(args) == 0
+    again = json.loads(out.read_text(encoding="utf-8"))
+    assert [again["variants"][v]["loss_curve"] for v in again["variants"]] == [
+        data["variants"][v]["loss_curve"] for v in data["variants"]
+    ]
 
 
 def test_seeds_are_kept_and_the_claims_use_them():

@@ -51,9 +51,9 @@ def _output_error(path: Path, e: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose another output path")
 
 
-def check_writable(directory: str | os.PathLike) -> Path:
+def check_writable(directory: str | os.PathLike, option: str = "--out") -> Path:
     """Create ``directory`` if needed and prove a file can be written there,
-    before any work starts; :class:`OutputError` otherwise."""
+    before any work starts; :class:`OutputError` (naming ``option``) otherwise."""
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def check_writable(directory: str | os.PathLike) -> Path:
         os.unlink(probe)
     except OSError as e:
         raise OutputError(
-            f"cannot write to output directory {directory}: {e.strerror or type(e).__name__}; choose another with --out"
+            f"cannot write to output directory {directory}: {e.strerror or type(e).__name__}; choose another with {option}"
         ) from None
     return directory
 

@@ -22,6 +22,7 @@ def add_parser(sub):
     p.add_argument("--steps", type=common.positive_int, default=None, help="training steps per run (default max_steps)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
     common.add_executor(p)
+    common.add_runs(p)
     common.add_out(p, "runs/ablate/ablate.json", "result JSON (default runs/ablate/ablate.json)")
     return p
 
@@ -35,6 +36,8 @@ def main(args) -> int:
     cfg = Config.from_overrides(args.overrides)
     out = Path(args.out)
     check_writable(out.parent)  # before the training, not after it
+    if args.runs:
+        check_writable(Path(args.runs), "--runs")
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     result = run(
@@ -43,6 +46,7 @@ def main(args) -> int:
         steps=args.steps,
         changes=only,
         corpus=args.corpus,
+        root=args.runs,
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,

@@ -113,6 +113,17 @@ def add_out(p: argparse.ArgumentParser, default: str | None, help: str, required
     p.add_argument("--out", default=default, required=required, help=help)
 
 
+def add_runs(p: argparse.ArgumentParser) -> None:
+    """Where the runs of a many-run command live: a temporary folder unless given."""
+    p.add_argument(
+        "--runs",
+        default=None,
+        metavar="DIR",
+        help="keep the run folders under DIR: a rerun reuses finished runs and resumes interrupted ones "
+        "(default: a temporary folder, removed afterwards)",
+    )
+
+
 def add_executor(p: argparse.ArgumentParser, default: str = "serial") -> None:
     """How many runs are executed: one after another, in local processes, or on Ray."""
     p.add_argument(

@@ -27,6 +27,7 @@ def add_parser(sub):
     )
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     common.add_executor(p)
+    common.add_runs(p)
     common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
     p.add_argument("--report", default="reports/failure_symptoms.md", help="Markdown table and claims")
     p.add_argument(
@@ -66,6 +67,8 @@ def main(args) -> int:
     cfg = Config.from_overrides(args.overrides)
     check_writable(out.parent)  # before the training, not after it
     check_writable(Path(args.report).parent)
+    if args.runs:
+        check_writable(Path(args.runs), "--runs")
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     result = run(
@@ -75,6 +78,7 @@ def main(args) -> int:
         seeds=args.seeds,
         variants=variants,
         corpus=args.corpus,
+        root=args.runs,
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,
