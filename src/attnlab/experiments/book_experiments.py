@@ -24,7 +24,7 @@ from ..corpus import REPO_ROOT
 from ..tokenizer import CharTokenizer
 from ..train import split_data
 from . import book_runs as R
-from .claims import big_seed_gaps, ms, small_seed_gaps, spread
+from .claims import beyond_noise, big_seed_gaps, ms, small_seed_gaps
 from .common import ExperimentError
 from .labbook import Context, Experiment, NotAvailable, Outcome, claim
 
@@ -496,7 +496,7 @@ def analyze_kv(ctx: Context) -> Outcome:
     status = "done"
     if seeds:
         mha, mqa = statistics.fmean(trained["4"]), statistics.fmean(trained["1"])
-        cost = spread([q - m for q, m in zip(trained["1"], trained["4"])])  # same seed, same batches
+        cost = [q - m for q, m in zip(trained["1"], trained["4"])]  # same seed, same batches
         claims.append(
             claim(
                 "mqa_costs_some_quality",
@@ -506,10 +506,10 @@ def analyze_kv(ctx: Context) -> Outcome:
                     "MHA": _r(mha),
                     "GQA": _r(statistics.fmean(trained["2"])),
                     "MQA": _r(mqa),
-                    "MQA_minus_MHA": ms([q - m for q, m in zip(trained["1"], trained["4"])], 3),
+                    "MQA_minus_MHA": ms(cost, 3),
                 },
                 "MQA − MHA, seed by seed: mean > max(2 sd over seeds, 0)",
-                cost["mean"] > max(2 * cost["sd"], 0),
+                beyond_noise(cost),
             )
         )
         claims.append(
@@ -553,7 +553,6 @@ def analyze_positions(ctx: Context) -> Outcome:
     }
     m = {k: statistics.fmean(v) for k, v in val.items()}
     worse = [n - l for n, l in zip(val["none"], val["learned"])]  # same seed, same batches
-    worse_s = spread(worse)
     three = ("learned", "sinusoidal", "rope")
     claims = [
         claim(
@@ -562,7 +561,7 @@ def analyze_positions(ctx: Context) -> Outcome:
             "去掉位置编码“完全学不会顺序”：验证 loss 明显变差 / without positions the model is clearly worse",
             {"none": _r(m["none"]), "learned": _r(m["learned"]), "none_minus_learned": ms(worse, 3)},
             "none − learned, seed by seed: mean > max(0.1, 2 sd over seeds)",
-            worse_s["mean"] > max(0.1, 2 * worse_s["sd"]),
+            beyond_noise(worse, 0.1),
         ),
         claim(
             "prev_head_needs_positions",
@@ -1021,12 +1020,12 @@ def analyze_deep(ctx: Context) -> Outcome:
         }
         for l in layers
     ]
-    reach = [layer_mean(hs, layers[-1], "distance") - layer_mean(hs, 0, "distance") for hs in portraits.values()]
-    reach_s = spread(reach)
-    reach_long = [  # the same measure on the stretched four-layer runs: does more training separate the layers?
-        layer_mean(hs, layers[-1], "distance") - layer_mean(hs, 0, "distance")
-        for hs in (_portrait(ctx, f) for f in long[4])
-    ]
+
+    def reach(heads: list[dict]) -> float:  # how much further the last layer looks than layer 0
+        return layer_mean(heads, layers[-1], "distance") - layer_mean(heads, 0, "distance")
+
+    reach_1500 = [reach(hs) for hs in portraits.values()]
+    reach_long = [reach(_portrait(ctx, f)) for f in long[4]]  # does more training separate the layers?
     claims = [
         claim(
             "deep_better",
@@ -1049,11 +1048,11 @@ def analyze_deep(ctx: Context) -> Outcome:
             "division of labour: the first layer is more local than the last",
             {
                 "per_layer_distance": [[p["layer"], p["distance"]] for p in per_layer],
-                "last_minus_first": ms(reach, 3),
+                "last_minus_first": ms(reach_1500, 3),
                 **({"last_minus_first_long": ms(reach_long, 3)} if reach_long else {}),
             },
             "mean distance of the last layer's heads − layer 0's > max(2 sd over seeds, 0)",
-            reach_s["mean"] > max(2 * reach_s["sd"], 0),
+            beyond_noise(reach_1500),
         ),
     ]
     notes = [] if len(seeds) == ctx.scale.seeds else [f"{len(seeds)} of {ctx.scale.seeds} seeds"]
@@ -1082,10 +1081,9 @@ def analyze_deep(ctx: Context) -> Outcome:
             f"加倍训练的对照 {len(long_seeds)}/{ctx.scale.seeds} 个种子 / the longer control: {len(long_seeds)} seeds"
         )
     table = [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer]
-    runs = {(2, "1500"): base, (4, "1500"): deep, (2, "long"): long[2], (4, "long"): long[4]}
     curves = [
         {"n_layer": n, "steps": fs[0].run.cfg.max_steps, "val": [[[s, _r(v)] for s, v in f.history.val] for f in fs]}
-        for (n, _), fs in runs.items()
+        for n, fs in ((2, base), (4, deep), (2, long[2]), (4, long[4]))
         if fs
     ]
     return Outcome(
@@ -1116,7 +1114,7 @@ def analyze_exercise1(ctx: Context) -> Outcome:
     ls64 = [_first_logit_std(ctx.get(pairs(s)[0])) for s in seeds]
     small = [ctx.get(R.case_run(ctx.scale, "small", False, s)) for s in seeds]
     ls32 = [_first_logit_std(f) for f in small if f is not None]
-    case, gap_s = _case_gaps(ctx), spread(gaps)
+    case = _case_gaps(ctx)
     claims = [
         claim(
             "ex1_gap_small_not_zero",
@@ -1124,7 +1122,7 @@ def analyze_exercise1(ctx: Context) -> Outcome:
             "d_head=64：差异“不大但不为零”，远小于 d_head=256 / not large but not zero",
             {"gaps": ms(gaps, 3), "d32_case": case.get("small"), "d256_case": case.get("big")},
             "mean gap > max(2 sd over seeds, 0), and below the mean d_head 256 gap of the case",
-            gap_s["mean"] > max(2 * gap_s["sd"], 0) and gap_s["mean"] < statistics.fmean(case.get("big") or [math.inf]),
+            beyond_noise(gaps) and statistics.fmean(gaps) < statistics.fmean(case.get("big") or [math.inf]),
         )
     ]
     if ls32:

@@ -66,6 +66,12 @@ def near(xs: Sequence[float], book: float, rel: float = REL) -> tuple[bool, floa
     return abs(s["mean"] - book) <= tol, tol
 
 
+def beyond_noise(xs: Sequence[float], floor: float = 0.0) -> bool:
+    """An effect measured once per seed counts when its mean exceeds max(floor, 2 sd over seeds)."""
+    s = spread(xs)
+    return s["mean"] > max(floor, 2 * s["sd"])
+
+
 def in_range(xs: Sequence[float], lo: float, hi: float) -> tuple[bool, float]:
     """(every value within [lo − 2 sd, hi + 2 sd], the widening 2 sd)."""
     w = 2 * spread(xs)["sd"]

@@ -109,8 +109,9 @@ def _loss_effect(runs: list[dict], bug: str) -> tuple[dict, float, float]:
     if len(diffs) == 1:
         m, se = diffs[0]
         return {"diff_last50": round_sig(m, 3), "se": round_sig(se, 2)}, m, 2 * se
-    s = spread([m for m, _ in diffs])
-    return {"diff_last50": ms([m for m, _ in diffs], 3)}, s["mean"], 2 * s["sd"]
+    means = [m for m, _ in diffs]
+    s = spread(means)
+    return {"diff_last50": ms(means, 3)}, s["mean"], 2 * s["sd"]
 
 
 def _tail_diff(bug: dict, ref: dict, n: int = 50) -> tuple[float, float]:
@@ -128,7 +129,7 @@ def failure_claims(result: dict) -> list[dict]:
     Loss effects are differences to the correct model over the last 50 steps (same seed, same
     batches). Over several seeds a difference counts when its mean lies beyond 2 sd of the
     per-seed values; with one seed, beyond 2 standard errors of the per-step differences."""
-    from .claims import make_claim, ms, round_sig, spread
+    from .claims import beyond_noise, make_claim, ms, round_sig
 
     runs = [V for V in _by_seed(result) if "correct" in V]
     out: list[dict] = []
@@ -168,7 +169,6 @@ def failure_claims(result: dict) -> list[dict]:
         )
         if all("weight_entropy_renorm" in V["mask_zero"] and "weight_entropy_renorm" in V["correct"] for V in runs):
             e1, e0 = vals("mask_zero", "weight_entropy_renorm"), vals("correct", "weight_entropy_renorm")
-            d = spread([a - b for a, b in zip(e1, e0)])
             out.append(
                 make_claim(
                     "bug1_entropy_higher",
@@ -178,7 +178,7 @@ def failure_claims(result: dict) -> list[dict]:
                     {"bug": 0.949, "correct": 0.831},
                     {"bug": ms(e1, 3), "correct": ms(e0, 3), "basis": "renormalised"},
                     "renormalised entropy: mean(bug − correct) > max(0.05, 2 sd over seeds)",
-                    d["mean"] > max(0.05, 2 * d["sd"]),
+                    beyond_noise([a - b for a, b in zip(e1, e0)], 0.05),
                 )
             )
     if has("scale_after_softmax"):

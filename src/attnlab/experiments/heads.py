@@ -208,7 +208,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     """§1.8.5 / §1.8.6 over the portraits of several seeds (one result per seed), re-judged from
     the numbers. Head indices differ between seeds, so each claim is about the best head of a
     kind (the most self-attending, the most previous-token) or about all heads."""
-    from .claims import make_claim, ms, near, spread
+    from .claims import beyond_noise, make_claim, ms, near, spread
 
     def layer(r, L, key):
         return [h[key] for h in r["heads"] if h["layer"] == L]
@@ -264,7 +264,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
             {"layer0": [1.2, 3.9], "layer1": [3.1, 4.6], "mean_gap": 1.01},
             ms(gap, 3),
             "mean distance of layer-1 heads − layer-0 heads > max(2 sd over seeds, 0)",
-            s["mean"] > max(2 * s["sd"], 0),
+            beyond_noise(gap),
         )
     )
     out = [c for c in out if c is not None]

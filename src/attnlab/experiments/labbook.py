@@ -36,6 +36,7 @@ from ..io import write_json
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from .book_runs import Scale
+from .claims import REASON_LABELS
 from .common import environment, provenance
 
 KIND = "lab_book_experiment"
@@ -322,8 +323,6 @@ def fail_notes(e: Experiment, claims: list[dict]) -> list[str]:
 
 def _carried_reason(c: dict) -> str | None:
     """The reason a claim brought from a committed result (the case, the failures), labelled."""
-    from .claims import REASON_LABELS
-
     r = c.get("reason")
     return f"{REASON_LABELS.get(r['category'], r['category'])}: {r['text']}" if isinstance(r, dict) else None
 
