@@ -208,7 +208,7 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
     """§1.8.5 / §1.8.6 over the portraits of several seeds (one result per seed), re-judged from
     the numbers. Head indices differ between seeds, so each claim is about the best head of a
     kind (the most self-attending, the most previous-token) or about all heads."""
-    from .claims import beyond_noise, make_claim, ms, near, spread
+    from .claims import beyond_noise, make_claim, ms, near
 
     def layer(r, L, key):
         return [h[key] for h in r["heads"] if h["layer"] == L]
@@ -252,10 +252,9 @@ def head_claims(results: Sequence[dict]) -> list[dict]:
         if two_layers
         else []
     )
-    s = spread(gap) if gap else None
     out.append(
         None
-        if s is None
+        if not gap
         else make_claim(
             "layer0_local_layer1_global",
             "book",
