@@ -27,13 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..book import book_values
-
-# why a book claim fails, as the reports name it
-REASON_LABELS = {
-    "finding": "书的问题 / finding about the book",
-    "protocol": "协议差异 / protocol difference",
-    "unexplained": "未解释 / unexplained",
-}
+from ..verdicts import REASON_LABELS  # noqa: F401  (re-exported: the reports' labels have one home)
 
 LN_VOCAB = math.log(1200)
 BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table (step 0 aside)

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import verdicts as V
 from ..errors import AttnlabError
 from ..io import write_json
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from .book_runs import Scale
-from .claims import REASON_LABELS
 from .common import environment, provenance
 
 KIND = "lab_book_experiment"
@@ -87,9 +87,24 @@ class Context:
     finished: dict[str, Finished]
     experiment: Experiment
     train: bool = True  # False: analyses must not train either (NotAvailable instead)
+    previous: dict | None = None  # this experiment's committed results (per-seed numbers of runs not on disk)
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
+
+    def find(self, run: Run) -> Finished | None:
+        """A finished run, also one this invocation did not declare (an extra seed trained by
+        ``attnlab book --decide``): looked up on disk under the runs root."""
+        if run.name in self.finished:
+            return self.finished[run.name]
+        d = run.dir(self.root / "runs")
+        try:
+            if finished_history(d, run.cfg):
+                self.finished[run.name] = Finished(run, d, "reused")
+                return self.finished[run.name]
+        except AttnlabError:
+            return None
+        return None
 
     def have(self, runs: Sequence[Run]) -> bool:
         return all(r.name in self.finished for r in runs)
@@ -102,18 +117,29 @@ class Context:
 
 @dataclass(frozen=True)
 class Experiment:
+    """One lab-book entry (one module of attnlab.lab): ``measure(ctx)`` is the only part that opens
+    runs or models and returns results (per-seed numbers); ``judge(results)`` is pure and is what
+    ``attnlab report`` re-runs from the JSON."""
+
     id: str
     section: str  # the chapter's section, e.g. "§1.7.8"
     title: str  # 中文 / English
     statement: str  # what the chapter says, with its numbers
     command: str  # the exact command that reproduces this entry
-    analyze: Callable[[Context], Outcome]
+    analyze: Callable[[Context], Outcome] | None = None  # measure + judge in one (older entries)
     runs: Callable[[Scale], list[Run]] = lambda scale: []
     min_runs: Callable[[Scale], list[Run]] | None = None  # enough for a partial result
     order: tuple = ()  # sort key in the chapter's order (from section if empty)
     prediction: str = ""  # written before the runs, shown even while they are not run
     remeasure: bool = True  # False: a measurement kept from its JSON unless asked for by --only
-    why: dict = field(default_factory=dict)  # claim id -> why it fails, written after reading the numbers
+    why: dict = field(default_factory=dict)  # claim id -> why it fails: text, or fn(results) -> text
+    measure: Callable[[Context], Outcome] | None = None  # runs -> results (figures, notes, status)
+    judge: Callable[[dict], list[dict]] | None = None  # results -> claims, pure
+    source: str | None = None  # a committed result this entry brings in (data/...json), judged by ``judge``
+
+    def __post_init__(self):
+        if (self.analyze is None) == (self.measure is None or self.judge is None):
+            raise ValueError(f"experiment {self.id}: give measure and judge (or an older analyze)")
 
     def key(self) -> tuple:
         return self.order or section_key(self.section)
@@ -213,9 +239,9 @@ def run_book(
         if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
             log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
             kept = json.loads(old.read_text(encoding="utf-8"))  # its numbers stay; the whys are today's
-            kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith("FAIL ")] + fail_notes(
-                e, kept["claims"]
-            )
+            kept = rejudge(e, kept) if e.judge else kept
+            kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
+            kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
             write_json(old, kept)
             continue
         doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
@@ -298,7 +324,7 @@ def _run_one(
             ),
         )
     try:
-        outcome = e.analyze(ctx)
+        outcome = analyze(e, ctx)
     except NotAvailable as na:
         return envelope(
             e, scale, status="not_run", runs=runs, finished=finished, outcome=Outcome(results={}, notes=[str(na)])
@@ -311,27 +337,69 @@ class NotAvailable(Exception):
     """Raised by an analysis whose inputs (e.g. a committed JSON) are absent."""
 
 
-def fail_notes(e: Experiment, claims: list[dict]) -> list[str]:
-    """One note per failing claim: why it fails (the registry's why, else the reason the claim carries)."""
-    return [
-        f"FAIL {c['id']}: {e.why.get(c['id']) or _carried_reason(c) or '原因未查明 / not explained yet'} "
-        f"(measured {c['measured']}; expected {c['expected']})"
-        for c in claims
-        if c["pass"] is False
-    ]
+def analyze(e: Experiment, ctx: Context) -> Outcome:
+    """measure, then judge the results (or an older entry's analyze)."""
+    if e.analyze is not None:
+        return e.analyze(ctx)
+    if ctx.previous is None:
+        prev = ctx.root / DATA_DIR / f"{e.id}.json"
+        if prev.is_file() and not ctx.scale.quick:
+            doc = json.loads(prev.read_text(encoding="utf-8"))
+            if doc.get("scale", {}).get("quick") is False:
+                ctx.previous = doc.get("results") or None
+    outcome = e.measure(ctx)
+    outcome.claims = e.judge(outcome.results)
+    return outcome
+
+
+def rejudge(e: Experiment, doc: dict) -> dict:
+    """The entry's JSON with its claims judged again from its results (nothing is measured)."""
+    if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
+        return doc
+    claims = e.judge(doc["results"])
+    notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
+    return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
+
+
+def fail_notes(e: Experiment, claims: list[dict], results: dict | None = None) -> list[str]:
+    """One note per FAIL (why it fails: the module's why, else the reason the claim carries) and per
+    INCONCLUSIVE (the seeds it needs)."""
+    out = []
+    for c in claims:
+        v = V.verdict_of(c)
+        if v == "FAIL":
+            why = e.why.get(c["id"])
+            if callable(why):
+                why = why(results or {})
+            out.append(
+                f"FAIL {c['id']}: {why or _carried_reason(c) or '原因未查明 / not explained yet'} "
+                f"(measured {c['measured']}; expected {c['expected']})"
+            )
+        elif v == "INCONCLUSIVE":
+            need = c.get("n_needed")
+            out.append(
+                f"INCONCLUSIVE {c['id']}: "
+                + (
+                    f"需要约 {need} 个种子 / needs about {need} seeds (now {c.get('n')})"
+                    if need
+                    else f"再多种子也定不下来 / more seeds will not settle it (now {c.get('n')})"
+                )
+                + f" — {c.get('detail', c['expected'])}"
+            )
+    return out
 
 
 def _carried_reason(c: dict) -> str | None:
     """The reason a claim brought from a committed result (the case, the failures), labelled."""
     r = c.get("reason")
-    return f"{REASON_LABELS.get(r['category'], r['category'])}: {r['text']}" if isinstance(r, dict) else None
+    return f"{V.REASON_LABELS.get(r['category'], r['category'])}: {r['text']}" if isinstance(r, dict) else None
 
 
 def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finished: dict, outcome: Outcome) -> dict:
     """The common result envelope of every lab-book experiment."""
     import torch
 
-    notes = list(outcome.notes) + fail_notes(e, outcome.claims)
+    notes = list(outcome.notes) + fail_notes(e, outcome.claims, outcome.results)
     return {
         "kind": KIND,
         "id": e.id,
@@ -379,8 +447,10 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
         s["claims"] += docs.get(e.id, {}).get("claims", [])
     secs = list(sections.values())
     for s in secs:
-        s["pass"] = sum(c["pass"] is True for c in s["claims"])
-        s["fail"] = sum(c["pass"] is False for c in s["claims"])
+        verdicts = [V.verdict_of(c) for c in s["claims"]]
+        s["pass"] = verdicts.count("PASS")
+        s["fail"] = verdicts.count("FAIL")
+        s["inconclusive"] = verdicts.count("INCONCLUSIVE")
     status = {e.id: docs.get(e.id, {}).get("status", "not_run") for e in experiments}
     claims = [c for s in secs for c in s["claims"]]
     return {
@@ -391,10 +461,13 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
             "partial": sum(v == "partial" for v in status.values()),
             "not_run": sum(v == "not_run" for v in status.values()),
             "claims": len(claims),
-            "pass": sum(c["pass"] is True for c in claims),
-            "fail": sum(c["pass"] is False for c in claims),
+            "pass": sum(V.verdict_of(c) == "PASS" for c in claims),
+            "fail": sum(V.verdict_of(c) == "FAIL" for c in claims),
+            "inconclusive": sum(V.verdict_of(c) == "INCONCLUSIVE" for c in claims),
             "book_claims": sum(c["kind"] == "book" for c in claims),
             "sanity_claims": sum(c["kind"] == "sanity" for c in claims),
+            "verdicts": V.counts(claims),
+            "count_line": V.count_line(claims),
         },
         "status": status,
         "entries": {

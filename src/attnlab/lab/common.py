@@ -1,0 +1,72 @@
+"""What the lab-book modules share: rounding, a run's numbers, and per-seed tables.
+
+A per-seed table maps each seed (as a string) to that seed's numbers. It is
+built from the run folders that are on disk and, for seeds whose runs are not
+(``runs/`` is not kept in git), from the experiment's committed results: a
+number is measured once and then judged again from the JSON as often as asked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+
+from ..corpus import REPO_ROOT
+from ..experiments.book_runs import BOOK_SEED
+from ..experiments.labbook import Context, NotAvailable
+from ..runner import Finished, Run
+
+MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
+
+
+def rnd(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(f"{x:.{digits}g}")
+
+
+def final_val(f: Finished) -> float | None:
+    """The last validation loss of a finished run."""
+    val = f.history.val
+    return val[-1][1] if val else None
+
+
+def committed(ctx: Context, name: str) -> dict:
+    """A committed result: <root>/data/<name>, else the repository's data/<name>."""
+    for p in (ctx.root / "data" / name, REPO_ROOT / "data" / name):
+        if p.is_file():
+            return json.loads(p.read_text(encoding="utf-8"))
+    raise NotAvailable(f"data/{name} not found: run its command first")
+
+
+def seed_table(
+    ctx: Context,
+    runs_of_seed: Callable[[int], Sequence[Run]],
+    measure: Callable[[list[Finished]], dict],
+    previous: dict | None,
+) -> dict[str, dict]:
+    """{seed: numbers} for every seed whose runs are on disk (measured now) or whose numbers the
+    committed results hold (``previous``, the same kind of table), in seed order.
+
+    The scale's own seeds come first; further seeds (BOOK_SEED + 3 …) count when their runs are
+    on disk, so the extra seeds ``--decide`` trains join the table without a change here."""
+    previous = previous or {}
+    out: dict[str, dict] = {}
+    for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
+        seed = BOOK_SEED + i
+        runs = list(runs_of_seed(seed))
+        found = [ctx.find(r) for r in runs]
+        if runs and all(f is not None for f in found):
+            out[str(seed)] = measure(found)
+        elif str(seed) in previous:
+            out[str(seed)] = previous[str(seed)]
+    return out
+
+
+def column(table: dict[str, dict], key: str) -> list[float]:
+    """One number of every seed of a per-seed table, in seed order (seeds without it left out)."""
+    return [row[key] for row in table.values() if row.get(key) is not None]
+
+
+def paired(table: dict[str, dict], a: str, b: str) -> list[float]:
+    """a − b seed by seed (same seed, same batches), for seeds that have both."""
+    return [row[a] - row[b] for row in table.values() if row.get(a) is not None and row.get(b) is not None]

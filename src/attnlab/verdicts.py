@@ -1,0 +1,150 @@
+"""A claim as stored in every result JSON, built from a :class:`attnlab.stats.Judgement`.
+
+A claim keeps everything its judge used, so ``attnlab report`` can judge it again
+from the JSON alone and a reader can see why:
+
+  id, kind, section, statement   what is claimed (kind: book | sanity | prediction)
+  book                           the chapter's number or words
+  rule, inputs                   the rule of attnlab.stats and its inputs: name -> per-seed
+                                 numbers, plus scalars (the book's value, the margin ...)
+  verdict, interval, n, n_needed PASS | FAIL | INCONCLUSIVE | REPORTED | NA, and its evidence
+  measured, expected             the same in words: numbers per seed, mean ± sd, the interval;
+                                 the rule with its numbers
+  reason                         why a FAIL fails (or what an INCONCLUSIVE needs)
+  pass                           verdict == "PASS" (for old readers)
+
+kinds: ``book`` is a statement of the chapter; ``sanity`` a property our own
+measurement must have to mean anything; ``prediction`` something we wrote
+before the runs (a failed prediction is ours, not the book's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .stats import FAIL, INCONCLUSIVE, NA, PASS, REPORTED, VERDICTS, Judgement, mean_sd
+
+KINDS = ("book", "sanity", "prediction")
+
+# why a book claim fails, as the reports name it
+REASON_LABELS = {
+    "finding": "书的问题 / finding about the book",
+    "protocol": "协议差异 / protocol difference",
+    "ours": "我们的判定或预测 / our specification or prediction",
+    "scale": "规模差异 / scale difference",
+    "unexplained": "未解释 / unexplained",
+}
+
+VERDICT_LABELS = {
+    PASS: "PASS",
+    FAIL: "FAIL",
+    INCONCLUSIVE: "INCONCLUSIVE（种子不够 / undecided）",
+    REPORTED: "REPORTED（书提问，我们作答 / reported）",
+    NA: "NA（本机无法检验 / not testable here）",
+}
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if x == 0:
+        return "0"
+    return f"{x:.{digits}g}"
+
+
+def describe(values: Sequence[float], digits: int = 3) -> str:
+    """Per-seed numbers and mean ± sd, as a reader wants to see them."""
+    xs = [v for v in values if v is not None]
+    if not xs:
+        return "—"
+    if len(xs) == 1:
+        return _num(xs[0], digits)
+    m, sd = mean_sd(xs)
+    return f"{', '.join(_num(x, digits) for x in xs)} (mean {_num(m, digits)} ± {_num(sd, 2)})"
+
+
+def measured_text(inputs: Mapping[str, Any], j: Judgement) -> str:
+    parts = []
+    for k, v in inputs.items():
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) or x is None for x in v):
+            parts.append(f"{k}: {describe(v)}")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            parts.append(f"{k}: {_num(v)}")
+        else:
+            parts.append(f"{k}: {v}")
+    if j.interval is not None:
+        name = {"value": "95% PI", "equivalence": "90% CI"}.get(j.rule, "95% CI")
+        parts.append(f"{name} [{_num(j.interval[0], 3)}, {_num(j.interval[1], 3)}]")
+    return "; ".join(parts)
+
+
+def claim(
+    cid: str,
+    section: str,
+    statement: str,
+    judgement: Judgement,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    kind: str = "book",
+    book: Any = None,
+    expected: str | None = None,
+    reason: Mapping[str, str] | None = None,
+) -> dict:
+    """One judged statement, with everything its judge used (see the module docstring)."""
+    if kind not in KINDS:
+        raise ValueError(f"claim kind must be one of {KINDS}, got {kind!r}")
+    inputs = dict(inputs or {})
+    out = {
+        "id": cid,
+        "kind": kind,
+        "section": section,
+        "statement": statement,
+        "book": book,
+        "rule": judgement.rule,
+        "inputs": inputs,
+        "verdict": judgement.verdict,
+        "interval": judgement.to_dict()["interval"],
+        "n": judgement.n,
+        "n_needed": judgement.n_needed,
+        "measured": measured_text(inputs, judgement),
+        "expected": expected or judgement.detail,
+        "detail": judgement.detail,
+        "pass": judgement.verdict == PASS,
+    }
+    if reason:
+        out["reason"] = dict(reason)
+    return out
+
+
+def verdict_of(c: Mapping[str, Any]) -> str:
+    """The verdict of a claim, also of one written before verdicts existed (pass True/False/None)."""
+    v = c.get("verdict")
+    if v in VERDICTS:
+        return v
+    p = c.get("pass")
+    return PASS if p is True else FAIL if p is False else REPORTED
+
+
+def counts(claims: Iterable[Mapping[str, Any]]) -> dict:
+    """{kind: {verdict: n}} for every kind and verdict (zeros included)."""
+    out = {k: dict.fromkeys(VERDICTS, 0) for k in KINDS}
+    for c in claims:
+        out.setdefault(c.get("kind", "book"), dict.fromkeys(VERDICTS, 0))[verdict_of(c)] += 1
+    return out
+
+
+def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
+    """ "book claims: N PASS, M FAIL, K INCONCLUSIVE …; sanity …; predictions …" (empty verdicts left out)."""
+    c = counts(claims)
+    names = {"book": "书中论断 / book claims", "sanity": "自检 / sanity", "prediction": "预测 / predictions"}
+    parts = []
+    for kind, label in names.items():
+        row = c.get(kind, {})
+        if not any(row.values()):
+            continue
+        shown = [f"{row[v]} {v}" for v in (PASS, FAIL, INCONCLUSIVE)] + [
+            f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]
+        ]
+        parts.append(f"{label}: {', '.join(shown)}")
+    return "; ".join(parts)
