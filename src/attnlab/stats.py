@@ -19,7 +19,8 @@ The rules (every interval is a Student-t interval over seeds; alpha = 0.05):
       interest ``sesoi`` (fixed before looking); else INCONCLUSIVE.
   value(values, book, tol)           the book's number is one run: FAIL when it
       lies outside the 95% prediction interval for one run, mean ± t·sd·√(1+1/n);
-      PASS when inside and that interval's half-width is at most ``tol``; inside
+      PASS when that whole interval lies within book ± ``tol`` (``tol`` fixed
+      before looking: the largest uncertainty that still says something); inside
       but wider: INCONCLUSIVE. A wider spread can never turn a value claim into PASS.
   band(values, lo, hi)               the 95% interval of the mean against the
       book's band, never a widened band: inside PASS, wholly outside FAIL.
@@ -51,14 +52,14 @@ METHOD = (
     "判定规则 / how verdicts are reached: 每条论断用每个种子的一个数。效应（effect）：种子配对差的均值的 95% t 区间"
     "不含 0 且方向与书一致为 PASS；整个区间在反方向、或整个低于事先定下的最小有意义效应（SESOI）为 FAIL；否则 "
     "INCONCLUSIVE，并给出 80% 把握所需的种子数。数值（value）：书中的数是一次运行，落在单次运行的 95% 预测区间"
-    "（均值 ± t·sd·√(1+1/n)）之外为 FAIL；在内且区间半宽不超过事先定下的容差为 PASS；在内但区间更宽为 INCONCLUSIVE。"
+    "（均值 ± t·sd·√(1+1/n)）之外为 FAIL；整个预测区间落在书中值 ± 事先定下的容差之内为 PASS；其余为 INCONCLUSIVE。"
     "区间（band）：均值的 95% 区间与书中区间比较，不加宽。等价（equivalence）：两个单侧检验，90% 区间落在 ±margin 内"
     "为 PASS。种子之间越分散，区间越宽：只会让判定变成 INCONCLUSIVE，永远不会让它变成 PASS。 / Each claim uses one "
     "number per seed. effect: PASS when the 95% t-interval of the mean paired difference excludes 0 in the stated "
     "direction, FAIL when it lies wholly on the wrong side or below the smallest effect of interest fixed "
     "beforehand, else INCONCLUSIVE with the seeds 80% power would need. value: the book's number is one run; "
-    "FAIL outside the 95% prediction interval for one run, PASS inside it when its half-width is within the "
-    "stated tolerance, else INCONCLUSIVE. band: the mean's 95% interval against the book's band, never widened. "
+    "FAIL outside the 95% prediction interval for one run, PASS when that whole interval lies within the book's "
+    "value ± a tolerance fixed beforehand, else INCONCLUSIVE. band: the mean's 95% interval against the book's band, never widened. "
     "equivalence: two one-sided tests at ±margin. More spread between seeds widens every interval: it can turn "
     "a verdict INCONCLUSIVE, never PASS."
 )
@@ -209,7 +210,10 @@ def prediction_halfwidth(sd: float, n: int, alpha: float = ALPHA) -> float:
 
 
 def value(values: Sequence[float], book: float, *, tol: float, alpha: float = ALPHA) -> Judgement:
-    """The book's one run against our runs: inside the 95% prediction interval for one run?"""
+    """The book's one run against our runs. FAIL when the book's value lies outside the 95% prediction
+    interval for one run; PASS when that whole interval lies within book ± ``tol`` (so our runs pin a
+    single run down to the precision the statement needs); otherwise INCONCLUSIVE. More spread can
+    only widen the interval: it can never turn FAIL or INCONCLUSIVE into PASS."""
     if tol <= 0:
         raise ValueError("tol must be positive")
     xs = _clean(values)
@@ -223,17 +227,20 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
     base = f"book {book:.4g}; one-run 95% PI {m:.4g} ± {h:.3g} over {n} seeds"
     if not pi[0] <= book <= pi[1]:
         return Judgement(FAIL, "value", n, m, sd, pi, None, base + ": the book's value lies outside")
-    if h <= tol:
-        return Judgement(PASS, "value", n, m, sd, pi, None, base + f": inside, half-width within {tol:.3g}")
+    off = abs(m - book)
+    if off + h <= tol:
+        return Judgement(PASS, "value", n, m, sd, pi, None, base + f": inside, and within the book's ± {tol:.3g}")
     need = None
-    if t_crit(MAX_SEEDS) * sd <= tol:  # more seeds narrow the interval only down to ~1.96 sd
-        need = next((k for k in range(n + 1, MAX_SEEDS) if prediction_halfwidth(sd, k, alpha) <= tol), None)
+    if off + t_crit(MAX_SEEDS) * sd <= tol:  # more seeds narrow the interval only down to ~1.96 sd
+        need = next((k for k in range(n + 1, MAX_SEEDS) if off + prediction_halfwidth(sd, k, alpha) <= tol), None)
     why = (
-        f"{need} seeds would narrow it to {tol:.3g}"
+        f"about {need} seeds would pin it to ± {tol:.3g}"
         if need
-        else f"the seed spread itself (sd {sd:.3g}) is wider than {tol:.3g}: one run cannot be pinned down"
+        else f"the seed spread (sd {sd:.3g}) and offset {off:.3g} exceed ± {tol:.3g}: more seeds cannot pin one run down"
     )
-    return Judgement(INCONCLUSIVE, "value", n, m, sd, pi, need, base + f": inside but wider than {tol:.3g}; {why}")
+    return Judgement(
+        INCONCLUSIVE, "value", n, m, sd, pi, need, base + f": inside but wider than the book's ± {tol:.3g}; {why}"
+    )
 
 
 def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA) -> Judgement:
