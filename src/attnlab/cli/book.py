@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from ..corpus import load_corpus
-    from ..experiments.book_experiments import EXPERIMENTS
+    from ..lab import EXPERIMENTS
     from ..report.lab_book import build_book_report, summary_line
 
     root = Path(args.out or ("runs/book-quick" if args.quick else "."))

@@ -1,4 +1,9 @@
-"""``attnlab report``: rebuild figures and the report from a case JSON alone."""
+"""``attnlab report``: judge every claim again from the JSON alone and rebuild figures and reports.
+
+No model is loaded and no run folder is needed: the case (data/ch1_case.json) and every
+lab-book entry (data/lab_book/<id>.json) are re-judged from the numbers they store, the
+verdicts are written back into the JSON, and the reports are rebuilt.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +11,46 @@ from pathlib import Path
 
 
 def add_parser(sub):
-    p = sub.add_parser("report", help="rebuild figures and report from a case JSON / 由 JSON 重建图与报告")
-    p.add_argument("json", nargs="?", default="data/ch1_case.json")
-    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: two levels above JSON)")
+    p = sub.add_parser(
+        "report", help="re-judge every claim from the JSON and rebuild figures and reports / 由 JSON 重新判定并重建报告"
+    )
+    p.add_argument("json", nargs="?", default=None, help="the case JSON (default: DATA/ch1_case.json)")
+    p.add_argument("--data", default=None, help="the data folder to judge (default: data/, or the JSON's folder)")
+    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: the folder above the data)")
     return p
 
 
 def main(args) -> int:
-    from ..experiments.case import CaseError, claim_counts, read_case_json
+    from .. import verdicts as V
+    from ..errors import AttnlabError
+    from ..experiments.case import CaseError, read_case_json
     from ..experiments.claims import check_claims
-    from ..io import check_writable
+    from ..io import check_writable, write_json
     from ..report.case_report import build_report
 
-    path = Path(args.json)
+    data = Path(args.data) if args.data else (Path(args.json).parent if args.json else Path("data"))
+    path = Path(args.json) if args.json else data / "ch1_case.json"
+    if args.data and not data.is_dir():
+        raise AttnlabError(f"--data {data}: no such folder; give the folder that holds ch1_case.json and lab_book/")
+    out = Path(args.out) if args.out else data.resolve().parent
+    check_writable(out, "--out")
     result = read_case_json(path)
     # every verdict is re-judged from the numbers in the file, never copied from it
     try:
         result["claims"] = check_claims(result)
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
         raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result") from None
-    out = Path(args.out) if args.out else path.resolve().parent.parent
-    check_writable(out)
+    write_json(path, result)
     for p in build_report(result, out):
         print(p)
-    print(claim_counts(result["claims"]))
-    if (out / "data" / "lab_book.json").is_file():  # the lab book is rebuilt from its JSON too
+    print("case:", V.count_line(result["claims"]))
+    if (data / "lab_book.json").is_file():  # the lab book is re-judged from its JSON too
+        from ..experiments.labbook import rejudge_book
+        from ..lab import EXPERIMENTS
         from ..report.lab_book import build_book_report
 
-        for p in build_book_report(out):
+        book = rejudge_book(EXPERIMENTS, data.resolve().parent, log=print)
+        for p in build_book_report(data.resolve().parent):
             print(p)
+        print("lab book:", book["summary"]["count_line"])
     return 0

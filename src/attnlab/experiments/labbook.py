@@ -4,8 +4,8 @@ An :class:`Experiment` is one entry: its id, the chapter section it answers,
 the chapter's own statement, the command that reproduces it, the runs it needs
 (``attnlab.runner.Run`` list, possibly empty) and ``analyze(ctx) -> Outcome``,
 which turns finished runs (or committed JSON, or a measurement) into results,
-claims and figures. The registry lives in :mod:`book_experiments`; adding an
-experiment is one entry there and one function.
+claims and figures. The registry is :mod:`attnlab.lab` (one module per experiment); adding an
+experiment is one module there, one test file and one line in ``lab.ORDER``.
 
 ``run_book`` collects the runs of the chosen experiments, executes them once
 through the runner (runs shared between experiments, or with the case study,
@@ -244,24 +244,71 @@ def run_book(
             kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
             write_json(old, kept)
             continue
+        previous = _read(old) if old.is_file() and _same_scale(old, scale) else None
         doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
         if doc is not None:
             doc["timings"] = {
                 "analysis_s": round(time.perf_counter() - t, 3),
                 "train_s": _train_seconds(e, scale, finished),
-                **compute_time(e.runs(scale), runs_root),
+                **kept_compute(compute_time(e.runs(scale), runs_root), (previous or {}).get("timings")),
             }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
     book = build_index(registry or experiments, root, scale)
     every = {r.name: r for e in (registry or experiments) for r in e.runs(scale)}
+    index = root / "data" / "lab_book.json"
+    before = (_read(index) or {}).get("timings", {}) if index.is_file() and _same_scale(index, scale) else {}
     book["timings"] = {
         "this_run_s": round(time.perf_counter() - t0, 3),
         "training_s": round(train_s, 3),
         "experiments": timings,
-        "book": compute_time(list(every.values()), runs_root),  # every run once, however many share it
+        # every run once, however many share it; a record of runs no longer on disk is kept
+        "book": kept_compute(compute_time(list(every.values()), runs_root), before.get("book")),
     }
-    write_json(root / "data" / "lab_book.json", book)
+    write_json(index, book)
+    return book
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def kept_compute(now: dict, before: dict | None) -> dict:
+    """The compute-time record of ``now``, unless an earlier record counted more timed runs (the runs
+    folder is not in git: a rerun on a fresh machine must not reset the book's compute time to 0)."""
+    if before and before.get("timed_runs", 0) > now.get("timed_runs", 0):
+        return {k: before[k] for k in ("compute_s", "runs", "timed_runs") if k in before}
+    return now
+
+
+def rejudge_book(registry: Sequence[Experiment], root: Path, log: Callable[[str], None] = print) -> dict:
+    """Judge every lab-book entry again from its JSON (no run folder, no model) and rebuild
+    data/lab_book.json; timings and everything measured are kept as they are."""
+    root = Path(root)
+    for e in registry:
+        p = root / DATA_DIR / f"{e.id}.json"
+        doc = _read(p) if p.is_file() else None
+        if doc is None or e.judge is None:
+            continue
+        try:
+            new = rejudge(e, doc)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as err:
+            raise BookError(
+                f"{p} cannot be judged: {type(err).__name__} {err}; it is not a complete {e.id} result "
+                f"(rerun `{e.command}`)"
+            ) from None
+        if new != doc:
+            write_json(p, new)
+            log(f"lab book: {e.id}: re-judged ({V.count_line(new['claims'])})")
+    index = root / "data" / "lab_book.json"
+    old = _read(index) or {}
+    scale = old.get("scale") or {}
+    book = build_index(registry, root, Scale(**scale) if scale else None)
+    book["timings"] = old.get("timings", {})
+    write_json(index, book)
     return book
 
 
@@ -329,7 +376,8 @@ def _run_one(
         return envelope(
             e, scale, status="not_run", runs=runs, finished=finished, outcome=Outcome(results={}, notes=[str(na)])
         )
-    status = outcome.status if ctx.have(runs) else "partial"
+    # a measure/judge entry knows its own status (seeds measured or brought from its JSON)
+    status = outcome.status if (e.measure is not None or ctx.have(runs)) else "partial"
     return envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
 
 

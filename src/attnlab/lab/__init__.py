@@ -5,3 +5,46 @@ its runs, ``measure(ctx)`` (the only part that opens runs or models), ``judge(re
 (pure: what ``attnlab report`` re-runs from the JSON), its prediction and the why of
 each FAIL. Adding an experiment is one module here, one test file and one line below.
 """
+
+from __future__ import annotations
+
+import importlib
+
+from ..experiments.labbook import Experiment
+
+# the lab book, in the chapter's order (the order of the registry; Experiment.key() sorts the report)
+ORDER = (
+    "case",
+    "temperature",
+    "qk_norm",
+    "heads",
+    "kv_cache",
+    "positions",
+    "failures",
+    "dynamics",
+    "ablation",
+    "timing",
+    "deep",
+    "exercise1",
+    "sweep",
+    "exercise2",
+    "markov",
+)
+
+
+def _load() -> list[Experiment]:
+    out = []
+    for eid in ORDER:
+        try:
+            out.append(importlib.import_module(f"{__name__}.{eid}").EXPERIMENT)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{eid}":
+                raise
+            from ..experiments.book_experiments import EXPERIMENTS as OLD  # not converted yet
+
+            out.append(next(x for x in OLD if x.id == eid))
+    return out
+
+
+EXPERIMENTS: list[Experiment] = _load()
+BY_ID = {e.id: e for e in EXPERIMENTS}

@@ -18,7 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import verdicts as V
 from ..io import write_text
+from ..stats import METHOD
 
 NOT_RUN = "未运行 / not run yet"
 STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run": NOT_RUN}
@@ -51,15 +53,24 @@ def _fmt(v: Any) -> str:
 
 
 def verdict(c: dict) -> str:
-    return {True: "PASS", False: "FAIL", None: "—（记录 / reported）"}[c["pass"]]
+    """The verdict as shown: an INCONCLUSIVE names the seeds it needs."""
+    v = V.verdict_of(c)
+    if v == "INCONCLUSIVE":
+        need = c.get("n_needed")
+        return (
+            f"INCONCLUSIVE（需约 {need} 个种子 / needs ~{need} seeds）"
+            if need
+            else "INCONCLUSIVE（种子定不下 / seeds cannot settle）"
+        )
+    return {"REPORTED": "REPORTED（记录 / reported）", "NA": "NA（本机无法检验 / not testable here）"}.get(v, v)
 
 
 def summary_line(book: dict) -> str:
     s = book["summary"]
+    counts = s.get("count_line") or f"{s['pass']} PASS，{s['fail']} FAIL"
     return (
         f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
-        f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}（书中 book {s['book_claims']}，"
-        f"自检 sanity {s['sanity_claims']}）：{s['pass']} PASS，{s['fail']} FAIL"
+        f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}：{counts}"
     )
 
 
@@ -102,13 +113,16 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
         "",
         "## 目录 / Contents",
         "",
-        "| 节 / section | 标题 / title | 状态 / status | PASS | FAIL |",
-        "|---|---|---|---|---|",
+        "| 节 / section | 标题 / title | 状态 / status | PASS | FAIL | INCONCLUSIVE |",
+        "|---|---|---|---|---|---|",
     ]
     for s in book["sections"]:
         st = ", ".join(STATUS[book["status"][e]] for e in s["experiments"])
-        out.append(f"| [{s['section']}](#{anchor(s['section'])}) | {s['title']} | {st} | {s['pass']} | {s['fail']} |")
-    out.append("")
+        out.append(
+            f"| [{s['section']}](#{anchor(s['section'])}) | {s['title']} | {st} | {s['pass']} | {s['fail']} "
+            f"| {s.get('inconclusive', 0)} |"
+        )
+    out += ["", "## 判定规则 / How verdicts are reached", "", METHOD, ""]
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
@@ -177,13 +191,17 @@ blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background
 code,pre{background:#f3f3f3;padding:.1em .3em;font-family:monospace} img{max-width:100%}
 .badge{display:inline-block;padding:.05em .5em;border-radius:.6em;background:#ddd;font-size:.85em}
 .done{background:#cfe9d4} .partial{background:#f6e3b5} .not_run{background:#f3c7c1}
+.INCONCLUSIVE{color:#8a6d00;font-weight:bold} .NA,.REPORTED{color:#555}
 .summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{max-width:380px;word-break:break-all}
 """
 
 
 def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     parts = []
-    nav = ["<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th></tr>"]
+    nav = [
+        "<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th>"
+        "<th>INCONCLUSIVE</th></tr>"
+    ]
     for s in book["sections"]:
         st = " ".join(
             f'<span class="badge {book["status"][e]}">{html.escape(STATUS[book["status"][e]])}</span>'
@@ -192,10 +210,11 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
         nav.append(
             f'<tr><td><a href="#{anchor(s["section"])}">{html.escape(s["section"])}</a></td>'
             f"<td>{html.escape(s['title'])}</td><td>{st}</td><td class=PASS>{s['pass']}</td>"
-            f"<td class=FAIL>{s['fail']}</td></tr>"
+            f"<td class=FAIL>{s['fail']}</td><td class=INCONCLUSIVE>{s.get('inconclusive', 0)}</td></tr>"
         )
     nav.append("</table>")
     parts.append(f'<nav id="toc"><h2>目录 / Contents</h2>{"".join(nav)}</nav>')
+    parts.append(f"<h2>判定规则 / How verdicts are reached</h2><p>{html.escape(METHOD)}</p>")
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
@@ -278,7 +297,7 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
             out.append(
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
                 f"<td>{e(str(c['expected']))}</td><td class=m>{e(_fmt(c['measured']))}</td>"
-                f"<td class='{v.split('（')[0]}'>{e(v)}</td></tr>"
+                f"<td class='{V.verdict_of(c)}'>{e(v)}</td></tr>"
             )
         out.append("</table>")
     if doc.get("notes"):

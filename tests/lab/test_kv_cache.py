@@ -1,0 +1,86 @@
+"""§1.8.7–§1.8.8 (attnlab.lab.kv_cache): every claim can PASS, FAIL and (where its rule allows) be INCONCLUSIVE."""
+
+import copy
+import json
+
+import pytest
+
+from attnlab.corpus import REPO_ROOT
+from attnlab.lab import kv_cache as K
+
+COMMITTED = json.loads((REPO_ROOT / "data" / "lab_book" / "kv_cache.json").read_text(encoding="utf-8"))["results"]
+
+
+def results(per_seed=None, **changes):
+    r = copy.deepcopy(COMMITTED)
+    if per_seed is not None:
+        r["per_seed"] = {str(20261014 + i): row for i, row in enumerate(per_seed)}
+    r.update(changes)
+    return r
+
+
+def verdicts(r):
+    return {c["id"]: c["verdict"] for c in K.judge(r)}
+
+
+def rows(mha, gqa, mqa):
+    return [{"val_4": a, "val_2": b, "val_1": c} for a, b, c in zip(mha, gqa, mqa)]
+
+
+def test_committed_results_judge_as_reported():
+    v = verdicts(COMMITTED)
+    assert v["kv_formula_MHA"] == v["kv_formula_GQA_g8"] == v["kv_formula_MQA"] == "PASS"
+    assert v["kv_formula_matches_model"] == "PASS"
+    assert v["mqa_costs_some_quality"] in ("INCONCLUSIVE", "PASS")
+
+
+@pytest.mark.parametrize(
+    "mqa, expected",
+    [
+        ([4.15, 4.16, 4.14, 4.15], "PASS"),  # 0.1 worse on every seed
+        ([4.00, 4.01, 3.99, 4.00], "FAIL"),  # better than MHA: the wrong side
+        ([4.051, 4.052, 4.050, 4.051], "FAIL"),  # worse by 0.001: below the smallest effect of interest
+        ([4.20, 3.95, 4.12, 4.00], "INCONCLUSIVE"),
+    ],
+)
+def test_mqa_costs_some_quality(mqa, expected):
+    mha = [4.05, 4.05, 4.05, 4.05]
+    assert verdicts(results(rows(mha, [4.07] * 4, mqa)))["mqa_costs_some_quality"] == expected
+
+
+@pytest.mark.parametrize(
+    "gqa, mqa, expected",
+    [
+        ([4.08, 4.09, 4.07], [4.15, 4.16, 4.14], "PASS"),  # MHA < GQA < MQA on every seed
+        ([4.20, 4.21, 4.19], [4.15, 4.16, 4.14], "FAIL"),  # GQA worse than MQA
+        ([4.10, 4.00, 4.13], [4.15, 4.05, 4.14], "INCONCLUSIVE"),
+    ],
+)
+def test_gqa_between_mha_and_mqa(gqa, mqa, expected):
+    assert verdicts(results(rows([4.05, 4.05, 4.05], gqa, mqa)))["gqa_small_loss"] == expected
+
+
+def test_formula_claims_fail_on_a_wrong_number():
+    r = results(llama2_70b_MB_per_token={"MHA": 5.2, "GQA_g8": 0.328, "MQA": 0.041})
+    assert verdicts(r)["kv_formula_MHA"] == "FAIL" and verdicts(r)["kv_formula_GQA_g8"] == "PASS"
+    bad = results()
+    bad["ours"] = copy.deepcopy(bad["ours"])
+    bad["ours"][1]["cache_bytes_measured"] += 4
+    assert verdicts(bad)["kv_formula_matches_model"] == "FAIL"
+
+
+def test_no_trained_runs_leave_only_the_formulas():
+    assert set(verdicts(results(per_seed=[]))) == {
+        "kv_formula_MHA",
+        "kv_formula_GQA_g8",
+        "kv_formula_MQA",
+        "kv_formula_matches_model",
+    }
+
+
+def test_old_results_migrate_to_a_per_seed_table():
+    old = {"seeds": [1, 2], "val_loss": {"4": [4.0, 4.1], "2": [4.05, 4.12], "1": [4.1, 4.2]}}
+    assert K._legacy_table(old) == {
+        "1": {"val_4": 4.0, "val_2": 4.05, "val_1": 4.1},
+        "2": {"val_4": 4.1, "val_2": 4.12, "val_1": 4.2},
+    }
