@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attnlab import CharTokenizer, Config, TinyGPT, generate
+from attnlab.errors import ConfigError
 from attnlab.model import SequenceTooLongError
 
 
@@ -69,12 +70,12 @@ def test_emb_scale_scales_the_characters_not_the_positions():
     assert not torch.allclose(plain(x)[0], m(x)[0])
 
 
-@pytest.mark.parametrize("scaled", [True, False])
+@pytest.mark.parametrize("attn_scale", ["1/sqrt(d)", "none", "1/d"])
 @pytest.mark.parametrize(
     "variant", [{}, {"n_kv_head": 1}, {"pos": "rope"}, {"qk_norm": True}, {"norm": "rmsnorm"}, {"pos": "sinusoidal"}]
 )
-def test_explicit_path_equals_sdpa_path(scaled, variant):
-    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=16, vocab_size=30, scaled=scaled, **variant).replace()
+def test_explicit_path_equals_sdpa_path(attn_scale, variant):
+    cfg = Config(n_layer=2, n_head=4, d_model=32, block_size=16, vocab_size=30, attn_scale=attn_scale, **variant)
     m = make(cfg).double()
     x = torch.randint(0, 30, (2, 16))
     fast, loss_f = m(x, x)
@@ -87,6 +88,39 @@ def test_explicit_path_equals_sdpa_path(scaled, variant):
     d = m.blocks[1].attn.last_diag
     assert set(d) >= {"weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std"}
     assert all(math.isfinite(v) for v in d.values())
+
+
+@pytest.mark.parametrize("attn_scale, factor", [("1/sqrt(d)", 8**-0.5), ("none", 1.0), ("1/d", 1 / 8)])
+def test_each_attention_scaling_equals_sdpa_with_that_scale(attn_scale, factor):
+    """Config.attn_scale: the model's weights are softmax(q·kᵀ · factor) for the factor the option names
+    (d_head 8), checked against PyTorch's SDPA given that factor explicitly, with and without QK-norm."""
+    import torch.nn.functional as F
+
+    for qk_norm in (False, True):
+        cfg = Config(
+            n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20, attn_scale=attn_scale, qk_norm=qk_norm
+        )
+        m = make(cfg).double()
+        x = torch.randint(0, 20, (2, 8))
+        attn = m.blocks[0].attn
+        with m.capture("tap_q", "tap_k", "tap_v") as got:
+            m(x)
+        q, k, v = (got[f"blocks.0.attn.{t}"][0] for t in ("tap_q", "tap_k", "tap_v"))
+        want = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=factor)
+        assert attn.scale == pytest.approx(factor)
+        y = m.blocks[0].attn._explicit(q, k, v)
+        assert torch.allclose(y, want, atol=1e-12, rtol=0)
+
+
+def test_attn_scale_has_one_spelling_per_model():
+    """The book's two scalings stay `scaled` (so such runs are the case's runs); 1/d is spelled out."""
+    assert Config(attn_scale="none") == Config(scaled=False)
+    assert Config(attn_scale="1/sqrt(d)") == Config()
+    assert Config(attn_scale="1/d").scale_rule == "1/d" and Config(scaled=False).scale_rule == "none"
+    with pytest.raises(ConfigError, match="attn_scale"):
+        Config(attn_scale="1/d_k")
+    with pytest.raises(ConfigError, match="contradicts scaled=False"):
+        Config(scaled=False, attn_scale="1/d")
 
 
 def test_causality_by_gradients():

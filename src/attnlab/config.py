@@ -22,6 +22,8 @@ POS_KINDS = ("learned", "sinusoidal", "rope", "none")
 NORM_KINDS = ("layernorm", "rmsnorm", "none")
 BUGS = ("mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k")
 DTYPES = ("fp32", "bf16")
+# how q·k is scaled before the softmax; "1/sqrt(d)" and "none" are the book's scaled=True / False
+ATTN_SCALES = ("1/sqrt(d)", "none", "1/d")
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
 SEED_MAX = 2**53  # seeds travel through JSON and JavaScript, exact up to 2**53
 
@@ -36,6 +38,7 @@ class Config:
     block_size: int = 64
     vocab_size: int = 1200
     scaled: bool = True  # divide scores by sqrt(d_head): the case study's one variable
+    attn_scale: str | None = None  # "1/sqrt(d)" | "none" | "1/d" (muP); None = as `scaled` says
     tie_weights: bool = True
     init_std: float = 0.02
     # model variants (later experiments)
@@ -72,7 +75,30 @@ class Config:
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", 2 * self.d_model)
         self._check_types()
+        self._canonical_scale()
         self._check_values()
+
+    def _canonical_scale(self) -> None:
+        """One spelling per model: the book's two scalings are ``scaled`` (attn_scale stays None, so
+        these runs are the case's runs), only 1/d is spelled out in ``attn_scale``."""
+        a = self.attn_scale
+        if a is None:
+            return
+        if a not in ATTN_SCALES:
+            raise ConfigError(f"config field 'attn_scale' = {a!r}: must be one of {', '.join(ATTN_SCALES)}")
+        if a != "none" and not self.scaled:
+            raise ConfigError(
+                f"config field 'attn_scale' = {a!r} contradicts scaled=False (= attn_scale none); set only attn_scale"
+            )
+        if a == "none":
+            object.__setattr__(self, "scaled", False)
+        if a != "1/d":
+            object.__setattr__(self, "attn_scale", None)
+
+    @property
+    def scale_rule(self) -> str:
+        """The scaling of q·k: "1/sqrt(d)", "none" or "1/d"."""
+        return self.attn_scale or ("1/sqrt(d)" if self.scaled else "none")
 
     # ------------------------------------------------------------------ derived
     @property

@@ -95,8 +95,9 @@ class CausalSelfAttention(nn.Module):
 
     @property
     def scale(self) -> float:
-        """Factor applied to q·k before the softmax: 1/sqrt(d_head), or 1 without scaling."""
-        return 1.0 / math.sqrt(self.d_head) if self.cfg.scaled else 1.0
+        """Factor applied to q·k before the softmax: 1/sqrt(d_head), 1 without scaling, or 1/d_head
+        (Config.attn_scale "1/d", the muP choice)."""
+        return {"1/sqrt(d)": 1.0 / math.sqrt(self.d_head), "none": 1.0, "1/d": 1.0 / self.d_head}[self.cfg.scale_rule]
 
     def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None) -> Tensor:
         B, T, C = x.shape

@@ -20,7 +20,7 @@ def main(args) -> int:
     total = table["total"]
     print(
         f"d_model={cfg.d_model} n_head={cfg.n_head} d_head={cfg.d_head} n_layer={cfg.n_layer} "
-        f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scaled={cfg.scaled}"
+        f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scale={cfg.scale_rule}"
     )
     print(f"{'部件 / part':<32}{'参数量 / params':>16}{'占比 / share':>14}")
     for name, n in table.items():

@@ -28,7 +28,7 @@ class ReferenceAttention(nn.Module):
         super().__init__()
         C = cfg.d_model
         self.n_head, self.d_head = cfg.n_head, cfg.d_head
-        self.scale = 1.0 / math.sqrt(cfg.d_head) if cfg.scaled else 1.0
+        self.scale = {"1/sqrt(d)": 1.0 / math.sqrt(cfg.d_head), "none": 1.0, "1/d": 1.0 / cfg.d_head}[cfg.scale_rule]
         self.q = nn.Linear(C, C, bias=False)
         self.k = nn.Linear(C, C, bias=False)
         self.v = nn.Linear(C, C, bias=False)
