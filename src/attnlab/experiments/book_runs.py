@@ -176,3 +176,33 @@ def temperature_run(scale: Scale, seed: int) -> Run:
     return Run(
         f"temp_big_unscaled_s{seed}", scale.cfg(**BIG, scaled=False, learn_temp=True, seed=seed), group="temperature"
     )
+
+
+# Beyond the chapter (issue 23): learning-rate sensitivity of four attention scalings. The chapter's
+# own point is lr 3e-3 ("实测这个值收敛最快", §1.18.4); the grid spans it by half-decades.
+LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+LR_SCALINGS = {  # name -> Config changes
+    "1/sqrt(d)": {},
+    "none": {"scaled": False},
+    "1/d": {"attn_scale": "1/d"},
+    "qk_norm": {"qk_norm": True},
+    "qk_norm_none": {"qk_norm": True, "scaled": False},
+}
+BOOK_LR = 3e-3
+
+
+def lr_run(scale: Scale, size: str, scaling: str, lr: float, seed: int) -> Run:
+    """One point of the learning-rate map. At the book's lr the model is the case's (1/sqrt(d), none)
+    or the QK-norm experiment's (qk_norm, qk_norm_none) run: shared, never trained twice."""
+    changes = LR_SCALINGS[scaling]
+    if lr == BOOK_LR and scaling in ("1/sqrt(d)", "none"):
+        return case_run(scale, size, scaling == "1/sqrt(d)", seed)
+    if lr == BOOK_LR and scaling in ("qk_norm", "qk_norm_none"):
+        sc = scaling == "qk_norm"
+        return Run(
+            f"qk_{size}_{'scaled' if sc else 'unscaled'}_s{seed}",
+            scale.cfg(**SIZES[size], scaled=sc, seed=seed, qk_norm=True),
+            group="qk_norm",
+        )
+    slug = {"1/sqrt(d)": "sqrt", "none": "none", "1/d": "inv_d", "qk_norm": "qk", "qk_norm_none": "qk_none"}[scaling]
+    return Run(f"lr_{size}_{slug}_lr{lr:g}_s{seed}", scale.cfg(**SIZES[size], **changes, lr=lr, seed=seed), group="lr")
