@@ -527,7 +527,7 @@ def execute(
             }
         )
     by_name = {r.name: r for r in runs}
-    todo.sort(key=lambda t: -_cost(by_name[t["name"]].cfg))
+    todo.sort(key=lambda t: -train_cost(by_name[t["name"]].cfg))
     if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
         executor = "serial"  # one run: no process to spawn
     steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
@@ -561,8 +561,9 @@ def execute(
     return {r.name: finished[r.name] for r in runs if r.name in finished}
 
 
-def _cost(cfg: Config) -> float:
-    # forward+backward matmul work per step, up to a constant: enough to order runs
+def train_cost(cfg: Config) -> float:
+    """A run's matmul work (forward+backward, all steps) up to a constant: enough to order runs and,
+    calibrated by runs' recorded training time, to estimate another run's (attnlab book --decide)."""
     d, T, L = cfg.d_model, cfg.block_size, cfg.n_layer
     per_token = L * (4 * d * d + 2 * d * cfg.d_ff + 2 * T * d) + d * cfg.vocab_size
     return per_token * cfg.batch_size * T * cfg.max_steps

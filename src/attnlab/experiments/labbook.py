@@ -136,6 +136,8 @@ class Experiment:
     measure: Callable[[Context], Outcome] | None = None  # runs -> results (figures, notes, status)
     judge: Callable[[dict], list[dict]] | None = None  # results -> claims, pure
     source: str | None = None  # a committed result this entry brings in (data/...json), judged by ``judge``
+    # the runs one more seed adds for a claim (attnlab book --decide): seed_runs(scale, seed, claim_id)
+    seed_runs: Callable[[Scale, int, str], list[Run]] | None = None
 
     def __post_init__(self):
         if (self.analyze is None) == (self.measure is None or self.judge is None):

@@ -1,0 +1,200 @@
+"""``attnlab book --decide``: train the seeds that INCONCLUSIVE claims need, cheapest verdict first.
+
+Every INCONCLUSIVE claim whose rule named ``n_needed`` (the seeds for 80% power at the
+effect observed, attnlab.stats) is a question more seeds can settle. For each, the
+planner lists the runs of the seeds it lacks (the experiment's ``seed_runs``), leaves
+out every run already finished on disk or already recorded in the committed JSON,
+estimates each run's training time from the runs' own timing records, and orders the
+questions by claims settled per core-hour, shared runs counted once. Within the budget
+(wall time with the given workers) it trains them through the runner, measures and
+judges again, and repeats while something affordable is left.
+
+The planning is pure (``plan``: numbers in, a :class:`Plan` out), so it is tested on
+hand-made per-seed numbers; training and re-measuring are the caller's functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import verdicts as V
+from ..errors import AttnlabError
+from ..runfolder import training_seconds
+from ..runner import Run, train_cost
+from .book_runs import BOOK_SEED
+
+MAX_SEEDS = 30  # a question needing more seeds than this is reported, not planned
+# seconds per unit of runner.train_cost on one thread when no run on disk has a timing record:
+# the chapter's small model, 1500 steps, took ~110 s on one core of the 2-core development machine
+DEFAULT_S_PER_COST = 110.0 / 1.378e12
+
+
+class DecideError(AttnlabError):
+    pass
+
+
+@dataclass(frozen=True)
+class Question:
+    """An INCONCLUSIVE claim that ``n_needed`` seeds could settle."""
+
+    experiment: str
+    claim: str
+    n_now: int
+    n_needed: int
+    recorded: tuple[int, ...] = ()  # seeds whose numbers the JSON already holds
+
+
+@dataclass
+class Plan:
+    chosen: list[tuple[Question, list[Run]]] = field(default_factory=list)  # question, the new runs it adds
+    runs: list[Run] = field(default_factory=list)  # every run to train, once
+    core_s: float = 0.0
+    workers: int = 1
+    skipped: list[tuple[Question, str]] = field(default_factory=list)
+
+    @property
+    def wall_s(self) -> float:
+        return self.core_s / max(1, self.workers)
+
+
+def parse_duration(text: str) -> float:
+    """'2h', '90m', '1h30m', '3600s' or '3600' -> seconds (a clear error otherwise)."""
+    t = str(text).strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?", t)
+    if not t or not m or not any(m.groups()):
+        raise DecideError(f"--budget {text!r}: give a duration such as 2h, 90m, 1h30m or 3600s")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    secs = h * 3600 + mi * 60 + s
+    if secs <= 0:
+        raise DecideError(f"--budget {text!r}: must be positive")
+    return secs
+
+
+def questions(docs: Mapping[str, dict]) -> list[Question]:
+    """The INCONCLUSIVE claims of every experiment's JSON that name the seeds they need."""
+    out = []
+    for eid, doc in docs.items():
+        table = (doc.get("results") or {}).get("per_seed") or {}
+        recorded = tuple(sorted(int(s) for s in table)) if isinstance(table, dict) else ()
+        for c in doc.get("claims", []):
+            need = c.get("n_needed")
+            if V.verdict_of(c) == "INCONCLUSIVE" and isinstance(need, int) and need > (c.get("n") or 0):
+                out.append(Question(eid, c["id"], int(c.get("n") or 0), need, recorded))
+    return out
+
+
+def new_seeds(q: Question) -> list[int]:
+    """The seeds to add: from BOOK_SEED upward, skipping those already recorded, until n_needed."""
+    have = set(q.recorded) if q.recorded else {BOOK_SEED + i for i in range(q.n_now)}
+    out, i = [], 0
+    while len(have) + len(out) < q.n_needed:
+        s = BOOK_SEED + i
+        if s not in have:
+            out.append(s)
+        i += 1
+    return out
+
+
+def plan(
+    qs: Sequence[Question],
+    seed_runs: Mapping[str, Callable[[int, str], Sequence[Run]]],
+    *,
+    finished: Callable[[Run], bool],
+    cost_s: Callable[[Run], float],
+    budget_s: float | None = None,
+    workers: int = 1,
+    max_seeds: int = MAX_SEEDS,
+) -> Plan:
+    """Choose questions, cheapest settled claim first, within ``budget_s`` of wall time.
+
+    seed_runs[experiment](seed, claim_id) -> the runs that seed adds for that claim."""
+    p = Plan(workers=max(1, workers))
+    candidates = []
+    for q in qs:
+        if q.n_needed > max_seeds:
+            p.skipped.append((q, f"needs {q.n_needed} seeds, more than the {max_seeds} planned at most"))
+            continue
+        fn = seed_runs.get(q.experiment)
+        if fn is None:
+            p.skipped.append((q, "this experiment has no runs per seed to add"))
+            continue
+        runs = [r for s in new_seeds(q) for r in fn(s, q.claim)]
+        candidates.append((q, [r for r in runs if not finished(r)]))
+    chosen: dict[str, Run] = {}
+
+    def marginal(c) -> float:
+        return sum(cost_s(r) for r in c[1] if r.name not in chosen)
+
+    while candidates:
+        best = min(candidates, key=lambda c: (marginal(c), c[0].experiment, c[0].claim))
+        candidates.remove(best)
+        extra = marginal(best)
+        if budget_s is not None and (p.core_s + extra) / p.workers > budget_s:
+            p.skipped.append(
+                (best[0], f"over the budget: {extra / 3600:.2f} core-h more ({extra / p.workers / 60:.0f} min wall)")
+            )
+            continue
+        new = [r for r in best[1] if r.name not in chosen]
+        for r in new:
+            chosen[r.name] = r
+        p.core_s += extra
+        p.chosen.append((best[0], new))
+    p.runs = list(chosen.values())
+    return p
+
+
+def cost_model(run_dirs: Iterable[tuple[Run, Path]]) -> Callable[[Run], float]:
+    """Seconds a run will take on one thread: train_cost(cfg) times the median seconds-per-cost of the
+    runs on disk with a timing record (their own machine, one thread each), else a default."""
+    rates = []
+    for run, d in run_dirs:
+        s = training_seconds(d)
+        if s and run.cfg.max_steps:
+            rates.append(s / train_cost(run.cfg))
+    rates.sort()
+    rate = rates[len(rates) // 2] if rates else DEFAULT_S_PER_COST
+    return lambda run: train_cost(run.cfg) * rate
+
+
+def render_plan(p: Plan) -> str:
+    lines = ["决策计划 / decide plan:"]
+    if not p.chosen:
+        lines.append("  没有可用更多种子判定的论断 / nothing more seeds can settle within the budget")
+    for q, new in p.chosen:
+        lines.append(
+            f"  {q.experiment}.{q.claim}: {q.n_now} -> {q.n_needed} seeds, {len(new)} new run(s)"
+            + (f" ({', '.join(r.name for r in new[:4])}{' …' if len(new) > 4 else ''})" if new else " (shared)")
+        )
+    lines.append(
+        f"  合计 / total: {len(p.runs)} runs, {p.core_s / 3600:.2f} core-h, about {p.wall_s / 60:.0f} min wall "
+        f"with {p.workers} worker(s)"
+    )
+    for q, why in p.skipped:
+        lines.append(f"  跳过 / skipped {q.experiment}.{q.claim} ({q.n_now} -> {q.n_needed} seeds): {why}")
+    return "\n".join(lines)
+
+
+def summary(before: Mapping[str, dict], after: Mapping[str, dict]) -> list[str]:
+    """What was decided: each claim that was INCONCLUSIVE before, with its verdict now."""
+    out = []
+    for eid, doc in before.items():
+        now = {c["id"]: c for c in after.get(eid, {}).get("claims", [])}
+        for c in doc.get("claims", []):
+            if V.verdict_of(c) != "INCONCLUSIVE":
+                continue
+            n = now.get(c["id"])
+            if n is None:
+                continue
+            v = V.verdict_of(n)
+            tail = (
+                ""
+                if v != "INCONCLUSIVE"
+                else (f" (needs ~{n['n_needed']} seeds)" if n.get("n_needed") else " (more seeds will not settle it)")
+            )
+            out.append(f"  {eid}.{c['id']}: INCONCLUSIVE ({c.get('n')} seeds) -> {v} ({n.get('n')} seeds){tail}")
+    return out
