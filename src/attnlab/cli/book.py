@@ -41,6 +41,13 @@ def add_parser(sub) -> None:
         help="root for data/, figures/, reports/ and runs/ "
         "(default: here; with --quick runs/book-quick, so tiny runs never touch full-size ones)",
     )
+    p.add_argument(
+        "--decide",
+        action="store_true",
+        help="train the seeds that INCONCLUSIVE claims need (cheapest verdict first), then judge again",
+    )
+    p.add_argument("--budget", default=None, help="with --decide: wall time to spend, e.g. 2h, 90m (default: no limit)")
+    p.add_argument("--dry-run", action="store_true", help="with --decide: print the plan, train nothing")
     p.add_argument("--corpus", default=None)
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -62,7 +69,11 @@ def main(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise BookError(f"--workers must be at least 1, got {args.workers}")
     scale = Scale.make(args.quick)
+    if (args.budget or args.dry_run) and not args.decide:
+        raise BookError("--budget and --dry-run belong to --decide: add --decide")
     text = load_corpus(args.corpus, min_chars=200)
+    if args.decide:
+        return _decide(args, chosen, text, root, scale, EXPERIMENTS)
     book = run_book(
         chosen,
         text,
@@ -81,7 +92,49 @@ def main(args) -> int:
     print(summary_line(book))
     for s in book["sections"]:
         for c in s["claims"]:
-            if c["pass"] is False:
+            if c.get("verdict", "FAIL" if c["pass"] is False else "PASS") == "FAIL":
                 print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
     print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
+    return 0
+
+
+def _decide(args, chosen, text, root, scale, registry) -> int:
+    import os
+
+    from ..experiments.decide import parse_duration, run_decide
+    from ..report.lab_book import build_book_report, summary_line
+
+    budget = parse_duration(args.budget) if args.budget else None
+    workers = args.workers or os.cpu_count() or 1
+
+    def refresh(ids: set[str]) -> None:
+        run_book(
+            [e for e in chosen if e.id in ids],
+            text,
+            root,
+            scale=scale,
+            train=False,
+            progress=not args.no_progress,
+            log=lambda m: print(f"attnlab: {m}"),
+            registry=registry,
+            explicit=sorted(ids),
+        )
+
+    run_decide(
+        chosen,
+        text,
+        root,
+        scale=scale,
+        budget_s=budget,
+        workers=workers,
+        executor="local" if args.executor == "serial" else args.executor,
+        dry_run=args.dry_run,
+        refresh=refresh,
+        log=lambda m: print(m),
+    )
+    if not args.dry_run and (root / "data" / "lab_book.json").is_file():
+        build_book_report(root)
+        import json
+
+        print(summary_line(json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))))
     return 0

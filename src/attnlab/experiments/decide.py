@@ -15,12 +15,15 @@ hand-made per-seed numbers; training and re-measuring are the caller's functions
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import verdicts as V
+from ..config import Config
 from ..errors import AttnlabError
 from ..runfolder import training_seconds
 from ..runner import Run, train_cost
@@ -63,7 +66,7 @@ class Plan:
 def parse_duration(text: str) -> float:
     """'2h', '90m', '1h30m', '3600s' or '3600' -> seconds (a clear error otherwise)."""
     t = str(text).strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", t):
+    if re.fullmatch(r"\d+(\.\d+)?", t) and float(t) > 0:
         return float(t)
     m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?", t)
     if not t or not m or not any(m.groups()):
@@ -148,17 +151,96 @@ def plan(
     return p
 
 
-def cost_model(run_dirs: Iterable[tuple[Run, Path]]) -> Callable[[Run], float]:
+def cost_model(run_dirs: Iterable[tuple[Config, Path]]) -> Callable[[Run], float]:
     """Seconds a run will take on one thread: train_cost(cfg) times the median seconds-per-cost of the
     runs on disk with a timing record (their own machine, one thread each), else a default."""
     rates = []
-    for run, d in run_dirs:
+    for cfg, d in run_dirs:
         s = training_seconds(d)
-        if s and run.cfg.max_steps:
-            rates.append(s / train_cost(run.cfg))
+        if s and cfg.max_steps:
+            rates.append(s / train_cost(cfg))
     rates.sort()
     rate = rates[len(rates) // 2] if rates else DEFAULT_S_PER_COST
     return lambda run: train_cost(run.cfg) * rate
+
+
+def runs_on_disk(runs_root: Path) -> list[tuple[Config, Path]]:
+    """(config, folder) of every run folder under ``runs_root`` (group/name/config.json)."""
+    out = []
+    for cfg_file in sorted(Path(runs_root).glob("*/*/config.json")):
+        try:
+            out.append((Config.from_dict(json.loads(cfg_file.read_text(encoding="utf-8"))), cfg_file.parent))
+        except (OSError, ValueError, TypeError, AttnlabError):
+            continue
+    return out
+
+
+def run_decide(
+    chosen: Sequence,
+    text: str,
+    root: Path,
+    *,
+    scale,
+    budget_s: float | None,
+    workers: int,
+    executor: str = "local",
+    dry_run: bool = False,
+    refresh: Callable[[set[str]], None],
+    log: Callable[[str], None] = print,
+    rounds: int = 3,
+) -> dict:
+    """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans}."""
+    from ..runner import execute, finished_history
+
+    root = Path(root)
+    runs_root = root / "runs"
+    with_runs = [e for e in chosen if e.seed_runs is not None]
+    before = _docs(root, with_runs)
+    plans, left = [], budget_s
+
+    def finished(r: Run) -> bool:
+        try:
+            return finished_history(r.dir(runs_root), r.cfg)
+        except AttnlabError:
+            return False
+
+    fns = {e.id: (lambda seed, cid, e=e: e.seed_runs(scale, seed, cid)) for e in with_runs}
+    for _ in range(rounds):
+        docs = _docs(root, with_runs)
+        p = plan(
+            questions(docs),
+            fns,
+            finished=finished,
+            cost_s=cost_model(runs_on_disk(runs_root)),
+            budget_s=left,
+            workers=workers,
+        )
+        plans.append(p)
+        log(render_plan(p))
+        if dry_run or not p.runs:
+            break
+        t0 = time.perf_counter()
+        execute(p.runs, text, runs_root, executor=executor, workers=workers, keep_going=True, log=log, desc="decide")
+        if left is not None:
+            left -= time.perf_counter() - t0
+        refresh({q.experiment for q, _ in p.chosen})
+        if left is not None and left <= 0:
+            break
+    after = _docs(root, with_runs)
+    lines = summary(before, after)
+    log("决策结果 / decided:" if lines else "决策结果 / decided: nothing changed")
+    for line in lines:
+        log(line)
+    return {"before": before, "after": after, "plans": plans}
+
+
+def _docs(root: Path, experiments: Sequence) -> dict[str, dict]:
+    out = {}
+    for e in experiments:
+        p = root / "data" / "lab_book" / f"{e.id}.json"
+        if p.is_file():
+            out[e.id] = json.loads(p.read_text(encoding="utf-8"))
+    return out
 
 
 def render_plan(p: Plan) -> str:

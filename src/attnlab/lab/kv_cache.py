@@ -176,4 +176,5 @@ EXPERIMENT = Experiment(
     runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
     min_runs=lambda scale: [],
     why=WHY,
+    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
 )
