@@ -227,6 +227,8 @@ def run_decide(
         if left is not None and left <= 0:
             break
     after = _docs(root, with_runs)
+    if dry_run:
+        return {"before": before, "after": after, "plans": plans}
     lines = summary(before, after)
     log("决策结果 / decided:" if lines else "决策结果 / decided: nothing changed")
     for line in lines:
