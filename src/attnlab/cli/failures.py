@@ -33,21 +33,24 @@ def add_parser(sub):
     p.add_argument(
         "--rejudge",
         action="store_true",
-        help="train nothing: re-judge the claims of the --out JSON and rewrite the report",
+        help="train nothing: re-judge the claims of the --out JSON, write them into it and rewrite the report",
     )
     return p
 
 
 def _print_claims(claims) -> None:
+    from ..verdicts import count_line, verdict_of
+
     for c in claims:
-        print(f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}")
+        print(f"  {verdict_of(c)} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}")
+    print(f"  {count_line(claims)}")
 
 
 def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
     from ..experiments.common import ExperimentError
-    from ..experiments.failures import LEAKS, failure_claims, failures_markdown, run, symptoms_table
+    from ..experiments.failures import LEAKS, failures_markdown, rejudge, run, symptoms_table
     from ..io import check_writable, write_json, write_text
 
     out = Path(args.out)
@@ -55,14 +58,14 @@ def main(args) -> int:
         import json
 
         try:
-            result = json.loads(out.read_text(encoding="utf-8"))
-            result["claims"] = failure_claims(result)
+            result = rejudge(json.loads(out.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ExperimentError(f"cannot re-judge {out}: {e}; run `attnlab failures` without --rejudge") from None
+        write_json(out, result)  # the verdicts (and an overflow control it lacked) go back into the JSON
         write_text(Path(args.report), failures_markdown(result))
         print(symptoms_table(result))
         _print_claims(result["claims"])
-        print(f"报告 / report: {args.report}")
+        print(f"结果 / result: {out}; 报告 / report: {args.report}")
         return 0
     cfg = Config.from_overrides(args.overrides)
     check_writable(out.parent)  # before the training, not after it
@@ -93,7 +96,7 @@ def main(args) -> int:
     )
     print(symptoms_table(result))
     print("“书”行来自书中 §1.11.7 的表（默认配置）/ 'book' rows: the book's table (§1.11.7, default config)")
-    print(f"权重熵为空（—）的行：{LEAKS}")
+    print(f"① 与 ② 的权重熵（训练器的，书中那一列）：{LEAKS}")
     _print_claims(result["claims"])
     print(f"结果 / result: {out}")
     return 0
