@@ -70,11 +70,15 @@ def main(args) -> int:
     from ..io import check_writable, write_json
 
     def print_claims(claims) -> None:
+        from ..verdicts import count_line, verdict_of
+
         for c in claims:
             print(
-                f"  {'PASS' if c['pass'] else 'FAIL'} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
+                f"  {verdict_of(c)} [{c['kind']}] {c['section']} {c['id']}: {c['measured']}"
                 + (f" — {c['reason']['category']}: {c['reason']['text']}" if c.get("reason") else "")
             )
+        if claims:
+            print(f"  {count_line(claims)}")
 
     if args.rejudge:
         import json
