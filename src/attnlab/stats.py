@@ -46,6 +46,8 @@ PASS, FAIL, INCONCLUSIVE, REPORTED, NA = "PASS", "FAIL", "INCONCLUSIVE", "REPORT
 VERDICTS = (PASS, FAIL, INCONCLUSIVE, REPORTED, NA)
 ALPHA = 0.05
 POWER = 0.80
+MIN_SEEDS = 3  # the fewest seeds that estimate a spread worth an interval
+ONE_SEED = "one seed has no spread: at least 3 seeds to judge it"
 MAX_SEEDS = 1000  # n_needed beyond this is reported as None ("more seeds will not settle it")
 
 METHOD = (
@@ -170,7 +172,7 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
     n = len(xs)
     if n < 2:
         m = xs[0] * direction if xs else None
-        return Judgement(INCONCLUSIVE, "effect", n, m, None, None, None, "one seed has no spread: at least 2 seeds")
+        return Judgement(INCONCLUSIVE, "effect", n, m, None, None, MIN_SEEDS, ONE_SEED)
     m, sd = mean_sd(xs)
     lo, hi = mean_interval(xs, 1 - alpha)
     words = "> 0" if direction > 0 else "< 0"
@@ -220,7 +222,7 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
     n = len(xs)
     if n < 2:
         m = xs[0] if xs else None
-        return Judgement(INCONCLUSIVE, "value", n, m, None, None, None, "one seed has no spread: at least 2 seeds")
+        return Judgement(INCONCLUSIVE, "value", n, m, None, None, MIN_SEEDS, ONE_SEED)
     m, sd = mean_sd(xs)
     h = prediction_halfwidth(sd, n, alpha)
     pi = (m - h, m + h)
@@ -249,7 +251,7 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
     n = len(xs)
     if n < 2:
         m = xs[0] if xs else None
-        return Judgement(INCONCLUSIVE, "band", n, m, None, None, None, "one seed has no spread: at least 2 seeds")
+        return Judgement(INCONCLUSIVE, "band", n, m, None, None, MIN_SEEDS, ONE_SEED)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - alpha)
     base = f"mean {m:.4g}, 95% CI [{a:.4g}, {b:.4g}] over {n} seeds vs the book's [{lo:g}, {hi:g}]"
@@ -286,9 +288,7 @@ def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA)
     n = len(xs)
     if n < 2:
         m = xs[0] if xs else None
-        return Judgement(
-            INCONCLUSIVE, "equivalence", n, m, None, None, None, "one seed has no spread: at least 2 seeds"
-        )
+        return Judgement(INCONCLUSIVE, "equivalence", n, m, None, None, MIN_SEEDS, ONE_SEED)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - 2 * alpha)
     base = f"mean {m:+.3g}, 90% CI [{a:+.3g}, {b:+.3g}] over {n} seeds vs ±{margin:.3g}"
