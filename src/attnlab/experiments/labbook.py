@@ -138,6 +138,9 @@ class Experiment:
     source: str | None = None  # a committed result this entry brings in (data/...json), judged by ``judge``
     # the runs one more seed adds for a claim (attnlab book --decide): seed_runs(scale, seed, claim_id)
     seed_runs: Callable[[Scale, int, str], list[Run]] | None = None
+    # figures from the results alone: draw(results) -> {name: matplotlib figure}, saved as
+    # figures/lab_book/<id>_<name> when ``measure`` listed that path (ctx.fig(name) + ".png")
+    draw: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
         if (self.analyze is None) == (self.measure is None or self.judge is None):

@@ -257,6 +257,11 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
 def draw_figures(doc: dict, root: Path) -> list[Path]:
     """Draw the figures of one experiment's JSON under ``root``; returns the paths written."""
     fn = FIGURES.get(doc.get("id"))
+    if fn is None:  # a module that draws its own figures (Experiment.draw, from the results alone)
+        from ..lab import BY_ID
+
+        e = BY_ID.get(doc.get("id"))
+        fn = getattr(e, "draw", None) if e is not None else None
     if fn is None or doc.get("status") == "not_run":
         return []
     wanted = {Path(f).name: f for f in doc.get("figures", [])}
