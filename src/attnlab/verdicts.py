@@ -74,7 +74,7 @@ def measured_text(inputs: Mapping[str, Any], j: Judgement) -> str:
         else:
             parts.append(f"{k}: {v}")
     if j.interval is not None:
-        name = {"value": "95% PI", "equivalence": "90% CI"}.get(j.rule, "95% CI")
+        name = {"value": "95% PI", "equivalence": "90% CI", "every": "range of seeds"}.get(j.rule, "95% CI")
         parts.append(f"{name} [{_num(j.interval[0], 3)}, {_num(j.interval[1], 3)}]")
     return "; ".join(parts)
 
