@@ -1,0 +1,295 @@
+"""§1.9: the three position schemes, no positions at all, and a control on the sinusoidal scale.
+
+Runs: the chapter's model (learned positions: the case's small scaled run) and the same model with
+sinusoidal, RoPE and no positions, every seed; and a control, the sinusoidal model with its token
+embeddings multiplied by sqrt(d_model) as in the original Transformer. Measured per seed: each
+model's final validation loss and its head portrait (previous-token and diagonal weight of every
+head, on the portrait's validation windows), beside what an order-blind head (uniform over the
+visible keys) would show. Judged: the loss cost of no positions (effect), the chapter's "完全学不会
+顺序" and "没有位置编码这些头就学不会" on the previous-token weight, and our sanity checks on the
+schemes (equivalence).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from .. import stats as S
+from ..book import book_values
+from ..config import POS_KINDS
+from ..experiments import book_runs as R
+from ..experiments.labbook import Context, Experiment, Outcome
+from ..verdicts import claim
+from .common import column, final_val, paired, rnd, seed_table
+
+CONTROL = R.POS_CONTROL  # the sinusoidal table on token embeddings x sqrt(d_model)
+KINDS = (*POS_KINDS, CONTROL)
+# the least the lab book counts as a loss difference: the 0.1 nats written before the runs
+SESOI_LOSS = 0.1
+
+
+def _portrait(ctx: Context, f) -> list[dict]:
+    from ..experiments.heads import analyze_model
+
+    return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
+
+
+def _maxima(kind: str, heads: list[dict]) -> dict:
+    """The portrait's numbers the claims use: layer 0's largest prev and diag, the largest prev of all."""
+    return {
+        f"l0_prev_{kind}": max(h["prev"] for h in heads if h["layer"] == 0),
+        f"l0_diag_{kind}": max(h["diag"] for h in heads if h["layer"] == 0),
+        f"prev_all_{kind}": max(h["prev"] for h in heads),
+    }
+
+
+def _measure(ctx: Context, kinds: tuple[str, ...], fs: list) -> dict:
+    row: dict = {"portraits": {}}
+    for k, f in zip(kinds, fs):
+        heads = _portrait(ctx, f)
+        row |= {f"val_{k}": final_val(f), **_maxima(k, heads)}
+        row["portraits"][k] = heads
+    return row
+
+
+def _legacy_table(prev: dict | None) -> dict:
+    """Per-seed numbers of results written before per-seed tables: {"summary": {kind: {"val": [...]}},
+    "seeds", "control_seeds", "portraits" (the first seed's)}."""
+    if not prev:
+        return {}
+    if "per_seed" in prev:
+        return prev["per_seed"]
+    out: dict[str, dict] = {}
+    for k, v in (prev.get("summary") or {}).items():
+        seeds = prev.get("control_seeds" if k == CONTROL else "seeds") or []
+        for i, seed in enumerate(seeds):
+            if i < len(v.get("val", [])):
+                out.setdefault(str(seed), {})[f"val_{k}"] = v["val"][i]
+    first = (prev.get("seeds") or [None])[0]
+    if first is not None and prev.get("portraits"):
+        row = out.setdefault(str(first), {})
+        row["portraits"] = dict(prev["portraits"])
+        for k, heads in prev["portraits"].items():
+            row |= _maxima(k, heads)
+    return out
+
+
+def _only(table: dict, kinds: tuple[str, ...]) -> dict:
+    """The columns of ``kinds`` of a per-seed table (and their portraits)."""
+    out = {}
+    for s, row in table.items():
+        keep = {k: v for k, v in row.items() if k != "portraits" and any(k.endswith(f"_{x}") for x in kinds)}
+        if "portraits" in row:
+            keep["portraits"] = {k: v for k, v in row["portraits"].items() if k in kinds}
+        out[s] = keep
+    return out
+
+
+def _mean(xs: list[float]) -> float | None:
+    return statistics.fmean(xs) if xs else None
+
+
+def measure(ctx: Context) -> Outcome:
+    from ..diagnostics import uniform_reference
+    from ..experiments.heads import POSITIONS
+
+    legacy = _legacy_table(ctx.previous)
+    groups = {"schemes": tuple(POS_KINDS), "control": (CONTROL,)}
+    tables = {
+        g: seed_table(
+            ctx,
+            lambda s, kinds=kinds: [R.position_runs(ctx.scale, k, s) for k in kinds],
+            lambda fs, kinds=kinds: _measure(ctx, kinds, fs),
+            _only(legacy, kinds),
+        )
+        for g, kinds in groups.items()
+    }
+    seeds = sorted({s for t in tables.values() for s in t}, key=int)
+    table = {}
+    for s in seeds:
+        a, b = tables["schemes"].get(s, {}), tables["control"].get(s, {})
+        row = {**a, **b}
+        portraits = {**a.get("portraits", {}), **b.get("portraits", {})}
+        row.pop("portraits", None)
+        if portraits:
+            row["portraits"] = portraits
+        table[s] = row
+    cfg = R.position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
+    kinds = [k for k in KINDS if column(table, f"val_{k}")]
+    summary = {
+        k: {
+            "val_mean": rnd(_mean(column(table, f"val_{k}"))),
+            "val": [rnd(x) for x in column(table, f"val_{k}")],
+            "layer0_max_prev": rnd(_mean(column(table, f"l0_prev_{k}")), 3),
+            "layer0_max_diag": rnd(_mean(column(table, f"l0_diag_{k}")), 3),
+        }
+        for k in kinds
+    }
+    first = next((row["portraits"] for row in table.values() if "portraits" in row), {})
+    res = {
+        "headers": [
+            "位置编码 / positions",
+            "种子 / seeds",
+            "验证 loss / val",
+            "层 0 最大前一位 / L0 max prev",
+            "层 0 最大对角 / L0 max diag",
+        ],
+        "rows": [
+            [k, len(summary[k]["val"]), summary[k]["val_mean"], summary[k]["layer0_max_prev"]]
+            + [summary[k]["layer0_max_diag"]]
+            for k in kinds
+        ],
+        "seeds": [int(s) for s in tables["schemes"]],
+        "control_seeds": [int(s) for s in tables["control"]],
+        "per_seed": table,
+        "summary": summary,
+        "portraits": first,  # the first seed's portraits (the figure)
+        # what a head spreading its weight uniformly over the visible keys shows on the portrait's
+        # windows: an order-blind head's previous-token weight
+        "uniform_prev": uniform_reference(min(POSITIONS, cfg.block_size))["prev"],
+        "book_prev_head": max(v[2] for k, v in book_values("head_portrait_1_8_5").items() if k.startswith("L0H")),
+        # the norms of §1.9.2's sinusoidal row (sqrt(d_model / 2): sin² + cos² = 1 per pair) and of a
+        # token embedding at init (init_std · sqrt(d_model))
+        "pos_norm": math.sqrt(cfg.d_model / 2),
+        "emb_norm": cfg.init_std * math.sqrt(cfg.d_model),
+    }
+    notes = []
+    if len(tables["schemes"]) < ctx.scale.seeds:
+        notes.append(f"{len(tables['schemes'])} of {ctx.scale.seeds} seeds finished")
+    if len(tables["control"]) < ctx.scale.seeds:
+        notes.append(f"对照（词向量 ×√d_model）/ the control: {len(tables['control'])} of {ctx.scale.seeds} seeds")
+    done = all(len(t) >= ctx.scale.seeds for t in tables.values())
+    return Outcome(
+        results=res,
+        figures=[ctx.fig("val_loss.png"), ctx.fig("portraits.png")],
+        notes=notes,
+        status="done" if done else "partial",
+    )
+
+
+# ------------------------------------------------------------------------------- judge
+def sesoi_prev(res: dict) -> float:
+    """Half the book's previous-token head above an order-blind head (0.450 vs uniform, §1.8.5): a
+    previous-token weight that rises less than that over uniform attention is no previous-token head."""
+    return (res["book_prev_head"] - res["uniform_prev"]) / 2
+
+
+def _over_uniform(table: dict, key: str, uniform: float) -> list[float]:
+    return [x - uniform for x in column(table, key)]
+
+
+def judge(res: dict) -> list[dict]:
+    table = res.get("per_seed") or {}
+    if not column(table, "val_none"):
+        return []
+    worse = paired(table, "val_none", "val_learned")  # same seed, same batches
+    margin = sesoi_prev(res)
+    uniform = res["uniform_prev"]
+    excess = _over_uniform(table, "prev_all_none", uniform)
+    head = paired(table, "l0_prev_learned", "l0_prev_none")
+    return [
+        claim(
+            "positions_needed",
+            "§1.9 / §1.13.4",
+            "去掉位置编码，验证 loss 变差：同一种子下 none − learned > 0（小于 0.1 nats 不算）/ without "
+            "positions the validation loss is worse: none − learned > 0, same seed (under 0.1 nats does not count)",
+            S.effect(worse, direction=+1, sesoi=SESOI_LOSS),
+            inputs={
+                "none": column(table, "val_none"),
+                "learned": column(table, "val_learned"),
+                "none_minus_learned": worse,
+                "sesoi": SESOI_LOSS,
+            },
+            book="结构性必需品 / a structural necessity",
+        ),
+        claim(
+            "positions_order_not_learned",
+            "§1.13.4",
+            "消融清单：去掉位置编码“完全学不会顺序”——没有位置编码的模型，所有头的前一位权重都停在顺序无关"
+            "（对可见位置均匀）注意力的水平 / the ablation table: without positions the model 'cannot learn "
+            "order at all': every head's previous-token weight stays at the level of order-blind (uniform) "
+            "attention",
+            S.equivalence(excess, margin)
+            if excess
+            else S.na("number not stored: the no-position model's head portrait; measured by attnlab book --only §1.9"),
+            inputs={
+                "max_prev_all_heads_none": column(table, "prev_all_none"),
+                "uniform_prev": uniform,
+                "excess_over_uniform": excess,
+                "margin": margin,
+            },
+            book="完全学不会顺序",
+        ),
+        claim(
+            "prev_head_needs_positions",
+            "§1.9.7 / 自测 6",
+            "“如果没有位置编码，这些头就学不会”：层 0 最大前一位权重，有位置编码（learned）减没有，同一种子 > 0 / "
+            "'without positions these heads cannot form': layer 0's largest previous-token weight, learned "
+            "minus none, same seed, > 0",
+            S.effect(head, direction=+1, sesoi=margin)
+            if head
+            else S.na("number not stored: the head portraits; measured by attnlab book --only §1.9"),
+            inputs={
+                "learned": column(table, "l0_prev_learned"),
+                "none": column(table, "l0_prev_none"),
+                "learned_minus_none": head,
+                "sesoi": margin,
+            },
+            book="这些头就学不会",
+        ),
+    ]
+
+
+# ------------------------------------------------------------------- the why of each FAIL
+def _list(xs: list[float], digits: int = 3) -> str:
+    return "、".join(f"{x:.{digits}g}" for x in xs)
+
+
+def _why_needed(r: dict) -> str:
+    t = r.get("per_seed") or {}
+    return (
+        f"同一种子下 none − learned = {_list(paired(t, 'val_none', 'val_learned'))}：去掉位置编码没有让验证 loss "
+        f"变差 {SESOI_LOSS} 以上 / without positions the loss is not worse by {SESOI_LOSS} or more"
+    )
+
+
+def _why_order(r: dict) -> str:
+    t = r.get("per_seed") or {}
+    return (
+        f"书的问题 / finding about the book: 没有位置编码的模型，最大前一位权重 {_list(column(t, 'prev_all_none'))}，"
+        f"顺序无关的均匀注意力是 {r['uniform_prev']:.3f}：有头学会了“看前一位”。因果掩码本身就泄露了位置（位置 i "
+        "只能看到 i + 1 个字），所以模型并非“完全”学不会顺序 / the no-position model's largest previous-token "
+        f"weight is above uniform attention's {r['uniform_prev']:.3f}: the causal mask itself leaks position "
+        "(position i sees i + 1 characters), so order is not 'completely' unlearnable"
+    )
+
+
+def _why_head(r: dict) -> str:
+    t = r.get("per_seed") or {}
+    return (
+        f"层 0 最大前一位权重：learned {_list(column(t, 'l0_prev_learned'))}，none {_list(column(t, 'l0_prev_none'))}："
+        "没有位置编码时前一位头照样出现（或有位置编码时也没出现）/ the previous-token head does not depend on "
+        "positions here"
+    )
+
+
+WHY = {
+    "positions_needed": _why_needed,
+    "positions_order_not_learned": _why_order,
+    "prev_head_needs_positions": _why_head,
+}
+
+EXPERIMENT = Experiment(
+    "positions",
+    "§1.9",
+    "位置编码：三种方案与不用位置编码 / positions: three schemes and none",
+    "注意力把输入当成集合；层 0 头 1 的“看前一位”模式是位置编码在起作用的证据，没有位置编码这些头就学不会"
+    "（自测 6）/ without positions the previous-token head cannot form (self-test 6, §1.9.7)",
+    "attnlab book --only §1.9",
+    measure=measure,
+    judge=judge,
+    why=WHY,
+    runs=lambda scale: [R.position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
+    min_runs=lambda scale: [R.position_runs(scale, k, scale.seed_list()[0]) for k in POS_KINDS],
+)
