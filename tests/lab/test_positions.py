@@ -111,3 +111,47 @@ def test_committed_results_migrate_and_judge(tmp_path):
     # the portraits were stored for the first seed only: one seed decides neither (was PASS)
     assert v["prev_head_needs_positions"] == v["positions_order_not_learned"] == "INCONCLUSIVE"
     assert P.judge(json.loads(json.dumps(res))) == P.judge(res)
+
+
+@pytest.mark.parametrize(
+    "sin, rope, expected",
+    [
+        ((4.10, 4.12, 4.15), (4.11, 4.12, 4.08), "PASS"),
+        ((4.60, 4.70, 4.60), (4.11, 4.12, 4.08), "FAIL"),  # the committed sinusoidal model: +0.57
+        ((4.30, 4.00, 4.20), (4.11, 4.12, 4.08), "INCONCLUSIVE"),
+    ],
+)
+def test_three_schemes_close(sin, rope, expected):
+    assert verdict(results(val_sinusoidal=sin, val_rope=rope), "three_schemes_close") == expected
+
+
+@pytest.mark.parametrize(
+    "control, expected",
+    [
+        ((4.06, 4.14, 4.09), "PASS"),
+        ((4.60, 4.70, 4.60), "FAIL"),
+        ((4.112, 4.251, 4.125), "INCONCLUSIVE"),  # the committed control: +0.10 ± 0.05 over learned
+    ],
+)
+def test_sinusoidal_scale_control(control, expected):
+    assert verdict(results(val_sinusoidal_emb_scale=control), "sinusoidal_scale_control") == expected
+
+
+def test_no_control_run_no_control_claim():
+    ids = {c["id"] for c in P.judge(results(val_sinusoidal_emb_scale=(None,) * 3))}
+    assert "sinusoidal_scale_control" not in ids and "three_schemes_close" in ids
+
+
+def test_scheme_whys_take_their_numbers_from_the_results():
+    res = results(val_sinusoidal=(4.6, 4.7, 4.6), val_sinusoidal_emb_scale=(4.6, 4.7, 4.6))
+    why = P.EXPERIMENT.why["three_schemes_close"](res)
+    assert "8.0" in why and "0.23" in why and "35" in why and "4.63" in why
+    assert "0.55" in P.EXPERIMENT.why["sinusoidal_scale_control"](res)
+
+
+def test_committed_schemes(tmp_path):
+    doc = json.loads((REPO_ROOT / "data" / "lab_book" / "positions.json").read_text(encoding="utf-8"))
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, P.EXPERIMENT, train=False, previous=doc["results"])
+    v = {c["id"]: c["verdict"] for c in P.judge(P.measure(ctx).results)}
+    assert v["three_schemes_close"] == "FAIL"  # sinusoidal +0.57 (was FAIL)
+    assert v["sinusoidal_scale_control"] == "INCONCLUSIVE"  # +0.10 over learned, CI up to 0.18 (was PASS)
