@@ -1,31 +1,40 @@
-"""The chapter's statements as checks over the case results, and the setup's sanity checks.
+"""The chapter's statements as claims over the case results, and the setup's sanity checks.
 
-Two kinds of check (issue 11):
+Every claim is judged by one rule of :mod:`attnlab.stats` from one number per seed
+(issue 21) and stored with :func:`attnlab.verdicts.claim` (rule, inputs with the
+per-seed numbers, verdict, interval, n, n_needed):
 
-- ``book``: a statement of the chapter, quoted with the book's own words and
-  numbers, judged with a tolerance that comes from the measured spread over
-  seeds, never from our own output. The rule (:func:`near`): the book's value
-  passes when it lies within our mean ± max(2 sd over seeds, a floor). The
-  floor is 10 % of the book's value for a plain number and 25 % where the book
-  itself says "约 / 左右 / about"; where the book gives a range, the range is
-  used, widened only by 2 sd over seeds; where it gives a factor ("一万多倍"),
-  the factor is tested.
+- ``book``: a statement of the chapter, quoted with the book's own words and numbers.
+  A number the book reports from its one run is judged with ``stats.value``: the
+  book's value must lie inside our 95% prediction interval for one run, and PASS
+  needs that interval within ± a tolerance fixed from the chapter (by default half
+  the book's own number: :data:`TOL_HALF`). A direction ("降了", "都涨了",
+  "明显分离") is a paired ``stats.effect`` over seeds; a range the book gives is a
+  ``stats.band`` on the mean's interval (never widened) or ``stats.every`` where the
+  chapter speaks of every run ("都在 0.1–0.2 之间"). The deterministic init sweep
+  (400 initialisations each) keeps a relative tolerance through ``stats.exact``.
 - ``sanity``: a property of our setup (start near ln V, twins share their
   initialisation); it says nothing about the book.
 
-Everything is recomputed from the numbers stored in the result (``pairs``,
-``seeds``, ``seed_runs``, ``qk_scale``, ``init_sweep`` ...), so a hand-edited
-JSON gets the verdicts its numbers deserve. A failing book claim carries a
-reason: a finding about the book (with its evidence), a difference of protocol
-(which one, with the experiment that shows it), or "unexplained".
+A wider spread between seeds widens every interval, so it can make a claim
+INCONCLUSIVE, never PASS. Everything is recomputed from the numbers stored in
+the result (``pairs``, ``seeds``, ``seed_runs``, ``qk_scale``, ``init_sweep`` ...),
+so a hand-edited JSON gets the verdicts its numbers deserve (``attnlab report``).
+A failing book claim carries a reason (:func:`explain`): a finding about the book
+(with its evidence), a difference of protocol (which one, with the experiment that
+shows it), our own specification, or "unexplained".
+
+``near``, ``beyond_noise`` and ``in_range`` (the old seed-spread rules) are kept only
+for the modules not yet moved to :mod:`attnlab.stats`; no claim here uses them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .. import stats, verdicts
 from ..book import book_values
 from ..verdicts import REASON_LABELS  # noqa: F401  (re-exported: the reports' labels have one home)
 
@@ -33,8 +42,14 @@ LN_VOCAB = math.log(1200)
 BOOK_STEPS = (222, 444, 666, 888, 1480)  # §1.12.1's table (step 0 aside)
 WINDOW = 25  # half-width of the window around a book step
 END_WINDOW = 50  # "end" = mean of the last 50 steps
-REL = 0.10  # floor for a plain number
-REL_ABOUT = 0.25  # floor for "约 / 左右 / about"
+REL = 0.10  # exact claims on the deterministic init sweep: within 10 % (400 inits; sampling spread far smaller)
+REL_ABOUT = 0.25  # ... and 25 % where the book says "约 / 左右 / about"
+# value claims: the book's one run pinned down to ± half its own number. Fixed before looking: an
+# interval wider than that cannot tell the book's number from half or double of it.
+TOL_HALF = 0.5
+# "几乎重合" (§1.2): the small pair's 0.17 is what the book calls two curves that coincide, so a
+# separation smaller than 0.17 is not "明显分离" (the smallest effect of interest for the curves).
+SESOI_APART = 0.17
 BOOK_KEYS = {
     "small_unscaled": "small_d32_unscaled",
     "small_scaled": "small_d32_scaled",
@@ -54,20 +69,25 @@ def spread(xs: Sequence[float]) -> dict:
 
 
 def near(xs: Sequence[float], book: float, rel: float = REL) -> tuple[bool, float]:
-    """(the book's value lies within mean ± max(2 sd, rel·|book|), that tolerance)."""
+    """(the book's value lies within mean ± max(2 sd, rel·|book|), that tolerance).
+
+    The old widening rule, kept for modules not yet moved to attnlab.stats: no case claim uses it."""
     s = spread(xs)
     tol = max(2 * s["sd"], rel * abs(book))
     return abs(s["mean"] - book) <= tol, tol
 
 
 def beyond_noise(xs: Sequence[float], floor: float = 0.0) -> bool:
-    """An effect measured once per seed counts when its mean exceeds max(floor, 2 sd over seeds)."""
+    """An effect measured once per seed counts when its mean exceeds max(floor, 2 sd over seeds).
+
+    The old seed-spread rule, kept for modules not yet moved to attnlab.stats (stats.effect replaces
+    it): no case claim uses it."""
     s = spread(xs)
     return s["mean"] > max(floor, 2 * s["sd"])
 
 
 def in_range(xs: Sequence[float], lo: float, hi: float) -> tuple[bool, float]:
-    """(every value within [lo − 2 sd, hi + 2 sd], the widening 2 sd)."""
+    """(every value within [lo − 2 sd, hi + 2 sd], the widening 2 sd). Old rule, no case claim uses it."""
     w = 2 * spread(xs)["sd"]
     return all(lo - w <= x <= hi + w for x in xs), w
 
@@ -278,6 +298,7 @@ def by_weight_decay(res: dict, key: str) -> dict[float, list[float]]:
 def make_claim(
     cid: str, kind: str, section: str, statement: str, book: Any, measured: Any, expected: str, ok: bool
 ) -> dict:
+    """The old claim record (pass True/False), for the modules not yet moved to attnlab.verdicts."""
     return {
         "id": cid,
         "kind": kind,
@@ -290,6 +311,31 @@ def make_claim(
     }
 
 
+def _rs(xs: Iterable[float], digits: int = 5) -> list[float]:
+    """Per-seed numbers as stored in a claim's inputs (the judge uses exactly these)."""
+    return [round_sig(float(x), digits) for x in xs]
+
+
+def _claim(cid, section, statement, j, *, inputs, book=None, expected=None, kind="book") -> dict:
+    c = verdicts.claim(cid, section, statement, j, inputs=inputs, kind=kind, book=book, expected=expected)
+    if j.rule == "every" and j.interval is not None:  # every's interval is the seeds' range, not a CI
+        c["measured"] = c["measured"].replace("95% CI [", "range of seeds [")
+    return c
+
+
+def _paired(res: dict, a: str, b: str) -> list[tuple[dict, dict]]:
+    """The runs of pair members ``a`` and ``b`` on the same seeds (seed order of ``a``)."""
+    by_seed = {r["config"].get("seed"): r for r in runs(res, b)}
+    return [(r, by_seed[r["config"].get("seed")]) for r in runs(res, a) if r["config"].get("seed") in by_seed]
+
+
+def _val_at(run: dict, step: int) -> float:
+    """Validation loss at the evaluation nearest ``step``."""
+    vs, vl = run["trace"]["val_step"], run["trace"]["val_loss"]
+    i = min(range(len(vs)), key=lambda k: abs(vs[k] - step))
+    return vl[i]
+
+
 def check_claims(res: dict) -> list[dict]:
     """Every claim, judged from the numbers in ``res``; failing book claims carry a reason."""
     out: list[dict] = []
@@ -298,18 +344,8 @@ def check_claims(res: dict) -> list[dict]:
         for c in made if isinstance(made, list) else [made]:
             if c is None:
                 continue
-            if c["kind"] == "book" and not c["pass"]:
+            if c["kind"] == "book" and verdicts.verdict_of(c) == stats.FAIL:
                 c["reason"] = explain(c["id"], res)
-                n_big = len(runs(res, "big_scaled"))
-                if (
-                    c["reason"]["category"] == "unexplained"
-                    and n_big < 3
-                    and ("big" in c["id"] or "curves" in c["id"] or c["id"] in _QK_CLAIMS)
-                ):
-                    c["reason"]["text"] += (
-                        f" (only {n_big} seed of the big pair finished here: the tolerance is "
-                        f"the floor alone, without the seed spread)"
-                    )
             out.append(c)
     return out
 
@@ -325,18 +361,18 @@ def check(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
 # --- sanity ---------------------------------------------------------------------------
 @check
 def _start_near_ln_vocab(res):
-    starts = [
+    starts = _rs(
         r["loss_start"] for k in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled") for r in runs(res, k)
-    ]
-    return make_claim(
+    )
+    return _claim(
         "start_near_ln_vocab",
-        "sanity",
         "§1.19.2",
         "起点接近随机猜测 ln 1200 ≈ 7.09：模型初始输出近似均匀 / every run starts near ln V",
-        "7.03–7.05",
-        [round_sig(x) for x in starts],
-        "every run's step-0 loss within 0.15 of 7.09",
-        all(abs(x - LN_VOCAB) < 0.15 for x in starts),
+        stats.every(starts, LN_VOCAB - 0.15, LN_VOCAB + 0.15),
+        inputs={"step0_loss_every_run": starts, "ln_V": round_sig(LN_VOCAB, 5)},
+        book="7.03–7.05",
+        expected="every run's step-0 loss within 0.15 of ln 1200 = 7.09",
+        kind="sanity",
     )
 
 
@@ -344,64 +380,85 @@ def _start_near_ln_vocab(res):
 def _twins_share_init(res):
     """Same seed = same weights and batch: before training, q and k agree to 1e-6 and the
     unscaled logit std is exactly sqrt(d_head) times the scaled one."""
-    measured, ok = {}, True
+    inputs, ok = {}, True
     for size in ("small", "big"):
-        dh = res["pairs"][f"{size}_scaled"]["config"]["d_model"] // res["pairs"][f"{size}_scaled"]["config"]["n_head"]
-        for i, (qu, qs) in enumerate(zip(qk_runs(res, f"{size}_unscaled"), qk_runs(res, f"{size}_scaled"))):
+        cfg = res["pairs"][f"{size}_scaled"]["config"]
+        dh = cfg["d_model"] // cfg["n_head"]
+        q_ratio, logit_ratio = [], []
+        for qu, qs in zip(qk_runs(res, f"{size}_unscaled"), qk_runs(res, f"{size}_scaled")):
             bu, bs = qu["before"][0], qs["before"][0]
-            same_qk = abs(bu["q_std"] / bs["q_std"] - 1) < 1e-6 and abs(bu["k_std"] / bs["k_std"] - 1) < 1e-6
-            ratio = bu["logit_std"] / bs["logit_std"]
-            measured[f"{size}_seed{i}"] = {
-                "q_std_ratio": round_sig(bu["q_std"] / bs["q_std"], 8),
-                "logit_std_ratio_over_sqrt_d": round_sig(ratio / math.sqrt(dh), 8),
-            }
-            ok = ok and same_qk and abs(ratio / math.sqrt(dh) - 1) < 1e-6
-    return make_claim(
+            q_ratio.append(round_sig(bu["q_std"] / bs["q_std"], 8))
+            logit_ratio.append(round_sig(bu["logit_std"] / bs["logit_std"] / math.sqrt(dh), 8))
+            ok = ok and abs(bu["q_std"] / bs["q_std"] - 1) < 1e-6 and abs(bu["k_std"] / bs["k_std"] - 1) < 1e-6
+            ok = ok and abs(bu["logit_std"] / bs["logit_std"] / math.sqrt(dh) - 1) < 1e-6
+        inputs[f"{size}_q_std_ratio"] = q_ratio
+        inputs[f"{size}_logit_std_ratio_over_sqrt_d"] = logit_ratio
+    return _claim(
         "twins_share_init",
-        "sanity",
         "§1.1",
         "同一种子：初始化完全相同、每一批数据完全相同 / twins share weights and batches",
-        "“两条曲线在 step 0 时的 loss 完全一致（都是 7.03）”",
-        measured,
-        "before training: q, k std equal to 1e-6 and unscaled/scaled logit std = √d_head to 1e-6",
-        ok,
+        stats.exact(ok, "every seed: q, k std equal to 1e-6 and unscaled/scaled logit std = √d_head to 1e-6"),
+        inputs=inputs,
+        book="“两条曲线在 step 0 时的 loss 完全一致（都是 7.03）”",
+        expected="before training: q, k std equal to 1e-6 and unscaled/scaled logit std = √d_head to 1e-6",
+        kind="sanity",
     )
 
 
 @check
 def _fixed_d_model_slope(res):
-    rows = res.get("init_sweep_fixed_d_model")
-    if not rows:
-        return None
+    rows = res.get("init_sweep_fixed_d_model") or []
+    statement = (
+        "d_model 固定为 512 时，式 1.2：logits 标准差 = v√d_head，斜率 0.5 / with d_model fixed eq. 1.2 gives slope 0.5"
+    )
+    if len(rows) < 2:
+        return _claim(
+            "fixed_d_model_slope_half",
+            "§1.3.1",
+            statement,
+            stats.na("number not stored: init_sweep_fixed_d_model; measured by `attnlab case`"),
+            inputs={},
+            book="式 1.2",
+            kind="sanity",
+        )
     slope = sweep_slope(rows)
-    return make_claim(
+    return _claim(
         "fixed_d_model_slope_half",
-        "sanity",
         "§1.3.1",
-        "d_model 固定为 512 时，式 1.2：logits 标准差 = v√d_head，斜率 0.5 / with d_model fixed "
-        "eq. 1.2 gives slope 0.5",
-        "式 1.2",
-        round_sig(slope, 3),
-        "log-log slope 0.5 ± 0.05",
-        abs(slope - 0.5) <= 0.05,
+        statement,
+        stats.exact(abs(slope - 0.5) <= 0.05, f"slope {slope:.3f}, 0.5 ± 0.05", round_sig(slope, 4)),
+        inputs={"slope": round_sig(slope, 4), **{f"d{r['d_head']}": round_sig(r["logit_std_unscaled"]) for r in rows}},
+        book="式 1.2",
+        expected=f"log-log slope 0.5 ± 0.05 (deterministic: {rows[0].get('samples', '?')} inits per d_head)",
+        kind="sanity",
     )
 
 
 @check
 def _unscaled_beats_unigram(res):
     h1 = res["config"].get("corpus_unigram_entropy")
+    statement = (
+        "注意力死了的模型学到的不只是字频：终点低于一元字频熵 / the attention-dead model beats character frequencies"
+    )
     if h1 is None:
-        return None
-    vals = [r["val_loss_end"] for r in runs(res, "big_unscaled")]
-    return make_claim(
+        return _claim(
+            "big_unscaled_beats_unigram",
+            "§1.4",
+            statement,
+            stats.na("number not stored: config.corpus_unigram_entropy; measured by `attnlab case`"),
+            inputs={},
+            kind="sanity",
+        )
+    vals = _rs(r["val_loss_end"] for r in runs(res, "big_unscaled"))
+    return _claim(
         "big_unscaled_beats_unigram",
-        "sanity",
         "§1.4",
-        "注意力死了的模型学到的不只是字频：终点低于一元字频熵 / the attention-dead model beats character frequencies",
-        f"unigram entropy {h1:.3f}",
-        ms(vals),
-        f"every seed's val loss below the unigram entropy {h1:.3f} − 0.1",
-        all(v < h1 - 0.1 for v in vals),
+        statement,
+        stats.every(vals, 0.0, h1 - 0.1),
+        inputs={"val_loss_end": vals, "unigram_entropy": round_sig(h1, 5)},
+        book=f"unigram entropy {h1:.3f}",
+        expected=f"every seed's val loss below the unigram entropy {h1:.3f} − 0.1",
+        kind="sanity",
     )
 
 
@@ -424,17 +481,15 @@ def _small_gap(res):
 
 @check
 def _small_gap_over_seeds(res):
-    gaps = small_seed_gaps(res)
-    ok = all(0.1 <= g <= 0.2 for g in gaps)
-    return make_claim(
+    gaps = _rs(small_seed_gaps(res))
+    return _claim(
         "small_gap_over_seeds",
-        "book",
         "§1.2 / §1.19.2",
-        "换了三个种子重跑，小模型上的差距都在 0.1–0.2 之间浮动 / over three seeds every small gap is 0.1–0.2",
-        [0.1, 0.2],
-        {"val": [round_sig(g) for g in gaps], "train": [round_sig(g) for g in small_seed_gaps(res, "train")]},
-        "every seed's val gap in [0.1, 0.2] (the book's range; it is itself about seed spread)",
-        ok,
+        "我们换了三个种子重跑，小模型上的差距都在 0.1–0.2 之间浮动 / over three seeds every small gap is 0.1–0.2",
+        stats.every(gaps, 0.1, 0.2),
+        inputs={"val_gap": gaps, "train_gap": _rs(small_seed_gaps(res, "train"))},
+        book=[0.1, 0.2],
+        expected="every: each seed's val gap in [0.1, 0.2] (“都在”: a statement about every seed)",
     )
 
 
@@ -534,7 +589,7 @@ def _late_training_slow(res):
     )
 
 
-# --- §1.3 init sweep --------------------------------------------------------------------
+# --- §1.3 init sweep (deterministic: 400 initialisations each) ---------------------------------
 @check
 def _init_sweep_table(res):
     rows = res["init_sweep"]
@@ -544,61 +599,59 @@ def _init_sweep_table(res):
     ds = [32, 64, 128, 256, 512]
     if any(d not in got for d in ds):
         return None
+    std = {f"d{d}": round_sig(got[d]["logit_std_unscaled"]) for d in ds}
+    hs = {f"d{d}": round_sig(got[d]["entropy_unscaled"]) for d in ds}
     ok_std = all(abs(got[d]["logit_std_unscaled"] / b - 1) <= REL for d, b in zip(ds, book))
     ok_ent = all(abs(got[d]["entropy_unscaled"] / b - 1) <= REL for d, b in zip(ds, ent))
+    n = got[32].get("samples", "?")
     return [
-        make_claim(
+        _claim(
             "init_std_table",
-            "book",
             "§1.3",
             "初始化状态下实测 logits 标准差 / measured init logit std",
-            book,
-            [round_sig(got[d]["logit_std_unscaled"], 3) for d in ds],
-            "each within 10% (400 inits: the sampling spread is far smaller)",
-            ok_std,
+            stats.exact(ok_std, f"each d_head within {REL:.0%} of the book's"),
+            inputs=std,
+            book=book,
+            expected=f"exact: each within {REL:.0%} ({n} inits per d_head: the sampling spread is far smaller)",
         ),
-        make_claim(
+        _claim(
             "init_entropy_table",
-            "book",
             "§1.3",
             "初始化时的权重熵随 d_head 增大而下降 / init entropy",
-            ent,
-            [round_sig(got[d]["entropy_unscaled"], 3) for d in ds],
-            "each within 10%",
-            ok_ent,
+            stats.exact(ok_ent, f"each d_head within {REL:.0%} of the book's"),
+            inputs=hs,
+            book=ent,
+            expected=f"exact: each within {REL:.0%} ({n} inits per d_head)",
         ),
     ]
 
 
 @check
 def _init_below_theory(res):
-    f = [r["theory_sqrt_d_head"] / r["logit_std_unscaled"] for r in res["init_sweep"]]
-    ok = min(f) >= 5 * (1 - REL) and max(f) <= 80 * (1 + REL)
-    return make_claim(
+    f = {f"d{r['d_head']}": round_sig(r["theory_sqrt_d_head"] / r["logit_std_unscaled"], 4) for r in res["init_sweep"]}
+    ok = min(f.values()) >= 5 * (1 - REL) and max(f.values()) <= 80 * (1 + REL)
+    return _claim(
         "init_std_below_theory",
-        "book",
         "§1.3",
         "实测比理论小了 5 到 80 倍 / measured is 5 to 80 times below √d_head",
-        [5, 80],
-        [round_sig(x, 3) for x in f],
-        "every theory/measured factor within [5, 80] ± 10%",
-        ok,
+        stats.exact(ok, f"theory/measured from {min(f.values()):.3g} to {max(f.values()):.3g}"),
+        inputs=f,
+        book=[5, 80],
+        expected=f"exact: every theory/measured factor within [5, 80] ± {REL:.0%} (the book rounds its own 4.85–80.9)",
     )
 
 
 @check
 def _init_slope(res):
     slope = sweep_slope(res["init_sweep"])
-    return make_claim(
+    return _claim(
         "init_std_slope_sqrt",
-        "book",
         "§1.3",
-        "两者的斜率是一样的（都是 d_head 的平方根关系），差的只是一个常数因子 / measured and "
-        "theory share the slope 0.5",
-        0.5,
-        round_sig(slope, 3),
-        "log-log slope of measured std vs d_head on the book's protocol 0.5 ± 0.05",
-        abs(slope - 0.5) <= 0.05,
+        "两者的斜率是一样的（都是 d_head 的平方根关系），差的只是一个常数因子 / measured and theory share the slope 0.5",
+        stats.exact(abs(slope - 0.5) <= 0.05, f"slope {slope:.3f}, 0.5 ± 0.05", round_sig(slope, 4)),
+        inputs={"slope": round_sig(slope, 4)},
+        book=0.5,
+        expected="exact: log-log slope of the measured std against d_head, on the book's protocol, 0.5 ± 0.05",
     )
 
 
@@ -608,15 +661,14 @@ def _variance_formula(res):
     if f512 is None:
         return None
     ratio = f512["formula_logit_std"] / f512["logit_std_unscaled"]
-    return make_claim(
+    return _claim(
         "variance_formula",
-        "book",
         "§1.3.1",
         "d_model = 512 时 v ≈ 0.205，预测 0.205 × √512 = 4.64，实测 4.666：对上了 / the formula predicts 4.64 at 512",
-        {"formula": 4.64, "measured": 4.666},
-        {"formula": round_sig(f512["formula_logit_std"], 3), "measured": round_sig(f512["logit_std_unscaled"], 3)},
-        "formula/measured within 10%",
-        abs(ratio - 1) <= REL,
+        stats.exact(abs(ratio - 1) <= REL, f"formula/measured {ratio:.3f}", round_sig(ratio, 4)),
+        inputs={"formula": round_sig(f512["formula_logit_std"]), "measured": round_sig(f512["logit_std_unscaled"])},
+        book={"formula": 4.64, "measured": 4.666},
+        expected=f"exact: formula/measured within {REL:.0%}",
     )
 
 
@@ -626,19 +678,18 @@ def _formula_misses_at_32(res):
     if f32 is None:
         return None
     factor = f32["logit_std_unscaled"] / f32["formula_logit_std"]
-    return make_claim(
+    return _claim(
         "formula_misses_at_32",
-        "book",
         "§1.3.1",
         "对 d_head = 32 就不准了：预测 0.0128，实测 0.070，差了五倍多 / at 32 the formula misses by more than 5×",
-        {"predicted": 0.0128, "measured": 0.070, "factor": "> 5"},
-        {
-            "predicted_eq_1_2": round_sig(f32["formula_logit_std"], 3),
-            "measured": round_sig(f32["logit_std_unscaled"], 3),
-            "factor": round_sig(factor, 3),
+        stats.exact(factor > 5, f"measured / eq. 1.2 = {factor:.3g}", round_sig(factor, 4)),
+        inputs={
+            "predicted_eq_1_2": round_sig(f32["formula_logit_std"]),
+            "measured": round_sig(f32["logit_std_unscaled"]),
+            "factor": round_sig(factor, 4),
         },
-        "measured / eq. 1.2 prediction > 5",
-        factor > 5,
+        book={"predicted": 0.0128, "measured": 0.070, "factor": "> 5"},
+        expected="exact: measured / eq. 1.2 prediction > 5",
     )
 
 
@@ -647,16 +698,17 @@ def _four_heads(res):
     pt = res.get("init_four_heads")
     if not pt:
         return None
-    return make_claim(
+    x = pt["logit_std_unscaled"]
+    return _claim(
         "four_heads_std_near_0_2",
-        "book",
         "§1.8.4",
-        "改成 4 头，d_head 变成 64，初始化时 logits 标准差会从 1.615 降到约 0.2 / with 4 heads "
-        "the init std drops to about 0.2",
-        0.2,
-        {"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": round_sig(pt["logit_std_unscaled"], 3)},
-        "0.2 ± 25% at d_model 256, 4 heads (the model of §1.4 with 4 heads)",
-        abs(pt["logit_std_unscaled"] - 0.2) <= REL_ABOUT * 0.2,
+        "改成 4 头，d_head 变成 64，初始化时 logits 标准差会从 1.615 降到约 0.2 / with 4 heads the init std drops "
+        "to about 0.2",
+        stats.exact(abs(x - 0.2) <= REL_ABOUT * 0.2, f"measured {x:.3g}", round_sig(x, 4)),
+        inputs={"d_model": pt["d_model"], "n_head": pt["n_head"], "logit_std": round_sig(x)},
+        book=0.2,
+        expected=f"exact: 0.2 ± {REL_ABOUT:.0%} (“约”) at d_model 256, 4 heads (the model of §1.4 with 4 heads; "
+        f"{pt.get('samples', '?')} inits)",
     )
 
 
@@ -668,31 +720,27 @@ def _collapse(res):
     for u in runs(res, "big_unscaled"):
         ent = series(u, "weight_entropy")
         steps = u["trace"]["step"]
-        i = next((j for j, e in enumerate(ent) if e < 0.01), None)
-        first.append(steps[i] if i is not None else None)
-        wm = window_means(u, "weight_entropy")[i + WINDOW :] if i is not None else []
-        after.append(max(wm) if wm else None)
+        i = next((j for j, e in enumerate(ent) if e is not None and e < 0.01), None)
+        wm = window_means(u, "weight_entropy")
+        # a run that never collapses gets its length as the step (later than the book's) and its
+        # highest window mean: both parts then fail, never silently drop the seed
+        first.append(steps[i] if i is not None else steps[-1] + 1)
+        after.append(max(wm[min(i + WINDOW, len(wm) - 1) :]) if i is not None else max(wm))
         final.append(end_mean(u, "weight_entropy"))
-    ok = (
-        all(f is not None and f <= lim for f in first)
-        and all(a is not None and a < 0.01 for a in after)
-        and all(x < 0.001 for x in final)
-    )
-    return make_claim(
+    return _claim(
         "big_unscaled_entropy_collapses",
-        "book",
         "§1.4 / §1.12.2①",
-        "熵从 0.712 掉到 0.0022——只用了 222 步；之后 1200 多步基本停在 0.0001，没有任何恢复 / "
-        "collapse within 222 steps, no recovery",
-        {"step": 222, "after": 0.0001, "final": "0.0001–0.0004"},
-        {
+        "熵从 0.712 掉到 0.0022——只用了 222 步；之后 1200 多步基本停在 0.0001，没有任何恢复 / collapse within "
+        "222 steps, no recovery",
+        stats.all_of([stats.every(first, 0, lim), stats.every(after, 0.0, 0.01), stats.every(final, 0.0, 0.001)]),
+        inputs={
             "first_step_below_0.01": first,
-            "max_window_mean_after": [round_sig(a, 3) for a in after],
-            "final": ms(final, 3),
+            "max_window_mean_after": _rs(after, 3),
+            "final": _rs(final, 3),
         },
-        f"on every seed: entropy < 0.01 by step {lim}; every ±{WINDOW}-step window mean after that "
-        f"< 0.01; last-{END_WINDOW}-step mean < 0.001",
-        ok,
+        book={"step": 222, "after": 0.0001, "final": "0.0001–0.0004"},
+        expected=f"every seed (a statement about the run): entropy < 0.01 by step {lim}; every ±{WINDOW}-step "
+        f"window mean after that < 0.01; last-{END_WINDOW}-step mean < 0.001",
     )
 
 
@@ -884,6 +932,11 @@ def _qk_book() -> dict[str, dict[str, list[float]]]:
     return {key: table[f"{names[key]}_{key.split('_')[1]}"] for key in names}
 
 
+# "都涨了 … 幅度从 1.6 倍到 17 倍": a growth counts when the factor exceeds 1 beyond noise; the
+# smallest growth of interest is half of the book's smallest factor's excess, (1.6 − 1) / 2
+GROWTH_SESOI = 0.3
+
+
 @check
 def _qk_growth(res):
     out = []
@@ -1007,7 +1060,7 @@ def _wd_evidence(res, key: str, target: Callable[[float], bool], fmt: str = "{:.
 
 
 def explain(cid: str, res: dict) -> dict:
-    """Why a book claim fails: a finding about the book, a protocol difference, or unexplained."""
+    """Why a book claim fails: a finding about the book, a protocol difference, ours, or unexplained."""
     sweep = res["init_sweep"]
     fixed = res.get("init_sweep_fixed_d_model") or []
     if cid == "init_std_slope_sqrt":
@@ -1033,6 +1086,20 @@ def explain(cid: str, res: dict) -> dict:
             "small model has d_model 128 (d_head 32), for which the book's own §1.7.7 table gives "
             "0.29 (claim small_init_logit_std_177)",
         }
+    if cid == "small_init_safe_zone":
+        f32 = next((r for r in sweep if r["d_head"] == 32), None)
+        h = [series(r, "weight_entropy")[0] for r in runs(res, "small_unscaled")]
+        ls = [series(r, "logit_std")[0] for r in runs(res, "small_unscaled")]
+        txt = (
+            "0.999 is the §1.3 sweep's entropy at d_model = d_head = 32"
+            + (f" (ours there {f32['entropy_unscaled']:.4f})" if f32 else "")
+            + f", like its 0.070 (claim small_init_logit_std_176); the small model has d_model 128, init logit "
+            f"std {sum(ls) / len(ls):.3f} (the book's own §1.7.7 0.29) and entropy {sum(h) / len(h):.4f}: "
+            f"1 − H = {1 - sum(h) / len(h):.4f}, {(1 - sum(h) / len(h)) / 0.001:.0f}× the book's 0.001"
+        )
+        if all(x < 1 for x in ls):
+            txt += "; it is still far from saturation (logit std < 1 on every seed), as the book says"
+        return {"category": "finding", "text": txt}
     if cid == "four_heads_std_near_0_2":
         pt = res.get("init_four_heads", {})
         return {
@@ -1061,28 +1128,29 @@ def explain(cid: str, res: dict) -> dict:
         cat, ev = _wd_evidence(res, "scaled_logit_std_end", lambda m: 1.62 <= m <= 2.21)
         return {"category": cat, "text": ev}
     if cid == "big_unscaled_logits_explode":
-        cat, ev = _wd_evidence(res, "unscaled_logit_std_end", lambda m: abs(m - 5477) <= 0.1 * 5477, "{:.0f}")
+        cat, ev = _wd_evidence(res, "unscaled_logit_std_end", lambda m: abs(m - 5477) <= TOL_HALF * 5477, "{:.0f}")
         return {"category": cat, "text": ev}
     if cid in ("training_amplifies_qk", "w_qkv_grows"):
         key = "q_growth_scaled" if cid == "training_amplifies_qk" else "W_qkv_after_scaled"
-        target = (
-            (lambda m: abs(m - 0.650 / 0.316) <= 0.1 * 0.650 / 0.316)
-            if cid == "training_amplifies_qk"
-            else (lambda m: abs(m - 17.73) <= 0.1 * 17.73)
-        )
-        cat, ev = _wd_evidence(res, key, target)
+        cat, ev = _wd_evidence(res, key, lambda m: m > 1)
         return {"category": cat, "text": "big scaled model, " + ev}
+    if cid == "scaled_logit_std_after":
+        vals = {k: [q["after"][0]["logit_std"] for q in qk_runs(res, k)] for k in ("small_scaled", "big_scaled")}
+        shown = ", ".join(
+            f"{k} {spread(v)['mean']:.2f} ± {spread(v)['sd']:.2f} (book {b})"
+            for (k, v), b in zip(vals.items(), (3.3, 1.8))
+        )
+        return {
+            "category": "unexplained",
+            "text": f"{shown} on the fixed validation batch; both settle near 1–2, the book's 3.3 for d_head 32 "
+            "is not reproduced and no experiment here explains it",
+        }
     if cid == "small_gap_over_seeds":
         g = small_seed_gaps(res)
         return {
             "category": "unexplained",
             "text": f"the small gap is at the level of seed noise (sd {spread(g)['sd']:.3f} over {len(g)} seeds), "
             f"as the book itself says ('量级与训练本身的随机性相当'); its 0.1–0.2 for every seed is not "
-            f"reproduced here",
-        }
-    if cid == "big_gap_several_times_small":
-        return {
-            "category": "unexplained",
-            "text": "the per-seed ratio divides by the small gap, itself at the level of seed noise",
+            f"reproduced here ({', '.join(f'{x:.3f}' for x in g)})",
         }
     return {"category": "unexplained", "text": "no experiment here explains it"}
