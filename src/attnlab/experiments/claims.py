@@ -806,19 +806,18 @@ def _collapse(res):
 
 @check
 def _jacobian_drop(res):
-    drops = [series(u, "jacobian_fro")[0] / max(end_mean(u, "jacobian_fro"), 1e-30) for u in runs(res, "big_unscaled")]
-    logs = [math.log10(d) for d in drops]
-    s = spread(logs)
-    ok = s["mean"] + 2 * s["sd"] >= 4
-    return make_claim(
+    us = runs(res, "big_unscaled")
+    drops = [series(u, "jacobian_fro")[0] / max(end_mean(u, "jacobian_fro"), 1e-30) for u in us]
+    logs = _rs(math.log10(d) for d in drops)
+    return _claim(
         "big_unscaled_jacobian_drops",
-        "book",
         "§1.4 / §1.12.2③",
         "雅可比范数从 0.2975 掉到 0.00008，掉了一万倍以上 / 四个数量级 / the Jacobian norm drops more than 10,000×",
-        {"factor": ">= 1e4", "start": 0.2975, "end": 0.00008},
-        {"drop": ms(drops, 3), "end": ms([end_mean(u, "jacobian_fro") for u in runs(res, "big_unscaled")], 3)},
-        "start / last-50-step mean ≥ 10⁴ within 2 sd (in log10) over seeds",
-        ok,
+        stats.every(logs, 4.0, math.inf),
+        inputs={"log10_drop": logs, "drop": _rs(drops, 4), "end": _rs((end_mean(u, "jacobian_fro") for u in us), 3)},
+        book={"factor": ">= 1e4", "start": 0.2975, "end": 0.00008},
+        expected=f"every seed (a statement about the collapsed run, like big_unscaled_entropy_collapses): "
+        f"log10(step-0 ‖J‖ / last-{END_WINDOW}-step mean) ≥ 4; a seed that does not collapse can only fail it",
     )
 
 
@@ -832,25 +831,22 @@ def _scaled_bands(res):
         ("big_scaled_jacobian_band", "jacobian_fro", 0.29, 0.31, "雅可比范数在 0.29–0.31 之间"),
         ("big_scaled_logit_std_band", "logit_std", 1.62, 2.21, "logits 标准差 1.62–2.21（§1.12.1 表）"),
     ):
-        per_step = [[window_mean(r, key, p) for r in runs(res, "big_scaled")] for p in pts]
-        flat = [v for vs in per_step for v in vs]
-        w = 2 * max(spread(vs)["sd"] for vs in per_step)
-        ok = all(lo - w <= v <= hi + w for v in flat)
-        measured = {"at_book_steps": [ms(vs, 3) for vs in per_step], "steps": pts}
-        on_val = [val_batch_means(res, "big_scaled", key, p) for p in pts]
-        if all(m for m, _ in on_val):  # reported beside the verdict: the fixed validation batches
-            measured["fixed_val_batches"] = [{**ms(m, 3), "batch_sd": round_sig(max(sd), 2)} for m, sd in on_val]
+        inputs, parts = {}, []
+        for p in pts:
+            vs = _rs(window_mean(r, key, p) for r in runs(res, "big_scaled"))
+            inputs[f"step_{p}"] = vs
+            parts.append(stats.band(vs, lo, hi))
+        j = stats.all_of(parts, "; ".join(f"step {p}: {part.verdict} ({part.detail})" for p, part in zip(pts, parts)))
         out.append(
-            make_claim(
+            _claim(
                 cid,
-                "book",
                 "§1.4 / §1.12.1",
-                f"缩放那一边 1500 步里始终平稳：{words} / the scaled big model stays in the book's band",
-                [lo, hi],
-                measured,
-                f"±{WINDOW}-step window means at steps {pts} within [{lo}, {hi}] widened by 2 sd over seeds ({w:.2g})"
-                + ("; fixed validation batches reported beside" if "fixed_val_batches" in measured else ""),
-                ok,
+                f"缩放那一边，这两个量在 1500 步里始终平稳：{words} / the scaled big model stays in the book's band",
+                j,
+                inputs=inputs,
+                book=[lo, hi],
+                expected=f"band at each book step {pts}: the 95% CI of the mean over seeds of the ±{WINDOW}-step "
+                f"window mean inside [{lo}, {hi}] (not widened); every step must pass",
             )
         )
     return out
@@ -859,50 +855,61 @@ def _scaled_bands(res):
 @check
 def _scaled_entropy_falls(res):
     a, b = scaled_step(222, res), scaled_step(1480, res)
-    drops = [window_mean(r, "weight_entropy", a) - window_mean(r, "weight_entropy", b) for r in runs(res, "big_scaled")]
-    ok, tol = near(drops, 0.6437 - 0.5745, REL_ABOUT)
-    return make_claim(
+    drops = _rs(
+        window_mean(r, "weight_entropy", a) - window_mean(r, "weight_entropy", b) for r in runs(res, "big_scaled")
+    )
+    book = 0.6437 - 0.5745
+    sesoi = round_sig(TOL_HALF * book, 3)
+    return _claim(
         "big_scaled_entropy_keeps_falling",
-        "book",
         "§1.12.2②",
-        "缩放那一边的熵……整体是下降的（0.6437 → 0.5745，步 222 → 1480）/ the scaled entropy keeps falling",
-        0.069,
-        ms(drops, 3),
-        f"window-mean drop from step {a} to {b}: 0.069 within mean ± {tol:.2g} (max(2 sd, 25%))",
-        ok,
+        "缩放那一边的熵在 0.57–0.68 之间波动，而且整体是下降的（0.6437 → 0.5745，步 222 → 1480）/ the scaled "
+        "entropy keeps falling",
+        stats.effect(drops, direction=+1, sesoi=sesoi),
+        inputs={"drop": drops, "sesoi": sesoi},
+        book=round_sig(book, 3),
+        expected=f"effect: the window-mean drop from step {a} to {b} > 0 (95% CI); smallest effect of interest "
+        f"{sesoi} (half the book's 0.069)",
     )
 
 
 @check
 def _scaled_jacobian_rises(res):
-    f = [end_mean(r, "jacobian_fro") / series(r, "jacobian_fro")[0] for r in runs(res, "big_scaled")]
-    ok, tol = near(f, 0.30 / 0.2017, REL_ABOUT)
-    return make_claim(
+    rs = runs(res, "big_scaled")
+    rise = _rs(end_mean(r, "jacobian_fro") - series(r, "jacobian_fro")[0] for r in rs)
+    sesoi = round_sig(TOL_HALF * (0.30 - 0.2017), 3)
+    return _claim(
         "big_scaled_jacobian_rises",
-        "book",
         "§1.12.2③",
-        "缩放那一边 ‖J‖ 从 0.2017 升到 0.30 左右 / the scaled Jacobian rises 0.20 → about 0.30",
-        round_sig(0.30 / 0.2017, 3),
-        ms(f, 3),
-        f"end/start factor 1.49 within mean ± {tol:.2g}",
-        ok,
+        "缩放那一边：从 0.2017 升到 0.30 左右，然后一直稳定 / the scaled Jacobian rises 0.20 → about 0.30",
+        stats.effect(rise, direction=+1, sesoi=sesoi),
+        inputs={
+            "rise": rise,
+            "start": _rs(series(r, "jacobian_fro")[0] for r in rs),
+            "end": _rs(end_mean(r, "jacobian_fro") for r in rs),
+            "sesoi": sesoi,
+        },
+        book=round_sig(0.30 / 0.2017, 3),
+        expected=f"effect: last-{END_WINDOW}-step mean − step-0 ‖J‖ > 0 (95% CI); smallest effect of interest "
+        f"{sesoi} (half the book's rise 0.098); the level 0.29–0.31 is claim big_scaled_jacobian_band",
     )
 
 
 @check
 def _init_sharper(res):
-    e0u = [series(r, "weight_entropy")[0] for r in runs(res, "big_unscaled")]
-    e0s = [series(r, "weight_entropy")[0] for r in runs(res, "big_scaled")]
-    ok = near(e0u, 0.712)[0] and all(e > 0.99 for e in e0s)
-    return make_claim(
+    pairs = _paired(res, "big_unscaled", "big_scaled")
+    e0u = _rs(series(u, "weight_entropy")[0] for u, _ in pairs)
+    diff = _rs(series(s, "weight_entropy")[0] - series(u, "weight_entropy")[0] for u, s in pairs)
+    sesoi = round_sig(TOL_HALF * (0.9985 - 0.712), 3)
+    return _claim(
         "init_entropy_already_sharper",
-        "book",
         "§1.12.3",
-        "step 0 时不缩放那边的熵已经是 0.712，缩放那边 0.9985 / at step 0 the unscaled side is already sharper",
-        {"unscaled": 0.712, "scaled": 0.9985},
-        {"unscaled": ms(e0u, 3), "scaled": ms(e0s, 4)},
-        "unscaled 0.712 within mean ± max(2 sd, 10%); scaled > 0.99",
-        ok,
+        "不缩放那一边初始的熵是 0.712——已经比缩放那边（0.9985）尖得多 / at step 0 the unscaled side is already sharper",
+        stats.all_of([stats.effect(diff, direction=+1, sesoi=sesoi), stats.value(e0u, 0.712, tol=sesoi)]),
+        inputs={"scaled_minus_unscaled": diff, "unscaled": e0u, "sesoi": sesoi, "tol": sesoi},
+        book={"unscaled": 0.712, "scaled": 0.9985},
+        expected=f"effect: same-seed step-0 entropy scaled − unscaled > 0 (95% CI; smallest effect {sesoi}, half "
+        f"the book's 0.287); value: 0.712 inside our one-run PI, within ± {sesoi}",
     )
 
 
@@ -965,17 +972,18 @@ def _big_init(res):
 
 @check
 def _explode(res):
-    vals = [end_mean(r, "logit_std", 20) for r in runs(res, "big_unscaled")]
-    ok, tol = near(vals, 5477)
-    return make_claim(
+    vals = _rs((end_mean(r, "logit_std", 20) for r in runs(res, "big_unscaled")), 4)
+    tol = TOL_HALF * 5477
+    return _claim(
         "big_unscaled_logits_explode",
-        "book",
         "§1.7.6 / §1.12.1",
         "最终标准差冲到 5477，熵掉到 0.0001 / the unscaled big logits reach 5477 (training batches)",
-        5477,
-        ms(vals, 4),
-        f"last-20-step mean on training batches: 5477 within mean ± {tol:.3g}",
-        ok,
+        stats.value(vals, 5477, tol=tol),
+        inputs={"logit_std_last_20_steps": vals, "book": 5477, "tol": tol},
+        book=5477,
+        expected=f"value on training batches (the book's protocol, §1.7.7): the last-20-step mean; 5477 inside our "
+        f"one-run PI, within ± {tol:.4g} (half the book's number); the entropy is claim "
+        "big_unscaled_entropy_collapses",
     )
 
 
