@@ -916,57 +916,55 @@ def _init_sharper(res):
 # --- §1.7.6 -------------------------------------------------------------------------------
 @check
 def _small_init(res):
-    ls = [series(r, "logit_std")[0] for r in runs(res, "small_unscaled")]
-    ent = [series(r, "weight_entropy")[0] for r in runs(res, "small_unscaled")]
-    ok70 = near(ls, 0.070)[0]
-    ok29 = near(ls, 0.29)[0]
+    su = runs(res, "small_unscaled")
+    ls = _rs(series(r, "logit_std")[0] for r in su)
+    one_minus_h = _rs(1 - series(r, "weight_entropy")[0] for r in su)
+    book_gap = round_sig(1 - 0.999, 3)
     return [
-        make_claim(
+        _claim(
             "small_init_logit_std_176",
-            "book",
             "§1.7.6",
             "小模型上，logits 的标准差只有 0.070——远小于 1 / the small model's init logit std is 0.070",
-            0.070,
-            ms(ls, 3),
-            "0.070 within mean ± max(2 sd, 10%)",
-            ok70,
+            stats.value(ls, 0.070, tol=TOL_HALF * 0.070),
+            inputs={"init_logit_std": ls, "book": 0.070, "tol": TOL_HALF * 0.070},
+            book=0.070,
+            expected=f"value: 0.070 inside our one-run PI, within ± {TOL_HALF * 0.070:.3g} (half the book's number)",
         ),
-        make_claim(
+        _claim(
             "small_init_logit_std_177",
-            "book",
             "§1.7.7",
             "d_head=32 不缩放：logits 尺度 0.29（训练前）/ the same model's init logit std, §1.7.7 table",
-            0.29,
-            ms(ls, 3),
-            "0.29 within mean ± max(2 sd, 10%)",
-            ok29,
+            stats.value(ls, 0.29, tol=TOL_HALF * 0.29),
+            inputs={"init_logit_std": ls, "book": 0.29, "tol": TOL_HALF * 0.29},
+            book=0.29,
+            expected=f"value: 0.29 inside our one-run PI, within ± {TOL_HALF * 0.29:.3g} (half the book's number)",
         ),
-        make_claim(
+        _claim(
             "small_init_safe_zone",
-            "book",
             "§1.7.6 / §1.13.1",
-            "softmax 输出接近均匀分布（熵 0.999），离饱和那一端极远 / near-uniform attention at init",
-            0.999,
-            ms(ent, 4),
-            "entropy within 10% of 0.999 (and logit std < 1) on every seed",
-            near(ent, 0.999)[0] and all(x < 1 for x in ls),
+            "这时候 softmax 输出接近均匀分布（熵 0.999），离饱和那一端极远 / near-uniform attention at init",
+            stats.all_of([stats.value(one_minus_h, book_gap, tol=TOL_HALF * book_gap), stats.every(ls, 0.0, 1.0)]),
+            inputs={"one_minus_entropy": one_minus_h, "init_logit_std": ls, "book": book_gap},
+            book=0.999,
+            expected=f"value on the distance from uniform, 1 − H: the book's {book_gap} inside our one-run PI, "
+            f"within ± {TOL_HALF * book_gap:.3g} (half of it: an entropy of 0.99 is ten times farther from "
+            "uniform than 0.999); every: the init logit std < 1 on every seed (far from saturation)",
         ),
     ]
 
 
 @check
 def _big_init(res):
-    ls = [series(r, "logit_std")[0] for r in runs(res, "big_unscaled")]
-    ok, tol = near(ls, 1.615)
-    return make_claim(
+    ls = _rs(series(r, "logit_std")[0] for r in runs(res, "big_unscaled"))
+    tol = TOL_HALF * 1.615
+    return _claim(
         "big_init_near_critical",
-        "book",
         "§1.7.6",
         "大模型上，初始化时标准差就是 1.615，已经接近临界 / the big model starts at 1.615",
-        1.615,
-        ms(ls, 3),
-        f"1.615 within mean ± {tol:.2g}",
-        ok,
+        stats.value(ls, 1.615, tol=tol),
+        inputs={"init_logit_std": ls, "book": 1.615, "tol": tol},
+        book=1.615,
+        expected=f"value: 1.615 inside our one-run PI, within ± {tol:.3g} (half the book's number)",
     )
 
 
