@@ -1010,94 +1010,106 @@ def _qk_growth(res):
         (
             "training_amplifies_qk",
             ("q_std", "k_std"),
-            "每一个配置里 q 和 k 的尺度都涨了，幅度从 1.6 倍到 17 倍 / q and k grow by the book's factors",
+            "每一个配置里，q 和 k 的尺度都涨了，幅度从 1.6 倍（d_head=256 缩放）到 17 倍（d_head=256 不缩放）/ "
+            "q and k grow in every configuration, 1.6× to 17×",
         ),
         (
             "w_qkv_grows",
             ("W_qkv_fro",),
-            "权重矩阵的范数也都在涨（4.45 → 11.98、8.89 → 29.23）/ ‖W_qkv‖ grows by the book's factors",
+            "权重矩阵的范数也都在涨（4.45 → 11.98、8.89 → 29.23）/ ‖W_qkv‖ grows in every configuration",
         ),
     ):
-        measured, book, ok = {}, {}, True
+        inputs, book, parts, entries = {}, {}, [], {}
         for key, b in _qk_book().items():
             for col in cols:
-                f = [growth(q, col) for q in qk_runs(res, key)]
+                name = f"{key}.{col}"
+                f = _rs(growth(q, col) for q in qk_runs(res, key))
                 bf = b[col][1] / b[col][0]
-                good, _ = near(f, bf)
-                ok = ok and good
-                measured[f"{key}.{col}"] = ms(f, 3)
-                book[f"{key}.{col}"] = round_sig(bf, 3)
-        out.append(
-            make_claim(
-                cid,
-                "book",
-                "§1.7.7",
-                words,
-                book,
-                measured,
-                "each growth factor (after/before, layer 0, fixed validation batch) within mean ± "
-                "max(2 sd, 10%) of the book's",
-                ok,
-            )
+                inputs[name] = f
+                book[name] = round_sig(bf, 3)
+                parts.append(stats.effect([x - 1 for x in f], direction=+1, sesoi=GROWTH_SESOI))
+                v = stats.value(f, bf, tol=TOL_HALF * (bf - 1))  # reported beside the verdict, not judged
+                entries[name] = {
+                    "book": round_sig(bf, 3),
+                    "verdict": v.verdict,
+                    "interval": v.to_dict()["interval"],
+                    "detail": v.detail,
+                }
+        grown = sum(p.verdict == stats.PASS for p in parts)
+        j = stats.all_of(parts, f"{grown} of {len(parts)} entries grow (growth − 1 > 0, 95% CI)")
+        c = _claim(
+            cid,
+            "§1.7.7",
+            words,
+            j,
+            inputs=inputs,
+            book=book,
+            expected=f"effect on every entry (layer 0, fixed validation batch): growth after/before − 1 > 0, "
+            f"95% CI; smallest growth of interest {GROWTH_SESOI} (half the excess of the book's smallest 1.6×). "
+            "Each entry's factor against the book's is reported (value, ± half the book's growth) in per_entry",
         )
+        c["per_entry"] = entries
+        out.append(c)
     return out
 
 
 @check
 def _three_orders(res):
-    r = [
-        u["after"][0]["logit_std"] / s["after"][0]["logit_std"]
-        for u, s in zip(qk_runs(res, "big_unscaled"), qk_runs(res, "big_scaled"))
-    ]
-    logs = [math.log10(x) for x in r]
-    s = spread(logs)
-    return make_claim(
+    pairs = list(zip(qk_runs(res, "big_unscaled"), qk_runs(res, "big_scaled")))
+    logs = _rs(math.log10(u["after"][0]["logit_std"] / s["after"][0]["logit_std"]) for u, s in pairs)
+    return _claim(
         "unscaled_big_logits_vs_scaled",
-        "book",
         "§1.7.7",
-        "4348 和 5477 都在“彻底饱和”那一档，和缩放那边的 1.8 差着三个数量级 / three orders of "
-        "magnitude between unscaled and scaled",
-        {"unscaled": 4348, "scaled": 1.8, "orders": 3},
-        {"ratio": ms(r, 3)},
-        "log10(unscaled/scaled after training) = 3 ± max(2 sd, 0.5)",
-        abs(s["mean"] - 3) <= max(2 * s["sd"], 0.5),
+        "4348 和 5477 都在“彻底饱和”那一档，和缩放那边的 1.8 差着三个数量级 / three orders of magnitude between "
+        "unscaled and scaled",
+        stats.band(logs, 2.5, 3.5),
+        inputs={"log10_ratio": logs},
+        book={"unscaled": 4348, "scaled": 1.8, "orders": 3},
+        expected="band: log10(unscaled / scaled logit std after training, fixed validation batch) rounds to 3: "
+        "its 95% CI inside [2.5, 3.5]",
     )
 
 
 @check
 def _alignment(res):
-    f = []
-    for q in qk_runs(res, "big_unscaled"):
-        f.append(growth(q, "logit_std") / (growth(q, "q_std") * growth(q, "k_std")))
-    ok, tol = near(f, 2650 / 296, REL_ABOUT)
-    return make_claim(
+    f = _rs(growth(q, "logit_std") / (growth(q, "q_std") * growth(q, "k_std")) for q in qk_runs(res, "big_unscaled"))
+    book = 2650 / 296
+    tol = round_sig(TOL_HALF * book, 3)
+    sesoi = round_sig(TOL_HALF * (book - 1), 3)
+    return _claim(
         "superlinear_growth",
-        "book",
         "§1.7.7",
-        "q、k 各涨 17 倍只能解释 296 倍，剩下的约 9 倍来自 q 与 k 的相关性增强 / about 9× of the "
-        "logit growth comes from q-k alignment",
-        round_sig(2650 / 296, 3),
-        ms(f, 3),
-        f"logit growth ÷ (q growth × k growth) = 8.95 within mean ± {tol:.2g} (max(2 sd, 25%))",
-        ok,
+        "不缩放那一边的涨法是“超乘法”的：q、k 各涨 17 倍只能解释 296 倍，剩下的约 9 倍来自 q 与 k 的相关性增强 / "
+        "the logit growth is superlinear: about 9× comes from q-k alignment",
+        stats.all_of(
+            [stats.effect([x - 1 for x in f], direction=+1, sesoi=sesoi), stats.value(f, round_sig(book, 3), tol=tol)]
+        ),
+        inputs={"alignment_factor": f, "book": round_sig(book, 3), "tol": tol, "sesoi": sesoi},
+        book=round_sig(book, 3),
+        expected=f"logit growth ÷ (q growth × k growth): effect > 1 (superlinear; smallest effect {sesoi}, half "
+        f"the book's excess) and value: 8.95 inside our one-run PI, within ± {tol} (half the book's number)",
     )
 
 
 @check
 def _scaled_after(res):
-    vals = {k: [q["after"][0]["logit_std"] for q in qk_runs(res, k)] for k in ("small_scaled", "big_scaled")}
-    ok_s, _ = near(vals["small_scaled"], 3.3)
-    ok_b, _ = near(vals["big_scaled"], 1.8)
-    return make_claim(
+    vals = {k: _rs(q["after"][0]["logit_std"] for q in qk_runs(res, k)) for k in ("small_scaled", "big_scaled")}
+    j = stats.all_of(
+        [
+            stats.value(vals["small_scaled"], 3.3, tol=TOL_HALF * 3.3),
+            stats.value(vals["big_scaled"], 1.8, tol=TOL_HALF * 1.8),
+        ]
+    )
+    return _claim(
         "scaled_logit_std_after",
-        "book",
         "§1.7.7",
-        "缩放的模型训练后 logits 标准差：d_head=32 为 3.3，d_head=256 为 1.8（离 1 很近）/ the scaled "
-        "models settle at 3.3 and 1.8",
-        {"small_scaled": 3.3, "big_scaled": 1.8},
-        {k: ms(v, 3) for k, v in vals.items()},
-        "each within mean ± max(2 sd, 10%)",
-        ok_s and ok_b,
+        "缩放的模型训练后 logits 标准差：d_head=32 为 3.3，d_head=256 为 1.8（离 1 很近）/ the scaled models "
+        "settle at 3.3 and 1.8",
+        j,
+        inputs={**vals, "book_small": 3.3, "book_big": 1.8},
+        book={"small_scaled": 3.3, "big_scaled": 1.8},
+        expected=f"value for each (fixed validation batch, layer 0): the book's number inside our one-run PI, "
+        f"within ± half of it ({TOL_HALF * 3.3:.3g}, {TOL_HALF * 1.8:.3g})",
     )
 
 
