@@ -60,12 +60,17 @@ def main(args) -> int:
     paths = build_report(result, out)
     print(claim_counts(result["claims"]))
     for c in result["claims"]:
-        if not c["pass"]:
-            why = c.get("reason") or {}
-            print(
-                f"  FAIL [{c['kind']}] {c['section']} {c['id']}: measured {c['measured']}, expected "
-                f"{c['expected']}" + (f" — {why.get('category')}: {why.get('text')}" if why else "")
-            )
+        v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
+        if v in ("PASS", "REPORTED"):
+            continue
+        why = c.get("reason") or {}
+        if v == "INCONCLUSIVE":
+            tail = f" — needs about {c['n_needed']} seeds" if c.get("n_needed") else " — more seeds will not settle it"
+        elif v == "NA":
+            tail = f" — {c.get('detail', '')}"
+        else:
+            tail = f" — {why.get('category')}: {why.get('text')}" if why else ""
+        print(f"  {v} [{c['kind']}] {c['section']} {c['id']}: measured {c['measured']}; rule {c['expected']}{tail}")
     t = result["timings"]
     print(
         f"训练耗时 / training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x 算力下限 / floor "

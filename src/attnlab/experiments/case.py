@@ -33,6 +33,7 @@ from ..model import TinyGPT, generate
 from ..runner import Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
+from ..verdicts import count_line
 from .claims import check_claims
 from .common import environment, provenance
 
@@ -643,14 +644,8 @@ CASE_SHAPE = {
 
 
 def claim_counts(claims: list[dict]) -> str:
-    """One line: book claims and sanity checks counted separately."""
-    book = [c for c in claims if c.get("kind") == "book"]
-    sanity = [c for c in claims if c.get("kind") == "sanity"]
-    nb = sum(c["pass"] for c in book)
-    return (
-        f"书中论断 / book claims: {nb} PASS, {len(book) - nb} FAIL; "
-        f"自检 / sanity: {sum(c['pass'] for c in sanity)}/{len(sanity)}"
-    )
+    """One line: book claims by verdict (PASS, FAIL, INCONCLUSIVE ...), sanity checks apart."""
+    return count_line(claims)
 
 
 def read_case_json(path: Path) -> dict:
