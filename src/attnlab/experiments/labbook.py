@@ -244,7 +244,7 @@ def run_book(
         if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
             log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
             kept = json.loads(old.read_text(encoding="utf-8"))  # its numbers stay; the whys are today's
-            kept = rejudge(e, kept) if e.judge else kept
+            kept = rejudge(e, kept, root) if e.judge else kept
             kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
             kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
             write_json(old, kept)
@@ -299,7 +299,7 @@ def rejudge_book(registry: Sequence[Experiment], root: Path, log: Callable[[str]
         if doc is None or e.judge is None:
             continue
         try:
-            new = rejudge(e, doc)
+            new = rejudge(e, doc, root)
         except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as err:
             raise BookError(
                 f"{p} cannot be judged: {type(err).__name__} {err}; it is not a complete {e.id} result "
@@ -401,15 +401,28 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
             if doc.get("scale", {}).get("quick") is False:
                 ctx.previous = doc.get("results") or None
     outcome = e.measure(ctx)
-    outcome.claims = e.judge(outcome.results)
+    outcome.claims = e.judge(judge_input(e, ctx.root, outcome.results))
     return outcome
 
 
-def rejudge(e: Experiment, doc: dict) -> dict:
+def judge_input(e: Experiment, root: Path, results: dict) -> dict:
+    """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
+    (``source``, e.g. the case's data/ch1_case.json), that whole document."""
+    if e.source is None:
+        return results
+    from ..corpus import REPO_ROOT
+
+    for p in (Path(root) / e.source, REPO_ROOT / e.source):
+        if p.is_file():
+            return json.loads(p.read_text(encoding="utf-8"))
+    raise NotAvailable(f"{e.source} not found: run `{e.command}` first")
+
+
+def rejudge(e: Experiment, doc: dict, root: Path | None = None) -> dict:
     """The entry's JSON with its claims judged again from its results (nothing is measured)."""
     if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
         return doc
-    claims = e.judge(doc["results"])
+    claims = e.judge(judge_input(e, root or Path("."), doc["results"]))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
     return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
 
