@@ -22,6 +22,7 @@ ORDER = (
     "positions",
     "failures",
     "dynamics",
+    "sinks",
     "ablation",
     "timing",
     "deep",
@@ -29,6 +30,7 @@ ORDER = (
     "sweep",
     "exercise2",
     "markov",
+    "lr_sensitivity",
 )
 
 
@@ -42,7 +44,7 @@ def _load() -> list[Experiment]:
                 raise
             from ..experiments.book_experiments import EXPERIMENTS as OLD  # not converted yet
 
-            out.append(next(x for x in OLD if x.id == eid))
+            out += [x for x in OLD if x.id == eid]
     return out
 
 

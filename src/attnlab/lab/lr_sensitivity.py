@@ -1,0 +1,399 @@
+"""Beyond the chapter: when is 1/√d_k needed? The learning-rate map of five attention scalings.
+
+The chapter asks its question at one learning rate (3e-3, "实测这个值收敛最快且不发散", §1.18.4).
+Small-scale studies of training instability (Wortsman et al. 2023, "Small-scale proxies for
+large-scale Transformer training instabilities") show attention-logit growth and entropy collapse
+appearing as the learning rate rises, and QK-layernorm removing them. Here the book's own model
+(d_head 32: d_model 128, 4 heads) and the case's big model (d_head 256: d_model 256, 1 head) are
+trained for 1500 steps at lr 1e-3 … 1e-1 with five scalings: 1/√d (the book), none, 1/d (muP),
+QK-norm with 1/√d, and QK-norm with none. At lr 3e-3 the runs are the case's and the QK-norm
+experiment's own.
+
+Per run: the final validation loss, whether it diverged (NaN, or a final loss above the
+starting loss), the largest attention logit and the lowest layer-0 weight entropy over
+training, and the first step where that entropy fell below 0.01. Per scaling: the LR
+sensitivity of Wortsman et al. §3.2, the mean over the grid of min(L(η), L_init) − min_η L(η)
+(a diverged or worse-than-start run counts as L_init), per seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import stats as S
+from ..experiments import book_runs as R
+from ..experiments.labbook import Context, Experiment, Outcome
+from ..verdicts import claim
+from .common import rnd, seed_table
+
+SIZES = ("small", "big")
+D_HEAD = {"small": 32, "big": 256}
+SCALINGS = tuple(R.LR_SCALINGS)
+LABEL = {
+    "1/sqrt(d)": "1/√d（书）",
+    "none": "不缩放 none",
+    "1/d": "1/d（muP）",
+    "qk_norm": "QK-norm + 1/√d",
+    "qk_norm_none": "QK-norm，不缩放",
+}
+COLLAPSED = 0.01  # layer-0 weight entropy below this = collapsed (the chapter's §1.13.1 alarm)
+# fixed before the runs: 0.1 nats is the margin attnlab uses for "几乎没差别 / changes little"
+# (the chapter calls its 0.10 difference of bug ④ "不变"); the smallest effect of interest for
+# "better / worse" is half of it
+MARGIN = 0.1
+SESOI = 0.05
+
+PREDICTION = (
+    "训练前写下（2026-12-01）/ written before the runs: "
+    "① d_head 32：lr ≤ 1e-2 时五种缩放的验证 loss 相差都在 0.1 以内；lr 3e-2、1e-1 时不带 QK-norm 的缩放先变差或发散，"
+    "两个 QK-norm 版本离各自最好值不超过 0.2。② d_head 256：不缩放在 lr ≥ 3e-3 时每个都塌缩（层 0 熵 < 0.01），lr 越大塌得越早；"
+    "1/√d 只在 lr ≥ 3e-2 时塌缩；1/d 从不塌缩，但 lr ≤ 3e-3 时比 1/√d 差（太平）；QK-norm 不缩放在 d_head 256 仍会塌缩"
+    "（§1.7.8 测得其上界约为 d_head），QK-norm + 1/√d 的 LR 敏感度最低。③ 书中的 lr 3e-3 对 1/√d 的小模型离网格中最好的"
+    "lr 不到 0.05。 / ① d_head 32: within 0.1 of each other at lr <= 1e-2; at 3e-2 and 1e-1 the scalings without QK-norm "
+    "degrade or diverge first, both QK-norm variants stay within 0.2 of their best. ② d_head 256: unscaled collapses "
+    "(layer-0 entropy < 0.01) at every lr >= 3e-3, earlier as lr rises; 1/sqrt(d) collapses only at lr >= 3e-2; 1/d never "
+    "collapses but is worse than 1/sqrt(d) at lr <= 3e-3 (too flat); QK-norm without scaling still collapses at d_head "
+    "256 (its bound is about d_head, §1.7.8); QK-norm with 1/sqrt(d) has the lowest LR sensitivity. ③ The book's lr 3e-3 "
+    "is within 0.05 of the grid's best for the book's model."
+)
+
+
+def grid(scale) -> tuple[float, ...]:
+    return R.LR_GRID if not scale.quick else (R.BOOK_LR, 3e-2)
+
+
+def scalings(scale) -> tuple[str, ...]:
+    """Every scaling; --quick (the tests' plumbing check) three of them."""
+    return SCALINGS if not scale.quick else ("1/sqrt(d)", "none", "qk_norm")
+
+
+def key(size: str, scaling: str, lr: float) -> str:
+    return f"{size}|{scaling}|{lr:g}"
+
+
+def runs_of_seed(scale, seed: int) -> list:
+    return [R.lr_run(scale, size, sc, lr, seed) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
+
+
+def run_numbers(f) -> dict:
+    """What the map needs of one finished run (its history only)."""
+    h = f.history
+    recs = h.records
+    losses = [r["loss"] for r in recs]
+    val = h.val
+    final = val[-1][1] if val else None
+    start = losses[0] if losses else None
+    finite = final is not None and math.isfinite(final)
+    ent, logit, first = [], [], None
+    for r in recs:
+        layers = r.get("layers")
+        if not layers:
+            continue
+        e0 = layers[0].get("weight_entropy")
+        if e0 is not None and math.isfinite(e0):
+            ent.append(e0)
+            if first is None and e0 < COLLAPSED:
+                first = r["step"]
+        mx = max((lay.get("logit_absmax") or 0.0) for lay in layers)
+        if math.isfinite(mx):
+            logit.append(mx)
+    return {
+        "val": final if finite else None,
+        "loss_start": start,
+        "diverged": h.diverged_at is not None or not finite or (start is not None and final > start),
+        "diverged_at": h.diverged_at,
+        "max_logit": max(logit) if logit else None,
+        "min_entropy": min(ent) if ent else None,
+        "collapse_step": first,
+    }
+
+
+def measure(ctx: Context) -> Outcome:
+    scale = ctx.scale
+    names = [key(size, sc, lr) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
+
+    def one_seed(fs) -> dict:
+        return {k: run_numbers(f) for k, f in zip(names, fs)}
+
+    table = seed_table(ctx, lambda s: runs_of_seed(scale, s), one_seed, (ctx.previous or {}).get("per_seed"))
+    res = {"grid": list(grid(scale)), "scalings": list(scalings(scale)), "d_head": D_HEAD, "per_seed": table}
+    res.update(tables(res))
+    figs = [ctx.fig("map") + ".png"] if table else []
+    notes = [] if table else ["学习率网格未运行 / the learning-rate grid is not run yet"]
+    return Outcome(results=res, figures=figs, notes=notes, status="done" if table else "partial")
+
+
+# ----------------------------------------------------------------------------- derived numbers
+def sensitivity(curve: dict[float, dict]) -> float | None:
+    """Wortsman et al. §3.2: mean over the grid of min(L(η), L_init) − min_η L(η); diverged = L_init."""
+    if not curve or any(p.get("loss_start") is None for p in curve.values()):
+        return None
+    init = min(p["loss_start"] for p in curve.values())
+    capped = [init if p["diverged"] or p["val"] is None else min(p["val"], init) for p in curve.values()]
+    return sum(capped) / len(capped) - min(capped)
+
+
+def curve(row: dict, size: str, scaling: str, lrs) -> dict[float, dict]:
+    return {lr: row[key(size, scaling, lr)] for lr in lrs if key(size, scaling, lr) in row}
+
+
+def per_seed_sensitivity(res: dict, size: str, scaling: str) -> list[float]:
+    out = []
+    for row in res["per_seed"].values():
+        c = curve(row, size, scaling, res["grid"])
+        if len(c) == len(res["grid"]) and (s := sensitivity(c)) is not None:
+            out.append(s)
+    return out
+
+
+def tables(res: dict) -> dict:
+    """The table of every run (first seed with each run) and the sensitivity per scaling."""
+    rows = []
+    for seed, row in res["per_seed"].items():
+        for size in SIZES:
+            for sc in res.get("scalings", SCALINGS):
+                for lr in res["grid"]:
+                    p = row.get(key(size, sc, lr))
+                    if p is None:
+                        continue
+                    rows.append(
+                        [
+                            D_HEAD[size],
+                            LABEL[sc],
+                            f"{lr:g}",
+                            int(seed),
+                            "发散 / diverged" if p["diverged"] else rnd(p["val"]),
+                            rnd(p["max_logit"], 3),
+                            rnd(p["min_entropy"], 3),
+                            p["collapse_step"] if p["collapse_step"] is not None else "—",
+                        ]
+                    )
+    sens = {
+        f"{D_HEAD[size]}|{sc}": [rnd(x) for x in per_seed_sensitivity(res, size, sc)]
+        for size in SIZES
+        for sc in res.get("scalings", SCALINGS)
+    }
+    return {
+        "headers": [
+            "d_head",
+            "缩放 / scaling",
+            "lr",
+            "种子 / seed",
+            "验证 loss / val",
+            "最大 |logit| / max logit",
+            "层 0 最低熵 / min entropy",
+            "熵 < 0.01 起 / collapse step",
+        ],
+        "rows": rows,
+        "sensitivity": sens,
+    }
+
+
+def _paired(res: dict, a: str, b: str) -> list[float]:
+    """value a − value b seed by seed, for seeds that have both finite (keys from ``key``)."""
+    out = []
+    for row in res["per_seed"].values():
+        pa, pb = row.get(a), row.get(b)
+        if pa and pb and pa["val"] is not None and pb["val"] is not None and not pa["diverged"] and not pb["diverged"]:
+            out.append(pa["val"] - pb["val"])
+    return out
+
+
+# -------------------------------------------------------------------------------------- judge
+def judge(res: dict) -> list[dict]:
+    table = res.get("per_seed") or {}
+    if not table:
+        return []
+    lrs = res["grid"]
+    out = []
+    # §1.18.4: "lr 3e-3：小模型用大学习率；实测这个值收敛最快且不发散" — the book's model at 1500 steps
+    others = [lr for lr in lrs if lr != R.BOOK_LR]
+    if R.BOOK_LR in lrs and others:
+        best_other = []
+        for row in table.values():
+            c = curve(row, "small", "1/sqrt(d)", lrs)
+            if len(c) != len(lrs) or c[R.BOOK_LR]["val"] is None:
+                continue
+            vals = [c[lr]["val"] for lr in others if c[lr]["val"] is not None and not c[lr]["diverged"]]
+            if vals:
+                best_other.append(min(vals) - c[R.BOOK_LR]["val"])
+        if best_other:
+            out.append(
+                claim(
+                    "lr_book_converges_fastest",
+                    "§1.18.4",
+                    "lr 3e-3：“实测这个值收敛最快且不发散” / the book's lr 3e-3 converges fastest: its validation loss "
+                    "after 1500 steps is below that of every other lr of the grid (1/√d, d_head 32)",
+                    S.effect(best_other, direction=+1, sesoi=0.0),
+                    inputs={"best_other_lr_minus_3e-3": best_other},
+                    book="3e-3 收敛最快且不发散",
+                )
+            )
+    # QK-norm lowers LR sensitivity (Wortsman et al.), at both sizes: paired per seed
+    for size in SIZES:
+        a, b = per_seed_sensitivity(res, size, "1/sqrt(d)"), per_seed_sensitivity(res, size, "qk_norm")
+        diffs = [x - y for x, y in zip(a, b)]
+        if diffs:
+            out.append(
+                claim(
+                    f"lr_qk_norm_lowers_sensitivity_d{D_HEAD[size]}",
+                    "beyond §1.7.8",
+                    f"d_head {D_HEAD[size]}：QK-norm 降低学习率敏感度（Wortsman et al. 2023）/ QK-norm lowers LR "
+                    "sensitivity: sensitivity(1/√d) − sensitivity(QK-norm + 1/√d) > 0",
+                    S.effect(diffs, direction=+1, sesoi=SESOI),
+                    inputs={"sens_sqrt_minus_qk": diffs, "sens_sqrt": a, "sens_qk": b, "sesoi": SESOI},
+                    kind="prediction",
+                )
+            )
+    # 1/√d beats none at d_head 256 at every lr (the chapter's case, over the whole grid)
+    parts, inputs = [], {}
+    for lr in lrs:
+        d = _paired(res, key("big", "none", lr), key("big", "1/sqrt(d)", lr))
+        diverged_none = all(row.get(key("big", "none", lr), {}).get("diverged") for row in table.values())
+        if diverged_none:  # unscaled diverged where scaled did not: it lost, and no difference is defined
+            parts.append(S.exact(True, f"lr {lr:g}: unscaled diverged"))
+            inputs[f"lr{lr:g}"] = "unscaled diverged"
+            continue
+        if d:
+            parts.append(S.effect(d, direction=+1, sesoi=SESOI))
+            inputs[f"none_minus_sqrt_lr{lr:g}"] = d
+    if parts:
+        out.append(
+            claim(
+                "lr_scaled_beats_none_d256_every_lr",
+                "§1.4, beyond",
+                "d_head 256：每个学习率下 1/√d 都比不缩放好 / at d_head 256, 1/√d beats no scaling at every lr "
+                "(paired val-loss gap none − 1/√d > 0 at each lr)",
+                S.all_of(parts),
+                inputs=inputs,
+                kind="prediction",
+            )
+        )
+    # can QK-norm replace 1/√d? QK-norm without scaling vs the book's 1/√d, at the book's lr, both sizes
+    for size in SIZES:
+        d = _paired(res, key(size, "qk_norm_none", R.BOOK_LR), key(size, "1/sqrt(d)", R.BOOK_LR))
+        if d:
+            out.append(
+                claim(
+                    f"lr_qk_norm_replaces_scale_d{D_HEAD[size]}",
+                    "§1.7.8, beyond",
+                    f"d_head {D_HEAD[size]}：QK-norm 能否代替 1/√d？不缩放 + QK-norm 与 1/√d 的验证 loss 相差在 ±{MARGIN} 之内 / "
+                    f"can QK-norm replace 1/√d: unscaled + QK-norm within ±{MARGIN} of 1/√d at lr 3e-3",
+                    S.equivalence(d, MARGIN),
+                    inputs={"qk_none_minus_sqrt": d, "margin": MARGIN},
+                    kind="prediction",
+                )
+            )
+    # our prediction ②: unscaled d_head 256 collapses at every lr >= 3e-3 (each run: layer-0 entropy < 0.01)
+    mins = [
+        row[key("big", "none", lr)]["min_entropy"]
+        for row in table.values()
+        for lr in lrs
+        if lr >= R.BOOK_LR and key("big", "none", lr) in row and row[key("big", "none", lr)]["min_entropy"] is not None
+    ]
+    if mins:
+        out.append(
+            claim(
+                "lr_unscaled_big_collapses_every_lr",
+                "§1.4, beyond",
+                "d_head 256 不缩放：lr ≥ 3e-3 的每一次运行都塌缩（层 0 熵 < 0.01）/ unscaled d_head 256 collapses at every "
+                "lr >= 3e-3",
+                S.every(mins, 0.0, COLLAPSED),
+                inputs={"min_layer0_entropy": mins},
+                kind="prediction",
+            )
+        )
+    # the sensitivity of each scaling, reported (one number per seed)
+    out.append(
+        claim(
+            "lr_sensitivity_reported",
+            "beyond",
+            "每种缩放的学习率敏感度（Wortsman et al. §3.2：网格上 min(L, L_init) − min L 的平均）/ LR sensitivity per "
+            "scaling",
+            S.reported("sensitivity per d_head|scaling, one number per seed"),
+            inputs={k: v for k, v in tables(res)["sensitivity"].items() if v},
+        )
+    )
+    return out
+
+
+# ------------------------------------------------------------------------------------- figure
+def draw(res: dict) -> dict:
+    """Validation loss vs learning rate, one curve per scaling, one panel per d_head; the largest
+    attention logit beneath (first seed of each run; diverged points drawn at the top edge)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..fonts import use_cjk_font
+
+    use_cjk_font()
+    table = res.get("per_seed") or {}
+    if not table:
+        return {}
+    first = next(iter(table.values()))
+    lrs = res["grid"]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
+    for j, size in enumerate(SIZES):
+        top, bottom = axes[0][j], axes[1][j]
+        for sc in res.get("scalings", SCALINGS):
+            pts = [(lr, first.get(key(size, sc, lr))) for lr in lrs]
+            pts = [(lr, p) for lr, p in pts if p]
+            if not pts:
+                continue
+            ys = [p["val"] if not p["diverged"] and p["val"] is not None else float("nan") for _, p in pts]
+            (line,) = top.plot([lr for lr, _ in pts], ys, marker="o", label=LABEL[sc])
+            bad = [lr for lr, p in pts if p["diverged"]]
+            if bad:
+                top.plot(bad, [top.get_ylim()[1]] * len(bad), "x", color=line.get_color(), markersize=9)
+            bottom.plot(
+                [lr for lr, _ in pts],
+                [p["max_logit"] or float("nan") for _, p in pts],
+                marker="o",
+                color=line.get_color(),
+            )
+        top.set_title(f"d_head {D_HEAD[size]}")
+        top.set_ylabel("验证 loss / val loss")
+        bottom.set_ylabel("最大 |logit| / max attention logit")
+        bottom.set_yscale("log")
+        bottom.set_xlabel("学习率 / learning rate")
+        for ax in (top, bottom):
+            ax.set_xscale("log")
+            ax.grid(alpha=0.3)
+            ax.axvline(R.BOOK_LR, color="0.6", linestyle=":", linewidth=1)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("学习率敏感度：五种注意力缩放（× = 发散）/ LR sensitivity of five attention scalings (× = diverged)")
+    fig.tight_layout()
+    return {"map.png": fig}
+
+
+WHY = {
+    "lr_book_converges_fastest": lambda r: (
+        "网格中另有学习率在 1500 步后验证 loss 更低 / another lr of the grid ends lower"
+    ),
+    "lr_unscaled_big_collapses_every_lr": lambda r: (
+        "至少一次 lr ≥ 3e-3 的不缩放运行没有塌缩（我们的预测错了）/ "
+        "an unscaled run at lr >= 3e-3 did not collapse: our prediction was wrong"
+    ),
+}
+
+EXPERIMENT = Experiment(
+    "lr_sensitivity",
+    "beyond §1.18.4",
+    "超出本章：什么时候需要 1/√d_k？五种缩放的学习率敏感度 / beyond the chapter: the learning-rate map of five "
+    "attention scalings",
+    "书中只在一个学习率（3e-3，“实测这个值收敛最快”）上问缩放重不重要；这里在 1e-3 … 1e-1 上对 1/√d、不缩放、1/d、"
+    "QK-norm + 1/√d、QK-norm 不缩放各训一次，d_head 32 与 256 / the chapter asks at one learning rate; here the whole "
+    "grid, five scalings, two head sizes",
+    "attnlab book --only lr_sensitivity",
+    measure=measure,
+    judge=judge,
+    runs=lambda scale: runs_of_seed(scale, R.BOOK_SEED),
+    min_runs=lambda scale: [],
+    order=(1, 18, 6),
+    prediction=PREDICTION,
+    why=WHY,
+    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
+    draw=draw,
+)

@@ -1,0 +1,136 @@
+"""Beyond the chapter (attnlab.lab.lr_sensitivity): the LR-sensitivity statistic and every claim's verdicts."""
+
+import pytest
+
+from attnlab.experiments import book_runs as R
+from attnlab.lab import lr_sensitivity as L
+
+LRS = list(R.LR_GRID)
+
+
+def point(val, start=7.0, diverged=False, max_logit=10.0, min_entropy=0.5, collapse=None):
+    return {
+        "val": val,
+        "loss_start": start,
+        "diverged": diverged,
+        "diverged_at": None,
+        "max_logit": max_logit,
+        "min_entropy": min_entropy,
+        "collapse_step": collapse,
+    }
+
+
+def seed_row(vals, min_entropy=None):
+    """vals: {(size, scaling): [val per lr]} with diverged given as None; the rest default to 4.5."""
+    row = {}
+    for size in L.SIZES:
+        for sc in L.SCALINGS:
+            for i, lr in enumerate(LRS):
+                v = vals.get((size, sc), [4.5] * len(LRS))[i]
+                ent = (min_entropy or {}).get((size, sc), 0.5)
+                row[L.key(size, sc, lr)] = point(v, diverged=v is None, min_entropy=ent)
+    return row
+
+
+def results(rows):
+    return {
+        "grid": LRS,
+        "scalings": list(L.SCALINGS),
+        "d_head": L.D_HEAD,
+        "per_seed": {str(i): r for i, r in enumerate(rows)},
+    }
+
+
+def verdicts(r):
+    return {c["id"]: c["verdict"] for c in L.judge(r)}
+
+
+def test_sensitivity_on_a_hand_made_curve():
+    """Wortsman et al. §3.2: mean of min(L, L_init) − min L; a diverged point counts as L_init."""
+    curve = {lr: point(v) for lr, v in zip(LRS, [4.4, 4.0, 4.2, 5.0, 6.0])}
+    assert L.sensitivity(curve) == pytest.approx((0.4 + 0 + 0.2 + 1.0 + 2.0) / 5)
+    curve[1e-1] = point(None, diverged=True)
+    assert L.sensitivity(curve) == pytest.approx((0.4 + 0 + 0.2 + 1.0 + 3.0) / 5)
+    flat = {lr: point(4.0) for lr in LRS}
+    assert L.sensitivity(flat) == 0
+
+
+def test_book_lr_fastest():
+    good = [seed_row({("small", "1/sqrt(d)"): [4.3 + j, 4.0 + j, 4.2 + j, 4.6, 5.0]}) for j in (0, 0.01, 0.02)]
+    bad = [seed_row({("small", "1/sqrt(d)"): [4.3, 4.0 + j, 3.9, 4.6, 5.0]}) for j in (0, 0.01, 0.02)]
+    mixed = [seed_row({("small", "1/sqrt(d)"): [4.3, 4.0, x, 4.6, 5.0]}) for x in (3.9, 4.1, 4.05)]
+    assert verdicts(results(good))["lr_book_converges_fastest"] == "PASS"
+    assert verdicts(results(bad))["lr_book_converges_fastest"] == "FAIL"
+    assert verdicts(results(mixed))["lr_book_converges_fastest"] == "INCONCLUSIVE"
+    assert verdicts(results(good[:1]))["lr_book_converges_fastest"] == "INCONCLUSIVE"  # one seed
+
+
+def test_qk_norm_lowers_sensitivity():
+    steep = [4.5, 4.0, 4.6, 5.5, None]
+    flat = [4.1, 4.0, 4.05, 4.1, 4.2]
+    cid = "lr_qk_norm_lowers_sensitivity_d32"
+    yes = [
+        seed_row({("small", "1/sqrt(d)"): steep, ("small", "qk_norm"): [v + j for v in flat]}) for j in (0, 0.01, 0.02)
+    ]
+    no = [
+        seed_row({("small", "1/sqrt(d)"): [v + j for v in flat], ("small", "qk_norm"): steep}) for j in (0, 0.01, 0.02)
+    ]
+    assert verdicts(results(yes))[cid] == "PASS"
+    assert verdicts(results(no))[cid] == "FAIL"
+    noisy = [
+        seed_row({("small", "1/sqrt(d)"): steep, ("small", "qk_norm"): flat}),
+        seed_row({("small", "1/sqrt(d)"): flat, ("small", "qk_norm"): steep}),
+        seed_row({("small", "1/sqrt(d)"): steep, ("small", "qk_norm"): [4.4, 4.0, 4.6, 5.4, 6.5]}),
+    ]
+    assert verdicts(results(noisy))[cid] == "INCONCLUSIVE"
+
+
+def test_scaled_beats_none_at_every_lr():
+    cid = "lr_scaled_beats_none_d256_every_lr"
+    win = [
+        seed_row({("big", "none"): [5.2 + j] * 4 + [None], ("big", "1/sqrt(d)"): [4.3] * 5}) for j in (0, 0.01, 0.02)
+    ]
+    assert verdicts(results(win))[cid] == "PASS"
+    lose = [seed_row({("big", "none"): [4.0 + j] * 5, ("big", "1/sqrt(d)"): [4.3] * 5}) for j in (0, 0.01, 0.02)]
+    assert verdicts(results(lose))[cid] == "FAIL"
+    close = [seed_row({("big", "none"): [4.3 + d] * 5, ("big", "1/sqrt(d)"): [4.3] * 5}) for d in (0.1, -0.1, 0.05)]
+    assert verdicts(results(close))[cid] == "INCONCLUSIVE"
+
+
+def test_qk_norm_replaces_scale_equivalence():
+    cid = "lr_qk_norm_replaces_scale_d32"
+
+    def rows(diffs):
+        return [
+            seed_row(
+                {
+                    ("small", "1/sqrt(d)"): [4.5, 4.0, 4.5, 4.5, 4.5],
+                    ("small", "qk_norm_none"): [4.5, 4.0 + d, 4.5, 4.5, 4.5],
+                }
+            )
+            for d in diffs
+        ]
+
+    assert verdicts(results(rows((0.01, -0.01, 0.0))))[cid] == "PASS"  # within ±0.1
+    assert verdicts(results(rows((0.3, 0.31, 0.32))))[cid] == "FAIL"  # 0.3 worse on every seed
+    assert verdicts(results(rows((0.15, -0.1, 0.0))))[cid] == "INCONCLUSIVE"
+
+
+def test_unscaled_big_collapse_prediction():
+    cid = "lr_unscaled_big_collapses_every_lr"
+    assert verdicts(results([seed_row({}, {("big", "none"): 0.001})]))[cid] == "PASS"
+    assert verdicts(results([seed_row({}, {("big", "none"): 0.3})]))[cid] == "FAIL"
+
+
+def test_no_runs_no_claims_and_the_table_names_every_run():
+    assert L.judge(results([])) == []
+    t = L.tables(results([seed_row({("small", "none"): [4.5, 4.5, None, 4.5, 4.5]})]))
+    assert len(t["rows"]) == 2 * 5 * 5 and any("diverged" in str(r[4]) for r in t["rows"])
+
+
+def test_runs_share_the_case_at_the_book_lr():
+    runs = L.runs_of_seed(R.Scale(), R.BOOK_SEED)
+    names = {r.name for r in runs}
+    assert {"small_scaled_s20261014", "small_unscaled_s20261014", "big_scaled", "big_unscaled"} <= names
+    assert {"qk_small_scaled_s20261014", "qk_big_unscaled_s20261014"} <= names
+    assert len(runs) == len(names) == 2 * 5 * 5
