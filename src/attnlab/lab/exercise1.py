@@ -1,0 +1,292 @@
+"""§1.20.1 exercise 1: change one variable, n_head 4 -> 2 (d_head 32 -> 64).
+
+Runs, every seed: the chapter's model with n_head 2, scaled and unscaled; beside it the
+case's d_head 32 pair (the same seed, the same batches) and, where they are, the case's
+d_head 256 pair. Measured per seed: each pair's gap (unscaled − scaled final validation
+loss) and the initial layer-0 logit std of the unscaled models at d_head 64 and 32.
+
+The committed record is the exercise's own results (data/lab_book/exercise1.json) and the
+case's (data/ch1_case.json: every seed's d_head 32 and 256 validation losses and the
+d_head 32 traces). Further seeds join from their run folders (``common.seed_table``).
+
+Judged, in the chapter's words: "不大但不为零" by the effect rule on the d_head 64 gap
+(above 0, and below the same seed's d_head 256 gap); "离饱和更近一步" as the paired
+difference of the d_head 64 and d_head 32 gaps; "logits 的标准差大约翻 √2 倍" by the value
+rule on the per-seed ratio.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import stats as S
+from ..experiments import book_runs as R
+from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
+from ..verdicts import claim
+from .common import MAX_SEEDS, committed, final_val, paired, rnd, seed_table
+
+SECTION = "§1.20.1"
+# fixed before looking: a loss gap below 0.01 nats (1% perplexity) is no gap (as §1.8.8's)
+SESOI_GAP = 0.01
+BOOK_RATIO = math.sqrt(2)  # "logits 的标准差大约翻 √2 倍"
+# fixed before looking: half the way from √2 to 1 (no change); narrower separates √2 from "unchanged"
+TOL_RATIO = (BOOK_RATIO - 1) / 2
+
+
+def runs_of_seed(scale: R.Scale, seed: int) -> list:
+    """The exercise's pair and the case's d_head 32 pair (what the exercise compares with)."""
+    return [R.exercise1_run(scale, sc, seed) for sc in (False, True)] + [
+        R.case_run(scale, "small", sc, seed) for sc in (False, True)
+    ]
+
+
+def _first_logit_std(f, layer: int = 0) -> float:
+    """Layer-0 logit std at the first record (before any update)."""
+    return next(r["layers"][layer]["logit_std"] for r in f.history.records if r.get("layers"))
+
+
+def _pair(fs) -> dict:
+    unscaled, scaled = fs
+    return {"val_unscaled": final_val(unscaled), "val_scaled": final_val(scaled)}
+
+
+# ------------------------------------------------------------------- the committed record
+def _case_entries(case_doc: dict) -> dict[str, dict]:
+    """Every run the case committed (its pairs and its further seeds), by run name."""
+    out = {e["run"]: e for e in case_doc.get("pairs", {}).values() if isinstance(e, dict) and "run" in e}
+    for entries in case_doc.get("seed_runs", {}).values():
+        out.update({e["run"]: e for e in entries if "run" in e})
+    return out
+
+
+def _case_tables(case_doc: dict | None) -> tuple[dict, dict]:
+    """({seed: d_head 32 numbers}, {seed: d_head 256 numbers}) from the case's committed runs."""
+    small, big = {}, {}
+    entries = _case_entries(case_doc) if case_doc else {}
+    scale = R.Scale()
+    for i in range(MAX_SEEDS):
+        seed = R.BOOK_SEED + i
+        u, s = (entries.get(R.case_run(scale, "small", sc, seed).name) for sc in (False, True))
+        if u and s:
+            small[str(seed)] = {"val_unscaled": u["val_loss_end"], "val_scaled": s["val_loss_end"]}
+            ls = ((u.get("trace") or {}).get("layers") or [{}])[0].get("logit_std")
+            if ls:
+                small[str(seed)]["init_logit_std"] = ls[0]
+        u, s = (entries.get(R.case_run(scale, "big", sc, seed).name) for sc in (False, True))
+        if u and s:
+            big[str(seed)] = {"val_unscaled": u["val_loss_end"], "val_scaled": s["val_loss_end"]}
+    return small, big
+
+
+def legacy_tables(prev: dict | None, case_doc: dict | None = None) -> dict[str, dict]:
+    """{"d64": .., "d32": .., "d256": ..} per-seed tables from the committed JSON alone (pure).
+    Results written before this module kept the d_head 64 gaps and both initial logit stds in seed
+    order, not the losses themselves: a migrated seed has its gap, not its two losses."""
+    small, big = _case_tables(case_doc)
+    d64: dict = {}
+    if prev and "per_seed" in prev:
+        for s, row in prev["per_seed"].items():
+            d64[s] = {k[4:]: v for k, v in row.items() if k.startswith("d64_")}
+            got32 = {k[4:]: v for k, v in row.items() if k.startswith("d32_")}
+            got256 = {k[5:]: v for k, v in row.items() if k.startswith("d256_")}
+            small.setdefault(s, {}).update({k: v for k, v in got32.items() if v is not None})
+            big.setdefault(s, {}).update({k: v for k, v in got256.items() if v is not None})
+    elif prev:
+        ls32 = prev.get("init_logit_std_d32", [])
+        for i, s in enumerate(prev.get("seeds", [])):
+            d64[str(s)] = {"gap": prev["gaps"][i], "init_logit_std": prev["init_logit_std_d64"][i]}
+            if i < len(ls32):
+                small.setdefault(str(s), {}).setdefault("init_logit_std", ls32[i])
+    return {"d64": d64, "d32": {s: r for s, r in small.items() if r}, "d256": {s: r for s, r in big.items() if r}}
+
+
+def measure(ctx: Context) -> Outcome:
+    prev = {"d64": {}, "d32": {}, "d256": {}}
+    if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
+        try:
+            case_doc = committed(ctx, "ch1_case.json")
+        except NotAvailable:
+            case_doc = None
+        prev = legacy_tables(ctx.previous, case_doc)
+    sc = ctx.scale
+    d64 = seed_table(
+        ctx,
+        lambda s: [R.exercise1_run(sc, b, s) for b in (False, True)],
+        lambda fs: {**_pair(fs), "init_logit_std": _first_logit_std(fs[0])},
+        prev["d64"],
+    )
+    d32 = seed_table(
+        ctx,
+        lambda s: [R.case_run(sc, "small", b, s) for b in (False, True)],
+        lambda fs: {**_pair(fs), "init_logit_std": _first_logit_std(fs[0])},
+        prev["d32"],
+    )
+    d256 = seed_table(ctx, lambda s: [R.case_run(sc, "big", b, s) for b in (False, True)], _pair, prev["d256"])
+    res = tabulate(d64, d32, d256)
+    notes = [] if len(d64) >= sc.seeds else [f"{len(d64)} of {sc.seeds} seeds"]
+    return Outcome(results=res, notes=notes, status="done" if len(d64) >= sc.seeds else "partial")
+
+
+# ------------------------------------------------------------------------------ the table
+def _gap(row: dict | None) -> float | None:
+    if not row:
+        return None
+    if row.get("val_unscaled") is not None and row.get("val_scaled") is not None:
+        return row["val_unscaled"] - row["val_scaled"]
+    return row.get("gap")
+
+
+def tabulate(d64: dict, d32: dict, d256: dict) -> dict:
+    """The results (pure): one row per seed of the exercise, with the same seed's d_head 32 and 256."""
+    per_seed = {}
+    for s in sorted(set(d64) | set(d32) | set(d256), key=int):
+        a, b, c = d64.get(s, {}), d32.get(s, {}), d256.get(s, {})
+        per_seed[s] = {
+            "d64_val_unscaled": a.get("val_unscaled"),
+            "d64_val_scaled": a.get("val_scaled"),
+            "d64_gap": _gap(a),
+            "d64_init_logit_std": a.get("init_logit_std"),
+            "d32_val_unscaled": b.get("val_unscaled"),
+            "d32_val_scaled": b.get("val_scaled"),
+            "d32_gap": _gap(b),
+            "d32_init_logit_std": b.get("init_logit_std"),
+            "d256_val_unscaled": c.get("val_unscaled"),
+            "d256_val_scaled": c.get("val_scaled"),
+            "d256_gap": _gap(c),
+        }
+    shown = {s: r for s, r in per_seed.items() if r["d64_gap"] is not None}
+    return {
+        "headers": [
+            "种子 / seed",
+            "差距 d_head=64 / gap",
+            "差距 d_head=32",
+            "差距 d_head=256",
+            "初始 logits std d64",
+            "初始 logits std d32",
+        ],
+        "rows": [
+            [
+                int(s),
+                rnd(r["d64_gap"]),
+                rnd(r["d32_gap"]),
+                rnd(r["d256_gap"]),
+                rnd(r["d64_init_logit_std"], 3),
+                rnd(r["d32_init_logit_std"], 3),
+            ]
+            for s, r in shown.items()
+        ],
+        "seeds": [int(s) for s in shown],
+        "per_seed": per_seed,
+    }
+
+
+def upgrade(res: dict) -> dict:
+    """Results written before this module, judged as they are (pure: the case's d_head 32 and 256
+    gaps that ``measure`` also brings in are not in them)."""
+    return res if "per_seed" in res else tabulate(**legacy_tables(res))
+
+
+# ---------------------------------------------------------------------------------- judge
+def _effect(values: list[float], sesoi: float) -> S.Judgement:
+    return S.effect(values, direction=+1, sesoi=sesoi)
+
+
+def _ratios(t: dict) -> list[float]:
+    return [
+        row["d64_init_logit_std"] / row["d32_init_logit_std"]
+        for row in t.values()
+        if row.get("d64_init_logit_std") and row.get("d32_init_logit_std")
+    ]
+
+
+def judge(res: dict) -> list[dict]:
+    t = upgrade(res)["per_seed"]
+    gaps = [row["d64_gap"] for row in t.values() if row.get("d64_gap") is not None]
+    below = paired(t, "d256_gap", "d64_gap")
+    parts = [_effect(gaps, SESOI_GAP), _effect(below, SESOI_GAP)]
+    above = paired(t, "d64_gap", "d32_gap")
+    ratios = _ratios(t)
+    sqrt2 = S.value(ratios, BOOK_RATIO, tol=TOL_RATIO)
+    return [
+        claim(
+            "ex1_gap_small_not_zero",
+            SECTION,
+            "“64 仍然远小于 256——所以差异应该还是‘不大但不为零’”：d_head=64 的差距大于 0，且小于同一种子 d_head=256 的差距 / "
+            "not large but not zero: the d_head 64 gap is above 0 and below the same seed's d_head 256 gap",
+            S.all_of(parts, f"不为零 / not zero: {parts[0].detail} | 不大 / not large: {parts[1].detail}"),
+            inputs={"gap_d64": gaps, "gap_d256_minus_d64": below, "sesoi": SESOI_GAP},
+            book="不大但不为零",
+        ),
+        claim(
+            "ex1_gap_above_d32",
+            SECTION,
+            "“d_head 翻倍……离饱和更近一步”：d_head=64 的差距大于同一种子 d_head=32 的差距 / one step closer to "
+            "saturation: the d_head 64 gap exceeds the same seed's d_head 32 gap",
+            _effect(above, SESOI_GAP),
+            inputs={"gap_d64_minus_d32": above, "sesoi": SESOI_GAP},
+            book="离饱和更近一步",
+        ),
+        claim(
+            "ex1_logit_std_sqrt2",
+            SECTION,
+            "d_head 翻倍，初始 logits 标准差约涨 √2 倍 / doubling d_head multiplies the init logit std by about sqrt 2",
+            sqrt2,
+            inputs={
+                "ratio_d64_to_d32": [rnd(x, 4) for x in ratios],
+                "book": rnd(BOOK_RATIO, 4),
+                "tol": rnd(TOL_RATIO, 4),
+            },
+            book=rnd(BOOK_RATIO, 4),
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------ the whys
+def _fmt(xs: list[float]) -> str:
+    return ", ".join(f"{x:+.3f}" for x in xs)
+
+
+def _why_not_zero(res: dict) -> str:
+    t = upgrade(res)["per_seed"]
+    gaps = [row["d64_gap"] for row in t.values() if row.get("d64_gap") is not None]
+    return (
+        f"d_head=64 的差距 {_fmt(gaps)}；与 d_head=256 之差 {_fmt(paired(t, 'd256_gap', 'd64_gap'))}："
+        f"{_effect(gaps, SESOI_GAP).detail} / {_effect(paired(t, 'd256_gap', 'd64_gap'), SESOI_GAP).detail}"
+    )
+
+
+def _why_above(res: dict) -> str:
+    t = upgrade(res)["per_seed"]
+    d = paired(t, "d64_gap", "d32_gap")
+    return (
+        f"d_head=64 的差距没有超过 d_head=32 的：同种子之差 {_fmt(d)} / the d_head 64 gap is not above the d_head 32 "
+        f"gap: {_effect(d, SESOI_GAP).detail}"
+    )
+
+
+def _why_sqrt2(res: dict) -> str:
+    r = _ratios(upgrade(res)["per_seed"])
+    return (
+        f"初始 logits 标准差之比 {', '.join(f'{x:.3f}' for x in r)}，书中 √2 = {BOOK_RATIO:.3f} 不在单次运行的预测区间内 / "
+        f"ratios {', '.join(f'{x:.3f}' for x in r)}: √2 lies outside the one-run prediction interval"
+    )
+
+
+WHY = {"ex1_gap_small_not_zero": _why_not_zero, "ex1_gap_above_d32": _why_above, "ex1_logit_std_sqrt2": _why_sqrt2}
+
+EXPERIMENT = Experiment(
+    "exercise1",
+    SECTION,
+    "练习一：n_head 2（d_head 64）/ exercise 1",
+    "d_head 翻倍意味着 logits 标准差约翻 √2 倍，离饱和更近一步；但 64 仍远小于 256，差异应“不大但不为零”",
+    "attnlab book --only §1.20.1",
+    measure=measure,
+    judge=judge,
+    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
+    min_runs=lambda scale: [],  # the committed record is judged (and migrated) without any run folder
+    why=WHY,
+    seed_runs=lambda scale, seed, cid: (
+        runs_of_seed(scale, seed)
+        + ([R.case_run(scale, "big", b, seed) for b in (False, True)] if cid == "ex1_gap_small_not_zero" else [])
+    ),
+)
