@@ -1,0 +1,454 @@
+"""§1.18.5 ③: four layers instead of two ("看 4 层的模型能不能学出更明显的层间分工").
+
+Runs, every seed: four layers at the chapter's 1500 steps beside the two-layer
+baseline (the case's small scaled run), and a control that stretches the whole
+schedule to 3000 steps for two and four layers. Measured per seed: the final and
+best validation loss, the training loss of the last 100 steps, the validation curve,
+and the head portrait of every four-layer model (the same protocol as `attnlab heads`)
+with its reach: the last layer's mean attention distance minus layer 0's.
+
+The two-layer reach at 1500 steps is the head portrait the case's runs committed
+(data/head_portrait.json, one portrait per seed). Further seeds join from their run
+folders (``common.seed_table``).
+
+Judged: the chapter's §1.18.5 sentence — four layers show a clearer division of labour
+than two (paired per seed) and, within four layers, the last layer looks further than
+the first (at 1500 steps, and in the stretched control) — by the effect rule; §1.18.4's
+"三层以上训练变慢" on the training loss at equal steps; our prediction written before the
+stretched runs as kind ``prediction``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from .. import stats as S
+from ..book import book_values
+from ..experiments import book_runs as R
+from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
+from ..verdicts import claim
+from .common import committed, final_val, rnd, seed_table
+
+SECTION = "§1.18.5③"
+HEAD_KEYS = ("entropy", "diag", "prev", "distance")
+TAIL = 100  # training loss: the mean of the last 100 steps (how well the model fits what it sees)
+# fixed before looking: a loss difference below 0.01 nats (1% perplexity) is no effect (as §1.8.8's)
+SESOI_LOSS = 0.01
+
+PREDICTION_DEEP = (
+    "1500 步时 4 层的验证 loss 不比 2 层好（4.09 ± 0.02 对 4.07），而训练 loss（最后 100 步均值）也更高"
+    "（3.86 对 3.77）：是欠拟合，不是过拟合。预测：把整个学习率计划拉长到 3000 步，两者都更低，"
+    "4 层在每个种子上都低于 2 层。如果不是这样，“只是没训够”的解释就不成立。"
+    " / At 1500 steps four layers are not better (4.09 ± 0.02 vs 4.07) and their training loss is higher too "
+    "(3.86 vs 3.77): underfit, not overfit. Predicted: with the whole schedule stretched to 3000 steps both "
+    "improve and four layers beat two on every seed; if not, 'only undertrained' is wrong."
+)
+
+
+def sesoi_reach() -> float:
+    """Half the book's division of labour (§1.8.5: layer 1's heads look on average ~1 position further
+    than layer 0's, 3.83 vs 2.82 in its head table): fixed from the book, before looking."""
+    hp = book_values("head_portrait_1_8_5")
+    col = hp["columns"].index("mean_distance")
+    layer = {l: statistics.fmean(v[col] for k, v in hp.items() if k.startswith(f"L{l}H")) for l in (0, 1)}
+    return (layer[1] - layer[0]) / 2
+
+
+def runs_of_seed(scale: R.Scale, seed: int) -> list:
+    return [R.deep_run(scale, seed), R.baseline(scale, seed)]
+
+
+def long_runs_of_seed(scale: R.Scale, seed: int) -> list:
+    return [R.deep_long_run(scale, n, seed) for n in (4, 2)]
+
+
+# --------------------------------------------------------------------------- measuring
+def _tail(f) -> float:
+    return statistics.fmean(r["loss"] for r in f.history.records[-TAIL:])
+
+
+def _curve(f) -> list:
+    return [[s, rnd(v)] for s, v in f.history.val]
+
+
+def layer_means(heads: list[dict]) -> dict[int, dict]:
+    """Each layer's head metrics averaged over its heads."""
+    layers = sorted({h["layer"] for h in heads})
+    return {l: {k: statistics.fmean(h[k] for h in heads if h["layer"] == l) for k in HEAD_KEYS} for l in layers}
+
+
+def reach(heads: list[dict]) -> float:
+    """How much further the last layer looks than layer 0: mean attention distance, last − first."""
+    m = layer_means(heads)
+    return m[max(m)]["distance"] - m[0]["distance"]
+
+
+def _portrait(ctx: Context, f) -> list[dict]:
+    from ..experiments.heads import analyze_model
+
+    return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
+
+
+def _measure_1500(ctx: Context, fs) -> dict:
+    deep, base = fs
+    heads, heads2 = _portrait(ctx, deep), _portrait(ctx, base)
+    return {
+        "val_4": final_val(deep),
+        "val_2": final_val(base),
+        "train_4": _tail(deep),
+        "train_2": _tail(base),
+        "reach_4": reach(heads),
+        "reach_2": reach(heads2),
+        "curve_4": _curve(deep),
+        "curve_2": _curve(base),
+        "heads_4": heads,
+    }
+
+
+def _measure_long(ctx: Context, fs) -> dict:
+    deep, base = fs
+    heads = _portrait(ctx, deep)
+    return {
+        "steps": deep.run.cfg.max_steps,
+        "val_4": final_val(deep),
+        "val_2": final_val(base),
+        "train_4": _tail(deep),
+        "train_2": _tail(base),
+        "best_val_4": min(v for _, v in deep.history.val),  # before any overfitting
+        "best_val_2": min(v for _, v in base.history.val),
+        "reach_4": reach(heads),
+        "curve_4": _curve(deep),
+        "curve_2": _curve(base),
+        "heads_4": heads,
+    }
+
+
+# ------------------------------------------------------------------- the committed record
+def _two_layer_reach(portrait_doc: dict | None) -> dict[str, float]:
+    """{seed: reach} of the two-layer baseline from the committed head portraits (one per seed)."""
+    if not portrait_doc:
+        return {}
+    out = {}
+    for doc in [portrait_doc, *portrait_doc.get("other_seeds", [])]:
+        seed, heads = (doc.get("config") or {}).get("seed"), doc.get("heads")
+        name = str((doc.get("source") or {}).get("checkpoint", ""))
+        if seed is not None and heads and f"small_scaled_s{seed}" in name:
+            out[str(seed)] = reach(heads)
+    return out
+
+
+def legacy_tables(
+    prev: dict | None, prev_claims: list[dict] | None = None, portrait_doc: dict | None = None
+) -> tuple[dict, dict]:
+    """({seed: 1500-step numbers}, {seed: stretched-run numbers}) from the committed JSON alone
+    (pure). Results written before this module kept lists in seed order, the four-layer portraits
+    at 1500 steps, and the stretched runs' reach only in their claim."""
+    two = _two_layer_reach(portrait_doc)
+    if not prev:
+        return {}, {}
+    if "per_seed" in prev:
+        table = {s: dict(row) for s, row in prev["per_seed"].items()}
+        for s, row in table.items():
+            if row.get("reach_2") is None and s in two:
+                row["reach_2"] = two[s]
+        return table, prev.get("long_per_seed", {})
+    curves = {(c["n_layer"], c["steps"]): c["val"] for c in prev.get("curves", [])}
+    steps = sorted({c["steps"] for c in prev.get("curves", [])})
+    short, long_steps = (steps[0], steps[-1]) if steps else (None, None)
+    table = {}
+    for i, s in enumerate(prev.get("seeds", [])):
+        heads = prev.get("heads", {}).get(str(s))
+        table[str(s)] = {
+            "val_4": prev["val_4_layers"][i],
+            "val_2": prev["val_2_layers"][i],
+            "train_4": prev["train_4_layers"][i],
+            "train_2": prev["train_2_layers"][i],
+            "reach_4": reach(heads) if heads else None,
+            "reach_2": two.get(str(s)),
+            "curve_4": curves.get((4, short), [])[i] if i < len(curves.get((4, short), [])) else None,
+            "curve_2": curves.get((2, short), [])[i] if i < len(curves.get((2, short), [])) else None,
+            "heads_4": heads,
+        }
+    lg = prev.get("long", {})
+    reach_long = next(
+        (
+            c["measured"]["last_minus_first_long"]["seeds"]
+            for c in prev_claims or []
+            if c.get("id") == "layer_division_of_labour"
+            and isinstance(c.get("measured"), dict)
+            and "last_minus_first_long" in c["measured"]
+        ),
+        [],
+    )
+    long = {}
+    for i, s in enumerate(lg.get("seeds", [])):
+        c4, c2 = curves.get((4, long_steps), []), curves.get((2, long_steps), [])
+        long[str(s)] = {
+            "steps": long_steps,
+            "val_4": lg["val"]["4"][i],
+            "val_2": lg["val"]["2"][i],
+            "train_4": lg["train"]["4"][i],
+            "train_2": lg["train"]["2"][i],
+            "best_val_4": lg["best_val"]["4"][i],
+            "best_val_2": lg["best_val"]["2"][i],
+            "reach_4": reach_long[i] if i < len(reach_long) else None,  # kept to 3 digits by the old claim
+            "curve_4": c4[i] if i < len(c4) else None,
+            "curve_2": c2[i] if i < len(c2) else None,
+        }
+    return table, long
+
+
+def measure(ctx: Context) -> Outcome:
+    table_prev, long_prev = {}, {}
+    if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
+        try:
+            portrait_doc = committed(ctx, "head_portrait.json")
+        except NotAvailable:
+            portrait_doc = None
+        prev_claims = None
+        if ctx.previous and "per_seed" not in ctx.previous:  # the old form kept the long reach in a claim
+            try:
+                prev_claims = committed(ctx, "lab_book/deep.json").get("claims")
+            except NotAvailable:
+                prev_claims = None
+        table_prev, long_prev = legacy_tables(ctx.previous, prev_claims, portrait_doc)
+    table = seed_table(ctx, lambda s: runs_of_seed(ctx.scale, s), lambda fs: _measure_1500(ctx, fs), table_prev)
+    long = seed_table(ctx, lambda s: long_runs_of_seed(ctx.scale, s), lambda fs: _measure_long(ctx, fs), long_prev)
+    res = tabulate(table, long, steps=ctx.scale.steps)
+    notes = []
+    if len(table) < ctx.scale.seeds:
+        notes.append(f"{len(table)} of {ctx.scale.seeds} seeds")
+    if len(long) < ctx.scale.seeds:
+        notes.append(f"加倍训练的对照 {len(long)}/{ctx.scale.seeds} 个种子 / the longer control: {len(long)} seeds")
+    missing = [s for s, row in table.items() if row.get("reach_2") is None]
+    if missing:
+        notes.append(
+            "两层模型的头部画像未存 / the two-layer head portrait is not stored for seeds "
+            + ", ".join(missing)
+            + " (measured by attnlab heads runs/case/small_scaled_s<seed>/ckpt.pt)"
+        )
+    status = "done" if len(table) >= ctx.scale.seeds and len(long) >= ctx.scale.seeds else "partial"
+    return Outcome(results=res, figures=[ctx.fig("curves.png")], notes=notes, status=status)
+
+
+# ------------------------------------------------------------------------------ the table
+def tabulate(table: dict, long: dict, steps: int | None = None) -> dict:
+    """The results (pure): both per-seed tables, the per-layer table of the four-layer model and
+    the validation curves the figure draws."""
+    portraits = [row["heads_4"] for row in table.values() if row.get("heads_4")]
+    per_layer = []
+    if portraits:
+        means = [layer_means(h) for h in portraits]
+        per_layer = [
+            {"layer": l, **{k: rnd(statistics.fmean(m[l][k] for m in means), 3) for k in HEAD_KEYS}}
+            for l in sorted(means[0])
+        ]
+    long_steps = next((row.get("steps") for row in long.values() if row.get("steps")), None)
+    curves = [
+        {"n_layer": n, "steps": st, "val": [row[f"curve_{n}"] for row in tab.values() if row.get(f"curve_{n}")]}
+        for tab, st in ((table, steps or 1500), (long, long_steps or 2 * (steps or 1500)))
+        for n in (2, 4)
+        if any(row.get(f"curve_{n}") for row in tab.values())
+    ]
+    return {
+        "headers": ["层 / layer", "熵 / entropy", "对角 / diag", "前一位 / prev", "平均距离 / distance"],
+        "rows": [[p["layer"], p["entropy"], p["diag"], p["prev"], p["distance"]] for p in per_layer],
+        "per_layer": per_layer,
+        "seeds": [int(s) for s in table],
+        "long_seeds": [int(s) for s in long],
+        "per_seed": table,
+        "long_per_seed": long,
+        "curves": curves,
+        "sesoi_reach": rnd(sesoi_reach(), 4),
+    }
+
+
+def upgrade(res: dict) -> dict:
+    """Results written before this module, judged as they are (pure: the two-layer portraits and the
+    stretched runs' reach that ``measure`` also brings in are not in them)."""
+    if "per_seed" in res:
+        return res
+    table, long = legacy_tables(res)
+    return tabulate(table, long)
+
+
+# ---------------------------------------------------------------------------------- judge
+def _col(t: dict, key: str) -> list[float]:
+    return [row[key] for row in t.values() if row.get(key) is not None]
+
+
+def _diff(t: dict, a: str, b: str) -> list[float]:
+    return [row[a] - row[b] for row in t.values() if row.get(a) is not None and row.get(b) is not None]
+
+
+def _effect(values: list[float], sesoi: float) -> S.Judgement:
+    return S.effect(values, direction=+1, sesoi=sesoi)
+
+
+def judge(res: dict) -> list[dict]:
+    res = upgrade(res)
+    t, lg = res["per_seed"], res["long_per_seed"]
+    sesoi = res.get("sesoi_reach") or sesoi_reach()
+    clearer = _diff(t, "reach_4", "reach_2")
+    out = [
+        claim(
+            "deep_better",
+            SECTION,
+            "“③ 加深：看 4 层的模型能不能学出更明显的层间分工”：4 层的分工（最后一层与第 0 层的平均注意力距离之差）"
+            "大于 2 层的（第 1 层减第 0 层），同一种子配对 / four layers show a clearer division of labour than "
+            "two: their last-minus-first mean attention distance exceeds the two-layer model's, seed by seed",
+            _effect(clearer, sesoi),
+            inputs={
+                "reach_4_minus_reach_2": clearer,
+                "reach_4_layers": _col(t, "reach_4"),
+                "reach_2_layers": _col(t, "reach_2"),
+                "sesoi": sesoi,
+            },
+            book="更明显的层间分工",
+        ),
+        claim(
+            "layer_division_of_labour",
+            SECTION,
+            "层间分工（§1.8.5：“第一层的头更局部……第二层的头更全局”）在 4 层中：最后一层比第 0 层看得更远 / "
+            "division of labour in four layers: the last layer looks further than the first (1500 steps)",
+            _effect(_col(t, "reach_4"), sesoi),
+            inputs={"last_minus_first": _col(t, "reach_4"), "sesoi": sesoi},
+            book="浅层更局部，深层更全局",
+        ),
+    ]
+    if lg:
+        out.append(
+            claim(
+                "layer_division_of_labour_long",
+                SECTION,
+                "同上，训练加倍（整个计划拉长）后：最后一层比第 0 层看得更远 / the same with the schedule "
+                "stretched to twice the steps",
+                _effect(_col(lg, "reach_4"), sesoi),
+                inputs={"last_minus_first_long": _col(lg, "reach_4"), "sesoi": sesoi},
+                book="浅层更局部，深层更全局",
+            )
+        )
+    slower = _diff(t, "train_4", "train_2")
+    out.append(
+        claim(
+            "deep_trains_slower",
+            "§1.18.4",
+            "n_layer 取 2 是因为“三层以上训练变慢且现象一样”：同样 1500 步，4 层的训练 loss（最后 100 步）高于 2 层 / "
+            "three or more layers train slower: after the same 1500 steps four layers fit the training set worse",
+            _effect(slower, SESOI_LOSS),
+            inputs={
+                "train_4_minus_train_2": slower,
+                "val_4_minus_val_2": _diff(t, "val_4", "val_2"),
+                "sesoi_loss": SESOI_LOSS,
+            },
+            book="三层以上训练变慢",
+        )
+    )
+    if lg:
+        both = [s for s in lg if s in t]
+        beat = _diff(lg, "val_4", "val_2")
+        better4 = [lg[s]["val_4"] - t[s]["val_4"] for s in both]
+        better2 = [lg[s]["val_2"] - t[s]["val_2"] for s in both]
+        parts = [S.every(beat, -math.inf, 0.0)]
+        parts += [S.every(x, -math.inf, 0.0) for x in (better4, better2) if x]
+        out.append(
+            claim(
+                "deep_better_long",
+                SECTION,
+                "我们的预测（训练前写下）：整个计划拉长到两倍步数后，两者都更低，且 4 层在每个种子上都低于 2 层 / our "
+                "prediction: stretched to twice the steps both improve and four layers beat two on every seed",
+                S.all_of(
+                    parts,
+                    f"4 − 2 layers, stretched: {parts[0].detail}"
+                    + "".join(f" | stretched − 1500 steps ({w}): {p.detail}" for w, p in zip(("4", "2"), parts[1:])),
+                ),
+                inputs={
+                    "val_4_minus_val_2_long": beat,
+                    "val_long_minus_1500_4_layers": better4,
+                    "val_long_minus_1500_2_layers": better2,
+                    "best_val_4_minus_2_long": _diff(lg, "best_val_4", "best_val_2"),
+                    "train_4_minus_train_2_long": _diff(lg, "train_4", "train_2"),
+                },
+                kind="prediction",
+                expected="every seed: stretched 4 < 2, and stretched < 1500 steps for both",
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------ the whys
+def _fmt(xs: list[float], signed: bool = True) -> str:
+    return ", ".join(f"{x:+.3f}" if signed else f"{x:.3f}" for x in xs)
+
+
+def _why_long(res: dict) -> str:
+    r = upgrade(res)
+    t, lg = r["per_seed"], r["long_per_seed"]
+    both = [s for s in lg if s in t]
+    return (
+        "训练前的预测错了（我们的，不是书的）/ our prediction was wrong: 拉长后 4 层减 2 层的最终验证 loss "
+        f"{_fmt(_diff(lg, 'val_4', 'val_2'))}，不是每个种子都更低；两者都比 1500 步时差（4 层 "
+        f"{_fmt([lg[s]['val_4'] - t[s]['val_4'] for s in both])}，2 层 "
+        f"{_fmt([lg[s]['val_2'] - t[s]['val_2'] for s in both])}）：过拟合。4 层在训练集上拟合得更好（训练 loss 差 "
+        f"{_fmt(_diff(lg, 'train_4', 'train_2'))}），最好的验证 loss 差 {_fmt(_diff(lg, 'best_val_4', 'best_val_2'))}："
+        "受限于数据，不是步数，“只是没训够”不成立 / stretched, four minus two layers' final val is not below 0 on "
+        "every seed, and both end worse than at 1500 steps (overfit); four layers fit the training set better but "
+        "do not generalise better: data-limited, not step-limited"
+    )
+
+
+def _why_reach(key: str, table: str):
+    def why(res: dict) -> str:
+        r = upgrade(res)
+        xs = _col(r[table], key)
+        j = _effect(xs, r.get("sesoi_reach") or sesoi_reach())
+        return (
+            "书提出的是一个问题，这里的答案是“没有” / the book asks; the answer here is no: 最后一层减第 0 层的平均注意力"
+            f"距离 {_fmt(xs)} / last minus first mean distance {_fmt(xs)}: {j.detail}"
+        )
+
+    return why
+
+
+def _why_clearer(res: dict) -> str:
+    t = upgrade(res)["per_seed"]
+    return (
+        f"4 层的分工不比 2 层更明显 / four layers divide no more clearly than two: 4 层 {_fmt(_col(t, 'reach_4'))}，"
+        f"2 层 {_fmt(_col(t, 'reach_2'))}（最后一层减第 0 层的平均距离）/ last-minus-first distance"
+    )
+
+
+def _why_slower(res: dict) -> str:
+    t = upgrade(res)["per_seed"]
+    return (
+        f"同样步数下 4 层的训练 loss 不比 2 层高：差 {_fmt(_diff(t, 'train_4', 'train_2'))} / four layers do not fit "
+        "worse after the same steps"
+    )
+
+
+WHY = {
+    "deep_better": _why_clearer,
+    "layer_division_of_labour": _why_reach("reach_4", "per_seed"),
+    "layer_division_of_labour_long": _why_reach("reach_4", "long_per_seed"),
+    "deep_trains_slower": _why_slower,
+    "deep_better_long": _why_long,
+}
+
+EXPERIMENT = Experiment(
+    "deep",
+    "§1.18.5",
+    "加深到 4 层 / four layers (§1.18.5 ③)",
+    "“看 4 层的模型能不能学出更明显的层间分工” / does a division of labour between layers appear?",
+    "attnlab book --only §1.18.5",
+    measure=measure,
+    judge=judge,
+    prediction=PREDICTION_DEEP,
+    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s) + long_runs_of_seed(scale, s)],
+    min_runs=lambda scale: [],  # the committed record is judged (and migrated) without any run folder
+    why=WHY,
+    seed_runs=lambda scale, seed, cid: (
+        (runs_of_seed(scale, seed) if not cid.endswith("_long") or cid == "deep_better_long" else [])
+        + (long_runs_of_seed(scale, seed) if cid.endswith("_long") else [])
+    ),
+)

@@ -1,0 +1,155 @@
+"""§1.18.5 ③ four layers: every claim PASSes, FAILs and is INCONCLUSIVE on hand-made per-seed numbers
+(where its rule allows), and the committed record migrates (no run folder, no model) to the verdicts
+the module reports, with the figure's curves kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnlab.corpus import REPO_ROOT
+from attnlab.lab import deep as D
+
+SEEDS = ("20261014", "20261015", "20261016")
+W = (0.0, 0.012, -0.009)  # per-seed wobble
+
+
+def short(i: int, **set_) -> dict:
+    r = {
+        "val_4": 4.09 + W[i],
+        "val_2": 4.07 + W[i] / 2,
+        "train_4": 3.86 + W[i],
+        "train_2": 3.77 + W[i] / 3,
+        "reach_4": 0.1 + W[i],
+        "reach_2": 0.0 - W[i],
+    }
+    return r | {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in set_.items()}
+
+
+def long_(i: int, **set_) -> dict:
+    r = {
+        "steps": 3000,
+        "val_4": 4.14 + W[i],
+        "val_2": 4.15 - W[i],
+        "train_4": 3.17 + W[i],
+        "train_2": 3.25,
+        "best_val_4": 4.07,
+        "best_val_2": 4.08,
+        "reach_4": 0.3 + W[i],
+    }
+    return r | {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in set_.items()}
+
+
+def results(n: int = 3, n_long: int = 3, s: dict | None = None, lg: dict | None = None) -> dict:
+    return D.tabulate(
+        {SEEDS[i]: short(i, **(s or {})) for i in range(n)},
+        {SEEDS[i]: long_(i, **(lg or {})) for i in range(n_long)},
+    )
+
+
+def verdict(res: dict, cid: str) -> str:
+    return next(c["verdict"] for c in D.judge(res) if c["id"] == cid)
+
+
+def test_sesoi_is_half_the_books_two_layer_division():
+    # §1.8.5's table: layer 0 mean distance 2.82, layer 1 3.83
+    assert D.sesoi_reach() == pytest.approx((3.8275 - 2.8225) / 2)
+
+
+def test_deep_better_a_clearer_division_than_two_layers():
+    assert verdict(results(s={"reach_4": [1.1, 1.2, 1.05]}), "deep_better") == "PASS"
+    assert verdict(results(s={"reach_4": [-0.5, -0.4, -0.6]}), "deep_better") == "FAIL"
+    assert verdict(results(s={"reach_4": [0.3, -0.2, 0.1]}), "deep_better") == "INCONCLUSIVE"
+    # the two-layer portrait missing for a seed: that seed does not pair
+    res = results(s={"reach_4": [1.1, 1.2, 1.05], "reach_2": [0.0, None, None]})
+    c = next(c for c in D.judge(res) if c["id"] == "deep_better")
+    assert c["verdict"] == "INCONCLUSIVE" and c["n"] == 1
+
+
+def test_layer_division_of_labour_at_1500_steps_and_stretched():
+    for cid, key in (("layer_division_of_labour", "s"), ("layer_division_of_labour_long", "lg")):
+        assert verdict(results(**{key: {"reach_4": [1.0, 1.1, 0.9]}}), cid) == "PASS"
+        assert verdict(results(**{key: {"reach_4": [-0.5, -0.6, -0.4]}}), cid) == "FAIL"
+        assert verdict(results(**{key: {"reach_4": [0.1, 0.12, 0.09]}}), cid) == "FAIL"  # below half the book's
+        assert verdict(results(**{key: {"reach_4": [0.55, -0.17, -0.12]}}), cid) == "INCONCLUSIVE"
+
+
+def test_extra_long_seeds_join_the_stretched_claim_only():
+    res = D.tabulate(
+        {s: short(i) for i, s in enumerate(SEEDS)},
+        {s: long_(i) for i, s in enumerate(SEEDS)} | {"20261017": long_(0), "20261018": long_(1)},
+    )
+    got = {c["id"]: c["n"] for c in D.judge(res)}
+    assert got["layer_division_of_labour_long"] == 5 and got["layer_division_of_labour"] == 3
+    assert res["long_seeds"] == [20261014, 20261015, 20261016, 20261017, 20261018]
+
+
+def test_deep_trains_slower():
+    assert verdict(results(), "deep_trains_slower") == "PASS"
+    assert verdict(results(s={"train_4": [3.7, 3.71, 3.69]}), "deep_trains_slower") == "FAIL"
+    assert verdict(results(s={"train_4": [3.9, 3.7, 3.8]}), "deep_trains_slower") == "INCONCLUSIVE"
+
+
+def test_our_prediction_is_a_prediction_and_can_fail():
+    res = results(s={"val_4": [4.2, 4.21, 4.19], "val_2": [4.2, 4.21, 4.2]}, lg={"val_4": [4.1, 4.09, 4.11]})
+    c = next(c for c in D.judge(res) if c["id"] == "deep_better_long")
+    assert c["kind"] == "prediction" and c["verdict"] == "PASS"
+    assert verdict(results(), "deep_better_long") == "FAIL"  # 1500-step runs better than the stretched ones
+    assert "没训够" in D.EXPERIMENT.why["deep_better_long"](results())
+    # no stretched run yet: the prediction is not judged
+    assert "deep_better_long" not in {c["id"] for c in D.judge(results(n_long=0))}
+
+
+def test_whys_take_their_numbers_from_the_results():
+    bad = results(s={"reach_4": [-0.5, -0.4, -0.6], "train_4": [3.7, 3.71, 3.69]}, lg={"reach_4": [-0.5, -0.6, -0.4]})
+    fails = {c["id"] for c in D.judge(bad) if c["verdict"] == "FAIL"}
+    assert fails == set(D.WHY)
+    assert "-0.500, -0.400, -0.600" in D.WHY["layer_division_of_labour"](bad)
+    assert "-0.070" in D.WHY["deep_trains_slower"](bad)
+    assert "-0.500, -0.600, -0.400" in D.WHY["layer_division_of_labour_long"](bad)
+
+
+# ---------------------------------------------------------------------- the committed record
+def _committed():
+    data = REPO_ROOT / "data"
+    doc = json.loads((data / "lab_book" / "deep.json").read_text(encoding="utf-8"))
+    portrait = json.loads((data / "head_portrait.json").read_text(encoding="utf-8"))
+    return doc, portrait
+
+
+def _migrated():
+    doc, portrait = _committed()
+    table, long = D.legacy_tables(doc["results"], doc["claims"], portrait)
+    return D.tabulate(table, long) if "per_seed" not in doc["results"] else D.upgrade(doc["results"])
+
+
+def test_the_committed_record_migrates_with_its_numbers_and_curves():
+    doc, _ = _committed()
+    res = _migrated()
+    assert list(res["per_seed"])[:3] == list(SEEDS) and list(res["long_per_seed"])[:3] == list(SEEDS)
+    assert res["rows"] == doc["results"]["rows"]  # the per-layer table
+    old = {(c["n_layer"], c["steps"]): c["val"] for c in doc["results"]["curves"]}
+    new = {(c["n_layer"], c["steps"]): c["val"] for c in res["curves"]}
+    assert {k: v[:3] for k, v in new.items()} == old  # what report.lab_book_figures.deep draws
+    reach = [res["per_seed"][s]["reach_4"] for s in SEEDS]
+    assert reach == pytest.approx([0.552, -0.171, -0.115], abs=1e-3)
+    assert [res["long_per_seed"][s]["reach_4"] for s in SEEDS] == pytest.approx([0.435, 0.396, 0.0558], abs=1e-3)
+    assert [res["per_seed"][s]["reach_2"] for s in SEEDS] == pytest.approx([0.259, -0.211, -0.0227], abs=1e-3)
+
+
+def test_the_committed_record_judges_as_reported():
+    got = {c["id"]: (c["kind"], c["verdict"]) for c in D.judge(_migrated())}
+    assert got == {
+        "deep_better": ("book", "INCONCLUSIVE"),  # 4 − 2 layers' reach +0.29, +0.04, −0.09
+        "layer_division_of_labour": ("book", "INCONCLUSIVE"),  # +0.55, −0.17, −0.11
+        "layer_division_of_labour_long": ("book", "INCONCLUSIVE"),  # +0.44, +0.40, +0.06
+        "deep_trains_slower": ("book", "PASS"),  # train loss +0.086, +0.058, +0.124
+        "deep_better_long": ("prediction", "FAIL"),  # both overfit when stretched
+    }
+
+
+def test_old_results_alone_judge_without_a_crash():
+    doc, _ = _committed()
+    claims = D.judge(doc["results"])
+    assert {"deep_better", "layer_division_of_labour", "deep_trains_slower"} <= {c["id"] for c in claims}
