@@ -155,3 +155,11 @@ def test_committed_schemes(tmp_path):
     v = {c["id"]: c["verdict"] for c in P.judge(P.measure(ctx).results)}
     assert v["three_schemes_close"] == "FAIL"  # sinusoidal +0.57 (was FAIL)
     assert v["sinusoidal_scale_control"] == "INCONCLUSIVE"  # +0.10 over learned, CI up to 0.18 (was PASS)
+
+
+def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
+    from attnlab.experiments.labbook import NotAvailable
+
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, P.EXPERIMENT, train=False, previous=None)
+    with pytest.raises(NotAvailable, match="not run yet"):
+        P.measure(ctx)

@@ -163,3 +163,11 @@ def test_committed_results_migrate_and_judge(tmp_path):
     }
     # the judge is pure: the stored results judge the same again, through JSON
     assert Q.judge(json.loads(json.dumps(res))) == Q.judge(res)
+
+
+def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
+    from attnlab.experiments.labbook import NotAvailable
+
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, Q.EXPERIMENT, train=False, previous=None)
+    with pytest.raises(NotAvailable, match="not run yet"):
+        Q.measure(ctx)

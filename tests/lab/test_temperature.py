@@ -81,3 +81,11 @@ def test_committed_results_migrate_and_judge(tmp_path):
     assert claims["temp_does_not_rescue"]["verdict"] == "PASS"  # was PASS: 0.96 ± 0.14 worse than scaled
     assert claims["temp_does_not_rescue"]["inputs"]["temp_minus_scaled"] == pytest.approx([1.038, 0.799, 1.033], 1e-3)
     assert T.judge(json.loads(json.dumps(res))) == T.judge(res)
+
+
+def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
+    from attnlab.experiments.labbook import NotAvailable
+
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, T.EXPERIMENT, train=False, previous=None)
+    with pytest.raises(NotAvailable, match="not run yet"):
+        T.measure(ctx)

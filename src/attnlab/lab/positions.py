@@ -19,7 +19,7 @@ from .. import stats as S
 from ..book import book_values
 from ..config import POS_KINDS
 from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, Outcome
+from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
 from .common import column, final_val, paired, rnd, seed_table
 
@@ -30,6 +30,9 @@ SESOI_LOSS = 0.1
 # "all usable" / "as good as": within 0.15 nats, same seed (the tolerance written before the runs,
 # under the 0.17 the chapter calls 几乎没差别 at d_head 32, §1.4)
 MARGIN_SCHEMES = 0.15
+
+
+NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.9)"
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
@@ -108,6 +111,8 @@ def measure(ctx: Context) -> Outcome:
         )
         for g, kinds in groups.items()
     }
+    if not tables["schemes"]:
+        raise NotAvailable(NOT_RUN)
     seeds = sorted({s for t in tables.values() for s in t}, key=int)
     table = {}
     for s in seeds:
@@ -365,5 +370,5 @@ EXPERIMENT = Experiment(
     judge=judge,
     why=WHY,
     runs=lambda scale: [R.position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
-    min_runs=lambda scale: [R.position_runs(scale, k, scale.seed_list()[0]) for k in POS_KINDS],
+    min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
 )

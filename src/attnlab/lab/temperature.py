@@ -26,6 +26,9 @@ from .common import committed, final_val, rnd, seed_table
 SESOI_LOG_TEMP = math.log(math.sqrt(2))
 
 
+NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.6.3)"
+
+
 def _measure(fs: list) -> dict:
     (f,) = fs
     inv = [float(b.attn.log_inv_temp.detach().exp().mean()) for b in f.model.blocks]
@@ -62,6 +65,8 @@ def _case_by_seed(ctx: Context) -> dict[str, dict]:
 
 def measure(ctx: Context) -> Outcome:
     table = seed_table(ctx, lambda s: [R.temperature_run(ctx.scale, s)], _measure, _legacy_table(ctx.previous))
+    if not table:
+        raise NotAvailable(NOT_RUN)
     case = _case_by_seed(ctx)
     table = {s: {**row, **case.get(s, {})} for s, row in table.items()}
     res = {
@@ -193,5 +198,5 @@ EXPERIMENT = Experiment(
     judge=judge,
     why=WHY,
     runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
-    min_runs=lambda scale: [R.temperature_run(scale, scale.seed_list()[0])],
+    min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
 )
