@@ -170,3 +170,42 @@ def uniform_reference(T: int) -> dict[str, float]:
         "prev": float((1 / (i + 1)).mean()),
         "distance": float((i / 2).mean()),
     }
+
+
+# A head is an attention sink when the first position receives more than this share of its
+# attention, averaged over queries: ε = 0.3 of Gu et al. 2024 ("When Attention Sink Emerges in
+# Language Models: An Empirical View", their metric Sink_1^ε, the share of heads above ε), fixed
+# from the literature, not from our runs. Gu et al. average over the queries of a 64-token text;
+# here query 0 is left out (it can only see position 0, weight 1 by necessity) and the probe is
+# short: on the 12-character probe a uniform head already gives the first position 0.19 (see
+# sink_baseline), so 0.3 is 1.6 x uniform, a lower bar than in a long text. The lab book's sink
+# claims therefore read the share against the uniform baseline as well as against ε.
+SINK_THRESHOLD = 0.3
+
+
+def sink_share(p: Tensor) -> Tensor:
+    """The share of attention the first position receives, per head: mean over queries i >= 1 of
+    p[..., i, 0]. ``p`` (..., T, T) causal pattern -> (...); NaN when T < 2 (no such query).
+
+    All weight on position 0 gives 1; a uniform causal map gives :func:`sink_baseline` (T);
+    a diagonal map (each query on itself) gives 0."""
+    col = p[..., 1:, 0]
+    if col.shape[-1] == 0:
+        return torch.full(p.shape[:-2], float("nan"), dtype=p.dtype, device=p.device)
+    return col.mean(-1)
+
+
+def sink_baseline(T: int) -> float:
+    """What :func:`sink_share` reads on a uniform causal map of T positions: mean over i = 1..T-1
+    of 1/(i+1) (row i spreads its weight over i + 1 keys). NaN when T < 2."""
+    if T < 2:
+        return float("nan")
+    i = torch.arange(1, T, dtype=torch.float64)
+    return float((1 / (i + 1)).mean())
+
+
+def sink_heads(share: Tensor, threshold: float = SINK_THRESHOLD) -> float:
+    """The share of heads whose :func:`sink_share` exceeds ``threshold`` (Gu et al.'s Sink_1^ε):
+    ``share`` holds one number per head, any shape (layers x heads); NaN entries are left out."""
+    ok = share[~torch.isnan(share)]
+    return float((ok > threshold).to(torch.float64).mean()) if ok.numel() else float("nan")
