@@ -11,6 +11,8 @@ import math
 
 import pytest
 
+from attnlab.verdicts import KINDS
+
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
 from attnlab.experiments import book_runs as R
@@ -130,7 +132,7 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
     for s in idx["sections"]:
         for c in s["claims"]:
             assert set(c) >= {"id", "section", "statement", "measured", "expected", "pass", "kind"}
-            assert c["kind"] in ("book", "sanity")
+            assert c["kind"] in KINDS
     assert idx["status"]["deep"] == "done" and idx["status"]["markov"] == "done"
     assert idx["status"]["qk_norm"] == "not_run"
     doc = json.loads((tmp_path / "data" / "lab_book" / "deep.json").read_text(encoding="utf-8"))

@@ -82,12 +82,12 @@ def questions(docs: Mapping[str, dict]) -> list[Question]:
     """The INCONCLUSIVE claims of every experiment's JSON that name the seeds they need."""
     out = []
     for eid, doc in docs.items():
-        table = (doc.get("results") or {}).get("per_seed") or {}
-        recorded = tuple(sorted(int(s) for s in table)) if isinstance(table, dict) else ()
         for c in doc.get("claims", []):
             need = c.get("n_needed")
             if V.verdict_of(c) == "INCONCLUSIVE" and isinstance(need, int) and need > (c.get("n") or 0):
-                out.append(Question(eid, c["id"], int(c.get("n") or 0), need, recorded))
+                # a claim stands on its first n seeds (BOOK_SEED upward) unless it names them ("seeds")
+                seeds = tuple(int(s) for s in c.get("seeds") or ())
+                out.append(Question(eid, c["id"], int(c.get("n") or 0), need, seeds))
     return out
 
 
