@@ -70,6 +70,7 @@ EXPERIMENT = Experiment(
     "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --also runs/case/small_scaled_s20261015/ckpt.pt "
     "--also runs/case/small_scaled_s20261016/ckpt.pt --out data/head_portrait.json",
     measure=measure,
-    judge=H.judge,  # the heads module's own judge: its FAILs carry their reasons
+    # the heads module's own judge on its committed result (source): its FAILs carry their reasons
+    judge=lambda doc: H.judge(results_of(doc)),
     source=SOURCE,
 )

@@ -120,7 +120,7 @@ def measure(ctx: Context) -> Outcome:
     res.update(tables(res))
     figs = [ctx.fig("map") + ".png"] if table else []
     notes = [] if table else ["学习率网格未运行 / the learning-rate grid is not run yet"]
-    return Outcome(results=res, figures=figs, notes=notes, status="done" if table else "partial")
+    return Outcome(results=res, figures=figs, notes=notes, status="done" if table else "not_run")
 
 
 # ----------------------------------------------------------------------------- derived numbers
