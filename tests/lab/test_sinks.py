@@ -70,13 +70,13 @@ def test_every_claim_is_judged_and_none_is_a_book_claim():
     assert {c["id"] for c in cs} == {
         "sink_metric_reference",
         "sink_init_uniform",
-        "sinks_form_small_scaled",
-        "sinks_form_small_unscaled",
-        "sinks_form_big_scaled",
-        "sinks_form_big_unscaled",
-        "sink_excess_small_scaled",
-        "unscaled_vs_scaled_small",
-        "unscaled_vs_scaled_big",
+        "no_sink_small_scaled",
+        "no_sink_small_unscaled",
+        "no_sink_big_scaled",
+        "no_sink_big_unscaled",
+        "no_excess_small_scaled",
+        "unscaled_like_scaled_small",
+        "unscaled_like_scaled_big",
         "sink_formation_step",
     }
     assert {c["kind"] for c in cs} <= {"sanity", "prediction"}
@@ -106,47 +106,50 @@ def test_init_uniform(inits, expected):
 @pytest.mark.parametrize(
     "strongest, expected",
     [
-        ([0.6, 0.7, 0.65, 0.62, 0.68], "PASS"),  # a sink head in every seed
-        ([0.25, 0.2, 0.22, 0.24, 0.21], "FAIL"),  # below 0.3 in every seed
+        ([0.25, 0.2, 0.22, 0.24, 0.21], "PASS"),  # below 0.3 in every seed: no sink, as predicted
+        ([0.6, 0.7, 0.65, 0.62, 0.68], "FAIL"),  # a sink head in every seed: the prediction was wrong
         ([0.1, 0.6, 0.2, 0.5, 0.3], "INCONCLUSIVE"),
     ],
 )
 @pytest.mark.parametrize("size", ["small", "big"])
 @pytest.mark.parametrize("tag", ["scaled", "unscaled"])
-def test_sinks_form(size, tag, strongest, expected):
+def test_no_sink(size, tag, strongest, expected):
     other = "unscaled" if tag == "scaled" else "scaled"
     d = {tag: [run(strongest=x, sink_heads=float(x > 0.3)) for x in strongest], other: [run() for _ in strongest]}
     r = results(**{size: d})
-    assert verdicts(r)[f"sinks_form_{size}_{tag}"] == expected
+    assert verdicts(r)[f"no_sink_{size}_{tag}"] == expected
 
 
 @pytest.mark.parametrize(
     "final, expected",
     [
-        ([0.4, 0.42, 0.38, 0.41, 0.39], "PASS"),
-        ([0.15, 0.16, 0.17, 0.15, 0.16], "FAIL"),  # below uniform: the wrong side
-        ([B + 0.01, B + 0.012, B + 0.009, B + 0.011, B + 0.01], "FAIL"),  # above, by less than the SESOI
+        ([0.15, 0.16, 0.17, 0.15, 0.16], "PASS"),  # below uniform in every seed
+        ([0.4, 0.42, 0.38, 0.41, 0.39], "FAIL"),  # above uniform: the prediction was wrong
         ([0.1, 0.4, 0.2, 0.35, 0.15], "INCONCLUSIVE"),
     ],
 )
-def test_sink_excess_small_scaled(final, expected):
+def test_no_excess_small_scaled(final, expected):
     small = {"scaled": [run(final_share=x) for x in final], "unscaled": [run() for _ in final]}
-    assert verdicts(results(small=small))["sink_excess_small_scaled"] == expected
+    assert verdicts(results(small=small))["no_excess_small_scaled"] == expected
 
 
 @pytest.mark.parametrize(
     "unscaled, expected",
     [
-        ([0.5, 0.55, 0.52, 0.48, 0.5], "PASS"),  # scaled 0.17 in every seed
-        ([0.1, 0.12, 0.11, 0.1, 0.09], "FAIL"),  # the wrong side
-        ([0.18, 0.19, 0.18, 0.17, 0.185], "FAIL"),  # within the SESOI of scaled
+        ([0.18, 0.19, 0.18, 0.17, 0.185], "PASS"),  # within the margin of scaled (0.17 in every seed)
+        ([0.5, 0.55, 0.52, 0.48, 0.5], "FAIL"),  # far more sink without the scale
+        ([0.01, 0.02, 0.015, 0.01, 0.02], "FAIL"),  # far less
         ([0.05, 0.6, 0.1, 0.5, 0.3], "INCONCLUSIVE"),
     ],
 )
 @pytest.mark.parametrize("size", ["small", "big"])
-def test_unscaled_vs_scaled(size, unscaled, expected):
+def test_unscaled_like_scaled(size, unscaled, expected):
     d = {"scaled": [run(final_share=0.17) for _ in unscaled], "unscaled": [run(final_share=x) for x in unscaled]}
-    assert verdicts(results(**{size: d}))[f"unscaled_vs_scaled_{size}"] == expected
+    assert verdicts(results(**{size: d}))[f"unscaled_like_scaled_{size}"] == expected
+
+
+def test_margin_is_half_the_way_from_uniform_to_the_threshold():
+    assert K.alike_margin(results()) == pytest.approx((0.3 - B) / 2) == pytest.approx(0.0544, abs=1e-4)
 
 
 def test_formation_step_is_reported_per_seed():
@@ -158,28 +161,31 @@ def test_formation_step_is_reported_per_seed():
     assert c["verdict"] == "REPORTED" and c["kind"] == "prediction"
     assert "s20261017: first 75, stays from 100" in c["inputs"]["small_scaled"]
     assert "s20261018: first never" in c["inputs"]["small_scaled"]
-    assert "small scaled: 1 of 2 seeds end with a sink head" in c["detail"]
+    assert "small scaled: of 2 seeds, 1 have a head above 0.3 at some step, 1 end with one" in c["detail"]
+    assert "small unscaled: of 2 seeds, 1 have a head above 0.3 at some step, 0 end with one" in c["detail"]
 
 
 def test_only_what_was_measured_is_judged():
     r = results()
     r["per_seed_big"] = {}
     ids = set(verdicts(r))
-    assert not any("big" in i for i in ids) and "unscaled_vs_scaled_small" in ids
+    assert not any("big" in i for i in ids) and "unscaled_like_scaled_small" in ids
     r["per_seed_small"][SEEDS[0]]["scaled"] = None  # a run without snapshots is left out
-    c = next(c for c in K.judge(r) if c["id"] == "sinks_form_small_scaled")
+    c = next(c for c in K.judge(r) if c["id"] == "no_sink_small_scaled")
     assert c["n"] == len(SEEDS) - 1
     r["per_seed_small"][SEEDS[1]]["unscaled"]["final_share"] = None  # a diverged run's NaN, stored as None
-    c = next(c for c in K.judge(r) if c["id"] == "unscaled_vs_scaled_small")
+    c = next(c for c in K.judge(r) if c["id"] == "unscaled_like_scaled_small")
     assert c["n"] == len(SEEDS) - 2
 
 
 def test_whys_take_their_numbers_from_the_results():
-    small = {"scaled": [run(strongest=0.21, final_share=0.15)] * 3, "unscaled": [run(final_share=0.1)] * 3}
+    small = {"scaled": [run(strongest=0.61, final_share=0.45)] * 3, "unscaled": [run(final_share=0.1)] * 3}
     r = results(small=small)
-    assert "0.21" in K.WHY["sinks_form_small_scaled"](r)
-    assert "0.15" in K.WHY["sink_excess_small_scaled"](r)
-    assert "0.1, 0.1, 0.1" in K.WHY["unscaled_vs_scaled_small"](r)
+    assert "0.61" in K.WHY["no_sink_small_scaled"](r)
+    assert "0.45" in K.WHY["no_excess_small_scaled"](r)
+    assert "0.1, 0.1, 0.1" in K.WHY["unscaled_like_scaled_small"](r) and "0.0544" in K.WHY[
+        "unscaled_like_scaled_small"
+    ](r)
 
 
 def test_the_figure_draws_from_results_alone(tmp_path):

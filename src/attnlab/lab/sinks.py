@@ -15,11 +15,12 @@ layer's heads and over all heads, the share of sink heads (above SINK_THRESHOLD 
 the uniform-attention baseline of the probe, the first step where any head exceeds the threshold
 and the step from which one stays above it, and the final values.
 
-Judged (none of it is the chapter's: kind "prediction" for what we wrote before looking, "sanity"
-for checks of the metric): the metric on hand-made maps (exact), the initial scaled maps read as
-uniform (equivalence), "sinks form" per model (the strongest head's final share against the
-threshold, effect over seeds), the book's model's first-position share against uniform (effect),
-unscaled vs scaled at each head size (paired effect), and the formation step, reported per seed.
+Judged (none of it is the chapter's: kind "prediction" for what we wrote before looking, each
+claim stating our prediction so that PASS means it held; "sanity" for checks of the metric): the
+metric on hand-made maps (exact), the initial scaled maps read as uniform (equivalence), "no sink
+at the end" per model (the strongest head's final share below the threshold, effect over seeds),
+the book's model's first-position share not above uniform (effect), unscaled like scaled at each
+head size (equivalence of the paired shares), and the formation step, reported per seed.
 """
 
 from __future__ import annotations
@@ -72,6 +73,14 @@ PREDICTION = (
     "random argmax rather than a sink in the literature's sense, and the seeds disagree widely. ④ At d_head 32 "
     "unscaled and scaled are alike (unscaled_vs_scaled_small INCONCLUSIVE or FAIL). ⑤ Formation step: 'never' "
     "for the book's model in most seeds."
+    " 【补记 2026-12-01，在看过小模型 7 个种子的结果之后；上面的预测一字未改 / addendum, written after the "
+    "small model's 7 seeds were measured; the prediction above is unchanged】 论断改为直接陈述我们的预测（PASS = "
+    "预测成立），与 verdicts 中 kind prediction 的约定一致 / the claims now state our predictions themselves "
+    "(PASS = the prediction held), the convention of kind prediction: sinks_form_X FAIL -> no_sink_X PASS "
+    "(effect of strongest - 0.3 < 0); sink_excess_small_scaled FAIL -> no_excess_small_scaled PASS (effect of "
+    "share - baseline < 0); unscaled_vs_scaled_X 'INCONCLUSIVE or FAIL' (③ 'within noise', ④ 'alike') -> "
+    "unscaled_like_scaled_X PASS (equivalence of the paired shares within half the distance from uniform to "
+    "the threshold). On the small model's numbers both readings give the same outcome for every claim."
 )
 
 
@@ -256,8 +265,8 @@ def _steps_text(res: dict, size: str, tag: str) -> str:
     )
 
 
-def sesoi(res: dict) -> float:
-    """The smallest difference of sink share we call a difference: half the distance from the
+def alike_margin(res: dict) -> float:
+    """The largest difference of sink share we still call "alike": half the distance from the
     uniform baseline of the probe to the threshold (0.054 on the 12-character probe) — fixed by
     the threshold and the probe, not by the runs."""
     return (SINK_THRESHOLD - res["baseline"]) / 2
@@ -302,20 +311,22 @@ def judge(res: dict) -> list[dict]:
                 kind="sanity",
             )
         )
+    # our predictions ①–④, each claim stating what we predicted (PASS: the prediction held)
     for size in SIZES:
         for tag in TAGS.values():
             d = _col(res, size, tag, "final_strongest", SINK_THRESHOLD)
             if not d:
                 continue
-            book = " (the book's model)" if (size, tag) == ("small", "scaled") else ""
+            book = "（书中模型）" if (size, tag) == ("small", "scaled") else ""
             out.append(
                 claim(
-                    f"sinks_form_{size}_{tag}",
+                    f"no_sink_{size}_{tag}",
                     "§1.12 (beyond)",
-                    f"{LABEL[size]}，{tag}：1500 步时形成注意力汇聚——最强的头给第一个位置的平均权重超过 "
-                    f"{SINK_THRESHOLD}（汇聚头占比 > 0）/ attention sinks form in the {size} {tag} model{book}: "
-                    f"its strongest head's final sink share exceeds {SINK_THRESHOLD} (share of sink heads > 0)",
-                    S.effect(d, direction=+1, sesoi=0.0),
+                    f"预测：{LABEL[size]}，{tag}{book}在 1500 步时没有注意力汇聚——最强的头给第一个位置的平均权重低于 "
+                    f"{SINK_THRESHOLD}（Gu et al. 的阈值；汇聚头占比为 0）/ prediction: no attention sink in the {size} "
+                    f"{tag} model at the end: its strongest head's final sink share is below {SINK_THRESHOLD} "
+                    "(strongest − threshold < 0 over seeds)",
+                    S.effect(d, direction=-1, sesoi=0.0),
                     inputs={
                         "strongest_minus_threshold": d,
                         "final_sink_heads": _col(res, size, tag, "final_sink_heads"),
@@ -324,20 +335,21 @@ def judge(res: dict) -> list[dict]:
                     kind="prediction",
                 )
             )
-    e = sesoi(res)
     d = _col(res, "small", "scaled", "final_share", "baseline")
     if d:
         out.append(
             claim(
-                "sink_excess_small_scaled",
+                "no_excess_small_scaled",
                 "§1.12 (beyond)",
-                "书中模型（小、缩放）训练后，第一个位置得到的注意力（头均值）多于均匀基线 / in the trained book's model "
-                "the first position gets more attention (mean of heads) than uniform attention would give it",
-                S.effect(d, direction=+1, sesoi=e),
-                inputs={"final_share_minus_baseline": d, "sesoi": rnd(e)},
+                "预测：训练后的书中模型（小、缩放）给第一个位置的注意力（头均值）不高于均匀基线 / prediction: the "
+                "trained book's model gives the first position no more attention (mean of heads) than uniform "
+                "attention would (final share − baseline < 0 over seeds)",
+                S.effect(d, direction=-1, sesoi=0.0),
+                inputs={"final_share_minus_baseline": d, "baseline": res["baseline"]},
                 kind="prediction",
             )
         )
+    e = alike_margin(res)
     for size in SIZES:
         d = _paired(res, size, "final_share")
         if not d:
@@ -345,18 +357,18 @@ def judge(res: dict) -> list[dict]:
         what = "塌缩的" if size == "big" else ""
         out.append(
             claim(
-                f"unscaled_vs_scaled_{size}",
+                f"unscaled_like_scaled_{size}",
                 "§1.12 (beyond)",
-                f"d_head {D_HEAD[size]}：{what}不缩放模型的注意力比缩放模型更多地汇聚到第一个位置（同一种子配对，"
-                f"最终汇聚份额之差 > 0）/ at d_head {D_HEAD[size]} the {'collapsed ' if size == 'big' else ''}"
-                "unscaled model's attention sinks onto the first position more than the scaled one's (paired "
-                "final sink share, unscaled - scaled > 0)",
-                S.effect(d, direction=+1, sesoi=e),
+                f"预测：d_head {D_HEAD[size]} 时{what}不缩放模型汇聚到第一个位置的注意力与缩放模型相差在噪声内"
+                f"（同一种子配对，最终汇聚份额之差在 ±{e:.3g} 内）/ prediction: at d_head {D_HEAD[size]} the "
+                f"{'collapsed ' if size == 'big' else ''}unscaled model's attention sinks onto the first position "
+                f"no more and no less than the scaled one's (paired final sink share within ±{e:.3g})",
+                S.equivalence(d, e),
                 inputs={
                     "unscaled_minus_scaled": d,
                     "unscaled_final_share": _col(res, size, "unscaled", "final_share"),
                     "scaled_final_share": _col(res, size, "scaled", "final_share"),
-                    "sesoi": rnd(e),
+                    "margin": rnd(e),
                 },
                 kind="prediction",
             )
@@ -366,19 +378,20 @@ def judge(res: dict) -> list[dict]:
     if inputs:
         n = min(len(_runs(res, s, t)) for s in SIZES for t in TAGS.values() if _runs(res, s, t))
         formed = [
-            f"{size} {tag}: {sum(r['stays_step'] is not None for _, r in _runs(res, size, tag))} of "
-            f"{len(_runs(res, size, tag))} seeds end with a sink head"
+            f"{size} {tag}: of {len(rs)} seeds, {sum(r['first_step'] is not None for _, r in rs)} have a head above "
+            f"{SINK_THRESHOLD} at some step, {sum(r['stays_step'] is not None for _, r in rs)} end with one"
             for size in SIZES
             for tag in TAGS.values()
-            if _runs(res, size, tag)
+            if (rs := _runs(res, size, tag))
         ]
         out.append(
             claim(
                 "sink_formation_step",
                 "§1.12 (beyond)",
-                f"汇聚何时出现：每个种子首次有头超过 {SINK_THRESHOLD} 的步、此后一直超过的步、最终与峰值份额 / "
-                f"when sinks form: per seed, the first step a head exceeds {SINK_THRESHOLD}, the step from which "
-                "one stays above it, the final and peak shares",
+                f"汇聚何时出现（我们预测⑤：书中模型多数种子“从不”）：每个种子首次有头超过 {SINK_THRESHOLD} 的步、"
+                f"此后一直超过的步、最终与峰值份额 / when sinks form (our prediction ⑤: 'never' for the book's model "
+                f"in most seeds): per seed, the first step a head exceeds {SINK_THRESHOLD}, the step from which one "
+                "stays above it, the final and peak shares",
                 S.reported("; ".join(formed), n=n),
                 inputs=inputs,
                 kind="prediction",
@@ -393,25 +406,25 @@ def _values(res: dict, size: str, tag: str, key: str) -> str:
 
 WHY = {
     **{
-        f"sinks_form_{size}_{tag}": (
+        f"no_sink_{size}_{tag}": (
             lambda r, size=size, tag=tag: (
                 f"最强的头最终份额 / strongest head's final share {_values(r, size, tag, 'final_strongest')} "
-                f"< {SINK_THRESHOLD}：没有形成汇聚 / no sink formed"
+                f"> {SINK_THRESHOLD}：形成了汇聚，我们的预测错了 / a sink formed: our prediction was wrong"
             )
         )
         for size in SIZES
         for tag in TAGS.values()
     },
-    "sink_excess_small_scaled": lambda r: (
-        f"头均值最终份额 / final share (mean of heads) {_values(r, 'small', 'scaled', 'final_share')} vs the "
-        f"uniform baseline {r['baseline']:.3g}: the first position gets no more than uniform, or less than "
-        f"{sesoi(r):.3g} more"
+    "no_excess_small_scaled": lambda r: (
+        f"头均值最终份额 / final share (mean of heads) {_values(r, 'small', 'scaled', 'final_share')} > the "
+        f"uniform baseline {r['baseline']:.3g}: the first position gets more than uniform, our prediction was wrong"
     ),
     **{
-        f"unscaled_vs_scaled_{size}": (
+        f"unscaled_like_scaled_{size}": (
             lambda r, size=size: (
                 f"不缩放 / unscaled {_values(r, size, 'unscaled', 'final_share')} vs 缩放 / scaled "
-                f"{_values(r, size, 'scaled', 'final_share')}: no more sink without the scale"
+                f"{_values(r, size, 'scaled', 'final_share')}: they differ by more than ±{alike_margin(r):.3g}, our "
+                "prediction was wrong"
             )
         )
         for size in SIZES
@@ -451,7 +464,8 @@ def draw(res: dict) -> dict:
                 res["threshold"], color="black", linestyle=":", linewidth=1, label=f"阈值 / ε = {res['threshold']}"
             )
             ax.set_xscale("symlog", linthresh=25)
-            ax.set_ylim(0, 1)
+            if not _runs(res, size, "scaled") and not _runs(res, size, "unscaled"):
+                ax.text(0.5, 0.5, "未测 / not measured", transform=ax.transAxes, ha="center", color="0.4")
             ax.grid(alpha=0.3)
             if i == 0:
                 n = len(res.get(f"per_seed_{size}") or {})
@@ -460,6 +474,11 @@ def draw(res: dict) -> dict:
                 ax.set_xlabel("步 / step")
         axes[0][j].set_ylabel("汇聚份额（头均值）/ sink share, mean of heads")
         axes[1][j].set_ylabel("最强的头 / strongest head")
+    for i, key in enumerate(("share", "strongest")):  # the rows share their range: up to the highest line
+        top = max(
+            [v for size in SIZES for t in TAGS.values() for _, r in _runs(res, size, t) for v in r[key] if v], default=0
+        )
+        axes[i][0].set_ylim(0, min(1.02, max(0.5, top + 0.05)))
     axes[0][0].legend(fontsize=8)
     fig.suptitle("第一个位置得到的注意力（探针，查询 i ≥ 1 的平均）/ attention on the first position over training")
     fig.tight_layout()
