@@ -436,8 +436,11 @@ def create_app(
         # Only names that were listed are served: no separators, no "..", no symlinks.
         if not valid_run_name(name) or ".." in name or name not in run_names():
             raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
+        from .timeline import run_sinks
+
         try:
-            return {"name": name, **read_metrics(_no_symlink(runs_root / name) / METRICS_FILE)}
+            d = _no_symlink(runs_root / name)
+            return {"name": name, **read_metrics(d / METRICS_FILE), "sinks": run_sinks(d)}
         except OSError:
             raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory") from None
 

@@ -5,7 +5,8 @@
   (metrics.jsonl written in the last ``RUNNING_WINDOW_S`` seconds and no
   summary newer than it), finished (summary.json), or stopped (neither).
 * :func:`timeline_payload`: one run's curves (metrics.jsonl) and snapshots
-  (snapshots.npz), or a clear message when the run has none or the file is
+  (snapshots.npz), with each snapshot's attention-sink share per head
+  (:func:`sinks_of`), or a clear message when the run has none or the file is
   corrupt: the page shows the message, never a blank.
 * :func:`glyph_outlines`: SVG path outlines of characters from the packaged
   CJK font (fontTools, which matplotlib already needs), so an exported SVG
@@ -140,9 +141,39 @@ def snapshots_payload(d: Path) -> dict:
             "metric_names": snap.meta.get("metrics"),
             "patterns": patterns.tolist(),  # (N, L, nh, T, T)
             "metrics": metrics,  # (N, L, nh, M)
+            "sinks": sinks_of(snap.patterns),
         },
         "snapshot_error": None,
     }
+
+
+def sinks_of(patterns: np.ndarray) -> dict:
+    """The attention-sink metric of every snapshot (attnlab.diagnostics.sink_share): each head's
+    share of attention on the first position, mean over queries i >= 1, with the uniform baseline
+    of the probe's length and the threshold. ``patterns`` (N, L, nh, T, T) -> share (N, L, nh)."""
+    import torch
+
+    from attnlab.diagnostics import SINK_THRESHOLD, sink_baseline, sink_share
+
+    share = sink_share(torch.from_numpy(patterns.astype(np.float32)))
+    T = patterns.shape[-1]
+    return {
+        "share": [[[_num(round(float(v), 4)) for v in layer] for layer in step] for step in share.numpy()],
+        "baseline": _num(round(sink_baseline(T), 4)) if T > 1 else None,
+        "threshold": SINK_THRESHOLD,
+    }
+
+
+def run_sinks(d: Path) -> dict | None:
+    """A run's sink shares by snapshot step ({"steps", "share", "baseline", "threshold"}), or None
+    when it has no readable snapshots (the runs page then draws no sink chart)."""
+    from attnlab.snapshots import FILENAME, SnapshotError, read_snapshots
+
+    try:
+        snap = read_snapshots(d / FILENAME)
+    except SnapshotError:
+        return None
+    return {"steps": snap.steps.tolist(), **sinks_of(snap.patterns)}
 
 
 def timeline_payload(root: Path, name: str, read_metrics) -> dict | None:

@@ -62,6 +62,26 @@
     lineChart(charts, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "chart-entropy" });
     lineChart(charts, { title: "||J||_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "chart-jacobian" });
     lineChart(charts, { title: "logit 标准差 logit std", series: per("logit_std"), logY: true, testid: "chart-logit-std" });
+    if (m.sinks) drawSinks(charts, m.sinks, layers.map(([, i]) => i));
+  }
+
+  // Each head's share of attention on the first position, from the run's snapshots (the timeline's metric).
+  function drawSinks(charts, sk, shown) {
+    const series = [];
+    sk.share[0].forEach((heads, li) => {
+      if (!shown.includes(li)) return;
+      heads.forEach((_, h) => series.push({ name: `层${li}·头${h}`, x: sk.steps, y: sk.share.map((st) => st[li][h]),
+        color: LAYER_COLORS[li % LAYER_COLORS.length], dash: ["", "5 3", "2 2", "8 3 2 3"][h % 4] }));
+    });
+    const ends = [sk.steps[0], sk.steps[sk.steps.length - 1]];
+    if (sk.baseline !== null) series.push({ name: "均匀 uniform", x: ends, y: [sk.baseline, sk.baseline], color: "#8a8f99", dash: "2 3" });
+    series.push({ name: `${sk.threshold} 线 threshold`, x: ends, y: [sk.threshold, sk.threshold], color: "#1d2330", dash: "1 3" });
+    const fig = el("figure", { class: "sink-chart", "data-testid": "runs-sinks" });
+    charts.append(fig);
+    lineChart(fig, { title: "第一个位置的注意力比例 attention sink", series, testid: "chart-sinks" });
+    fig.append(el("figcaption", { class: "note", text: `每个头给第一个位置的注意力（探针快照，查询 i ≥ 1 的平均）；高于 ${sk.threshold}（Gu et al. 2024）算 sink，` +
+      `均匀注意力为 ${fmt(sk.baseline)}。 Each head's share of attention on the first position (probe snapshots, mean over ` +
+      `queries i ≥ 1); above ${sk.threshold} (Gu et al. 2024) is a sink, uniform attention gives ${fmt(sk.baseline)}.` }));
   }
 
   async function load() {

@@ -6,6 +6,7 @@
   const $ = (id) => document.getElementById(id);
   // The run in reds, its twin in blues (the case's colours: unscaled red, scaled blue); layers by shade.
   const PALETTE = [["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"]];
+  const SINK_COLORS = ["#2456a6", "#c8372d", "#2f8f5b", "#8a5cc2", "#c9861a", "#4a4a4a", "#1f9ab0", "#b8487e"];
   const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖ Jacobian"], ["logit_std", "logit std"],
     ["diag", "对角 diag"], ["prev", "前一位 prev"], ["distance", "距离 distance"]];
   const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null };
@@ -108,6 +109,31 @@
       lineChart(box, { title: "权重熵 weight entropy", series: per("weight_entropy"), testid: "timeline-chart-entropy" }),
       lineChart(box, { title: "‖J‖_F 雅可比范数 Jacobian norm", series: per("jacobian_fro"), logY: true, testid: "timeline-chart-jacobian" }),
     ];
+    sinkChart(box, runs);
+  }
+
+  // Attention sinks: each head's share of attention on the first position at every snapshot
+  // (/api/timeline's snapshots.sinks), the run solid and its twin dashed, beside the uniform baseline.
+  function sinkChart(box, runs) {
+    const withSinks = runs.filter((r) => r.snapshots && r.snapshots.sinks);
+    if (!withSinks.length) return;
+    const { baseline, threshold } = withSinks[0].snapshots.sinks;
+    const series = [];
+    withSinks.forEach((r) => {
+      const k = r === state.main ? 0 : 1, snap = r.snapshots, share = snap.sinks.share;
+      share[0].forEach((heads, li) => heads.forEach((_, h) => series.push({
+        name: `${k ? "对照 twin " : ""}层${li}·头${h}`, x: snap.steps, y: share.map((st) => st[li][h]),
+        color: SINK_COLORS[(li * heads.length + h) % SINK_COLORS.length], dash: k ? "5 3" : "" })));
+    });
+    const xs = withSinks.flatMap((r) => r.snapshots.steps), ends = [Math.min(...xs), Math.max(...xs)];
+    if (baseline !== null) series.push({ name: "均匀 uniform", x: ends, y: [baseline, baseline], color: "#8a8f99", dash: "2 3" });
+    series.push({ name: `${threshold} 线 threshold`, x: ends, y: [threshold, threshold], color: "#1d2330", dash: "1 3" });
+    const fig = el("figure", { class: "sink-chart", "data-testid": "timeline-sinks" });
+    box.append(fig);
+    state.charts.push(lineChart(fig, { title: "第一个位置的注意力比例 attention sink", series, testid: "timeline-chart-sinks" }));
+    fig.append(el("figcaption", { class: "note", text: `每个头给第一个位置的注意力（查询 i ≥ 1 的平均）；高于 ${threshold}（Gu et al. 2024）算 sink，` +
+      `均匀注意力为 ${fmt(baseline)}。 Each head's share of attention on the first position (mean over queries i ≥ 1); ` +
+      `above ${threshold} (Gu et al. 2024) is a sink, uniform attention gives ${fmt(baseline)}.` }));
   }
 
   function setSlider() {
