@@ -72,9 +72,10 @@ def test_quick_case_claims_are_checks(quick_case):
     claims = {c["id"]: c for c in res["claims"]}
     assert len(claims) >= 30
     for c in claims.values():
-        assert {"id", "kind", "section", "statement", "book", "measured", "expected", "pass"} <= set(c)
+        assert {"id", "kind", "section", "statement", "book", "rule", "inputs", "verdict", "n"} <= set(c)
+        assert {"measured", "expected", "pass"} <= set(c)
         assert c["kind"] in ("book", "sanity") and c["section"].startswith("§")
-        assert ("reason" in c) == (c["kind"] == "book" and not c["pass"])
+        assert ("reason" in c) == (c["kind"] == "book" and c["verdict"] == "FAIL")
     # properties of untrained models do not depend on the run length: these hold ...
     for cid in (
         "init_std_table",
@@ -84,30 +85,30 @@ def test_quick_case_claims_are_checks(quick_case):
         "start_near_ln_vocab",
         "twins_share_init",
         "fixed_d_model_slope_half",
-        "small_init_logit_std_177",
-        "small_init_safe_zone",
-        "big_init_near_critical",
-        "init_entropy_already_sharper",
     ):
-        assert claims[cid]["pass"], claims[cid]
+        assert claims[cid]["verdict"] == "PASS", claims[cid]
+    # ... these are judged over seeds, and one seed has no spread: undecided, never PASS ...
+    for cid in ("small_init_logit_std_177", "big_init_near_critical", "init_entropy_already_sharper"):
+        assert claims[cid]["verdict"] == "INCONCLUSIVE" and claims[cid]["n"] == 1, claims[cid]
     # ... and these fail, each a finding about the book (its d_model = d_head sweep)
-    for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "small_init_logit_std_176", "four_heads_std_near_0_2"):
-        assert not claims[cid]["pass"], claims[cid]
+    for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "four_heads_std_near_0_2"):
+        assert claims[cid]["verdict"] == "FAIL", claims[cid]
         assert claims[cid]["reason"]["category"] == "finding"
+    assert claims["late_training_slow"]["verdict"] == "NA"  # 250 steps: no step 1000 to 1500
     # the claims are recomputed from the JSON alone, and can fail
     assert check_claims(res) == res["claims"]
     broken = json.loads(json.dumps(res))
-    broken["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"][0] = 0.99
-    assert not {c["id"]: c for c in check_claims(broken)}["init_entropy_already_sharper"]["pass"]
+    broken["init_sweep"][2]["logit_std_unscaled"] *= 3
+    assert {c["id"]: c for c in check_claims(broken)}["init_std_table"]["verdict"] == "FAIL"
 
 
-def _report_verdicts(md: str) -> dict[str, bool]:
-    """id -> PASS/FAIL from the claims table of a rebuilt Markdown report."""
+def _report_verdicts(md: str) -> dict[str, str]:
+    """id -> verdict (PASS, FAIL, INCONCLUSIVE, ...) from the claims table of a rebuilt Markdown report."""
     out = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        if len(cells) >= 8 and cells[1] in ("book", "sanity") and cells[7] in ("✅ PASS", "❌ FAIL"):
-            out[cells[0]] = cells[7] == "✅ PASS"
+        if len(cells) >= 9 and cells[1] in ("book", "sanity"):
+            out[cells[0]] = cells[7].split()[-1]
     return out
 
 
@@ -115,7 +116,7 @@ def test_report_rejudges_an_edited_committed_json(tmp_path):
     """`attnlab report` judges the numbers in the file, not the verdicts stored in it."""
     root = Path(__file__).resolve().parents[1]
     res = json.loads((root / "data" / "ch1_case.json").read_text(encoding="utf-8"))
-    before = {c["id"]: c["pass"] for c in check_claims(res)}
+    before = {c["id"]: c["verdict"] for c in check_claims(res)}
     # the unscaled big model's attention never collapses: entropy stays at 0.9 after step 0
     ent = res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"]
     res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"] = [ent[0]] + [0.9] * (len(ent) - 1)
@@ -127,8 +128,9 @@ def test_report_rejudges_an_edited_committed_json(tmp_path):
     assert main(["report", str(path)]) == 0
     after = _report_verdicts((tmp_path / "reports" / "ch1_case.md").read_text(encoding="utf-8"))
     assert set(after) == set(before)
-    turned = {cid for cid in before if before[cid] and not after[cid]}
+    turned = {cid for cid in before if before[cid] != after[cid]}
     assert turned == {"big_unscaled_entropy_collapses"}, turned
+    assert after["big_unscaled_entropy_collapses"] == "FAIL"
     assert all(after[cid] == before[cid] for cid in before if cid != "big_unscaled_entropy_collapses")
 
 
@@ -219,4 +221,4 @@ def test_full_case(tmp_path):
     res = json.loads((tmp_path / "data" / "ch1_case.json").read_text(encoding="utf-8"))
     root = Path(__file__).resolve().parents[1]
     committed = json.loads((root / "data" / "ch1_case.json").read_text(encoding="utf-8"))
-    assert {c["id"]: c["pass"] for c in res["claims"]} == {c["id"]: c["pass"] for c in check_claims(committed)}
+    assert {c["id"]: c["verdict"] for c in res["claims"]} == {c["id"]: c["verdict"] for c in check_claims(committed)}

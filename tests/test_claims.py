@@ -7,6 +7,7 @@ satisfy every claim, so FIX names the change that satisfies that one claim.
 """
 
 import copy
+import functools
 import json
 import math
 from pathlib import Path
@@ -39,7 +40,7 @@ def _run(key: str, j: float, seed: int) -> dict:
         jac = [(0, 0.2975), (222, 0.00471), (444, 0.00051), (1000, 0.00002), (1500, 0.00002)]
         lsd = [(0, 1.63), (222, 982.9), (444, 3176.5), (888, 5416.2), (1200, 5477), (1500, 5477)]
     elif big:
-        ent = [(0, 0.9985), (150, 0.6437), (222, 0.6437), (1500, 0.5745)]
+        ent = [(0, 0.9985), (150, 0.6437), (222, 0.6437), (1500, 0.60)]
         jac = [(0, 0.2017), (150, 0.30), (1500, 0.30)]
         lsd = [(0, 0.10), (150, 1.8), (1500, 1.8)]
     else:
@@ -47,17 +48,23 @@ def _run(key: str, j: float, seed: int) -> dict:
         jac = [(0, 0.26), (300, 0.3), (1500, 0.3)]
         lsd = [(0, 0.29 if not scaled else 0.29 / math.sqrt(32)), (1500, 3.0)]
     end = {"small_unscaled": 4.17, "small_scaled": 4.00, "big_unscaled": 5.18, "big_scaled": 4.23}[key]
+    part = {1.0: 1.0, 1.01: 1.05, 0.99: 0.93}[j]  # seed-to-seed variation of the big pair's parting
 
     def loss(t):
         base = 3.75 + 3.0 * math.exp(-t / 60) + 0.3 * (1 - t / 1500)
-        return base + (0.95 * min(max((t - 180) / 300, 0), 1) if key == "big_unscaled" else 0.0)
+        # the unscaled big curve parts from step ~60 and is stuck from ~360 on, 0.95 above
+        return base + (0.95 * part * min(max((t - 60) / 300, 0), 1) if key == "big_unscaled" else 0.0)
 
+    def val(t):  # falls 2.5 early, then 0.1 over steps 1000 -> 1500 (§1.18.4)
+        return end + 0.1 * j * max(0, 1500 - t) / 500 + 2.5 * math.exp(-t / 100)
+
+    val_steps = [99 + 100 * i for i in range(15)]
     trace = {
         "step": steps,
         "loss": [loss(t) for t in steps],
         "grad_norm": [1.0] * STEPS,
-        "val_step": [99 + 100 * i for i in range(15)],
-        "val_loss": [end] * 15,
+        "val_step": val_steps,
+        "val_loss": [val(t) for t in val_steps],
         "layers": [
             {
                 "weight_entropy": [_lin(t, ent) * (j if t else 1) for t in steps],
@@ -68,15 +75,15 @@ def _run(key: str, j: float, seed: int) -> dict:
             }
         ],
     }
-    gap_j = {1.0: 0.0, 1.01: -0.02, 0.99: -0.05}[j]  # small gaps 0.17, 0.15, 0.12
-    val = end + (gap_j if key == "small_unscaled" else 0.0) + (0.0 if key != "big_unscaled" else (j - 1))
+    gap_j = {1.0: 0.0, 1.01: -0.01, 0.99: 0.01}[j]  # small gaps 0.17, 0.16, 0.18
+    val_end = end + (gap_j if key == "small_unscaled" else 0.0) + (0.0 if key != "big_unscaled" else (j - 1))
     return {
         "run": f"{key}_s{seed}",
         "config": {"d_model": 256 if big else 128, "n_head": 1 if big else 4, "weight_decay": 0.1, "seed": seed},
         "steps": STEPS,
         "loss_start": loss(0),
         "loss_end": end - 0.2,
-        "val_loss_end": val,
+        "val_loss_end": val_end,
         "trace": trace,
     }
 
@@ -115,7 +122,12 @@ def _qk(key: str, j: float) -> dict:
 
 
 def book_like() -> dict:
-    """A case result that follows the book's numbers on three seeds."""
+    """A case result that follows the book's numbers on three seeds (a fresh copy each call)."""
+    return copy.deepcopy(_book_like())
+
+
+@functools.cache
+def _book_like() -> dict:
     ref = (
         json.loads((ROOT.parent.parent / "shared" / "book" / "reference_values.json").read_text())
         if (ROOT.parent.parent / "shared" / "book").is_dir()
@@ -211,6 +223,49 @@ def _loss(res, key, fn):
         r["trace"]["loss"] = [fn(t, v) for t, v in enumerate(r["trace"]["loss"])]
 
 
+def _per_seed(res, key, fn):
+    """fn(seed index, run) edits each run of pair member ``key`` (first seed first)."""
+    for i, r in enumerate(_all_runs(res, key)):
+        fn(i, r)
+
+
+def _series_seeds(res, key, name, fns):
+    """Seed i's layer-0 series ``name`` becomes fns[i](t, v)."""
+
+    def edit(i, r):
+        vals = r["trace"]["layers"][0][name]
+        r["trace"]["layers"][0][name] = [fns[i](t, v) for t, v in enumerate(vals)]
+
+    _per_seed(res, key, edit)
+
+
+def _qk_seeds(res, key, col, factors, when="after"):
+    for q, f in zip(C.qk_runs(res, key), factors):
+        q[when][0][col] *= f
+
+
+def _val_seeds(res, key, fns):
+    """Seed i's validation curve becomes fns[i](step, v)."""
+
+    def edit(i, r):
+        tr = r["trace"]
+        tr["val_loss"] = [fns[i](t, v) for t, v in zip(tr["val_step"], tr["val_loss"])]
+
+    _per_seed(res, key, edit)
+
+
+def _no_gap(res):
+    """The unscaled big curve is the scaled one: no parting at all."""
+    for u, s in zip(_all_runs(res, "big_unscaled"), _all_runs(res, "big_scaled")):
+        u["trace"]["loss"] = list(s["trace"]["loss"])
+
+
+def _gap_scale(res, factors):
+    """Seed i's unscaled big curve parts by factors[i] times the book-like gap."""
+    for u, s, f in zip(_all_runs(res, "big_unscaled"), _all_runs(res, "big_scaled"), factors):
+        u["trace"]["loss"] = [b + f * (a - b) for a, b in zip(u["trace"]["loss"], s["trace"]["loss"])]
+
+
 # id -> mutation that violates it (applied to the book-like result)
 BREAK = {
     "start_near_ln_vocab": lambda r: r["pairs"]["big_scaled"].update(loss_start=6.5),
@@ -219,14 +274,16 @@ BREAK = {
         x.update(logit_std_unscaled=x["d_head"] ** 1.5 / 100) for x in r["init_sweep_fixed_d_model"]
     ],
     "big_unscaled_beats_unigram": lambda r: r["config"].update(corpus_unigram_entropy=5.2),
-    "small_gap_small": lambda r: _small_gap(r, [0.5, 0.5, 0.5]),
+    "small_gap_small": lambda r: _small_gap(r, [0.5, 0.52, 0.48]),
     "small_gap_over_seeds": lambda r: _small_gap(r, [0.17, 0.05, 0.15]),
-    "big_gap_large": lambda r: _big_gap(r, [0.3, 0.3, 0.3]),
-    "big_gap_several_times_small": lambda r: _big_gap(r, [0.3, 0.3, 0.3]) or _small_gap(r, [0.17, 0.15, 0.12]),
-    "curves_part_near_200": lambda r: _loss(r, "big_unscaled", lambda t, v: v + (0.5 if t >= 60 else 0)),
+    "big_gap_large": lambda r: _big_gap(r, [0.3, 0.31, 0.29]),
+    # the big gap barely above the small one: the amplification is below half the book's 0.78
+    "big_gap_several_times_small": lambda r: _big_gap(r, [0.3, 0.31, 0.29]),
+    "curves_part_near_200": _no_gap,
     "big_unscaled_still_learns": lambda r: [x.update(val_loss_end=6.5) for x in _all_runs(r, "big_unscaled")],
-    "late_training_slow": lambda r: _loss(
-        r, "small_scaled", lambda t, v: v + (0.5 * (t - 1000) / 500 if t > 1000 else 0) * -1
+    # the validation loss still falls 0.5 from 1000 to 1500
+    "late_training_slow": lambda r: _val_seeds(
+        r, "small_scaled", [lambda t, v: v + (0.4 * (1500 - t) / 500 if t >= 1000 else 0.4)] * 3
     ),
     "init_std_table": lambda r: r["init_sweep"][2].update(logit_std_unscaled=0.8),
     "init_entropy_table": lambda r: r["init_sweep"][4].update(entropy_unscaled=0.6),
@@ -262,14 +319,14 @@ BREAK = {
         r, "small_unscaled", "logit_std", lambda t, v: 0.070 if t == 0 else v
     ),
     "small_init_safe_zone": lambda r: _set_series(
-        r, "small_unscaled", "weight_entropy", lambda t, v: 0.7 if t == 0 else v
+        r, "small_unscaled", "weight_entropy", lambda t, v: 0.987 if t == 0 else v
     ),
     "big_init_near_critical": lambda r: _set_series(r, "big_unscaled", "logit_std", lambda t, v: 0.5 if t == 0 else v),
     "big_unscaled_logits_explode": lambda r: _set_series(
-        r, "big_unscaled", "logit_std", lambda t, v: v if t < 1400 else 3000
+        r, "big_unscaled", "logit_std", lambda t, v: v if t < 1400 else 1000
     ),
-    "training_amplifies_qk": lambda r: _set_qk(r, "big_scaled", "q_std", "after", 0.8),
-    "w_qkv_grows": lambda r: _set_qk(r, "small_scaled", "W_qkv_fro", "after", 0.8),
+    "training_amplifies_qk": lambda r: _set_qk(r, "big_scaled", "q_std", "after", 0.3),  # q shrinks
+    "w_qkv_grows": lambda r: _set_qk(r, "small_scaled", "W_qkv_fro", "after", 0.3),
     "unscaled_big_logits_vs_scaled": lambda r: _set_qk(r, "big_unscaled", "logit_std", "after", 0.01),
     "superlinear_growth": lambda r: _set_qk(r, "big_unscaled", "logit_std", "after", 0.3),
     "scaled_logit_std_after": lambda r: _set_qk(r, "small_scaled", "logit_std", "after", 0.55),
@@ -286,55 +343,262 @@ FIX = {
     ),
 }
 
+# id -> mutation that leaves it undecided at three seeds: the seeds disagree, the interval is wide
+UNSURE = {
+    "small_gap_small": lambda r: _small_gap(r, [0.17, 0.05, 0.30]),
+    "big_gap_large": lambda r: _big_gap(r, [0.95, 0.6, 1.3]),
+    "big_gap_several_times_small": lambda r: _big_gap(r, [0.95, 0.2, 1.7]),
+    "curves_part_near_200": lambda r: _gap_scale(r, [1.0, -0.2, 0.6]),
+    "big_unscaled_still_learns": lambda r: [
+        x.update(val_loss_end=v) for x, v in zip(_all_runs(r, "big_unscaled"), [5.18, 4.7, 5.5])
+    ],
+    "late_training_slow": lambda r: _val_seeds(
+        r,
+        "small_scaled",
+        [lambda t, v, k=k: v + (k * (1500 - t) / 500 if t >= 1000 else k) for k in (0.0, -0.07, 0.07)],
+    ),
+    "big_scaled_entropy_band": lambda r: _series_seeds(
+        r, "big_scaled", "weight_entropy", [lambda t, v: v, lambda t, v: v + (0.2 if t > 150 else 0), lambda t, v: v]
+    ),
+    "big_scaled_jacobian_band": lambda r: _series_seeds(
+        r, "big_scaled", "jacobian_fro", [lambda t, v: v, lambda t, v: v * (0.9 if t > 150 else 1), lambda t, v: v]
+    ),
+    "big_scaled_logit_std_band": lambda r: _series_seeds(
+        r, "big_scaled", "logit_std", [lambda t, v: v, lambda t, v: v * (0.5 if t > 150 else 1), lambda t, v: v]
+    ),
+    "big_scaled_entropy_keeps_falling": lambda r: _series_seeds(
+        r,
+        "big_scaled",
+        "weight_entropy",
+        [
+            lambda t, v: v,
+            lambda t, v: 0.62 if t > 150 else v,
+            lambda t, v: v - (0.001 * (t - 150) / 10 if t > 150 else 0),
+        ],
+    ),
+    "big_scaled_jacobian_rises": lambda r: _series_seeds(
+        r,
+        "big_scaled",
+        "jacobian_fro",
+        [lambda t, v: v, lambda t, v: 0.19 if t > 150 else v, lambda t, v: v],
+    ),
+    "init_entropy_already_sharper": lambda r: _series_seeds(
+        r,
+        "big_unscaled",
+        "weight_entropy",
+        [lambda t, v: v, lambda t, v: 0.95 if t == 0 else v, lambda t, v: 0.5 if t == 0 else v],
+    ),
+    "small_init_logit_std_176": lambda r: _series_seeds(
+        r, "small_unscaled", "logit_std", [lambda t, v, x=x: x if t == 0 else v for x in (0.07, 0.03, 0.11)]
+    ),
+    "small_init_logit_std_177": lambda r: _series_seeds(
+        r, "small_unscaled", "logit_std", [lambda t, v, x=x: x if t == 0 else v for x in (0.29, 0.15, 0.45)]
+    ),
+    "small_init_safe_zone": lambda r: _series_seeds(
+        r, "small_unscaled", "weight_entropy", [lambda t, v, x=x: x if t == 0 else v for x in (0.999, 0.9998, 0.998)]
+    ),
+    "big_init_near_critical": lambda r: _series_seeds(
+        r, "big_unscaled", "logit_std", [lambda t, v, x=x: x if t == 0 else v for x in (1.615, 0.8, 2.4)]
+    ),
+    "big_unscaled_logits_explode": lambda r: _series_seeds(
+        r, "big_unscaled", "logit_std", [lambda t, v, x=x: v * x for x in (1.0, 0.4, 1.6)]
+    ),
+    "training_amplifies_qk": lambda r: _qk_seeds(r, "big_scaled", "q_std", [1.0, 0.4, 0.6]),
+    "w_qkv_grows": lambda r: _qk_seeds(r, "small_scaled", "W_qkv_fro", [1.0, 0.3, 0.5]),
+    "unscaled_big_logits_vs_scaled": lambda r: _qk_seeds(r, "big_unscaled", "logit_std", [1.0, 10.0, 0.1]),
+    "superlinear_growth": lambda r: _qk_seeds(r, "big_unscaled", "logit_std", [1.0, 2.0, 0.5]),
+    "scaled_logit_std_after": lambda r: _qk_seeds(r, "small_scaled", "logit_std", [1.0, 0.5, 1.5]),
+}
+# exact arithmetic and statements about every seed ("都", a collapse per run) are PASS or FAIL only
+NO_UNSURE = {
+    "start_near_ln_vocab",
+    "twins_share_init",
+    "fixed_d_model_slope_half",
+    "big_unscaled_beats_unigram",
+    "small_gap_over_seeds",
+    "init_std_table",
+    "init_entropy_table",
+    "init_std_below_theory",
+    "init_std_slope_sqrt",
+    "variance_formula",
+    "formula_misses_at_32",
+    "four_heads_std_near_0_2",
+    "big_unscaled_entropy_collapses",
+    "big_unscaled_jacobian_drops",
+}
+
 
 def _verdicts(res):
     return {c["id"]: c for c in check_claims(res)}
 
 
-def test_every_claim_id_has_a_pass_and_a_fail_example():
+def _satisfying(cid):
+    res = book_like()
+    if cid in FIX:
+        FIX[cid](res)
+    return res
+
+
+def test_every_claim_id_has_a_pass_a_fail_and_an_inconclusive_example():
     produced = set(_verdicts(book_like()))
     assert produced == set(BREAK), produced ^ set(BREAK)
     assert set(FIX) <= produced
+    assert set(UNSURE) | NO_UNSURE == produced and not set(UNSURE) & NO_UNSURE
+    rules = {cid: c["rule"] for cid, c in _verdicts(book_like()).items()}
+    assert all(rules[cid] in ("exact", "every", "all_of") for cid in NO_UNSURE), rules
 
 
 @pytest.mark.parametrize("cid", sorted(BREAK))
 def test_claim_passes_on_a_satisfying_result(cid):
-    res = book_like()
-    if cid in FIX:
-        FIX[cid](res)
-    c = _verdicts(res)[cid]
-    assert c["pass"], c
+    c = _verdicts(_satisfying(cid))[cid]
+    assert c["verdict"] == "PASS" and c["pass"], c
 
 
 @pytest.mark.parametrize("cid", sorted(BREAK))
 def test_claim_fails_on_a_violating_result(cid):
-    res = book_like()
-    if cid in FIX:
-        FIX[cid](res)
-        good = copy.deepcopy(res)
-        assert _verdicts(good)[cid]["pass"]
-        res = book_like()  # the un-fixed result violates it
+    res = book_like()  # the un-fixed result: for FIX ids the book-like result already violates it
     BREAK[cid](res)
     c = _verdicts(res)[cid]
-    assert not c["pass"], c
+    assert c["verdict"] == "FAIL" and not c["pass"], c
     if c["kind"] == "book":
-        assert c["reason"]["category"] in ("finding", "protocol", "unexplained") and c["reason"]["text"]
+        assert c["reason"]["category"] in C.REASON_LABELS and c["reason"]["text"]
+
+
+@pytest.mark.parametrize("cid", sorted(UNSURE))
+def test_claim_is_inconclusive_when_the_seeds_disagree(cid):
+    res = _satisfying(cid)
+    UNSURE[cid](res)
+    c = _verdicts(res)[cid]
+    assert c["verdict"] == "INCONCLUSIVE" and not c["pass"], c
+    assert "reason" not in c  # only a FAIL carries a reason; an INCONCLUSIVE carries n_needed
+    assert c["n"] == 3
 
 
 def test_the_book_like_result_passes_everything_the_book_does_not_contradict():
     v = _verdicts(book_like())
-    failing = {cid for cid, c in v.items() if not c["pass"]}
+    failing = {cid for cid, c in v.items() if c["verdict"] != "PASS"}
     assert failing == set(FIX)
 
 
 def test_kinds_and_fields():
     for c in check_claims(book_like()):
         assert c["kind"] in ("book", "sanity")
-        assert {"id", "kind", "section", "statement", "book", "measured", "expected", "pass"} <= set(c)
-        assert c["section"].startswith("§")
+        assert {"id", "kind", "section", "statement", "book", "rule", "inputs", "verdict", "interval", "n"} <= set(c)
+        assert {"n_needed", "measured", "expected", "pass"} <= set(c)
+        assert c["pass"] == (c["verdict"] == "PASS")
+        assert c["section"].startswith("§") and isinstance(c["measured"], str)
+        assert "/ " in c["statement"]  # the chapter's words first, English after
+
+
+def test_one_seed_leaves_the_seed_rules_undecided():
+    """With the big pair and the small pair on one seed only, no effect, value or band claim can
+    pass: one seed has no spread."""
+    res = book_like()
+    res["seed_runs"] = {}
+    res["seeds"]["runs"] = res["seeds"]["runs"][:1]
+    for cid, c in _verdicts(res).items():
+        if c["rule"] in ("effect", "value", "band"):
+            assert c["verdict"] == "INCONCLUSIVE", (cid, c["detail"])
+
+
+COMMITTED = ROOT / "data" / "ch1_case.json"
+# the verdicts of the committed case (issue 21), re-judged from its numbers; a change here is a
+# change of a verdict and needs its reason in the commit message
+COMMITTED_VERDICTS = {
+    "start_near_ln_vocab": "PASS",
+    "twins_share_init": "PASS",
+    "fixed_d_model_slope_half": "PASS",
+    "big_unscaled_beats_unigram": "PASS",
+    "small_gap_small": "INCONCLUSIVE",
+    "small_gap_over_seeds": "FAIL",
+    "big_gap_large": "INCONCLUSIVE",
+    "big_gap_several_times_small": "PASS",
+    "curves_part_near_200": "PASS",
+    "big_unscaled_still_learns": "INCONCLUSIVE",
+    "late_training_slow": "INCONCLUSIVE",
+    "init_std_table": "PASS",
+    "init_entropy_table": "PASS",
+    "init_std_below_theory": "PASS",
+    "init_std_slope_sqrt": "FAIL",
+    "variance_formula": "PASS",
+    "formula_misses_at_32": "FAIL",
+    "four_heads_std_near_0_2": "FAIL",
+    "big_unscaled_entropy_collapses": "PASS",
+    "big_unscaled_jacobian_drops": "FAIL",
+    "big_scaled_entropy_band": "INCONCLUSIVE",
+    "big_scaled_jacobian_band": "INCONCLUSIVE",
+    "big_scaled_logit_std_band": "INCONCLUSIVE",
+    "big_scaled_entropy_keeps_falling": "INCONCLUSIVE",
+    "big_scaled_jacobian_rises": "PASS",
+    "init_entropy_already_sharper": "PASS",
+    "small_init_logit_std_176": "FAIL",
+    "small_init_logit_std_177": "PASS",
+    "small_init_safe_zone": "FAIL",
+    "big_init_near_critical": "PASS",
+    "big_unscaled_logits_explode": "INCONCLUSIVE",
+    "training_amplifies_qk": "PASS",
+    "w_qkv_grows": "PASS",
+    "unscaled_big_logits_vs_scaled": "PASS",
+    "superlinear_growth": "INCONCLUSIVE",
+    "scaled_logit_std_after": "FAIL",
+}
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return json.loads(COMMITTED.read_text(encoding="utf-8"))
+
+
+def test_the_committed_case_gets_the_reported_verdicts(committed):
+    v = _verdicts(copy.deepcopy(committed))
+    assert {cid: c["verdict"] for cid, c in v.items()} == COMMITTED_VERDICTS
+    assert {c["id"]: c["verdict"] for c in committed["claims"]} == COMMITTED_VERDICTS  # the JSON is up to date
+    for c in v.values():
+        if c["verdict"] == "FAIL" and c["kind"] == "book":
+            assert c["reason"]["category"] in C.REASON_LABELS and c["reason"]["text"]
+        if c["verdict"] == "INCONCLUSIVE":
+            assert c["n"] == 3 and "n_needed" in c
+
+
+def test_a_run_that_does_not_collapse_never_helps_the_collapse_claims(committed):
+    """Issue 21's probe: the first seed's unscaled big model never collapses (layer-0 entropy 0.9,
+    logit std 1.5, ‖J‖ 0.3 at every step; the other seeds untouched). No collapse claim may turn
+    PASS, and the count of book PASS must not rise (it had risen from 20 to 21 under the 2-sd rule)."""
+    before = _verdicts(copy.deepcopy(committed))
+    probe = copy.deepcopy(committed)
+    layer = probe["pairs"]["big_unscaled"]["trace"]["layers"][0]
+    n = len(layer["weight_entropy"])
+    layer.update(weight_entropy=[0.9] * n, logit_std=[1.5] * n, jacobian_fro=[0.3] * n)
+    after = _verdicts(probe)
+    for cid in ("big_unscaled_entropy_collapses", "big_unscaled_jacobian_drops", "big_unscaled_logits_explode"):
+        assert after[cid]["verdict"] != "PASS", after[cid]
+    assert after["big_unscaled_entropy_collapses"]["verdict"] == "FAIL"
+    assert after["big_unscaled_jacobian_drops"]["verdict"] == "FAIL"
+    turned_pass = {cid for cid in before if after[cid]["verdict"] == "PASS" != before[cid]["verdict"]}
+    assert not turned_pass, turned_pass
+
+    def n_pass(v):
+        return sum(c["verdict"] == "PASS" for c in v.values() if c["kind"] == "book")
+
+    assert n_pass(after) <= n_pass(before)
+
+
+def test_more_spread_never_turns_a_claim_into_pass(committed):
+    """Inflating the seeds' disagreement (every per-seed training diagnostic of the second seed pushed
+    away from the first) can move verdicts towards INCONCLUSIVE or FAIL, never to PASS."""
+    before = _verdicts(copy.deepcopy(committed))
+    noisy = copy.deepcopy(committed)
+    for key in ("big_unscaled", "big_scaled"):
+        r0, r1 = C.runs(noisy, key)[:2]
+        for name in ("weight_entropy", "jacobian_fro", "logit_std"):
+            a, b = r0["trace"]["layers"][0][name], r1["trace"]["layers"][0][name]
+            r1["trace"]["layers"][0][name] = [y + 2 * (y - x) for x, y in zip(a, b)]
+    after = _verdicts(noisy)
+    assert not {cid for cid in before if after[cid]["verdict"] == "PASS" != before[cid]["verdict"]}
 
 
 def test_near_uses_seed_spread_and_floor():
+    """The old widening rule stays importable for the modules not yet moved to attnlab.stats."""
     ok, tol = C.near([1.0, 1.0, 1.0], 1.05)
     assert ok and tol == pytest.approx(0.105)
     ok, tol = C.near([1.0, 1.2, 1.4], 1.5)
@@ -353,7 +617,7 @@ def test_parting_step_is_where_the_gap_stays_above_threshold():
     res = book_like()
     u, s = res["pairs"]["big_unscaled"], res["pairs"]["big_scaled"]
     p = C.parting_step(u, s, 0.05)
-    assert 180 < p < 230
+    assert 60 < p < 110
     assert C.parting_step(s, s, 0.05) is None
 
 
@@ -373,7 +637,7 @@ def test_weight_decay_evidence_turns_a_fail_into_a_protocol_difference():
         ],
     }
     c = _verdicts(res)["big_scaled_entropy_band"]
-    assert not c["pass"]
+    assert c["verdict"] == "FAIL"
     assert c["reason"]["category"] == "protocol" and "weight decay 0" in c["reason"]["text"]
     # and when the other weight decay does not reach the book either, it stays unexplained
     BREAK["big_scaled_entropy_band"](fixed)
