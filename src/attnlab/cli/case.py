@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
+from ..errors import UsageError
 from . import common
+
+MAX_SEEDS = 64  # a sane bound: 64 seeds of the case are days of training on one CPU
+seed_count = common.int_range(1, MAX_SEEDS, "a number of seeds")
 
 
 def add_parser(sub):
@@ -25,10 +29,61 @@ def add_parser(sub):
     p.add_argument(
         "--reuse-json",
         action="store_true",
-        help="train nothing: keep the first seed's sections of the existing data/ch1_case.json "
-        "and add the other seeds' and the weight-decay runs found finished under runs/case",
+        help="train nothing: keep everything the existing data/ch1_case.json holds and add the runs "
+        "of the requested seeds found finished under runs/case",
+    )
+    p.add_argument(
+        "--seeds",
+        type=seed_count,
+        default=None,
+        metavar="N",
+        help="the small pair on N seeds 20261014, 20261015, ... (default 3; 1 with --quick)",
+    )
+    p.add_argument(
+        "--big-seeds", type=seed_count, default=None, metavar="N", help="the big pair on the first N seeds (default 3)"
+    )
+    p.add_argument(
+        "--big-unscaled-seeds",
+        type=seed_count,
+        default=None,
+        metavar="N",
+        help="the big unscaled member alone on the first N seeds (default: --big-seeds)",
+    )
+    p.add_argument(
+        "--wd-seeds",
+        type=seed_count,
+        default=None,
+        metavar="N",
+        help="the weight-decay pairs on the first N seeds (default 1; --quick has none)",
     )
     return p
+
+
+def seed_settings(args, settings):
+    """``settings`` with the seed counts the options ask for; a count beyond what it builds on is refused."""
+    from ..experiments.case import BOOK_SEED
+
+    n = args.seeds or len(settings.seeds)
+    big = args.big_seeds or min(settings.big_seeds, n)
+    unscaled = args.big_unscaled_seeds or big
+    wd = args.wd_seeds or min(settings.wd_seeds, n)
+    for option, value in (("--big-seeds", big), ("--big-unscaled-seeds", unscaled), ("--wd-seeds", wd)):
+        if value > n:
+            raise UsageError(
+                f"{option} {value} exceeds --seeds {n}: it runs on the first of those seeds; raise --seeds"
+            )
+    if unscaled < big:
+        raise UsageError(f"--big-unscaled-seeds {unscaled} is below --big-seeds {big}: the pair needs both members")
+    if args.wd_seeds and not settings.wd_values:
+        raise UsageError("--wd-seeds: --quick trains no weight-decay pairs")
+    seeds = tuple(BOOK_SEED + i for i in range(n)) if args.seeds else settings.seeds
+    return replace(
+        settings,
+        seeds=seeds,
+        big_seeds=big,
+        big_unscaled_seeds=unscaled if unscaled != big else None,
+        wd_seeds=wd,
+    )
 
 
 def main(args) -> int:
@@ -46,6 +101,7 @@ def main(args) -> int:
             "ray_address": args.ray_address,
         }
     )
+    settings = seed_settings(args, settings)
     out = Path(args.out)
     base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
     result = run_case(

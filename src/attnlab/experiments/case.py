@@ -58,6 +58,8 @@ class CaseSettings:
     workers: int | None = None  # local: processes (default: one per core, one thread each)
     ray_address: str | None = None
     big_seeds: int = 3  # the big pair on the first N seeds (issue 11: spread for big claims)
+    big_unscaled_seeds: int | None = None  # the big unscaled member alone on the first N seeds
+    # (None: big_seeds; issue 22: its logit-scale claims read that member only)
     wd_values: tuple[float, ...] = (0.0, 0.01)  # the big pair also at these weight decays (§1.18.3
     # never states one; the default 0.1 is ours)
     wd_seeds: int = 1  # ... on the first N seeds
@@ -181,9 +183,10 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     """Groups of same-shape runs and the name of each of the four pairs' runs.
 
     Groups: the small pair on every seed; the big pair on the first ``big_seeds``
-    seeds (the first seed keeps its historical names ``big_unscaled`` /
-    ``big_scaled``); the big pair at each weight decay in ``wd_values`` on the
-    first ``wd_seeds`` seeds (names ``big_{tag}_wd{wd}_s{seed}``).
+    seeds and its unscaled member on the first ``big_unscaled_seeds`` (the first seed
+    keeps its historical names ``big_unscaled`` / ``big_scaled``); the big pair at each
+    weight decay in ``wd_values`` on the first ``wd_seeds`` seeds (names
+    ``big_{tag}_wd{wd}_s{seed}``).
     """
     base = Config(
         max_steps=s.steps,
@@ -197,10 +200,13 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
         for scaled in (False, True):
             tag = "scaled" if scaled else "unscaled"
             small.append(case_run(f"small_{tag}_s{seed}", base.replace(**SMALL, scaled=scaled, seed=seed)))
-    big = []
-    for seed in s.seeds[: max(1, s.big_seeds)]:
-        for sc in (False, True):
-            big.append(case_run(big_name(sc, seed, s.seeds[0]), base.replace(**BIG, scaled=sc, seed=seed)))
+    n_big = {False: max(1, s.big_unscaled_seeds or s.big_seeds), True: max(1, s.big_seeds)}
+    big = [
+        case_run(big_name(sc, seed, s.seeds[0]), base.replace(**BIG, scaled=sc, seed=seed))
+        for i, seed in enumerate(s.seeds)
+        for sc in (False, True)
+        if i < n_big[sc]
+    ]
     wd = []
     for value in s.wd_values:
         for seed in s.seeds[: max(1, s.wd_seeds)]:
@@ -298,11 +304,15 @@ def run_case(
 ) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
 
-    ``base``: an earlier result of the same settings (``attnlab case --reuse-json``). Nothing is
-    trained then: the sections of the first seed and the small pair's seeds (``init_sweep``,
-    ``pairs``, ``seeds``, ``qk_scale``, ``samples``, ``timings``) are kept from ``base``, and the
-    sections of the other runs (``seed_runs``, ``weight_decay``) are built from whichever of
-    them finished under ``out/runs/case``.
+    ``base``: an earlier result of the same steps and first seed (``attnlab case --reuse-json``).
+    Nothing is trained then, and nothing ``base`` holds is dropped or measured again: its
+    sections (``init_sweep``, ``pairs``, ``qk_scale``, ``samples``, ``timings``, and every row of
+    ``seeds``, entry of ``seed_runs``, pair of ``weight_decay`` and run of ``book_steps``) are
+    kept as they are, and every run of ``settings`` that finished under ``out/runs/case`` and
+    that ``base`` does not hold is measured as the full case measures it and added (a seeds row
+    for each small seed whose two members are then stored). Seeds may be added this way
+    (``settings.seeds`` longer than ``base``'s), the unscaled big member on more seeds than the
+    scaled one included.
     """
     from ..perf import matmul_only_step_s, matmul_rate, train_flops
     from ..runner import Finished, finished_history
@@ -315,13 +325,17 @@ def run_case(
     groups, pair_names = case_runs(settings)
     timings: dict[str, float] = {}
     runs = [run for g in groups for run in g]
+    on_disk: set[str] = set()  # --reuse-json: the runs of settings finished under out/runs
     if base is not None:
-        _check_base(base, settings)
+        _check_base(base, settings, text)
+        stored = stored_runs(base)
         results = {}
         for r in runs:
             try:
                 if finished_history(r.dir(out / "runs"), r.cfg):
-                    results[r.name] = tuple(Finished(r, r.dir(out / "runs"), "reused"))
+                    on_disk.add(r.name)
+                    if r.name not in stored:  # what base holds is never measured again
+                        results[r.name] = tuple(Finished(r, r.dir(out / "runs"), "reused"))
             except CheckpointError:
                 pass
         sweep = base["init_sweep"]
@@ -355,7 +369,7 @@ def run_case(
         timings["workers"] = _workers_used(settings, len(runs))
 
     t0 = time.perf_counter()
-    tok: CharTokenizer = next(iter(results.values()))[1] if results else CharTokenizer(text, 1200)
+    tok: CharTokenizer = next(iter(results.values()))[1] if results else CharTokenizer(text, runs[0].cfg.vocab_size)
 
     def qk_of(name: str) -> dict:
         cfg = _spec(groups, name)
@@ -399,7 +413,7 @@ def run_case(
 
     # the other seeds of each pair member, and the weight-decay pairs (what finished)
     first = settings.seeds[0]
-    seed_runs: dict[str, list] = {}
+    seed_runs: dict[str, list] = {k: list(v) for k, v in base.get("seed_runs", {}).items()} if base else {}
     for key in pair_names:
         size, tag = key.split("_")
         for seed in settings.seeds[1:]:
@@ -413,7 +427,20 @@ def run_case(
                         "qk": qk_of(name),
                     }
                 )
-    wd_pairs = []
+    all_seeds = merged_settings(base["config"]["settings"], settings)["seeds"] if base else list(settings.seeds)
+    seed_runs = order_seed_runs(seed_runs, all_seeds)
+    if base is not None:
+        rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
+        if len(rows) > len(base["seeds"]["runs"]):
+            gaps = [r["gap"] for r in rows]
+            seeds_section = {
+                **seeds_section,
+                "runs": rows,
+                "mean_gap": sum(gaps) / len(gaps),
+                "min_gap": min(gaps),
+                "max_gap": max(gaps),
+            }
+    wd_pairs = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
     for value in settings.wd_values:
         for seed in settings.seeds[: max(1, settings.wd_seeds)]:
             nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
@@ -433,12 +460,17 @@ def run_case(
                         },
                     }
                 )
+    wd_values = merged_settings(base["config"]["settings"], settings)["wd_values"] if base else list(settings.wd_values)
+    wd_pairs.sort(key=lambda p: (wd_values.index(p["weight_decay"]), all_seeds.index(p["seed"])))
     # §1.12.1's steps on fixed validation batches, for every big run that kept its weights
     book_steps = {"batches": settings.val_batches, "layer": 0, "runs": {}}
+    if base is not None and "book_steps" in base:
+        book_steps = {**base["book_steps"], "runs": dict(base["book_steps"]["runs"])}
     for r in runs:
-        if r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"] and r.name in results:
+        big = r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"]
+        if big and (r.name in results or r.name in on_disk) and r.name not in book_steps["runs"]:
             d = diagnostics_at_steps(
-                r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), settings.val_batches, device
+                r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), book_steps["batches"], device
             )
             if len(d["steps"]) > 1:
                 book_steps["runs"][r.name] = d
@@ -446,9 +478,12 @@ def run_case(
 
     # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap)
     t0 = time.perf_counter()
-    fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
-    four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
-    timings["init_sweep_fixed_s"] = time.perf_counter() - t0
+    if base is not None and "init_sweep_fixed_d_model" in base and "init_four_heads" in base:
+        fixed, four = base["init_sweep_fixed_d_model"], base["init_four_heads"]  # kept, not redrawn
+    else:
+        fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
+        four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
+        timings["init_sweep_fixed_s"] = time.perf_counter() - t0
 
     if base is None:
         t0 = time.perf_counter()
@@ -483,7 +518,7 @@ def run_case(
         timings = {
             **base["timings"],
             "reuse_analysis_s": timings["analysis_s"],
-            "init_sweep_fixed_s": timings["init_sweep_fixed_s"],
+            **{k: timings[k] for k in ("init_sweep_fixed_s",) if k in timings},
         }
         env = base["environment"]
     cfg_section = {
@@ -506,11 +541,26 @@ def run_case(
         f"{settings.loss_window} steps; gaps use validation loss",
     }
     if base is not None:
-        cfg_section["reused_from_json"] = (
-            "init_sweep, pairs, seeds, qk_scale, samples, timings and "
-            "environment are those of the earlier data/ch1_case.json (same "
-            "settings); seed_runs and weight_decay come from the runs under "
-            "runs/case"
+        old_cfg = base["config"]
+        entries = [e["run"] for v in seed_runs.values() for e in v]
+        entries += [p[t]["run"] for p in wd_pairs for t in ("unscaled", "scaled")]
+        new_book = set(book_steps["runs"]) - set(base.get("book_steps", {}).get("runs", {}))
+        added = sorted((set(entries) - stored) | new_book)  # what this pass measured
+        cfg_section = {
+            **cfg_section,
+            **{k: old_cfg[k] for k in ("small", "big", "corpus", "corpus_unigram_entropy") if k in old_cfg},
+            "settings": merged_settings(old_cfg["settings"], settings),
+            "reused_from_json": "every section of the earlier data/ch1_case.json is kept as it was (init "
+            "sweeps, pairs, qk_scale, samples, timings, environment, and each stored seeds row, seed run, "
+            "weight-decay pair and book-steps run); the runs finished under runs/case that it did not "
+            "hold are measured and added (config.added lists them)",
+            "added": [*old_cfg.get("added", []), *added],
+        }
+        log(
+            f"--reuse-json: kept {len(stored)} stored runs; added {len(added)}"
+            + (f" ({', '.join(added)})" if added else "")
+            + f"; small seeds {len(seeds_section['runs'])}, big unscaled {len(seed_runs.get('big_unscaled', [])) + 1}"
+            f", big scaled {len(seed_runs.get('big_scaled', [])) + 1}, weight-decay pairs {len(wd_pairs)}"
         )
     result = {
         "kind": "ch1_case",
@@ -522,15 +572,12 @@ def run_case(
         "pairs": pairs,
         "seeds": seeds_section,
         "seed_runs": seed_runs,
-        "weight_decay": {"values": list(settings.wd_values), "pairs": wd_pairs},
+        "weight_decay": {"values": wd_values, "pairs": wd_pairs},
         "book_steps": book_steps,
         "qk_scale": qk,
-        "samples": {
-            "prompt": PROMPT,
-            "seed": settings.sample_seed,
-            "max_new_tokens": settings.sample_tokens,
-            **samples,
-        },
+        "samples": base["samples"]
+        if base is not None
+        else {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens, **samples},
         "timings": timings,
         "environment": env,
     }
@@ -539,19 +586,107 @@ def run_case(
     return result
 
 
-def _check_base(base: dict, settings: CaseSettings) -> None:
+def _check_base(base: dict, settings: CaseSettings, text: str) -> None:
+    """Refuse a base whose stored runs were measured otherwise than ``settings`` would measure new ones."""
     missing = [
         k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "samples", "timings", "environment") if k not in base
     ]
     if missing:
         raise CaseError(f"the existing case result lacks {', '.join(missing)}; run `attnlab case` without --reuse-json")
     old = base["config"]["settings"]
-    if old.get("steps") != settings.steps or list(old.get("seeds", [])) != list(settings.seeds):
+    old_seeds = list(old.get("seeds", []))
+    if old.get("steps") != settings.steps or old_seeds[:1] != list(settings.seeds[:1]):
         raise CaseError(
-            f"the existing case result was run with steps {old.get('steps')} and seeds "
-            f"{old.get('seeds')}, not {settings.steps} and {list(settings.seeds)}; run "
+            f"the existing case result was run with steps {old.get('steps')} and first seed "
+            f"{old_seeds[:1]}, not {settings.steps} and {list(settings.seeds[:1])}; run "
             f"`attnlab case` without --reuse-json"
         )
+    for key in ("loss_window", "val_batches"):
+        if key in old and old[key] != getattr(settings, key):
+            raise CaseError(
+                f"the existing case result measured with {key} {old[key]}, not {getattr(settings, key)}: "
+                f"new runs would not be comparable; run `attnlab case` without --reuse-json"
+            )
+    chars = base["config"].get("corpus_chars")
+    if chars is not None and chars != len(text):
+        raise CaseError(
+            f"the existing case result was trained on a corpus of {chars} characters, this one has "
+            f"{len(text)}; pass the same --corpus"
+        )
+
+
+def stored_runs(res: dict) -> set[str]:
+    """Names of the runs a case result holds measurements of (pairs, seed_runs, weight_decay)."""
+    names = {v["run"] for v in res.get("pairs", {}).values() if isinstance(v, dict) and "run" in v}
+    names |= {e["run"] for entries in res.get("seed_runs", {}).values() for e in entries}
+    wd = res.get("weight_decay") or {}
+    names |= {p[tag]["run"] for p in wd.get("pairs", []) for tag in ("unscaled", "scaled")}
+    return names
+
+
+def merged_settings(old: dict, s: CaseSettings) -> dict:
+    """The settings of a result that merges ``s``'s runs into one made with ``old``: seeds and weight
+    decays the union (old ones first, in their order), seed counts the larger, the rest as ``old``."""
+    seeds = [*old.get("seeds", []), *(x for x in s.seeds if x not in old.get("seeds", []))]
+    wds = [*old.get("wd_values", []), *(v for v in s.wd_values if v not in old.get("wd_values", []))]
+    new = asdict(s)
+    new_unscaled = s.big_unscaled_seeds or s.big_seeds
+    old_unscaled = old.get("big_unscaled_seeds") or old.get("big_seeds", 1)
+    return {
+        **new,
+        **old,
+        "seeds": seeds,
+        "wd_values": wds,
+        "init_d_heads": list(old.get("init_d_heads", s.init_d_heads)),
+        "big_seeds": max(old.get("big_seeds", 1), s.big_seeds),
+        "big_unscaled_seeds": max(old_unscaled, new_unscaled),
+        "wd_seeds": max(old.get("wd_seeds", 1), s.wd_seeds),
+        **{k: new[k] for k in ("executor", "workers", "ray_address", "device")},
+    }
+
+
+def order_seed_runs(seed_runs: dict[str, list], seeds: list[int]) -> dict[str, list]:
+    """Each pair member's runs, the seeds its partner also has first, then its own extra seeds, each
+    group in the order of ``seeds``. Readers pair the two members by position (``zip`` of
+    ``claims.runs``), so the paired seeds line up even when one member has more seeds than the other
+    (issue 22: the big unscaled member beyond the big scaled one) or a seed of one is missing."""
+    rank = {x: i for i, x in enumerate(seeds)}
+    seed_of = lambda e: e["config"]["seed"]
+    out = {}
+    for key, entries in seed_runs.items():
+        size, tag = key.split("_")
+        partner = seed_runs.get(f"{size}_{'unscaled' if tag == 'scaled' else 'scaled'}", [])
+        theirs = {seed_of(e) for e in partner}
+        out[key] = sorted(entries, key=lambda e: (seed_of(e) not in theirs, rank.get(seed_of(e), len(rank))))
+    return out
+
+
+def seed_rows(pairs: dict, seed_runs: dict[str, list], rows: list[dict], seeds: list[int]) -> list[dict]:
+    """``rows`` (the stored small-pair rows of ``seeds``) and, after them in the order of ``seeds``, a
+    row for every seed without one whose two small members are stored: the same numbers the full
+    case computes, from the members' stored end losses (nothing is measured again)."""
+    have = {r["seed"] for r in rows}
+    member = {
+        tag: {e["config"]["seed"]: e for e in [pairs[f"small_{tag}"], *seed_runs.get(f"small_{tag}", [])]}
+        for tag in ("unscaled", "scaled")
+    }
+    out = list(rows)
+    for seed in seeds:
+        u, s = member["unscaled"].get(seed), member["scaled"].get(seed)
+        if seed in have or u is None or s is None:
+            continue
+        out.append(
+            {
+                "seed": seed,
+                "loss_end_unscaled": u["loss_end"],
+                "loss_end_scaled": s["loss_end"],
+                "val_loss_end_unscaled": u["val_loss_end"],
+                "val_loss_end_scaled": s["val_loss_end"],
+                "gap": u["val_loss_end"] - s["val_loss_end"],
+                "gap_train": u["loss_end"] - s["loss_end"],
+            }
+        )
+    return out
 
 
 def _spec(groups: list[list[Run]], name: str) -> Config:
