@@ -2,7 +2,7 @@
 
 An :class:`Experiment` is one entry: its id, the chapter section it answers,
 the chapter's own statement, the command that reproduces it, the runs it needs
-(``attnlab.runner.Run`` list, possibly empty) and ``analyze(ctx) -> Outcome``,
+(``attnlab.runner.Run`` list, possibly empty), ``measure(ctx) -> Outcome`` and a pure ``judge(results)``,
 which turns finished runs (or committed JSON, or a measurement) into results,
 claims and figures. The registry is :mod:`attnlab.lab` (one module per experiment); adding an
 experiment is one module there, one test file and one line in ``lab.ORDER``.
@@ -126,7 +126,6 @@ class Experiment:
     title: str  # 中文 / English
     statement: str  # what the chapter says, with its numbers
     command: str  # the exact command that reproduces this entry
-    analyze: Callable[[Context], Outcome] | None = None  # measure + judge in one (older entries)
     runs: Callable[[Scale], list[Run]] = lambda scale: []
     min_runs: Callable[[Scale], list[Run]] | None = None  # enough for a partial result
     order: tuple = ()  # sort key in the chapter's order (from section if empty)
@@ -143,8 +142,8 @@ class Experiment:
     draw: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
-        if (self.analyze is None) == (self.measure is None or self.judge is None):
-            raise ValueError(f"experiment {self.id}: give measure and judge (or an older analyze)")
+        if self.measure is None or self.judge is None:
+            raise ValueError(f"experiment {self.id}: give measure and judge")
 
     def key(self) -> tuple:
         return self.order or section_key(self.section)
@@ -391,9 +390,7 @@ class NotAvailable(Exception):
 
 
 def analyze(e: Experiment, ctx: Context) -> Outcome:
-    """measure, then judge the results (or an older entry's analyze)."""
-    if e.analyze is not None:
-        return e.analyze(ctx)
+    """measure, then judge the results."""
     if ctx.previous is None:
         prev = ctx.root / DATA_DIR / f"{e.id}.json"
         if prev.is_file() and not ctx.scale.quick:

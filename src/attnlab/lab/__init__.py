@@ -35,17 +35,7 @@ ORDER = (
 
 
 def _load() -> list[Experiment]:
-    out = []
-    for eid in ORDER:
-        try:
-            out.append(importlib.import_module(f"{__name__}.{eid}").EXPERIMENT)
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{eid}":
-                raise
-            from ..experiments.book_experiments import EXPERIMENTS as OLD  # not converted yet
-
-            out += [x for x in OLD if x.id == eid]
-    return out
+    return [importlib.import_module(f"{__name__}.{eid}").EXPERIMENT for eid in ORDER]
 
 
 EXPERIMENTS: list[Experiment] = _load()

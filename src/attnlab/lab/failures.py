@@ -68,7 +68,5 @@ EXPERIMENT = Experiment(
     "（喂标准差 5000 的 logits 才炸）；④ 误用 d_k 注意力退化成均匀（熵 0.9989），loss 不变",
     "attnlab failures",
     measure=measure,
-    # the failures module's own judge on its committed result (source): its FAILs carry their reasons
-    judge=lambda doc: F.judge(results_of(doc)),
-    source=SOURCE,
+    judge=F.judge,  # the failures module's own judge, on the inputs results_of stores: its FAILs carry their reasons
 )

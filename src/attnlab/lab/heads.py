@@ -70,7 +70,5 @@ EXPERIMENT = Experiment(
     "attnlab heads runs/case/small_scaled_s20261014/ckpt.pt --also runs/case/small_scaled_s20261015/ckpt.pt "
     "--also runs/case/small_scaled_s20261016/ckpt.pt --out data/head_portrait.json",
     measure=measure,
-    # the heads module's own judge on its committed result (source): its FAILs carry their reasons
-    judge=lambda doc: H.judge(results_of(doc)),
-    source=SOURCE,
+    judge=H.judge,  # the heads module's own judge, on the inputs results_of stores: its FAILs carry their reasons
 )

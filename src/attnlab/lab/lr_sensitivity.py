@@ -380,7 +380,7 @@ WHY = {
 
 EXPERIMENT = Experiment(
     "lr_sensitivity",
-    "beyond §1.18.4",
+    "§1.18.4 (beyond)",
     "超出本章：什么时候需要 1/√d_k？五种缩放的学习率敏感度 / beyond the chapter: the learning-rate map of five "
     "attention scalings",
     "书中只在一个学习率（3e-3，“实测这个值收敛最快”）上问缩放重不重要；这里在 1e-3 … 1e-1 上对 1/√d、不缩放、1/d、"
@@ -391,7 +391,7 @@ EXPERIMENT = Experiment(
     judge=judge,
     runs=lambda scale: runs_of_seed(scale, R.BOOK_SEED),
     min_runs=lambda scale: [],
-    order=(1, 18, 6),
+    order=(1, 18, 4, 1),
     prediction=PREDICTION,
     why=WHY,
     seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),

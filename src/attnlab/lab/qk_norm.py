@@ -56,7 +56,7 @@ def _qk_gain_rms(model, layer: int = 0) -> float:
     return (attn.q_norm.weight * attn.k_norm.weight).pow(2).mean().sqrt().item()
 
 
-def _qk_logit_bound(model, layer: int = 0) -> float:
+def qk_logit_bound(model, layer: int = 0) -> float:
     """The largest |logit| QK-norm allows in ``layer``: LayerNorm gives every head's q̂ the norm
     sqrt(d_head), so |q·k| <= (max|g_q| sqrt(d) + |b_q|)(max|g_k| sqrt(d) + |b_k|), times
     1/sqrt(d) when scaled. With the gains at 1 and no bias that is d_head unscaled, sqrt(d_head) scaled."""
@@ -81,7 +81,7 @@ def _measure_pair(size: str, fs: list) -> dict:
             f"entropy_end_{k}": last["weight_entropy"],
             f"gain_rms_{k}": _qk_gain_rms(f.model),
             f"absmax_end_{k}": last["logit_absmax"],
-            f"bound_end_{k}": _qk_logit_bound(f.model),
+            f"bound_end_{k}": qk_logit_bound(f.model),
         }
     return row
 

@@ -133,5 +133,4 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     order=(1, 20, 2, 1),
-    source=SOURCE,
 )
