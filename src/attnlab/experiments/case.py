@@ -99,8 +99,10 @@ def init_sweep(
     fixed batch of ids in [2, 300) of shape (8, 32) drawn from a generator seeded
     with ``seed``; ``samples`` independent initialisations (torch seeds seed,
     seed+1, ...) per d_head. Scaled and unscaled share each initialisation: the
-    unscaled scores are captured and the scaled ones are the same divided by
-    sqrt(d_head). Statistics pool the causal entries (or rows) of all samples.
+    scaled twin gets the unscaled model's weights. Both are observed through their
+    taps (the scores and the attention pattern each model computes itself; nothing
+    of the attention is written again here). Statistics pool the causal entries (or
+    rows) of all samples, in float64.
 
     ``d_model`` given: d_model stays fixed and n_head = d_model / d_head (issue 11: the
     book's sweep ties d_model to d_head, so Var(q_i) = d_model σ² grows with d_head too;
@@ -113,28 +115,30 @@ def init_sweep(
     T = x.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     n_valid = torch.arange(2, T + 1)  # rows 1..T-1
+    taps = ("tap_scores", "tap_pattern", "tap_q", "tap_k")
     out = []
     for d in d_heads:
         dm = d if d_model is None else d_model
         cfg = Config(d_model=dm, n_head=dm // d, n_layer=1, vocab_size=300, block_size=32, scaled=False, device="cpu")
-        scores_all, q_all, k_all = [], [], []
+        seen: dict[str, list[torch.Tensor]] = {}
         for s in range(samples):
             torch.manual_seed(seed + s)
             model = TinyGPT(cfg).eval()
-            with model.capture("tap_scores", "tap_q", "tap_k") as st:
-                model(x)
-            scores_all.append(st["blocks.0.attn.tap_scores"][0])  # (B, 1, T, T) unscaled
-            q_all.append(st["blocks.0.attn.tap_q"][0])
-            k_all.append(st["blocks.0.attn.tap_k"][0])
+            twin = TinyGPT(cfg.replace(scaled=True)).eval()
+            twin.load_state_dict(model.state_dict())  # the same initialisation, divided by sqrt(d_head)
+            for name, m in (("unscaled", model), ("scaled", twin)):
+                with m.capture(*taps) as st:
+                    m(x)
+                for tap in taps:
+                    seen.setdefault(f"{name}.{tap}", []).append(st[f"blocks.0.attn.{tap}"][0])
             if on_sample:
                 on_sample()
-        scores = torch.cat(scores_all).double()  # (samples*B, 1, T, T)
-        q = torch.cat(q_all).double()
+        pooled = {k: torch.cat(v).double() for k, v in seen.items()}  # (samples*B, nh, T, T) / (..., hs)
+        q = pooled["unscaled.tap_q"]
         row = {"d_head": d, "d_model": dm, "n_head": dm // d, "samples": samples, "theory_sqrt_d_head": math.sqrt(d)}
-        for name, factor in (("unscaled", 1.0), ("scaled", 1.0 / math.sqrt(d))):
-            sc = scores * factor
-            p = sc.masked_fill(~causal, float("-inf")).softmax(-1)[..., 1:, :]
-            row[f"logit_std_{name}"] = masked_std(sc, causal).item()
+        for name in ("unscaled", "scaled"):
+            p = pooled[f"{name}.tap_pattern"][..., 1:, :]
+            row[f"logit_std_{name}"] = masked_std(pooled[f"{name}.tap_scores"], causal).item()
             row[f"entropy_{name}"] = weight_entropy(p, n_valid).mean().item()
             row[f"jacobian_{name}"] = jacobian_frobenius(p).mean().item()
         row["ratio_unscaled_to_theory"] = row["logit_std_unscaled"] / row["theory_sqrt_d_head"]
@@ -143,7 +147,7 @@ def init_sweep(
         row["var_q_measured"] = q.var().item()
         row["formula_logit_std"] = var_q * math.sqrt(d)  # eq. 1.2: std = v sqrt(d_head)
         row["q_std"] = q.std().item()
-        row["k_std"] = torch.cat(k_all).double().std().item()
+        row["k_std"] = pooled["unscaled.tap_k"].std().item()
         out.append(row)
     return out
 
