@@ -110,12 +110,22 @@ def run_numbers(f) -> dict:
 
 def measure(ctx: Context) -> Outcome:
     scale = ctx.scale
-    names = [key(size, sc, lr) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
-
-    def one_seed(fs) -> dict:
-        return {k: run_numbers(f) for k, f in zip(names, fs)}
-
-    table = seed_table(ctx, lambda s: runs_of_seed(scale, s), one_seed, (ctx.previous or {}).get("per_seed"))
+    table: dict[str, dict] = {}
+    for size in SIZES:  # each panel joins when its runs are done (the d_head 256 runs take 3x longer)
+        names = [key(size, sc, lr) for sc in scalings(scale) for lr in grid(scale)]
+        prev = {
+            s: {k: v for k, v in row.items() if k.startswith(size + "|")}
+            for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
+        }
+        part = seed_table(
+            ctx,
+            lambda s, size=size: [R.lr_run(scale, size, sc, lr, s) for sc in scalings(scale) for lr in grid(scale)],
+            lambda fs, names=names: {k: run_numbers(f) for k, f in zip(names, fs)},
+            {s: row for s, row in prev.items() if row},
+        )
+        for seed, row in part.items():
+            table.setdefault(seed, {}).update(row)
+    table = dict(sorted(table.items()))
     res = {"grid": list(grid(scale)), "scalings": list(scalings(scale)), "d_head": D_HEAD, "per_seed": table}
     res.update(tables(res))
     figs = [ctx.fig("map") + ".png"] if table else []
