@@ -33,8 +33,8 @@ def main(args) -> int:
     if args.data and not data.is_dir():
         raise AttnlabError(f"--data {data}: no such folder; give the folder that holds ch1_case.json and lab_book/")
     out = Path(args.out) if args.out else data.resolve().parent
+    result = read_case_json(path)  # a bad input is refused before anything is written
     check_writable(out, "--out")
-    result = read_case_json(path)
     # every verdict is re-judged from the numbers in the file, never copied from it
     try:
         result["claims"] = check_claims(result)

@@ -29,6 +29,7 @@ ORDER = (
     "exercise1",
     "sweep",
     "exercise2",
+    "statements",
     "markov",
     "lr_sensitivity",
 )
