@@ -15,7 +15,8 @@ from the JSON alone and a reader can see why:
 
 kinds: ``book`` is a statement of the chapter; ``sanity`` a property our own
 measurement must have to mean anything; ``prediction`` something we wrote
-before the runs (a failed prediction is ours, not the book's).
+before the runs (a failed prediction is ours, not the book's); ``beyond`` an answer to a question
+beyond the chapter (the learning-rate map, attention sinks), reported with its numbers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from .stats import FAIL, INCONCLUSIVE, NA, PASS, REPORTED, VERDICTS, Judgement, mean_sd
 
-KINDS = ("book", "sanity", "prediction")
+KINDS = ("book", "sanity", "prediction", "beyond")
 
 # why a book claim fails, as the reports name it
 REASON_LABELS = {
@@ -137,7 +138,12 @@ def counts(claims: Iterable[Mapping[str, Any]]) -> dict:
 def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
     """ "book claims: N PASS, M FAIL, K INCONCLUSIVE …; sanity …; predictions …" (empty verdicts left out)."""
     c = counts(claims)
-    names = {"book": "书中论断 / book claims", "sanity": "自检 / sanity", "prediction": "预测 / predictions"}
+    names = {
+        "book": "书中论断 / book claims",
+        "sanity": "自检 / sanity",
+        "prediction": "预测 / predictions",
+        "beyond": "超出本章 / beyond the chapter",
+    }
     parts = []
     for kind, label in names.items():
         row = c.get(kind, {})

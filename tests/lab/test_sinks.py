@@ -79,7 +79,7 @@ def test_every_claim_is_judged_and_none_is_a_book_claim():
         "unscaled_like_scaled_big",
         "sink_formation_step",
     }
-    assert {c["kind"] for c in cs} <= {"sanity", "prediction"}
+    assert {c["kind"] for c in cs} <= {"sanity", "prediction", "beyond"}
     assert {c["id"] for c in cs if c["kind"] == "sanity"} == {"sink_metric_reference", "sink_init_uniform"}
 
 
@@ -158,7 +158,7 @@ def test_formation_step_is_reported_per_seed():
         "unscaled": [run(strongest=0.2, first=3), run()],
     }
     c = next(c for c in K.judge(results(small=small)) if c["id"] == "sink_formation_step")
-    assert c["verdict"] == "REPORTED" and c["kind"] == "prediction"
+    assert c["verdict"] == "REPORTED" and c["kind"] == "beyond"
     assert "s20261017: first 75, stays from 100" in c["inputs"]["small_scaled"]
     assert "s20261018: first never" in c["inputs"]["small_scaled"]
     assert "small scaled: of 2 seeds, 1 have a head above 0.3 at some step, 1 end with one" in c["detail"]

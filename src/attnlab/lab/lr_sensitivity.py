@@ -322,6 +322,7 @@ def judge(res: dict) -> list[dict]:
             "scaling",
             S.reported("sensitivity per d_head|scaling, one number per seed"),
             inputs={k: v for k, v in tables(res)["sensitivity"].items() if v},
+            kind="beyond",
         )
     )
     return out

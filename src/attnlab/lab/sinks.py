@@ -277,7 +277,7 @@ def judge(res: dict) -> list[dict]:
     out = [
         claim(
             "sink_metric_reference",
-            "§1.12 (beyond)",
+            "§1.12.4 (beyond)",
             "汇聚指标在手工构造的图上：全部权重在第一个位置为 1，均匀因果图为基线 mean 1/(i+1)，对角图为 0 / the "
             "sink metric on hand-made maps: all weight on position 0 gives 1, a uniform causal map the baseline, "
             "a diagonal map 0",
@@ -303,7 +303,7 @@ def judge(res: dict) -> list[dict]:
         out.append(
             claim(
                 "sink_init_uniform",
-                "§1.12 (beyond)",
+                "§1.12.4 (beyond)",
                 f"缩放模型初始化时注意力近乎均匀：第 0 步的汇聚份额等于均匀基线（±{INIT_MARGIN}）/ at init the "
                 f"scaled models' maps read as uniform: step-0 sink share within ±{INIT_MARGIN} of the baseline",
                 S.all_of(parts),
@@ -321,7 +321,7 @@ def judge(res: dict) -> list[dict]:
             out.append(
                 claim(
                     f"no_sink_{size}_{tag}",
-                    "§1.12 (beyond)",
+                    "§1.12.4 (beyond)",
                     f"预测：{LABEL[size]}，{tag}{book}在 1500 步时没有注意力汇聚——最强的头给第一个位置的平均权重低于 "
                     f"{SINK_THRESHOLD}（Gu et al. 的阈值；汇聚头占比为 0）/ prediction: no attention sink in the {size} "
                     f"{tag} model at the end: its strongest head's final sink share is below {SINK_THRESHOLD} "
@@ -340,7 +340,7 @@ def judge(res: dict) -> list[dict]:
         out.append(
             claim(
                 "no_excess_small_scaled",
-                "§1.12 (beyond)",
+                "§1.12.4 (beyond)",
                 "预测：训练后的书中模型（小、缩放）给第一个位置的注意力（头均值）不高于均匀基线 / prediction: the "
                 "trained book's model gives the first position no more attention (mean of heads) than uniform "
                 "attention would (final share − baseline < 0 over seeds)",
@@ -358,7 +358,7 @@ def judge(res: dict) -> list[dict]:
         out.append(
             claim(
                 f"unscaled_like_scaled_{size}",
-                "§1.12 (beyond)",
+                "§1.12.4 (beyond)",
                 f"预测：d_head {D_HEAD[size]} 时{what}不缩放模型汇聚到第一个位置的注意力与缩放模型相差在噪声内"
                 f"（同一种子配对，最终汇聚份额之差在 ±{e:.3g} 内）/ prediction: at d_head {D_HEAD[size]} the "
                 f"{'collapsed ' if size == 'big' else ''}unscaled model's attention sinks onto the first position "
@@ -387,14 +387,14 @@ def judge(res: dict) -> list[dict]:
         out.append(
             claim(
                 "sink_formation_step",
-                "§1.12 (beyond)",
+                "§1.12.4 (beyond)",
                 f"汇聚何时出现（我们预测⑤：书中模型多数种子“从不”）：每个种子首次有头超过 {SINK_THRESHOLD} 的步、"
                 f"此后一直超过的步、最终与峰值份额 / when sinks form (our prediction ⑤: 'never' for the book's model "
                 f"in most seeds): per seed, the first step a head exceeds {SINK_THRESHOLD}, the step from which one "
                 "stays above it, the final and peak shares",
                 S.reported("; ".join(formed), n=n),
                 inputs=inputs,
-                kind="prediction",
+                kind="beyond",
             )
         )
     return out
@@ -487,7 +487,7 @@ def draw(res: dict) -> dict:
 
 EXPERIMENT = Experiment(
     "sinks",
-    "§1.12 (beyond)",
+    "§1.12.4 (beyond)",
     "注意力汇聚（attention sink）在训练中何时出现 / when attention sinks form over training",
     "超出本章：第一个位置在训练中是否、何时吸走注意力（Gu et al. 2024 的 Sink_1^ε，ε = 0.3），"
     "由案例运行已存的注意力快照计算 / beyond the chapter: whether and when the first position soaks up "
@@ -497,7 +497,7 @@ EXPERIMENT = Experiment(
     judge=judge,
     runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
     min_runs=lambda scale: [],
-    order=(1, 12, 5),
+    order=(1, 12, 4, 1),
     prediction=PREDICTION,
     why=WHY,
     seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
