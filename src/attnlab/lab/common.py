@@ -44,8 +44,9 @@ def seed_table(
     measure: Callable[[list[Finished]], dict],
     previous: dict | None,
 ) -> dict[str, dict]:
-    """{seed: numbers} for every seed whose runs are on disk (measured now) or whose numbers the
-    committed results hold (``previous``, the same kind of table), in seed order.
+    """{seed: numbers} for every seed whose numbers the committed results hold (``previous``, the same
+    kind of table: kept as measured) or whose runs are on disk (measured now), in seed order. A seed
+    retrained on another machine therefore never silently replaces the numbers already judged.
 
     The scale's own seeds come first; further seeds (BOOK_SEED + 3 …) count when their runs are
     on disk, so the extra seeds ``--decide`` trains join the table without a change here."""
@@ -53,12 +54,13 @@ def seed_table(
     out: dict[str, dict] = {}
     for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
         seed = BOOK_SEED + i
+        if str(seed) in previous:  # measured once, judged again from the JSON as often as asked
+            out[str(seed)] = previous[str(seed)]
+            continue
         runs = list(runs_of_seed(seed))
         found = [ctx.find(r) for r in runs]
         if runs and all(f is not None for f in found):
             out[str(seed)] = measure(found)
-        elif str(seed) in previous:
-            out[str(seed)] = previous[str(seed)]
     return out
 
 
