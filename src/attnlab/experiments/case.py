@@ -243,6 +243,19 @@ def wd_name(scaled: bool, wd: float, seed: int) -> str:
 
 
 # --------------------------------------------------------------------- summaries
+def seed_row(seed: int, u: dict, s: dict) -> dict:
+    """One seed of the small pair: both members' end losses and the gap (validation and training)."""
+    return {
+        "seed": seed,
+        "loss_end_unscaled": u["loss_end"],
+        "loss_end_scaled": s["loss_end"],
+        "val_loss_end_unscaled": u["val_loss_end"],
+        "val_loss_end_scaled": s["val_loss_end"],
+        "gap": u["val_loss_end"] - s["val_loss_end"],
+        "gap_train": u["loss_end"] - s["loss_end"],
+    }
+
+
 def run_summary(history: History, window: int) -> dict:
     """History.summary plus the per-step trace the figures and claims are made from."""
     recs = history.records
@@ -398,17 +411,7 @@ def run_case(
         for seed in settings.seeds:
             u = run_summary(results[f"small_unscaled_s{seed}"][2], settings.loss_window)
             s = run_summary(results[f"small_scaled_s{seed}"][2], settings.loss_window)
-            seeds.append(
-                {
-                    "seed": seed,
-                    "loss_end_unscaled": u["loss_end"],
-                    "loss_end_scaled": s["loss_end"],
-                    "val_loss_end_unscaled": u["val_loss_end"],
-                    "val_loss_end_scaled": s["val_loss_end"],
-                    "gap": u["val_loss_end"] - s["val_loss_end"],
-                    "gap_train": u["loss_end"] - s["loss_end"],
-                }
-            )
+            seeds.append(seed_row(seed, u, s))
         gaps = [r["gap"] for r in seeds]
         seeds_section = {"runs": seeds, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps), "max_gap": max(gaps)}
     else:
@@ -679,17 +682,7 @@ def seed_rows(pairs: dict, seed_runs: dict[str, list], rows: list[dict], seeds: 
         u, s = member["unscaled"].get(seed), member["scaled"].get(seed)
         if seed in have or u is None or s is None:
             continue
-        out.append(
-            {
-                "seed": seed,
-                "loss_end_unscaled": u["loss_end"],
-                "loss_end_scaled": s["loss_end"],
-                "val_loss_end_unscaled": u["val_loss_end"],
-                "val_loss_end_scaled": s["val_loss_end"],
-                "gap": u["val_loss_end"] - s["val_loss_end"],
-                "gap_train": u["loss_end"] - s["loss_end"],
-            }
-        )
+        out.append(seed_row(seed, u, s))
     return out
 
 
