@@ -70,8 +70,10 @@ def test_committed_results_judge_as_reported(committed):
     assert v["attention_dead_in_layer1"] == "FAIL"
     assert v["small_unscaled_saturates"] == "FAIL"
     assert v["loss_1500_about_4_0"] == "PASS"
-    for m in ("small_unscaled_4_17", "small_scaled_4_0", "big_unscaled_5_18", "big_scaled_4_23"):
+    for m in ("small_unscaled_4_17", "big_unscaled_5_18", "big_scaled_4_23"):
         assert v[f"loss_{m}"] == "INCONCLUSIVE"
+    # ten seeds of the small scaled model (4.09 ± 0.03) put the book's one run at 4.00 outside the one-run interval
+    assert v["loss_small_scaled_4_0"] == "FAIL"
     # not trained here: the rules with a seed count say what they need, the every-run rules are NA
     assert v["no_positions_order_blind"] == v["mask_zero_exposed_at_inference"] == "INCONCLUSIVE"
     assert v["one_layer_no_head_division"] == "INCONCLUSIVE"
