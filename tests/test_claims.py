@@ -504,6 +504,7 @@ def test_one_seed_leaves_the_seed_rules_undecided():
 COMMITTED = ROOT / "data" / "ch1_case.json"
 # the verdicts of the committed case (issue 21), re-judged from its numbers; a change here is a
 # change of a verdict and needs its reason in the commit message
+# the committed case: 10 seeds of the small pair, 6 of the big pair (3 until issue 22's runs)
 COMMITTED_VERDICTS = {
     "start_near_ln_vocab": "PASS",
     "twins_share_init": "PASS",
@@ -511,10 +512,10 @@ COMMITTED_VERDICTS = {
     "big_unscaled_beats_unigram": "PASS",
     "small_gap_small": "INCONCLUSIVE",
     "small_gap_over_seeds": "FAIL",
-    "big_gap_large": "INCONCLUSIVE",
+    "big_gap_large": "PASS",
     "big_gap_several_times_small": "PASS",
     "curves_part_near_200": "PASS",
-    "big_unscaled_still_learns": "INCONCLUSIVE",
+    "big_unscaled_still_learns": "PASS",
     "late_training_slow": "INCONCLUSIVE",
     "init_std_table": "PASS",
     "init_entropy_table": "PASS",
@@ -525,7 +526,7 @@ COMMITTED_VERDICTS = {
     "four_heads_std_near_0_2": "FAIL",
     "big_unscaled_entropy_collapses": "PASS",
     "big_unscaled_jacobian_drops": "FAIL",
-    "big_scaled_entropy_band": "INCONCLUSIVE",
+    "big_scaled_entropy_band": "FAIL",
     "big_scaled_jacobian_band": "INCONCLUSIVE",
     "big_scaled_logit_std_band": "INCONCLUSIVE",
     "big_scaled_entropy_keeps_falling": "INCONCLUSIVE",
@@ -535,11 +536,11 @@ COMMITTED_VERDICTS = {
     "small_init_logit_std_177": "PASS",
     "small_init_safe_zone": "FAIL",
     "big_init_near_critical": "PASS",
-    "big_unscaled_logits_explode": "INCONCLUSIVE",
+    "big_unscaled_logits_explode": "FAIL",
     "training_amplifies_qk": "PASS",
     "w_qkv_grows": "PASS",
     "unscaled_big_logits_vs_scaled": "PASS",
-    "superlinear_growth": "INCONCLUSIVE",
+    "superlinear_growth": "PASS",
     "scaled_logit_std_after": "FAIL",
 }
 
@@ -557,7 +558,7 @@ def test_the_committed_case_gets_the_reported_verdicts(committed):
         if c["verdict"] == "FAIL" and c["kind"] == "book":
             assert c["reason"]["category"] in C.REASON_LABELS and c["reason"]["text"]
         if c["verdict"] == "INCONCLUSIVE":
-            assert c["n"] == 3 and "n_needed" in c
+            assert c["n"] >= 3 and "n_needed" in c
 
 
 def test_a_run_that_does_not_collapse_never_helps_the_collapse_claims(committed):
