@@ -379,6 +379,14 @@ def draw(res: dict) -> dict:
     return {"map.png": fig}
 
 
+# claims that appear only once the d_head 256 panel is trained (their whys wait for them)
+WAITING = {
+    "lr_unscaled_big_collapses_every_lr",
+    "lr_scaled_beats_none_d256_every_lr",
+    "lr_qk_norm_lowers_sensitivity_d256",
+    "lr_qk_norm_replaces_scale_d256",
+}
+
 WHY = {
     "lr_book_converges_fastest": lambda r: (
         "网格中另有学习率在 1500 步后验证 loss 更低 / another lr of the grid ends lower"
