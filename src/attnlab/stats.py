@@ -37,7 +37,7 @@ simulation, with the rules' false-positive rate and power).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from scipy import stats as _st
@@ -131,7 +131,7 @@ def t_crit(n: int, conf: float = 1 - ALPHA) -> float:
 def mean_interval(values: Sequence[float], conf: float = 1 - ALPHA) -> tuple[float, float]:
     xs = _clean(values)
     m, sd = mean_sd(xs)
-    h = t_crit(len(xs), conf) * sd / math.sqrt(len(xs))
+    h = mean_halfwidth(sd, len(xs), conf)
     return m - h, m + h
 
 
@@ -161,6 +161,21 @@ def seeds_for(delta: float, sd: float, alpha: float = ALPHA, power: float = POWE
     return None
 
 
+def mean_halfwidth(sd: float, n: int, conf: float = 1 - ALPHA) -> float:
+    """Half-width of the t-interval of the mean of n values with sample sd ``sd``."""
+    return t_crit(n, conf) * sd / math.sqrt(n)
+
+
+def _seeds_until(n: int, enough: Callable[[int], bool]) -> int | None:
+    """The fewest seeds beyond ``n`` for which ``enough`` holds (None: not below MAX_SEEDS)."""
+    return next((k for k in range(n + 1, MAX_SEEDS) if enough(k)), None)
+
+
+def _one_seed(rule: str, xs: list[float]) -> Judgement:
+    """Fewer than two seeds: no spread to judge with; the fewest seeds that estimate one."""
+    return Judgement(INCONCLUSIVE, rule, len(xs), xs[0] if xs else None, None, None, MIN_SEEDS, ONE_SEED)
+
+
 # ------------------------------------------------------------------------------ rules
 def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha: float = ALPHA) -> Judgement:
     """Per-seed paired differences; the statement says their mean is > 0 (direction +1) or < 0 (-1)."""
@@ -171,8 +186,7 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
     xs = [direction * x for x in _clean(values)]
     n = len(xs)
     if n < 2:
-        m = xs[0] * direction if xs else None
-        return Judgement(INCONCLUSIVE, "effect", n, m, None, None, MIN_SEEDS, ONE_SEED)
+        return _one_seed("effect", [direction * x for x in xs])
     m, sd = mean_sd(xs)
     lo, hi = mean_interval(xs, 1 - alpha)
     words = "> 0" if direction > 0 else "< 0"
@@ -221,8 +235,7 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        m = xs[0] if xs else None
-        return Judgement(INCONCLUSIVE, "value", n, m, None, None, MIN_SEEDS, ONE_SEED)
+        return _one_seed("value", xs)
     m, sd = mean_sd(xs)
     h = prediction_halfwidth(sd, n, alpha)
     pi = (m - h, m + h)
@@ -234,7 +247,7 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
         return Judgement(PASS, "value", n, m, sd, pi, None, base + f": inside, and within the book's ± {tol:.3g}")
     need = None
     if off + t_crit(MAX_SEEDS) * sd <= tol:  # more seeds narrow the interval only down to ~1.96 sd
-        need = next((k for k in range(n + 1, MAX_SEEDS) if off + prediction_halfwidth(sd, k, alpha) <= tol), None)
+        need = _seeds_until(n, lambda k: off + prediction_halfwidth(sd, k, alpha) <= tol)
     why = (
         f"about {need} seeds would pin it to ± {tol:.3g}"
         if need
@@ -250,8 +263,7 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        m = xs[0] if xs else None
-        return Judgement(INCONCLUSIVE, "band", n, m, None, None, MIN_SEEDS, ONE_SEED)
+        return _one_seed("band", xs)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - alpha)
     base = f"mean {m:.4g}, 95% CI [{a:.4g}, {b:.4g}] over {n} seeds vs the book's [{lo:g}, {hi:g}]"
@@ -262,10 +274,10 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
     need = None
     if lo <= m <= hi and sd > 0:  # the interval narrows around the mean
         room = min(m - lo, hi - m)
-        need = next((k for k in range(n + 1, MAX_SEEDS) if t_crit(k) * sd / math.sqrt(k) <= room), None)
+        need = _seeds_until(n, lambda k: mean_halfwidth(sd, k) <= room)
     elif sd > 0:
         room = lo - m if m < lo else m - hi
-        need = next((k for k in range(n + 1, MAX_SEEDS) if t_crit(k) * sd / math.sqrt(k) < room), None)
+        need = _seeds_until(n, lambda k: mean_halfwidth(sd, k) < room)
     return Judgement(INCONCLUSIVE, "band", n, m, sd, (a, b), need, base + ": overlaps an edge")
 
 
@@ -287,8 +299,7 @@ def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA)
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        m = xs[0] if xs else None
-        return Judgement(INCONCLUSIVE, "equivalence", n, m, None, None, MIN_SEEDS, ONE_SEED)
+        return _one_seed("equivalence", xs)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - 2 * alpha)
     base = f"mean {m:+.3g}, 90% CI [{a:+.3g}, {b:+.3g}] over {n} seeds vs ±{margin:.3g}"
@@ -299,7 +310,7 @@ def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA)
     need = None
     room = margin - abs(m)
     if room > 0 and sd > 0:
-        need = next((k for k in range(n + 1, MAX_SEEDS) if t_crit(k, 1 - 2 * alpha) * sd / math.sqrt(k) < room), None)
+        need = _seeds_until(n, lambda k: mean_halfwidth(sd, k, 1 - 2 * alpha) < room)
     return Judgement(INCONCLUSIVE, "equivalence", n, m, sd, (a, b), need, base + ": overlaps the margin")
 
 
