@@ -134,3 +134,22 @@ def test_runs_share_the_case_at_the_book_lr():
     assert {"small_scaled_s20261014", "small_unscaled_s20261014", "big_scaled", "big_unscaled"} <= names
     assert {"qk_small_scaled_s20261014", "qk_big_unscaled_s20261014"} <= names
     assert len(runs) == len(names) == 2 * 5 * 5
+
+
+def test_decide_trains_only_the_runs_a_claim_reads():
+    scale, seed = R.Scale(), R.BOOK_SEED + 1
+    everything = {r.name for r in L.runs_of_seed(scale, seed)}
+    fastest = L.claim_runs(scale, seed, "lr_book_converges_fastest")
+    assert len(fastest) == 5 and all(
+        r.cfg.n_head == 4 and r.cfg.scaled and r.cfg.attn_scale is None and not r.cfg.qk_norm for r in fastest
+    )
+    assert {r.cfg.lr for r in fastest} == set(R.LR_GRID)
+    replaces = {r.name for r in L.claim_runs(scale, seed, "lr_qk_norm_replaces_scale_d256")}
+    assert len(replaces) == 2 and all(
+        r.cfg.lr == R.BOOK_LR for r in L.claim_runs(scale, seed, "lr_qk_norm_replaces_scale_d256")
+    )
+    assert len(L.claim_runs(scale, seed, "lr_qk_norm_lowers_sensitivity_d32")) == 10
+    assert len(L.claim_runs(scale, seed, "lr_scaled_beats_none_d256_every_lr")) == 10
+    for cid in ("lr_book_converges_fastest", "lr_qk_norm_replaces_scale_d256", "lr_scaled_beats_none_d256_every_lr"):
+        assert {r.name for r in L.claim_runs(scale, seed, cid)} <= everything
+    assert {r.name for r in L.claim_runs(scale, seed, "lr_sensitivity_reported")} == everything

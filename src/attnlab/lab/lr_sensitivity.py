@@ -75,6 +75,28 @@ def runs_of_seed(scale, seed: int) -> list:
     return [R.lr_run(scale, size, sc, lr, seed) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
 
 
+def claim_runs(scale, seed: int, claim_id: str) -> list:
+    """The runs of one seed that ``claim_id`` reads (what --decide trains for it), not the whole grid."""
+
+    def curve_runs(size, scaling, lrs=None):
+        return [R.lr_run(scale, size, scaling, lr, seed) for lr in (lrs or grid(scale)) if scaling in scalings(scale)]
+
+    book_lr = [R.BOOK_LR]
+    for size in SIZES:
+        d = D_HEAD[size]
+        if claim_id == f"lr_qk_norm_lowers_sensitivity_d{d}":
+            return curve_runs(size, "1/sqrt(d)") + curve_runs(size, "qk_norm")
+        if claim_id == f"lr_qk_norm_replaces_scale_d{d}":
+            return curve_runs(size, "qk_norm_none", book_lr) + curve_runs(size, "1/sqrt(d)", book_lr)
+    if claim_id == "lr_book_converges_fastest":
+        return curve_runs("small", "1/sqrt(d)")
+    if claim_id == "lr_scaled_beats_none_d256_every_lr":
+        return curve_runs("big", "none") + curve_runs("big", "1/sqrt(d)")
+    if claim_id == "lr_unscaled_big_collapses_every_lr":
+        return curve_runs("big", "none")
+    return runs_of_seed(scale, seed)
+
+
 def run_numbers(f) -> dict:
     """What the map needs of one finished run (its history only)."""
     h = f.history
@@ -413,6 +435,6 @@ EXPERIMENT = Experiment(
     order=(1, 18, 4, 1),
     prediction=PREDICTION,
     why=WHY,
-    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
+    seed_runs=claim_runs,
     draw=draw,
 )
