@@ -88,6 +88,7 @@ class Context:
     experiment: Experiment
     train: bool = True  # False: analyses must not train either (NotAvailable instead)
     previous: dict | None = None  # this experiment's committed results (per-seed numbers of runs not on disk)
+    extra: dict[str, Run] = field(default_factory=dict)  # undeclared runs ``find`` found (their compute counts too)
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
@@ -101,6 +102,7 @@ class Context:
         try:
             if finished_history(d, run.cfg):
                 self.finished[run.name] = Finished(run, d, "reused")
+                self.extra[run.name] = run
                 return self.finished[run.name]
         except AttnlabError:
             return None
@@ -237,6 +239,7 @@ def run_book(
                 pass
     train_s = time.perf_counter() - t0
     timings: dict[str, dict] = {}
+    used_runs: dict[str, dict[str, Run]] = {}
     for e in experiments:
         t = time.perf_counter()
         old = root / DATA_DIR / f"{e.id}.json"
@@ -249,25 +252,41 @@ def run_book(
             write_json(old, kept)
             continue
         previous = _read(old) if old.is_file() and _same_scale(old, scale) else None
-        doc = _run_one(e, Context(scale, text, root, finished, e, train), scale, finished, train, log)
+        ctx = Context(scale, text, root, finished, e, train)
+        doc = _run_one(e, ctx, scale, finished, train, log)
         if doc is not None:
+            used = {r.name: r for r in e.runs(scale)} | ctx.extra
+            used_runs[e.id] = used
             doc["timings"] = {
                 "analysis_s": round(time.perf_counter() - t, 3),
                 "train_s": _train_seconds(e, scale, finished),
-                **kept_compute(compute_time(e.runs(scale), runs_root), (previous or {}).get("timings")),
+                **compute_time(list(used.values()), runs_root, (previous or {}).get("timings")),
             }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
     book = build_index(registry or experiments, root, scale)
     every = {r.name: r for e in (registry or experiments) for r in e.runs(scale)}
+    for used in used_runs.values():
+        every |= used
     index = root / "data" / "lab_book.json"
     before = (_read(index) or {}).get("timings", {}) if index.is_file() and _same_scale(index, scale) else {}
+    # runs of experiments kept (not measured this time) stay in the book's record
+    kept_runs = {
+        e.id: (_read(root / DATA_DIR / f"{e.id}.json") or {}).get("timings", {}) for e in (registry or experiments)
+    }
+    before_book = dict(before.get("book") or {})
+    merged = {
+        **(before_book.get("per_run") or {}),
+        **{k: v for t in kept_runs.values() for k, v in (t.get("per_run") or {}).items()},
+    }
+    if merged:
+        before_book["per_run"] = merged
     book["timings"] = {
         "this_run_s": round(time.perf_counter() - t0, 3),
         "training_s": round(train_s, 3),
-        "experiments": timings,
+        "experiments": {**before.get("experiments", {}), **timings},
         # every run once, however many share it; a record of runs no longer on disk is kept
-        "book": kept_compute(compute_time(list(every.values()), runs_root), before.get("book")),
+        "book": compute_time(list(every.values()), runs_root, before_book, keep_unlisted=True),
     }
     write_json(index, book)
     return book
@@ -278,14 +297,6 @@ def _read(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def kept_compute(now: dict, before: dict | None) -> dict:
-    """The compute-time record of ``now``, unless an earlier record counted more timed runs (the runs
-    folder is not in git: a rerun on a fresh machine must not reset the book's compute time to 0)."""
-    if before and before.get("timed_runs", 0) > now.get("timed_runs", 0):
-        return {k: before[k] for k in ("compute_s", "runs", "timed_runs") if k in before}
-    return now
 
 
 def rejudge_book(registry: Sequence[Experiment], root: Path, log: Callable[[str], None] = print) -> dict:
@@ -334,13 +345,31 @@ def _same_scale(path: Path, scale: Scale) -> bool:
         return False
 
 
-def compute_time(runs: Sequence[Run], runs_root: Path) -> dict:
+def compute_time(runs: Sequence[Run], runs_root: Path, before: dict | None = None, keep_unlisted: bool = False) -> dict:
     """The training time recorded in the runs' folders (RUN/timing.json, over every session and
-    invocation): what the experiment costs on the machines that trained it. Runs trained before
-    timing was recorded, or not trained yet, are counted apart."""
-    secs = [training_seconds(r.dir(runs_root)) for r in runs]
-    known = [s for s in secs if s is not None]
-    return {"compute_s": round(sum(known), 1), "runs": len(runs), "timed_runs": len(known)}
+    invocation): what the experiment costs on the machines that trained it, one number per run
+    (``per_run``), merged with the record ``before`` (the runs folder is not in git: a run trained
+    on another machine keeps its seconds; a folder on disk wins, it holds every session). Runs
+    trained before timing was recorded, or not trained yet, are counted apart (runs − timed_runs).
+    A record from before ``per_run`` existed that counted more timed runs is kept whole."""
+    before = before or {}
+    per_run = {k: float(v) for k, v in (before.get("per_run") or {}).items()}
+    for r in runs:
+        s = training_seconds(r.dir(runs_root))
+        if s is not None:
+            per_run[r.name] = s
+    names = {r.name for r in runs}
+    if not keep_unlisted:
+        per_run = {k: v for k, v in per_run.items() if k in names}
+    if "per_run" not in before and before.get("timed_runs", 0) > len(per_run):
+        return {k: before[k] for k in ("compute_s", "runs", "timed_runs") if k in before}
+    n = len(names | set(per_run))
+    return {
+        "compute_s": round(sum(per_run.values()), 1),
+        "runs": n,
+        "timed_runs": len(per_run),
+        "per_run": dict(sorted(per_run.items())),
+    }
 
 
 def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -> float:
