@@ -36,3 +36,14 @@ def test_commands_snippet_runs():
     diag = scope["model"].blocks[0].attn.last_diag
     assert set(diag) >= {"weight_entropy", "jacobian_fro", "logit_std"}
     assert 0.0 < diag["weight_entropy"] <= 1.0
+
+
+def test_lab_book_page_matches_the_committed_book():
+    """docs/lab-book.md's counts and compute table are generated from data/lab_book.json."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_lab_book.py"), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
