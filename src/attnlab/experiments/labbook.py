@@ -88,7 +88,7 @@ class Context:
     experiment: Experiment
     train: bool = True  # False: analyses must not train either (NotAvailable instead)
     previous: dict | None = None  # this experiment's committed results (per-seed numbers of runs not on disk)
-    extra: dict[str, Run] = field(default_factory=dict)  # undeclared runs ``find`` found (their compute counts too)
+    extra: dict[str, Run] = field(default_factory=dict)  # undeclared runs it read (``find``); their compute counts too
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
