@@ -48,6 +48,10 @@ class SnapshotError(AttnlabError):
     """A snapshot file that is missing, corrupt or of an unknown format."""
 
 
+class SnapshotWarning(UserWarning):
+    """A damaged snapshot file set aside on resume (training goes on)."""
+
+
 def snapshot_steps(cfg: Config) -> list[int]:
     """Steps (0..max_steps) at which snapshots are taken; empty when snapshot_every is 0."""
     if cfg.snapshot_every <= 0:
@@ -274,9 +278,20 @@ class SnapshotRecorder:
         try:
             old = read_snapshots(self.path)
         except SnapshotError as e:
-            aside = self.path.with_name(self.path.name + ".corrupt")
+            aside, n = self.path.with_name(self.path.name + ".corrupt"), 1
+            while aside.exists():  # never over an earlier one set aside
+                aside, n = self.path.with_name(f"{self.path.name}.corrupt.{n}"), n + 1
             self.path.replace(aside)
-            warnings.warn(f"{e}; kept it as {aside.name} and started a new snapshot file", stacklevel=2)
+            problem = str(e).split("; delete it and retrain")[0]
+            # one line on stderr (no source line): the resume goes on with a new snapshot file
+            warnings.warn_explicit(
+                f"{problem}: kept it as {aside.name} and started a new snapshot file "
+                f"(the snapshots before step {start} are not in it)",
+                SnapshotWarning,
+                filename="attnlab",
+                lineno=0,
+                module=__name__,
+            )
             return
         if old.meta.get("tokens") != self.meta["tokens"] or old.patterns.shape[1:3] != (
             self.cfg.n_layer,
