@@ -8,6 +8,7 @@ probes / 2xx / 4xx / 5xx / symlink reads (run with ``-s`` to see them).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -332,6 +333,8 @@ def test_hostile_probe_table(lab, monkeypatch, capsys):
         d = timeline(name).json()
         assert d["snapshots"] is None and "损坏" in d["snapshot_error"] and d["metrics"]["rows"] == 3, name
         assert str(lab["root"]) not in d["snapshot_error"]
+    runs_js = (Path(tl.__file__).parent / "static" / "runs.js").read_text(encoding="utf-8")
+    assert f'{tl.DAMAGED}: "损坏' in runs_js  # the page names the server's damaged state
     assert "1400000" in timeline("huge-header").json()["snapshot_error"]  # refused from the header alone
     assert "bytes of snapshots uncompressed" in timeline("bomb").json()["snapshot_error"]
     for name in ("link-dir", "group/linked", "link-group/secret", "link-metrics", *HOSTILE_NAMES):
@@ -452,14 +455,15 @@ def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") ->
     return None
 
 
-def test_slow_connections_are_closed_within_the_timeouts(tmp_path):
+@contextlib.contextmanager
+def _serving(app, **timeouts):
+    """``attnlab serve``'s uvicorn configuration in a daemon thread; yields the port."""
     import uvicorn
 
     from attnlab.web.httpserver import server_config
 
     port = _free_port()
-    app = create_app(None, runs_dir=str(tmp_path))
-    server = uvicorn.Server(server_config(app, port=port, header_timeout=1.0, body_timeout=1.0))
+    server = uvicorn.Server(server_config(app, port=port, **timeouts))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -467,30 +471,85 @@ def test_slow_connections_are_closed_within_the_timeouts(tmp_path):
         while not server.started:
             assert time.time() < deadline and thread.is_alive()
             time.sleep(0.05)
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_slow_connections_are_closed_within_the_timeouts(tmp_path):
+    app = create_app(None, runs_dir=str(tmp_path))
+    socks = []
+    with _serving(app, header_timeout=1.0, body_timeout=1.0) as port:
         host = f"127.0.0.1:{port}".encode()
         head = b"GET /api/runs HTTP/1.1\r\nHost: " + host + b"\r\n"
         post = b"POST /api/glyphs HTTP/1.1\r\nHost: " + host + b"\r\nContent-Length: 500\r\n\r\n"
-        socks = []
-        for kind in ["silent"] * 10 + ["slow-head"] * 10 + ["slow-body"] * 10:
-            s = socket.create_connection(("127.0.0.1", port))
-            if kind == "slow-body":
-                s.sendall(post)
-            elif kind == "slow-head":
-                s.sendall(head)
-            socks.append((kind, s))
-        results = {}
-        for kind, s in socks:
-            trickle = b"X-Pad: aaaaaaaa\r\n" if kind == "slow-head" else b"[" if kind == "slow-body" else b""
-            results.setdefault(kind, []).append(_closed_within(s, 4.0, trickle))
-        for kind, times in results.items():
-            assert all(t is not None for t in times), (kind, times)  # none still open after 4 s
-        # a normal request on a fresh connection is still answered
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall(head + b"\r\n")
-        assert s.recv(4096).startswith(b"HTTP/1.1 200")
-        s.close()
-    finally:
-        for _, s in socks:
+        try:
+            for kind in ["silent"] * 10 + ["slow-head"] * 10 + ["slow-body"] * 10:
+                s = socket.create_connection(("127.0.0.1", port))
+                if kind == "slow-body":
+                    s.sendall(post)
+                elif kind == "slow-head":
+                    s.sendall(head)
+                socks.append((kind, s))
+            results = {}
+            for kind, s in socks:
+                trickle = b"X-Pad: aaaaaaaa\r\n" if kind == "slow-head" else b"[" if kind == "slow-body" else b""
+                results.setdefault(kind, []).append(_closed_within(s, 4.0, trickle))
+            for kind, times in results.items():
+                assert all(t is not None for t in times), (kind, times)  # none still open after 4 s
+            # a normal request on a fresh connection is still answered
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(head + b"\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 200")
             s.close()
-        server.should_exit = True
-        thread.join(timeout=10)
+        finally:
+            for _, s in socks:
+                s.close()
+
+
+def test_no_5xx_while_runs_change_under_200_requests(tmp_path):
+    """Run folders removed, recreated, their snapshots replaced and metrics appended while four
+    clients read /api/live, /api/runs and every run's timeline: never a 5xx."""
+    import http.client
+    import shutil
+
+    root = tmp_path / "runs"
+    for i in range(4):
+        _run(root, f"r{i}", snapshots_npz=_snap_bytes(), config_json='{"max_steps": 3}')
+    stop, statuses = threading.Event(), []
+
+    def churn():
+        k = 0
+        while not stop.is_set():
+            d = root / f"r{k % 4}"
+            shutil.rmtree(d, ignore_errors=True)
+            _run(root, d.name, snapshots_npz=_snap_bytes(), config_json='{"max_steps": 3}')
+            tmp = d / "snapshots.npz.tmp"
+            tmp.write_bytes(_snap_bytes(meta=[1]) if k % 3 == 0 else _snap_bytes())
+            os.replace(tmp, d / "snapshots.npz")
+            with (root / "r0" / "metrics.jsonl").open("a") as f:
+                f.write('{"step": 9, "loss": 1.0, "lay')  # a line cut mid-write
+            k += 1
+
+    def client(port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for j in range(50):
+            path = ("/api/live", "/api/runs", f"/api/timeline/r{j % 4}", f"/api/runs/r{j % 4}")[j % 4]
+            conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
+            r = conn.getresponse()
+            r.read()
+            statuses.append(r.status)
+        conn.close()
+
+    with _serving(create_app(None, runs_dir=str(root))) as port:
+        mutator = threading.Thread(target=churn, daemon=True)
+        mutator.start()
+        readers = [threading.Thread(target=client, args=(port,)) for _ in range(4)]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join(timeout=60)
+        stop.set()
+        mutator.join(timeout=10)
+    assert len(statuses) == 200 and all(s < 500 for s in statuses), sorted(set(statuses))

@@ -24,6 +24,7 @@ import collections
 import functools
 import math
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -87,17 +88,22 @@ def _max_steps(root: RunsRoot, parts) -> int | None:
         return None
 
 
+_CACHE_LOCK = threading.Lock()  # the caches below are shared by the server's worker threads
 _LINES: dict[tuple, int] = {}  # file_key -> non-empty lines, so the live table does not re-read unchanged files
 
 
 def _count_lines(root: RunsRoot, parts) -> int:
     with root.open((*parts, METRICS_FILE), MAX_METRICS_BYTES) as f:
         key = file_key(f)
-        if key not in _LINES:
-            if len(_LINES) > 512:
-                _LINES.clear()
-            _LINES[key] = sum(1 for line in f if line.strip())
-        return _LINES[key]
+        with _CACHE_LOCK:
+            n = _LINES.get(key)
+        if n is None:
+            n = sum(1 for line in f if line.strip())
+            with _CACHE_LOCK:
+                if len(_LINES) > 512:
+                    _LINES.clear()
+                _LINES[key] = n
+        return n
 
 
 def run_state(root, parts, now: float | None = None) -> dict:
@@ -171,19 +177,21 @@ def load_snapshots(root, parts):
         raise SnapshotError(f"{FILENAME} cannot be read: {e}") from None
     with f:
         key = file_key(f)
-        if key in _SNAPS:
-            _SNAPS.move_to_end(key)
-            hit = _SNAPS[key]
-        else:
+        with _CACHE_LOCK:
+            hit = _SNAPS.get(key)
+            if hit is not None:
+                _SNAPS.move_to_end(key)
+        if hit is None:
             try:
                 hit = read_snapshots_from(f, FILENAME, MAX_SNAPSHOT_BYTES)
             except SnapshotError as e:
                 hit = e
             except MemoryError:
                 hit = SnapshotError(f"{FILENAME} is too large to read into memory")
-            _SNAPS[key] = hit
-            while len(_SNAPS) > 1 and sum(_nbytes(v) for v in _SNAPS.values()) > _SNAPS_BYTES:
-                _SNAPS.popitem(last=False)
+            with _CACHE_LOCK:
+                _SNAPS[key] = hit
+                while len(_SNAPS) > 1 and sum(_nbytes(v) for v in _SNAPS.values()) > _SNAPS_BYTES:
+                    _SNAPS.popitem(last=False)
     if isinstance(hit, SnapshotError):
         raise SnapshotError(str(hit))
     return hit
@@ -279,6 +287,8 @@ def timeline_payload(root, name: str, read_metrics) -> dict | None:
     try:
         metrics = read_metrics(root, (*parts, METRICS_FILE))
     except OSError as e:
+        if root.lstat((*parts, METRICS_FILE)) is None:
+            return None  # removed while we looked
         problem = f"训练曲线文件损坏，无法读取。 metrics.jsonl cannot be read: {e}"
         return {"name": name, **state, "state": DAMAGED, "problem": problem, "error": problem, "metrics": None}
     return {"name": name, **state, "metrics": metrics, **snapshots_payload(root, parts)}
