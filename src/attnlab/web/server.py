@@ -18,7 +18,9 @@ gives the glyph outlines that make an exported SVG independent of fonts.
 What the server deliberately does not do: take a file path from a request.
 The checkpoint is chosen when the server starts; runs are addressed by the
 name of a directory directly inside ``runs_dir`` and nothing else (symlinks are
-refused at every level below it). It answers only requests whose ``Host`` is its
+refused at every level below it: every file there is opened through
+``attnlab.web.runfiles.RunsRoot``, never following a link, and size-bounded;
+a damaged file is shown per run, never a lost page). It answers only requests whose ``Host`` is its
 own (127.0.0.1, localhost or ``--host``, with its port), so a page on another
 site cannot reach it through DNS rebinding. Every
 request body is size-limited and validated by a pydantic model, and every
