@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -268,6 +269,11 @@ def _requests() -> list[tuple[str, str, dict]]:
     for body in bodies:
         for path in ("/api/glyphs", "/api/attention", "/api/timeline/good"):
             reqs.append(("POST", path, {"content": body, "headers": {"content-type": "application/json"}}))
+    for method in ("HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"):
+        for path in ("/api/live", "/api/runs/good", "/api/timeline/good", "/api/glyphs", "/book", "/"):
+            reqs.append((method, path, {}))
+    for query in ("?run=../../etc", "?x=" + "%00" * 100, "?" + "a=1&" * 500, "?run=春晓运行"):
+        reqs += [("GET", "/api/live" + query, {}), ("GET", "/api/timeline/good" + query, {})]
     reqs += [
         ("POST", "/api/glyphs", {"content": b"{}", "headers": {"content-length": "abc"}}),
         ("POST", "/api/glyphs", {"content": b"{}", "headers": {"content-length": str(10**30)}}),
@@ -553,3 +559,94 @@ def test_no_5xx_while_runs_change_under_200_requests(tmp_path):
         stop.set()
         mutator.join(timeout=10)
     assert len(statuses) == 200 and all(s < 500 for s in statuses), sorted(set(statuses))
+
+
+def _raw_requests(port: int) -> list[tuple[str, bytes]]:
+    host = f"Host: 127.0.0.1:{port}\r\n".encode()
+    chunked = b"".join(b"%x\r\n%s\r\n" % (1000, b"a" * 1000) for _ in range(20)) + b"0\r\n\r\n"
+    return [
+        ("garbage", b"GARBAGE\r\n\r\n"),
+        ("tls hello", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\xaa" * 300),  # https to http
+        ("unfinished head", b"GET /api/live HTTP/1.1\r\n" + host),
+        ("long target", b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n" + host + b"\r\n"),
+        ("long header", b"GET /api/live HTTP/1.1\r\n" + host + b"X-A: " + b"a" * 20_000 + b"\r\n\r\n"),
+        (
+            "many headers",
+            b"GET /api/live HTTP/1.1\r\n" + host + b"".join(b"X-%d: 1\r\n" % i for i in range(3000)) + b"\r\n",
+        ),
+        ("no host", b"GET /api/live HTTP/1.1\r\n\r\n"),
+        ("http/1.0 no host", b"GET /api/live HTTP/1.0\r\n\r\n"),
+        ("two hosts", b"GET /api/live HTTP/1.1\r\n" + host + host + b"\r\n"),
+        ("foreign host", b"GET /api/live HTTP/1.1\r\nHost: evil.example\r\n\r\n"),
+        ("non-ascii host", b"GET /api/live HTTP/1.1\r\nHost: \xff\xfe\r\n\r\n"),
+        ("absolute uri", b"GET http://evil.example/api/live HTTP/1.1\r\n" + host + b"\r\n"),
+        ("raw utf-8 target", "GET /api/timeline/春晓运行 HTTP/1.1\r\n".encode() + host + b"\r\n"),
+        ("nul in target", b"GET /api/runs/good\x00 HTTP/1.1\r\n" + host + b"\r\n"),
+        ("dot-dot target", b"GET /../../etc/passwd HTTP/1.1\r\n" + host + b"\r\n"),
+        ("encoded dot-dot", b"GET /api/timeline/%2e%2e/%2e%2e/outside/secret HTTP/1.1\r\n" + host + b"\r\n"),
+        ("linked snapshots", b"GET /api/timeline/link-snap HTTP/1.1\r\n" + host + b"\r\n"),
+        ("linked config", b"GET /api/timeline/link-config HTTP/1.1\r\n" + host + b"\r\n"),
+        (
+            "chunked 20 kB body",
+            b"POST /api/glyphs HTTP/1.1\r\n" + host + b"Transfer-Encoding: chunked\r\n\r\n" + chunked,
+        ),
+        (
+            "cl and te",
+            b"POST /api/glyphs HTTP/1.1\r\n"
+            + host
+            + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        ("negative cl", b"POST /api/glyphs HTTP/1.1\r\n" + host + b"Content-Length: -1\r\n\r\n"),
+        ("huge cl", b"POST /api/glyphs HTTP/1.1\r\n" + host + b"Content-Length: 99999999999999999999\r\n\r\n"),
+        ("bad chunk", b"POST /api/glyphs HTTP/1.1\r\n" + host + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"),
+        ("websocket", b"GET /api/live HTTP/1.1\r\n" + host + b"Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
+        (
+            "pipelined",
+            (b"GET /api/live HTTP/1.1\r\n" + host + b"\r\n") * 19
+            + b"GET / HTTP/1.1\r\n"
+            + host
+            + b"Connection: close\r\n\r\n",
+        ),
+        ("bare lf", b"GET /api/live HTTP/1.1\n" + host.replace(b"\r\n", b"\n") + b"\n"),
+    ]
+
+
+def test_raw_http_probes_through_uvicorn(lab, capsys):
+    """Malformed HTTP at the socket, through `attnlab serve`'s uvicorn configuration: every answer
+    is 2xx-4xx (or the connection is closed), never 5xx, never outside content."""
+    statuses, closed, leaks, by_label = [], [], [], {}
+    with _serving(_client(lab).app, header_timeout=2.0, body_timeout=2.0) as port:
+        for label, raw in _raw_requests(port):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            data = b""
+            try:
+                s.sendall(raw)
+                while chunk := s.recv(65536):
+                    data += chunk
+                    if data.startswith(b"HTTP/") and label != "pipelined":
+                        break
+            except TimeoutError:
+                pass
+            except OSError:  # reset by the server
+                pass
+            finally:
+                s.close()
+            codes = [int(c) for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", data)]
+            if not codes:
+                closed.append(label)
+            by_label[label] = codes
+            statuses += codes
+            if any(m.encode() in data for m in MARKERS):
+                leaks.append(label)
+            assert all(c < 500 for c in codes), (label, codes, data[:200])
+    with capsys.disabled():
+        print(
+            f"\nattnlab raw HTTP probes: {len(_raw_requests(0))} malformed requests at the socket; "
+            f"{len(statuses)} responses: 2xx {sum(c < 300 for c in statuses)}, "
+            f"4xx {sum(400 <= c < 500 for c in statuses)}, 5xx {sum(c >= 500 for c in statuses)}; "
+            f"closed without an answer {len(closed)}; outside content {len(leaks)}"
+        )
+    assert not leaks and closed == ["unfinished head"], (leaks, closed)  # closed at the head deadline
+    assert by_label["long header"] == by_label["many headers"] == by_label["long target"] == [431]
+    assert by_label["pipelined"] == [200] * 20 and by_label["foreign host"] == [421]
+    assert by_label["chunked 20 kB body"] == by_label["huge cl"] == [413]

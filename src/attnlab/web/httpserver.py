@@ -11,9 +11,9 @@ likes. :class:`GuardedH11Protocol` gives every request a deadline:
 * a response the client stops reading is dropped after ``body_timeout``
   seconds without progress.
 
-Past a deadline the connection is closed. Heads are limited to
-``MAX_HEADER_BYTES`` by h11 (uvicorn answers 400); bodies to
-``attnlab.web.server.MAX_BODY_BYTES`` by the app's ``BodyLimit``.
+Past a deadline the connection is closed. Request heads are limited to
+``MAX_HEADER_BYTES`` (431, however they arrive); bodies to
+``attnlab.web.server.MAX_BODY_BYTES`` by the app's ``BodyLimit`` (413).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._guard = None  # the read deadline: (phase, TimerHandle)
         self._write_guard = None
+        self._head_seen, self._head_tail = 0, b""  # bytes of the request head so far, its last 3
 
     # ----------------------------------------------------------- read deadlines
     def _arm(self, phase: str, seconds: float) -> None:
@@ -72,8 +73,31 @@ class GuardedH11Protocol(H11Protocol):
         self._arm("head", self.header_timeout)
 
     def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE and not self._head_fits(data):
+            return
         super().data_received(data)
         self._follow()
+
+    def _head_fits(self, data: bytes) -> bool:
+        """Count the request head's bytes across reads (h11 alone limits only a head that arrives in
+        pieces); over MAX_HEADER_BYTES: 431 and close."""
+        buf = self._head_tail + data
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0:
+            size = self._head_seen - len(self._head_tail) + end + 4
+            self._head_seen, self._head_tail = 0, b""
+        else:
+            self._head_seen += len(data)
+            size, self._head_tail = self._head_seen, buf[-3:]
+        if size <= MAX_HEADER_BYTES:
+            return True
+        body = f"request head over {MAX_HEADER_BYTES} bytes".encode()
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        self.transport.close()
+        return False
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
