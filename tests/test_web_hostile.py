@@ -650,3 +650,31 @@ def test_raw_http_probes_through_uvicorn(lab, capsys):
     assert by_label["long header"] == by_label["many headers"] == by_label["long target"] == [431]
     assert by_label["pipelined"] == [200] * 20 and by_label["foreign host"] == [421]
     assert by_label["chunked 20 kB body"] == by_label["huge cl"] == [413]
+
+
+def test_a_client_that_stops_reading_is_dropped():
+    """A response the client stops reading is aborted after body_timeout, not buffered forever."""
+    size = 32 << 20
+    payload = bytes(size)
+
+    async def big(scope, receive, send):  # a large response, as a timeline of a long run can be
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % size)]})
+        await send({"type": "http.response.body", "body": payload})
+
+    with _serving(big, header_timeout=1.0, body_timeout=1.0) as port:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        time.sleep(2.5)  # not reading
+        s.settimeout(5)
+        got = 0
+        try:
+            while chunk := s.recv(1 << 20):
+                got += len(chunk)
+        except OSError:  # reset
+            pass
+        s.close()
+    assert 0 < got < size // 2, got  # what the kernel had buffered, then the server let go
