@@ -349,9 +349,14 @@ def test_hostile_probe_table(lab, monkeypatch, capsys):
     assert bodies[("GET", "/book")].status_code == 422 and "UTF-8" in bodies[("GET", "/book")].json()["detail"]
 
 
-def test_symlinked_files_are_never_served(lab):
+@pytest.mark.parametrize("fd_walk", [True, False], ids=["dir-fd", "lstat-walk"])
+def test_symlinked_files_are_never_served(lab, fd_walk, monkeypatch):
     """``ln -sf /elsewhere/snapshots.npz runs/r/snapshots.npz`` (and config.json, a linked subfolder):
     the outside maps, probe text and max_steps never reach a response."""
+    from attnlab.web import runfiles
+
+    monkeypatch.setattr(runfiles, "FD_WALK", fd_walk)
+    tl._SNAPS.clear()
     c = _client(lab)
     d = c.get("/api/timeline/link-snap").json()
     assert d["snapshots"] is None and SECRET_PROBE not in json.dumps(d)
@@ -365,13 +370,15 @@ def test_symlinked_files_are_never_served(lab):
         assert not any(m in r.text for m in MARKERS)
 
 
-def test_a_link_swapped_in_after_the_listing_is_refused(lab, tmp_path):
-    """The check and the read are one: the file is opened O_NOFOLLOW below descriptors of its folders."""
+@pytest.mark.parametrize("fd_walk", [True, False], ids=["dir-fd", "lstat-walk"])
+def test_a_link_swapped_in_after_the_listing_is_refused(lab, tmp_path, fd_walk):
+    """The check and the read are one: the file is opened O_NOFOLLOW below descriptors of its folders
+    (or, without dir_fd, after an lstat of every component)."""
     from attnlab.web.runfiles import RunFileError, RunsRoot
 
     root = tmp_path / "runs"
     d = _run(root, "r")
-    rr = RunsRoot(root)
+    rr = RunsRoot(root, fd_walk=fd_walk)
     assert rr.read_text("r/metrics.jsonl", 1 << 20).startswith('{"step": 0')
     (d / "metrics.jsonl").unlink()
     (d / "metrics.jsonl").symlink_to(lab["outside"] / "secret" / "metrics.jsonl")

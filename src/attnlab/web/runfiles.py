@@ -10,7 +10,8 @@ followed. Only regular files are read (a FIFO would block the server) and only
 up to a stated size.
 
 :class:`RunsRoot` is the one helper the web modules use for all of it: listing,
-``lstat``, and opening. Run names are checked by :func:`valid_run_name`.
+``lstat``, and opening. Where descriptor-relative calls are missing (Windows),
+it walks the path with ``lstat`` instead, refusing any component that is a link. Run names are checked by :func:`valid_run_name`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# descriptor-relative opens (Linux, macOS); elsewhere an lstat walk of every component does the same check
+FD_WALK = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd and os.listdir in os.supports_fd
 
 
 class RunFileError(OSError):
@@ -55,8 +58,20 @@ def _parts(rel: str | Iterable[str]) -> list[str]:
 class RunsRoot:
     """The runs directory; every path below it is given relative to it ("run", "case/a/metrics.jsonl")."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, fd_walk: bool | None = None):
         self.root = Path(root)
+        self.fd_walk = FD_WALK if fd_walk is None else fd_walk
+
+    def _dir_path(self, parts: list[str]) -> Path:
+        """root/parts..., each component checked by lstat to be a directory, not a link (no dir_fd)."""
+        path = self.root
+        if not path.is_dir():
+            raise NotADirectoryError(f"{path} is not a folder")
+        for part in parts:
+            path = path / part
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                raise NotADirectoryError(f"{part} is a link or not a folder")
+        return path
 
     def _dir_fd(self, parts: list[str]) -> int:
         """A descriptor of root/parts..., each component opened without following links."""
@@ -75,6 +90,11 @@ class RunsRoot:
         """The entry's own status (a link is reported as a link), None when it or a folder above is missing
         or a link."""
         parts = _parts(rel)
+        if not self.fd_walk:
+            try:
+                return os.lstat(self._dir_path(parts[:-1]) / parts[-1])
+            except OSError:
+                return None
         try:
             fd = self._dir_fd(parts[:-1])
         except OSError:
@@ -96,6 +116,11 @@ class RunsRoot:
 
     def listdir(self, rel: str | Iterable[str] = ()) -> list[str]:
         """Names in root/rel (sorted); [] when it is missing, a link or not a folder."""
+        if not self.fd_walk:
+            try:
+                return sorted(os.listdir(self._dir_path(_parts(rel) if rel not in ((), "") else [])))
+            except OSError:
+                return []
         try:
             fd = self._dir_fd(_parts(rel) if rel not in ((), "") else [])
         except OSError:
@@ -115,19 +140,35 @@ class RunsRoot:
         """
         parts = _parts(rel)
         where = "/".join(parts)
+        flags = os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC | getattr(os, "O_BINARY", 0)
+        # O_NONBLOCK: opening a FIFO planted here must not hang the server
+        before = None
         try:
-            dfd = self._dir_fd(parts[:-1])
+            if self.fd_walk:
+                dfd = self._dir_fd(parts[:-1])
+            else:
+                path = self._dir_path(parts[:-1]) / parts[-1]
+                before = os.lstat(path)
         except OSError as e:
-            raise RunFileError(f"{where}: a folder on the way is missing or a link ({e.strerror})") from None
+            raise RunFileError(f"{where}: a folder on the way is missing or a link ({e.strerror or e})") from None
         try:
-            # O_NONBLOCK: opening a FIFO planted here must not hang the server
-            fd = os.open(parts[-1], os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC, dir_fd=dfd)
+            if self.fd_walk:
+                fd = os.open(parts[-1], flags, dir_fd=dfd)
+            elif stat.S_ISREG(before.st_mode):
+                fd = os.open(path, flags)
+            else:
+                raise RunFileError(f"{where} is a link or not a regular file")
+        except RunFileError:
+            raise
         except OSError as e:
             raise RunFileError(f"{where}: missing or a link ({e.strerror})") from None
         finally:
-            os.close(dfd)
+            if self.fd_walk:
+                os.close(dfd)
         try:
             st = os.fstat(fd)
+            if before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+                raise RunFileError(f"{where} was replaced while it was opened")
             if not stat.S_ISREG(st.st_mode):
                 raise RunFileError(f"{where} is not a regular file")
             if max_bytes is not None and st.st_size > max_bytes:
