@@ -107,3 +107,34 @@ def test_resume_over_a_corrupt_file_keeps_it_aside_and_goes_on(tmp_path, text, c
         train(text, cfg, out_dir=tmp_path, resume=True)
     assert (tmp_path / (FILENAME + ".corrupt")).read_bytes() == b"garbage"
     assert read_snapshots(tmp_path / FILENAME).steps.tolist() == [4, 8, 12]
+
+
+def test_cli_resume_over_a_snapshot_file_whose_meta_is_a_list_is_one_line(tmp_path, text):
+    """`train --resume` on a folder whose snapshots meta is a JSON list: one warning line, the resume
+    goes on, and an earlier set-aside file is kept (was: AttributeError traceback)."""
+    import io
+    import zipfile
+
+    from attnlab.cli import main
+    from attnlab.snapshots import SnapshotWarning
+    from conftest import set_args
+
+    corpus, out = tmp_path / "c.txt", tmp_path / "r"
+    corpus.write_text(text, encoding="utf-8")
+    args = ["train", "--corpus", str(corpus), "--out", str(out), "--no-progress"]
+    snap = ["--set", "snapshot_every=2", "--set", "snapshot_dense=1", "--set", "ckpt_every=2"]
+    assert main([*args, *set_args(max_steps=4), *snap]) == 0
+    with zipfile.ZipFile(out / FILENAME) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    buf = io.BytesIO()
+    np.save(buf, np.array("[1, 2]"))
+    with zipfile.ZipFile(out / FILENAME, "w") as z:
+        for n, data in {**members, "meta.npy": buf.getvalue()}.items():
+            z.writestr(n, data)
+    (out / (FILENAME + ".corrupt")).write_bytes(b"earlier")
+    with pytest.warns(SnapshotWarning) as caught:
+        assert main([*args, *set_args(max_steps=6), *snap, "--resume"]) == 0
+    msg = str(caught[0].message)
+    assert "meta is a JSON list" in msg and "\n" not in msg and FILENAME + ".corrupt.1" in msg
+    assert (out / (FILENAME + ".corrupt")).read_bytes() == b"earlier"
+    assert read_snapshots(out / FILENAME).steps.tolist() == [4, 6]  # retaken from the checkpoint on

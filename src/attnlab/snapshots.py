@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ METRICS = ("entropy", "jacobian_fro", "logit_std", "diag", "prev", "distance")
 
 class SnapshotError(AttnlabError):
     """A snapshot file that is missing, corrupt or of an unknown format."""
+
+
+class SnapshotWarning(UserWarning):
+    """A damaged snapshot file set aside on resume (training goes on)."""
 
 
 def snapshot_steps(cfg: Config) -> list[int]:
@@ -126,7 +131,12 @@ class Snapshots:
         return buf.getvalue()
 
 
-def read_snapshots(path: str | Path) -> Snapshots:
+MAX_FILE_BYTES = 512 * 2**20  # the arrays of one snapshot file, uncompressed (real runs: a few MB)
+ARRAYS = ("steps", "patterns", "metrics", "meta")
+_DTYPES = {"steps": "iu", "patterns": "f", "metrics": "f", "meta": "U"}  # numpy dtype kinds allowed
+
+
+def read_snapshots(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Snapshots:
     """Load a snapshot file; anything unreadable raises SnapshotError naming the file."""
     path = Path(path)
     if not path.is_file():
@@ -135,25 +145,89 @@ def read_snapshots(path: str | Path) -> Snapshots:
             f"(it was trained before snapshots existed or with snapshot_every=0)"
         )
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            snap = Snapshots(z["steps"].astype(np.int64), z["patterns"], z["metrics"], meta)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise SnapshotError(
-            f"{path} is corrupt ({type(e).__name__}: {str(e)[:120]}); delete it and retrain to get snapshots again"
-        ) from None
+        f = path.open("rb")
+    except OSError as e:
+        raise SnapshotError(f"{path} cannot be read ({e.strerror or type(e).__name__})") from None
+    with f:
+        return read_snapshots_from(f, path, max_bytes)
+
+
+def _corrupt(name, why: str) -> SnapshotError:
+    return SnapshotError(f"{name} is corrupt ({why}); delete it and retrain to get snapshots again")
+
+
+def _array(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name) -> np.ndarray:
+    """One .npy member, its declared shape checked against its real size before anything is allocated."""
+    with zf.open(info) as m:
+        version = np.lib.format.read_magic(m)
+        if version not in ((1, 0), (2, 0)):
+            raise _corrupt(name, f"{info.filename}: npy format {version}")
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(m)
+        data_bytes = info.file_size - m.tell()
+        count = math.prod(shape)
+        if (
+            dtype.hasobject
+            or dtype.kind not in _DTYPES[info.filename[:-4]]
+            or min(shape, default=0) < 0
+            or count * dtype.itemsize != data_bytes
+        ):
+            raise _corrupt(
+                name, f"{info.filename} declares {shape} {dtype} ({count * dtype.itemsize:,} bytes) in {data_bytes:,}"
+            )
+        data = m.read(data_bytes)
+    if len(data) != data_bytes:
+        raise _corrupt(name, f"{info.filename} is truncated")
+    arr = np.frombuffer(data, dtype=dtype)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+def read_snapshots_from(f, name, max_bytes: int = MAX_FILE_BYTES) -> Snapshots:
+    """Snapshots from an open binary file (``name`` only names it in messages).
+
+    Bounded before anything is decompressed or allocated: the archive must hold exactly the four
+    arrays, at most ``max_bytes`` of them uncompressed, each of a plain dtype whose declared shape
+    matches its stored size; the meta must be a JSON object. Anything else: SnapshotError.
+    """
+    try:
+        with zipfile.ZipFile(f) as zf:
+            infos = {i.filename: i for i in zf.infolist()}
+            if sorted(infos) != sorted(f"{a}.npy" for a in ARRAYS):
+                raise _corrupt(name, f"holds {sorted(infos)[:6]}, not the arrays {', '.join(ARRAYS)}")
+            total = sum(i.file_size for i in infos.values())
+            if total > max_bytes:
+                raise SnapshotError(
+                    f"{name} holds {total:,} bytes of snapshots uncompressed, more than the {max_bytes:,} "
+                    f"this reader accepts; delete it and retrain with a larger snapshot_every or a shorter probe"
+                )
+            arrays = {a: _array(zf, infos[f"{a}.npy"], name) for a in ARRAYS}
+        meta = json.loads(str(arrays["meta"].reshape(())) if arrays["meta"].size == 1 else "")
+    except SnapshotError:
+        raise
+    except RecursionError:
+        raise _corrupt(name, "the meta JSON is nested too deeply") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError) as e:
+        raise _corrupt(name, f"{type(e).__name__}: {str(e)[:120]}") from None
+    if not isinstance(meta, dict):
+        raise _corrupt(name, f"its meta is a JSON {type(meta).__name__}, not an object")
+    snap = Snapshots(arrays["steps"].astype(np.int64), arrays["patterns"], arrays["metrics"], meta)
     n = len(snap.steps)
+    names = meta.get("metrics", ())
     ok = (
         meta.get("format") == FORMAT
+        and snap.steps.ndim == 1
         and snap.patterns.ndim == 5
         and snap.metrics.ndim == 4
         and snap.patterns.shape[0] == n
         and snap.metrics.shape[0] == n
-        and snap.metrics.shape[-1] == len(meta.get("metrics", ()))
+        and snap.patterns.shape[1:3] == snap.metrics.shape[1:3]
+        and snap.patterns.shape[3] == snap.patterns.shape[4]
+        and isinstance(names, list)
+        and snap.metrics.shape[-1] == len(names)
     )
     if not ok:
         raise SnapshotError(
-            f"{path} has an unexpected layout (format {meta.get('format')!r}); "
+            f"{name} has an unexpected layout (format {str(meta.get('format'))[:40]!r}); "
             f"delete it and retrain to get snapshots again"
         )
     return snap
@@ -204,9 +278,20 @@ class SnapshotRecorder:
         try:
             old = read_snapshots(self.path)
         except SnapshotError as e:
-            aside = self.path.with_name(self.path.name + ".corrupt")
+            aside, n = self.path.with_name(self.path.name + ".corrupt"), 1
+            while aside.exists():  # never over an earlier one set aside
+                aside, n = self.path.with_name(f"{self.path.name}.corrupt.{n}"), n + 1
             self.path.replace(aside)
-            warnings.warn(f"{e}; kept it as {aside.name} and started a new snapshot file", stacklevel=2)
+            problem = str(e).split("; delete it and retrain")[0]
+            # one line on stderr (no source line): the resume goes on with a new snapshot file
+            warnings.warn_explicit(
+                f"{problem}: kept it as {aside.name} and started a new snapshot file "
+                f"(the snapshots before step {start} are not in it)",
+                SnapshotWarning,
+                filename="attnlab",
+                lineno=0,
+                module=__name__,
+            )
             return
         if old.meta.get("tokens") != self.meta["tokens"] or old.patterns.shape[1:3] != (
             self.cfg.n_layer,

@@ -69,5 +69,11 @@ def main(args) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
     print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    from ..web.httpserver import server_config  # header, body and write deadlines
+
+    server = uvicorn.Server(server_config(app, host=args.host, port=args.port))
+    try:
+        server.run()
+    except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C ends the server quietly
+        pass
     return 0

@@ -18,7 +18,9 @@ gives the glyph outlines that make an exported SVG independent of fonts.
 What the server deliberately does not do: take a file path from a request.
 The checkpoint is chosen when the server starts; runs are addressed by the
 name of a directory directly inside ``runs_dir`` and nothing else (symlinks are
-refused at every level below it). It answers only requests whose ``Host`` is its
+refused at every level below it: every file there is opened through
+``attnlab.web.runfiles.RunsRoot``, never following a link, and size-bounded;
+a damaged file is shown per run, never a lost page). It answers only requests whose ``Host`` is its
 own (127.0.0.1, localhost or ``--host``, with its port), so a page on another
 site cannot reach it through DNS rebinding. Every
 request body is size-limited and validated by a pydantic model, and every
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -46,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..train import METRICS_FILE, parse_metrics
+from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {
@@ -82,7 +84,8 @@ def page_header(route: str) -> str:
 MAX_BODY_BYTES = 16 * 1024  # a request body larger than this is refused before parsing
 MAX_TEXT_CHARS = 2048  # hard cap; the real limit is the checkpoint's block_size
 MAX_POINTS = 2000  # curves are thinned to at most this many points
-MAX_RUN_NAME = 128
+MAX_METRICS_LINE = 1 << 20  # a longer metrics.jsonl line is skipped as malformed
+MAX_LAYERS = 256  # a row with more layers than this is malformed
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # names a local browser uses for this machine
 LAYER_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")
 NO_CHECKPOINT_HINT = (
@@ -222,25 +225,6 @@ class HostCheck:
         return await self.app(scope, receive, send)
 
 
-def valid_run_name(name: str) -> bool:
-    """A run folder's name as listed and served: one path component, any
-    printable Unicode (CJK, spaces), no leading dot, no separators."""
-    return (
-        0 < len(name) <= MAX_RUN_NAME
-        and name.isprintable()
-        and not name.startswith(".")
-        and "/" not in name
-        and "\\" not in name
-        and name.strip() == name
-    )
-
-
-def _no_symlink(path: Path) -> Path:
-    if path.is_symlink():
-        raise PermissionError(f"{path} is a symlink")
-    return path
-
-
 def _finite(x: float, nd: int = 4) -> float | None:
     x = float(x)
     return round(x, nd) if math.isfinite(x) else None
@@ -255,12 +239,43 @@ def _thin(n: int) -> list[int]:
     return idx
 
 
-def read_metrics(path: Path) -> dict:
-    """Columns of one run's metrics.jsonl; malformed lines are counted and skipped."""
-    # O_NOFOLLOW: a symlink swapped in after the listing is refused here too
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with open(fd, encoding="utf-8", errors="replace") as f:
-        rows, bad = parse_metrics(f)
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _row_ok(r: dict) -> bool:
+    """A metrics row the curves can use: a finite numeric step and a layers list (or none) of sane length."""
+    layers = r.get("layers")
+    return _number(r["step"]) and (layers is None or (isinstance(layers, list) and len(layers) <= MAX_LAYERS))
+
+
+def metric_rows(f) -> tuple[list[dict], int]:
+    """The usable rows of a metrics.jsonl opened in binary, and how many lines were skipped as malformed
+    (not JSON, nested too deeply, over MAX_METRICS_LINE bytes, a non-numeric step, ``"layers": 5``...)."""
+    rows, bad = [], 0
+    while line := f.readline(MAX_METRICS_LINE + 1):
+        if len(line) > MAX_METRICS_LINE:
+            bad += 1
+            while line and not line.endswith(b"\n"):  # the rest of the overlong line
+                line = f.readline(MAX_METRICS_LINE)
+            continue
+        try:
+            got, skipped = parse_metrics([line.decode("utf-8", errors="replace")])
+        except (RecursionError, OverflowError):
+            got, skipped = [], 1
+        ok = [r for r in got if _row_ok(r)]
+        rows += ok
+        bad += skipped + len(got) - len(ok)
+    return rows, bad
+
+
+def read_metrics(root: RunsRoot, rel) -> dict:
+    """Columns of one run's metrics.jsonl (opened without following links); malformed lines are
+    counted and skipped, never the run's curves. Raises OSError when the file cannot be read."""
+    from .timeline import MAX_METRICS_BYTES
+
+    with root.open(rel, MAX_METRICS_BYTES) as f:
+        rows, bad = metric_rows(f)
     val = [(r["step"], r["val_loss"]) for r in rows if isinstance(r.get("val_loss"), (int, float))]
     keep = [rows[i] for i in _thin(len(rows))]
     n_layer = max((len(r.get("layers") or []) for r in keep), default=0)
@@ -302,7 +317,7 @@ def create_app(
     hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
     """
     loaded = _load(checkpoint) if checkpoint else None
-    runs_root = Path(runs_dir)
+    runs_root = RunsRoot(runs_dir)
     case_path = Path(case_json)
     lock = threading.Lock()  # one forward pass at a time: the model is shared
 
@@ -358,7 +373,16 @@ def create_app(
             raise HTTPException(
                 404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first."
             )
-        return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": BOOK_CSP})
+        try:
+            html = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = "它不是 UTF-8 文本 it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
+            raise HTTPException(
+                422,
+                f"全章实验文件无法读取（{why}）：重新运行 `attnlab book --render`。 "
+                f"The lab book cannot be read ({why}): run `attnlab book --render` again.",
+            ) from None
+        return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
     @app.get("/api/info")
@@ -418,14 +442,9 @@ def create_app(
 
     def run_names() -> list[str]:
         """Run folders directly in runs_dir; symlinks refused at every level below it."""
-        if not runs_root.is_dir():
-            return []
-        names = []
-        for d in runs_root.iterdir():
-            m = d / METRICS_FILE
-            if valid_run_name(d.name) and not d.is_symlink() and d.is_dir() and not m.is_symlink() and m.is_file():
-                names.append(d.name)
-        return sorted(names)
+        from .timeline import run_dirs
+
+        return [name for name, parts in run_dirs(runs_root).items() if len(parts) == 1]
 
     @app.get("/api/runs")
     def runs() -> dict:
@@ -434,15 +453,20 @@ def create_app(
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
         # Only names that were listed are served: no separators, no "..", no symlinks.
-        if not valid_run_name(name) or ".." in name or name not in run_names():
-            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
-        from .timeline import run_sinks
+        from .timeline import resolve_run, run_sinks
 
+        gone = HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
+        if not valid_run_name(name) or resolve_run(runs_root, name) != (name,):
+            raise gone
         try:
-            d = _no_symlink(runs_root / name)
-            return {"name": name, **read_metrics(d / METRICS_FILE), "sinks": run_sinks(d)}
-        except OSError:
-            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory") from None
+            metrics = read_metrics(runs_root, (name, METRICS_FILE))
+        except OSError as e:
+            if not runs_root.is_dir(name):
+                raise gone from None
+            raise HTTPException(
+                422, f"训练曲线文件损坏，无法读取。 metrics.jsonl of {name[:80]!r} cannot be read: {e}"
+            ) from None
+        return {"name": name, **metrics, "sinks": run_sinks(runs_root, (name,))}
 
     @app.get("/api/case")
     def case() -> dict:
@@ -452,7 +476,7 @@ def create_app(
             data = json.loads(case_path.read_text(encoding="utf-8"))
             pairs = data["pairs"]
             assert isinstance(pairs, dict)
-        except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        except (OSError, ValueError, KeyError, TypeError, AssertionError, RecursionError):
             raise HTTPException(422, "案例文件无法解析。 The case file could not be parsed.") from None
         return {"pairs": pairs}
 
@@ -471,7 +495,7 @@ class GlyphRequest(BaseModel):
     text: str = Field(max_length=4096)
 
 
-def add_timeline_routes(app: FastAPI, runs_root: Path) -> None:
+def add_timeline_routes(app: FastAPI, runs_root: RunsRoot) -> None:
     """/api/live (runs and their state), /api/timeline/<run> (curves + snapshots), /api/glyphs.
 
     Runs may sit one level down (the case's runs/case/big_unscaled); a name is

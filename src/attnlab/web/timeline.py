@@ -12,96 +12,147 @@
   CJK font (fontTools, which matplotlib already needs), so an exported SVG
   shows its Chinese on a machine without the font.
 
-Run names are relative paths of one or two components, each a plain name;
-nothing else (no "..", no separators beyond the one, no symlinks) is served.
+Run names are relative paths of one or two components, each a plain name
+(any printable Unicode, :func:`attnlab.web.runfiles.valid_run_name`); nothing
+else (no "..", no separators beyond the one) is served, and every file is read
+through :class:`attnlab.web.runfiles.RunsRoot`, which never follows a link.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
-import re
+import stat
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..train import METRICS_FILE
+from .runfiles import RunsRoot, file_key, valid_run_name
 
-RUN_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUNNING_WINDOW_S = 120.0
+CLOCK_SLACK_S = 5.0  # a metrics.jsonl stamped further in the future than this is not "running"
 MAX_SNAPSHOT_VALUES = 4_000_000  # patterns sent to the page at once (about 25 MB of JSON)
+MAX_SNAPSHOT_BYTES = 64 * 2**20  # a snapshot file's arrays, uncompressed, read by the server at most
+MAX_METRICS_BYTES = 512 * 2**20  # a metrics.jsonl larger than this is shown as damaged
+MAX_CONFIG_BYTES = 1 << 20
 REPORT_FONT = Path(__file__).resolve().parents[1] / "report" / "fonts" / "NotoSansCJKtc-subset.otf"
 MAX_GLYPHS = 800
+DAMAGED = "damaged"
 
 
-def _is_run(d: Path) -> bool:
-    return d.is_dir() and not d.is_symlink() and (d / METRICS_FILE).is_file() and not (d / METRICS_FILE).is_symlink()
+def _root(root) -> RunsRoot:
+    return root if isinstance(root, RunsRoot) else RunsRoot(root)
 
 
-def run_dirs(root: Path) -> dict[str, Path]:
-    """{name: directory} of runs directly under root or one level below."""
-    out: dict[str, Path] = {}
-    if not root.is_dir():
-        return out
-    for d in sorted(root.iterdir()):
-        if not RUN_PART.match(d.name) or d.is_symlink() or not d.is_dir():
+def _is_run(root: RunsRoot, parts: tuple[str, ...]) -> bool:
+    return root.is_dir(parts) and root.is_file((*parts, METRICS_FILE))
+
+
+def run_dirs(root) -> dict[str, tuple[str, ...]]:
+    """{name: path parts below root} of runs directly under root or one level below; no part is a link."""
+    root = _root(root)
+    out: dict[str, tuple[str, ...]] = {}
+    for top in root.listdir():
+        if not valid_run_name(top) or not root.is_dir(top):
             continue
-        if _is_run(d):
-            out[d.name] = d
+        if _is_run(root, (top,)):
+            out[top] = (top,)
             continue
-        for sub in sorted(d.iterdir()):
-            if RUN_PART.match(sub.name) and _is_run(sub):
-                out[f"{d.name}/{sub.name}"] = sub
+        for sub in root.listdir(top):
+            if valid_run_name(sub) and _is_run(root, (top, sub)):
+                out[f"{top}/{sub}"] = (top, sub)
     return out
 
 
-def resolve_run(root: Path, name: str) -> Path | None:
-    """The directory of a listed run, or None (never a path built from unchecked input)."""
+def resolve_run(root, name: str) -> tuple[str, ...] | None:
+    """The path parts of a listed run, or None (never a path built from unchecked input)."""
     parts = name.split("/")
-    if not 1 <= len(parts) <= 2 or not all(RUN_PART.match(p) and p not in (".", "..") for p in parts):
+    if not 1 <= len(parts) <= 2 or not all(valid_run_name(p) for p in parts):
         return None
-    return run_dirs(root).get(name)
+    parts, root = tuple(parts), _root(root)
+    if len(parts) == 2 and _is_run(root, parts[:1]):
+        return None  # a run's subfolder is not listed as a run
+    return parts if _is_run(root, parts) else None
 
 
-def _max_steps(d: Path) -> int | None:
+def _max_steps(root: RunsRoot, parts) -> int | None:
     import json
 
     try:
-        return int(json.loads((d / "config.json").read_text(encoding="utf-8"))["max_steps"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return int(json.loads(root.read_text((*parts, "config.json"), MAX_CONFIG_BYTES))["max_steps"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as f:
-        return sum(1 for line in f if line.strip())
+_CACHE_LOCK = threading.Lock()  # the caches below are shared by the server's worker threads
+_LINES: dict[tuple, int] = {}  # file_key -> non-empty lines, so the live table does not re-read unchanged files
 
 
-def run_state(d: Path, now: float | None = None) -> dict:
+def _count_lines(root: RunsRoot, parts) -> int:
+    with root.open((*parts, METRICS_FILE), MAX_METRICS_BYTES) as f:
+        key = file_key(f)
+        with _CACHE_LOCK:
+            n = _LINES.get(key)
+        if n is None:
+            n = sum(1 for line in f if line.strip())
+            with _CACHE_LOCK:
+                if len(_LINES) > 512:
+                    _LINES.clear()
+                _LINES[key] = n
+        return n
+
+
+def run_state(root, parts, now: float | None = None) -> dict:
+    """State of one run: finished (summary.json as new as its metrics), running (metrics written within
+    RUNNING_WINDOW_S and not stamped in the future), stopped, or damaged (metrics unreadable, with why).
+    Raises FileNotFoundError when the run folder is gone."""
+    root = _root(root)
     now = time.time() if now is None else now
-    metrics = d / METRICS_FILE
-    m_time = metrics.stat().st_mtime
-    summary = d / "summary.json"
-    done = summary.is_file() and summary.stat().st_mtime >= m_time - 1.0
+    st = root.lstat((*parts, METRICS_FILE))
+    if st is None:
+        raise FileNotFoundError("/".join(parts))
+    m_time = st.st_mtime
+    age = now - m_time
+    summary = root.lstat((*parts, "summary.json"))
+    done = summary is not None and stat.S_ISREG(summary.st_mode) and summary.st_mtime >= m_time - 1.0
     if done:
         state = "finished"
-    elif now - m_time <= RUNNING_WINDOW_S:
+    elif -CLOCK_SLACK_S <= age <= RUNNING_WINDOW_S:
         state = "running"
-    else:
+    else:  # old, or stamped in the future (a clock stepped back): never "running" forever
         state = "stopped"
+    problem = None
+    try:
+        steps = _count_lines(root, parts)
+    except OSError as e:
+        if root.lstat((*parts, METRICS_FILE)) is None:
+            raise FileNotFoundError("/".join(parts)) from None  # removed while we looked
+        steps, state, problem = 0, DAMAGED, f"训练曲线文件损坏，无法读取。 metrics.jsonl cannot be read: {e}"
     return {
         "state": state,
-        "steps": _count_lines(metrics),
-        "max_steps": _max_steps(d),
-        "snapshots": (d / "snapshots.npz").is_file(),
-        "updated_s_ago": round(max(0.0, now - m_time), 1),
+        "steps": steps,
+        "max_steps": _max_steps(root, parts),
+        "snapshots": root.is_file((*parts, "snapshots.npz")),
+        "updated_s_ago": round(age, 1) if age >= -CLOCK_SLACK_S else None,
+        **({"problem": problem} if problem else {}),
     }
 
 
-def list_runs(root: Path) -> list[dict]:
+def list_runs(root) -> list[dict]:
+    """Every listed run with its state; a run removed while listing is left out, never an error."""
+    root = _root(root)
     now = time.time()
-    return [{"name": name, **run_state(d, now)} for name, d in run_dirs(root).items()]
+    out = []
+    for name, parts in run_dirs(root).items():
+        try:
+            out.append({"name": name, **run_state(root, parts, now)})
+        except FileNotFoundError:
+            continue
+    return out
 
 
 def _num(x) -> float | None:
@@ -109,12 +160,53 @@ def _num(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def snapshots_payload(d: Path) -> dict:
-    """{"snapshots": {...}} or {"snapshot_error": message}."""
-    from attnlab.snapshots import FILENAME, SnapshotError, read_snapshots
+_SNAPS: collections.OrderedDict = collections.OrderedDict()  # file_key -> Snapshots | SnapshotError
+_SNAPS_BYTES = 4 * MAX_SNAPSHOT_BYTES  # what the cache may hold
 
-    path = d / FILENAME
-    if not path.is_file():
+
+def load_snapshots(root, parts):
+    """A run's Snapshots read without following links, bounded (MAX_SNAPSHOT_BYTES uncompressed), and cached
+    per file version (device, inode, mtime, size): a file is decompressed once, not on every request.
+    Raises SnapshotError (damaged, too large, a link, unreadable)."""
+    from attnlab.snapshots import FILENAME, SnapshotError, read_snapshots_from
+
+    root = _root(root)
+    try:
+        f = root.open((*parts, FILENAME))
+    except OSError as e:
+        raise SnapshotError(f"{FILENAME} cannot be read: {e}") from None
+    with f:
+        key = file_key(f)
+        with _CACHE_LOCK:
+            hit = _SNAPS.get(key)
+            if hit is not None:
+                _SNAPS.move_to_end(key)
+        if hit is None:
+            try:
+                hit = read_snapshots_from(f, FILENAME, MAX_SNAPSHOT_BYTES)
+            except SnapshotError as e:
+                hit = e
+            except MemoryError:
+                hit = SnapshotError(f"{FILENAME} is too large to read into memory")
+            with _CACHE_LOCK:
+                _SNAPS[key] = hit
+                while len(_SNAPS) > 1 and sum(_nbytes(v) for v in _SNAPS.values()) > _SNAPS_BYTES:
+                    _SNAPS.popitem(last=False)
+    if isinstance(hit, SnapshotError):
+        raise SnapshotError(str(hit))
+    return hit
+
+
+def _nbytes(v) -> int:
+    return 0 if isinstance(v, Exception) else v.patterns.nbytes + v.metrics.nbytes + v.steps.nbytes
+
+
+def snapshots_payload(root, parts) -> dict:
+    """{"snapshots": {...}} or {"snapshot_error": message}."""
+    from attnlab.snapshots import FILENAME, SnapshotError
+
+    root = _root(root)
+    if root.lstat((*parts, FILENAME)) is None:
         return {
             "snapshots": None,
             "snapshot_error": "这次训练没有注意力快照（它早于这个功能，或 snapshot_every=0）；重新训练即可得到。 "
@@ -122,9 +214,9 @@ def snapshots_payload(d: Path) -> dict:
             "train it again to get them.",
         }
     try:
-        snap = read_snapshots(path)
+        snap = load_snapshots(root, parts)
     except SnapshotError as e:
-        return {"snapshots": None, "snapshot_error": f"快照文件损坏，无法读取。 {e}".replace(str(d), d.name)}
+        return {"snapshots": None, "snapshot_error": f"快照文件损坏，无法读取。 {e}".replace(str(root.root), "runs")}
     if snap.patterns.size > MAX_SNAPSHOT_VALUES:
         return {
             "snapshots": None,
@@ -133,18 +225,23 @@ def snapshots_payload(d: Path) -> dict:
         }
     patterns = np.round(snap.patterns.astype(np.float64), 4)
     metrics = [[[[_num(v) for v in head] for head in layer] for layer in step] for step in snap.metrics]
+    meta = snap.meta
     return {
         "snapshots": {
             "steps": snap.steps.tolist(),
-            "probe": snap.meta.get("probe"),
-            "tokens": snap.meta.get("tokens"),
-            "metric_names": snap.meta.get("metrics"),
+            "probe": meta.get("probe") if isinstance(meta.get("probe"), str) else None,
+            "tokens": _strings(meta.get("tokens")),
+            "metric_names": _strings(meta.get("metrics")),
             "patterns": patterns.tolist(),  # (N, L, nh, T, T)
             "metrics": metrics,  # (N, L, nh, M)
             "sinks": sinks_of(snap.patterns),
         },
         "snapshot_error": None,
     }
+
+
+def _strings(x) -> list[str] | None:
+    return [str(v)[:64] for v in x] if isinstance(x, list) else None
 
 
 def sinks_of(patterns: np.ndarray) -> dict:
@@ -164,23 +261,37 @@ def sinks_of(patterns: np.ndarray) -> dict:
     }
 
 
-def run_sinks(d: Path) -> dict | None:
+def run_sinks(root, parts) -> dict | None:
     """A run's sink shares by snapshot step ({"steps", "share", "baseline", "threshold"}), or None
     when it has no readable snapshots (the runs page then draws no sink chart)."""
-    from attnlab.snapshots import FILENAME, SnapshotError, read_snapshots
+    from attnlab.snapshots import SnapshotError
 
     try:
-        snap = read_snapshots(d / FILENAME)
+        snap = load_snapshots(root, parts)
     except SnapshotError:
         return None
     return {"steps": snap.steps.tolist(), **sinks_of(snap.patterns)}
 
 
-def timeline_payload(root: Path, name: str, read_metrics) -> dict | None:
-    d = resolve_run(root, name)
-    if d is None:
+def timeline_payload(root, name: str, read_metrics) -> dict | None:
+    """One listed run's state, curves and snapshots; None when no run has that name. A run whose
+    metrics.jsonl cannot be read is shown "damaged" with why, never an error."""
+    root = _root(root)
+    parts = resolve_run(root, name)
+    if parts is None:
         return None
-    return {"name": name, **run_state(d), "metrics": read_metrics(d / METRICS_FILE), **snapshots_payload(d)}
+    try:
+        state = run_state(root, parts)
+    except FileNotFoundError:
+        return None
+    try:
+        metrics = read_metrics(root, (*parts, METRICS_FILE))
+    except OSError as e:
+        if root.lstat((*parts, METRICS_FILE)) is None:
+            return None  # removed while we looked
+        problem = f"训练曲线文件损坏，无法读取。 metrics.jsonl cannot be read: {e}"
+        return {"name": name, **state, "state": DAMAGED, "problem": problem, "error": problem, "metrics": None}
+    return {"name": name, **state, "metrics": metrics, **snapshots_payload(root, parts)}
 
 
 # ------------------------------------------------------------------------ glyphs

@@ -102,14 +102,14 @@
 
   // The live table: every run (also one level down, like runs/case/*), its state and a timeline link.
   // While the run shown in the charts is training, its curves are re-read at each poll.
-  const STATE_TEXT = { running: "训练中 running", finished: "已完成 finished", stopped: "已停止 stopped" };
+  const STATE_TEXT = { running: "训练中 running", finished: "已完成 finished", stopped: "已停止 stopped", damaged: "损坏 damaged" };
   let lastSteps = {};
   async function poll() {
     const r = await json("/api/live");
     if (r.ok) {
       const rows = r.data.runs.map((x) => el("tr", { "data-testid": `live-row-${x.name}` },
         el("td", { text: x.name }),
-        el("td", {}, el("span", { class: `live-state ${x.state}`, "data-testid": `live-state-${x.name}`, text: STATE_TEXT[x.state] || x.state })),
+        el("td", {}, el("span", { class: `live-state ${x.state}`, "data-testid": `live-state-${x.name}`, title: x.problem, text: STATE_TEXT[x.state] || x.state })),
         el("td", { class: "mono", "data-testid": `live-steps-${x.name}`, text: `${x.steps} / ${x.max_steps ?? "?"}` }),
         el("td", {}, el("a", { href: `/timeline?run=${encodeURIComponent(x.name)}`, "data-testid": `live-link-${x.name}`,
           text: x.snapshots ? "时间线 timeline" : "时间线 timeline（无快照 no snapshots）" }))));
