@@ -86,6 +86,13 @@ def cut(source: Path, text: str, out: Path, flavor: str | None, font_number: int
     )
 
 
+def regular(path: Path) -> None:
+    """Weight 400 (HanaMinB says 500): matplotlib then takes it as the regular face, silently."""
+    font = TTFont(str(path))
+    font["OS/2"].usWeightClass = 400
+    font.save(str(path))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", type=Path, default=SOURCE)
@@ -103,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for out, flavor in ((WEB_EXTB_FILE, "woff2"), (EXTB_FILE, None)):
         cut(args.extb_source, lacking, out, flavor)
         rename_family(out, EXTB_FAMILY)
+        regular(out)
     for out in (WEB_FONT_FILE, WEB_EXTB_FILE, EXTB_FILE):
         n = len(TTFont(str(out)).getBestCmap())
         print(f"{out.relative_to(ROOT)}: {n} characters, {out.stat().st_size / 1024:.0f} KiB")

@@ -49,7 +49,8 @@ def use_cjk_font() -> str:
         if path.is_file():
             font_manager.fontManager.addfont(str(path))
             names.append(font_manager.FontProperties(fname=str(path)).get_name())
-    matplotlib.rcParams["font.family"] = "sans-serif"
+    # a list of families: matplotlib falls back glyph by glyph along it (one "sans-serif" would not)
+    matplotlib.rcParams["font.family"] = [*names, "sans-serif"]
     matplotlib.rcParams["font.sans-serif"] = [*names, "DejaVu Sans"]
     matplotlib.rcParams["axes.unicode_minus"] = False
     return names[0]
