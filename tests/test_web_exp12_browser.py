@@ -114,3 +114,37 @@ def test_a_map_enlarges_legibly_and_exports_with_title_and_scale(page, served):
     with page.expect_download() as dl:
         page.locator("figure").first.get_by_test_id("export-svg").click()
     assert "step 7" in open(dl.value.path(), encoding="utf-8").read()
+
+
+def test_log_charts_always_have_two_y_ticks(page, served):
+    page.goto(f"{served}/runs")
+    counts = page.evaluate(
+        """(ranges) => ranges.map(([lo, hi]) => {
+          const div = document.createElement("div");
+          const svg = UI.lineChart(div, { title: "t", logY: true,
+            series: [{ name: "a", x: [0, 1], y: [lo, hi], color: "#000" }] });
+          const labels = [...svg.querySelectorAll("text")].filter((t) => t.getAttribute("text-anchor") === "end");
+          return [labels.length, new Set(labels.map((t) => t.textContent)).size];
+        })""",
+        # ranges that gave a single tick before (a small run's Jacobian norm among them)
+        [[0.00219, 0.00275], [5.95, 12.46], [0.1238, 0.1565], [2.028, 2.353], [0.6376, 1.372], [30.4, 88.8]],
+    )
+    assert all(n >= 2 and distinct == n for n, distinct in counts), counts
+
+
+def test_the_timeline_s_default_twin_has_the_same_shape_or_is_none(page, tmp_path):
+    import json
+
+    for name, n_layer in (("a_unscaled", 1), ("a_scaled", 2), ("b_unscaled", 1), ("b_scaled", 1)):
+        d = tmp_path / "runs" / name
+        d.mkdir(parents=True)
+        (d / "metrics.jsonl").write_text('{"step": 0, "loss": 7.0}\n', encoding="utf-8")
+        cfg = {"n_layer": n_layer, "n_head": 2, "d_model": 16, "block_size": 16, "max_steps": 3}
+        (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    with ServerThread(create_app(None, runs_dir=str(tmp_path / "runs"))) as url:
+        page.goto(f"{url}/timeline?run=a_unscaled")
+        expect(page.get_by_test_id("timeline-run")).to_have_value("a_unscaled")
+        assert page.get_by_test_id("timeline-twin").input_value() == ""  # a_scaled has another shape
+        page.goto(f"{url}/timeline?run=b_unscaled")
+        expect(page.get_by_test_id("timeline-twin")).to_have_value("b_scaled")
+        assert "<unk>" in page.get_by_test_id("timeline-legend").inner_text()

@@ -64,13 +64,31 @@ def resolve_run(root: Path, name: str) -> Path | None:
     return run_dirs(root).get(name)
 
 
-def _max_steps(d: Path) -> int | None:
+def _config(d: Path) -> dict:
     import json
 
     try:
-        return int(json.loads((d / "config.json").read_text(encoding="utf-8"))["max_steps"])
-    except (OSError, ValueError, KeyError, TypeError):
+        cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        return cfg if isinstance(cfg, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _max_steps(d: Path) -> int | None:
+    try:
+        return int(_config(d)["max_steps"])
+    except (KeyError, TypeError, ValueError):
         return None
+
+
+SHAPE_KEYS = ("n_layer", "n_head", "d_model", "block_size")
+
+
+def _shape(d: Path) -> list[int] | None:
+    """The model's shape (n_layer, n_head, d_model, block_size): a twin must have the same."""
+    cfg = _config(d)
+    shape = [cfg.get(k) for k in SHAPE_KEYS]
+    return shape if all(isinstance(x, int) for x in shape) else None
 
 
 def _count_lines(path: Path) -> int:
@@ -94,6 +112,7 @@ def run_state(d: Path, now: float | None = None) -> dict:
         "state": state,
         "steps": _count_lines(metrics),
         "max_steps": _max_steps(d),
+        "shape": _shape(d),
         "snapshots": (d / "snapshots.npz").is_file(),
         "updated_s_ago": round(max(0.0, now - m_time), 1),
     }

@@ -186,11 +186,14 @@
     let main = params.get("run");
     let twin = params.get("twin");
     if (!names.includes(main)) {
-      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n)) || withSnap[0] || names[0] || "";
+      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n))
+        || withSnap.find((n) => /(^|\/)big_unscaled_s\d+$/.test(n)) || withSnap[0] || names[0] || "";
     }
     if (twin === null) {
+      // the scaled sibling of the same shape (n_layer, n_head, d_model, block_size), or none
+      const shape = (n) => JSON.stringify((runs.find((r) => r.name === n) || {}).shape || null);
       const guess = main.replace(/unscaled/, "scaled");
-      twin = guess !== main && names.includes(guess) ? guess : "";
+      twin = guess !== main && shape(guess) !== "null" && shape(guess) === shape(main) ? guess : "";
     }
     return [main, names.includes(twin) ? twin : ""];
   }
