@@ -7,14 +7,15 @@
 const Maps = (() => {
   const FONT = '"AttnlabCJK", "AttnlabCJKExtB", "Noto Sans CJK TC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", sans-serif';
   const label = (t) => (t.unk ? "?" : t.text === "\n" ? "⏎" : t.text);
-  const SMALL = { fit: 230, maxCell: 26, maxFont: 13 };
-  // the enlarged view and the exported files: readable from the back of a classroom
-  const LARGE = { fit: 640, maxCell: 56, maxFont: 24 };
+  const SMALL = { fit: 230, minCell: 8, maxCell: 26, maxFont: 13 };
+  // the enlarged view and the exported files: readable from the back of a classroom; a long
+  // text keeps 18 px cells (16 px characters) and the view scrolls
+  const LARGE = { fit: 640, minCell: 18, maxCell: 56, maxFont: 24 };
 
   // Cell size, axis margin and label size of a T x T map drawn within about `fit` pixels.
   function geometry(T, opts = SMALL) {
     const o = { ...SMALL, ...opts };
-    const cell = Math.max(8, Math.min(o.maxCell, Math.floor(o.fit / T)));
+    const cell = Math.max(o.minCell, Math.min(o.maxCell, Math.floor(o.fit / T)));
     const font = Math.max(8, Math.min(o.maxFont, cell - 2));
     const margin = Math.max(22, Math.ceil(font * 1.6));
     return { cell, margin, font, size: margin + cell * T };
