@@ -25,7 +25,15 @@
   function showInfo(data) {
     info = data;
     const sel = $("run-select");
-    sel.replaceChildren(...(data.runs || []).map((n) => el("option", { value: n, text: n })));
+    // grouped by their first folder (case/, lr/, …), the user's own runs first
+    const groups = new Map();
+    for (const n of data.runs || []) {
+      const g = n.includes("/") ? n.split("/")[0] : "";
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(el("option", { value: n, text: n }));
+    }
+    sel.replaceChildren(...[...groups].sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b)))
+      .map(([g, opts]) => (g ? el("optgroup", { label: `${g}/` }, ...opts) : el("optgroup", { label: "你的运行 your runs" }, ...opts))));
     sel.value = data.run;
     sel.disabled = (data.runs || []).length < 2;
     $("ckpt-info").replaceChildren(el("span", { "data-testid": "run-name" },
