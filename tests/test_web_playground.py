@@ -106,3 +106,12 @@ def test_a_broken_default_run_does_not_stop_the_server(tmp_path):
     app = create_app(None, runs_dir=str(tmp_path / "runs"))
     info = TestClient(base_url=LOCAL, app=app).get("/api/info").json()
     assert info["checkpoint"] is None and "corrupt" in info["hint"]
+
+
+def test_the_started_checkpoint_stays_choosable_even_outside_the_runs_dir(runs, tmp_path):
+    outside = corpus_run(tmp_path / "elsewhere", step=11)
+    client = TestClient(base_url=LOCAL, app=create_app(str(outside), runs_dir=str(runs)))
+    info = client.get("/api/info").json()
+    assert info["run"] == "elsewhere" and info["runs"][0] == "elsewhere" and DEFAULT_RUN in info["runs"]
+    assert client.post("/api/model", json={"run": DEFAULT_RUN}).json()["run"] == DEFAULT_RUN
+    assert client.post("/api/model", json={"run": "elsewhere"}).json()["step"] == 11

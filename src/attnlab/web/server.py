@@ -377,6 +377,8 @@ def create_app(
         checkpoint = str(Path(checkpoint) / CHECKPOINT_FILE)
     # the model experiment 1-2 shows: --checkpoint, else the case's small scaled run when present
     state: dict[str, Any] = {"loaded": _load(checkpoint, runs_root) if checkpoint else None, "problem": None}
+    # the --checkpoint run stays choosable after switching away, even outside runs_dir
+    started = {state["loaded"].run: Path(state["loaded"].path)} if state["loaded"] else {}
     if checkpoint is None:
         found = checkpoint_runs(runs_root)
         pick = default_run(found)
@@ -447,7 +449,7 @@ def create_app(
     # -------------------------------------------------------------------- api
     def info_payload() -> dict:
         loaded = state["loaded"]
-        runs = list(checkpoint_runs(runs_root))
+        runs = list(dict.fromkeys([*started, *checkpoint_runs(runs_root)]))
         if loaded is None:
             hint = NO_CHECKPOINT_HINT if not state["problem"] else f"{state['problem']} {NO_CHECKPOINT_HINT}"
             return {"checkpoint": None, "hint": hint, "runs": runs}
@@ -456,7 +458,7 @@ def create_app(
             "checkpoint": loaded.run,
             "run": loaded.run,
             "step": loaded.step,
-            "runs": runs if loaded.run in runs else [loaded.run, *runs],
+            "runs": runs,
             "block_size": cfg.block_size,
             "n_layer": cfg.n_layer,
             "n_head": cfg.n_head,
@@ -471,7 +473,7 @@ def create_app(
     @app.post("/api/model")
     def choose_model(req: ModelRequest) -> dict:
         # Only a run the listing offers: a name is looked up, never joined onto a path.
-        found = checkpoint_runs(runs_root)
+        found = {**checkpoint_runs(runs_root), **started}
         current = state["loaded"]
         if current is not None and req.run == current.run:
             return info_payload()
