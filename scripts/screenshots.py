@@ -14,6 +14,14 @@ those (no checkpoint needed):
     attnlab train --set d_model=256 --set n_head=1 --set scaled=false --out runs/big_unscaled
     attnlab train --set d_model=256 --set n_head=1 --set scaled=true --out runs/big_scaled
     .venv/bin/python scripts/screenshots.py --only timeline
+
+--only nocjk takes experiment 1-2 the way a reader without CJK fonts sees it: Chromium
+is started with a fontconfig that knows only DejaVu Sans (no CJK font at all), a
+simplified-Chinese line is typed (converted to traditional on the page), and one map is
+enlarged (exp1-2-simplified-nocjk.png, exp1-2-enlarged.png). With --runs-dir and no
+--checkpoint the server picks the case's small scaled run, as `attnlab serve` does:
+
+    .venv/bin/python scripts/screenshots.py --only nocjk --runs-dir runs
 """
 
 from __future__ import annotations
@@ -68,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument(
         "--only",
-        choices=["pages", "timeline"],
+        choices=["pages", "timeline", "nocjk"],
         default=None,
-        help="only the playground pages, or only the timeline (default: both)",
+        help="only the playground pages, only the timeline, or only experiment 1-2 without CJK fonts "
+        "(default: pages and timeline)",
     )
     ap.add_argument("--run", default="big_unscaled", help="timeline run (beside its twin --twin)")
     ap.add_argument("--twin", default="big_scaled")
+    ap.add_argument("--text", default="床前明月光，疑是地上霜。举头望明月，低头思故乡。", help="the nocjk shots' input")
     ap.add_argument(
         "--steps-shown", default="0,75,200", help="snapshot steps for the before/during/after shots (default 0,75,200)"
     )
@@ -85,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from attnlab.web.server import create_app
 
     tmp = tempfile.TemporaryDirectory()
-    pages = args.only != "timeline"
+    pages = args.only in (None, "pages")
     ckpt = args.checkpoint or (str(tiny_checkpoint(Path(tmp.name) / "tiny", args.steps)) if pages else None)
     app = create_app(ckpt, runs_dir=args.runs_dir, case_json=args.case_json)
     with socket.socket() as s:
@@ -100,8 +110,26 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    env = None
+    if args.only == "nocjk":  # a machine without CJK fonts: fontconfig sees DejaVu Sans only
+        import os
+        import shutil
+
+        import matplotlib
+
+        fonts = Path(tmp.name) / "fonts"
+        fonts.mkdir()
+        shutil.copy(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf", fonts)
+        conf = Path(tmp.name) / "fonts.conf"
+        conf.write_text(
+            '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n'
+            f"<fontconfig><dir>{fonts}</dir><cachedir>{Path(tmp.name) / 'cache'}</cachedir></fontconfig>\n",
+            encoding="utf-8",
+        )
+        env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
+
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
+        browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, env=env)
         page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
         shots = []
 
@@ -111,7 +139,24 @@ def main(argv: list[str] | None = None) -> int:
             page.screenshot(path=str(path), full_page=True)
             shots.append(path)
 
-        if args.only != "pages":
+        if args.only == "nocjk":
+            page.set_viewport_size({"width": 1280, "height": 1400})  # down to the first layer's maps
+            page.goto(f"{base}/exp1-2")
+            page.get_by_test_id("map-L0H0").wait_for()
+            page.get_by_test_id("text-input").fill(args.text)
+            page.get_by_test_id("run-attention").click()
+            page.get_by_test_id("converted-text").wait_for()
+            page.wait_for_timeout(300)
+            page.evaluate("document.fonts.ready")
+            page.screenshot(path=str(out / "exp1-2-simplified-nocjk.png"), full_page=False)
+            shots.append(out / "exp1-2-simplified-nocjk.png")
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.get_by_test_id("map-L0H1").click()
+            page.get_by_test_id("map-large").wait_for()
+            page.wait_for_timeout(200)
+            page.screenshot(path=str(out / "exp1-2-enlarged.png"), full_page=False)
+            shots.append(out / "exp1-2-enlarged.png")
+        if args.only in (None, "timeline"):
             steps = [int(x) for x in args.steps_shown.split(",")]
             page.goto(f"{base}/timeline?run={args.run}&twin={args.twin}")
             page.get_by_test_id("twin-map-L0H0").wait_for()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from matplotlib import font_manager
 
-from attnlab.fonts import FONT_FILE, missing_glyphs, use_cjk_font
+from attnlab.fonts import EXTB_FILE, FONT_FILE, gb2312_level1, missing_glyphs, use_cjk_font
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 # the modules that draw matplotlib figures (failures writes a Markdown table, no figure)
@@ -25,9 +25,30 @@ def test_every_label_character_is_in_the_shipped_font():
 
 def test_the_corpus_is_covered():
     corpus = (SRC.parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
-    missing = missing_glyphs(corpus)
-    # Noto Sans CJK itself lacks a few CJK Extension B characters (rare, never in the vocabulary)
-    assert all(ord(c) > 0xFFFF for c in missing) and len(missing) < 20
+    assert missing_glyphs(corpus) == set()  # every character, the 14 Extension B ones by the supplement
+    # Noto Sans CJK itself lacks those 14 (rare, never in the vocabulary): the supplement draws them
+    lacking = missing_glyphs(corpus, (FONT_FILE,))
+    assert len(lacking) == 14 and all(ord(c) > 0xFFFF for c in lacking)
+    assert missing_glyphs(gb2312_level1()) == set()
+
+
+def test_figure_text_with_extension_b_characters_draws_every_glyph(tmp_path):
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    corpus = (SRC.parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+    use_cjk_font()
+    text = "".join(sorted(missing_glyphs(corpus, (FONT_FILE,)))) + "舉頭望明月"
+    fig, ax = plt.subplots()
+    ax.set_title(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
+        fig.savefig(tmp_path / "t.png")
+    plt.close(fig)
 
 
 def test_matplotlib_uses_the_shipped_file_not_a_system_font():
@@ -36,6 +57,7 @@ def test_matplotlib_uses_the_shipped_file_not_a_system_font():
     found = font_manager.findfont(font_manager.FontProperties(family=name), fallback_to_default=False)
     assert Path(found).resolve() == FONT_FILE.resolve()
     assert (FONT_FILE.parent / "OFL.txt").is_file()
+    assert EXTB_FILE.name in (FONT_FILE.parent / "OFL.txt").read_text(encoding="utf-8")
 
 
 def test_simplified_text_typed_by_readers_renders():

@@ -28,6 +28,7 @@ LAYERS = [
             "corpus",
             "diagnostics",
             "fonts",
+            "chinese",
             "stats",
             "verdicts",
         ),

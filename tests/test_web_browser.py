@@ -265,10 +265,11 @@ def test_experiment_1_2_maps(page, base):
     expect(page.get_by_test_id("attn-message")).to_contain_text("block_size=16")
 
 
-def test_experiment_1_2_without_checkpoint(page, lab):
+def test_experiment_1_2_without_checkpoint(page, tmp_path):
     from attnlab.web.server import create_app
 
-    with ServerThread(create_app(None, runs_dir=str(lab / "runs"))) as url:
+    # no run with a ckpt.pt anywhere (with one, serve shows it: tests/test_web_exp12_browser.py)
+    with ServerThread(create_app(None, runs_dir=str(tmp_path / "runs"))) as url:
         page.goto(f"{url}/exp1-2")
         page.get_by_test_id("no-checkpoint").wait_for()
         assert "--checkpoint" in cell(page, "no-checkpoint")

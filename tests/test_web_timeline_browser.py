@@ -98,7 +98,7 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def test_export_svg_outlines_the_probe_and_png_is_the_screen(page, url):  # noqa: F811
+def test_export_svg_outlines_the_probe_and_png_is_the_picture(page, url):  # noqa: F811
     page.goto(f"{url}/timeline?run=case/tiny_unscaled&twin=")
     fig = page.locator("figure").filter(has=page.get_by_test_id("map-L0H0"))
     with page.expect_download() as d:
@@ -111,8 +111,9 @@ def test_export_svg_outlines_the_probe_and_png_is_the_screen(page, url):  # noqa
     assert len([r for r in svg.iter(f"{SVG_NS}rect")]) >= len(PROBE) ** 2
     with page.expect_download() as d:
         fig.get_by_test_id("export-png").click()
-    w, h = page.get_by_test_id("map-L0H0").evaluate("c => [c.width, c.height]")
-    assert png_size(open(d.value.path(), "rb").read()) == (w, h)
+    # the PNG is the exported picture (title, colour scale) at twice its size, not the bare canvas
+    assert png_size(open(d.value.path(), "rb").read()) == (2 * int(svg.get("width")), 2 * int(svg.get("height")))
+    assert any((g.get("data-text") or "").startswith("case/tiny_unscaled · step") for g in svg.iter(f"{SVG_NS}g"))
     chart = page.locator(".fig").filter(has=page.get_by_test_id("timeline-chart-loss"))
     with page.expect_download() as d:
         chart.get_by_test_id("export-png").click()

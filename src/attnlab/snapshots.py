@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .chinese import to_traditional
 from .config import Config
 from .diagnostics import head_metrics, jacobian_frobenius
 from .errors import AttnlabError
@@ -64,8 +65,9 @@ def snapshot_steps(cfg: Config) -> list[int]:
 
 
 def probe_ids(cfg: Config, tok) -> list[int]:
-    """The probe's token ids, cropped to block_size (characters outside the vocabulary -> <unk>)."""
-    return tok.encode(cfg.probe)[: cfg.block_size] or [1]
+    """The probe's token ids, cropped to block_size: simplified characters the vocabulary lacks
+    are converted to traditional (attnlab.chinese), the rest outside it -> <unk>."""
+    return tok.encode(to_traditional(cfg.probe, tok.stoi))[: cfg.block_size] or [1]
 
 
 @torch.no_grad()

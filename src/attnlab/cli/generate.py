@@ -24,9 +24,20 @@ def add_parser(sub):
 
 
 def main(args) -> int:
+    import sys
+    import warnings
+
     from ..checkpoint import load_checkpoint
+    from ..chinese import converted_line, prepare, unknown_line
     from ..model import generate
 
     model, tok, _ = load_checkpoint(args.checkpoint)
-    print(generate(model, tok, args.prompt, args.max_new_tokens, args.temperature, args.top_k, args.seed))
+    prompt = prepare(args.prompt, tok.stoi)  # simplified -> traditional, <unk> named in one line
+    for line in (converted_line(prompt), unknown_line(prompt)):
+        if line:
+            print(line, file=sys.stderr)
+    with warnings.catch_warnings():  # the <unk> line above already said it
+        warnings.simplefilter("ignore", UserWarning)
+        text = generate(model, tok, prompt.converted, args.max_new_tokens, args.temperature, args.top_k, args.seed)
+    print(text)
     return 0

@@ -27,7 +27,12 @@ def add_parser(sub):
         default="127.0.0.1",
         help="interface to listen on (default 127.0.0.1; anything else exposes the server)",
     )
-    p.add_argument("--checkpoint", default=None, help="checkpoint for experiment 1-2 (e.g. runs/x/ckpt.pt)")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint (or run folder) for experiment 1-2; default: the case's small scaled run "
+        "(runs/case/small_scaled_s20261014) or another run with a ckpt.pt under --runs-dir, selectable on the page",
+    )
     p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
     p.add_argument("--case-json", default="data/ch1_case.json")
     p.add_argument("--book-html", default="reports/lab_book.html", help="the lab book served at /book")
@@ -69,6 +74,10 @@ def main(args) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
     print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")
+    if app.state.model_run:
+        print(f"实验 1-2 模型 / experiment 1-2 model: {app.state.model_run}")
+    else:
+        print(app.state.model_problem or f"实验 1-2：{args.runs_dir} 下没有带 ckpt.pt 的运行 / no run with a ckpt.pt")
     from ..web.httpserver import server_config  # header, body and write deadlines
 
     server = uvicorn.Server(server_config(app, host=args.host, port=args.port))

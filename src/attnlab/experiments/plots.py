@@ -25,42 +25,61 @@ def use_cjk_font() -> list[str]:
     try:
         from ..fonts import use_cjk_font as shipped
 
-        families.append(shipped())
+        shipped()  # the shipped subset and its Extension B supplement, in that order
+        families += [f for f in matplotlib.rcParams["font.sans-serif"] if f != "DejaVu Sans"]
     except (ImportError, OSError, RuntimeError):
         pass  # no shipped subset: rely on the system's fonts
     installed = {f.name for f in font_manager.fontManager.ttflist}
     families += [f for f in SYSTEM_CJK if f in installed]
-    matplotlib.rcParams["font.family"] = "sans-serif"
+    # a list of families: matplotlib falls back glyph by glyph along it
+    matplotlib.rcParams["font.family"] = families + ["sans-serif"]
     matplotlib.rcParams["font.sans-serif"] = families + ["DejaVu Sans"]
     matplotlib.rcParams["axes.unicode_minus"] = False
     return families
 
 
+NEWLINE_MARK = "／"  # a line break on the axes, as Chinese quotes a poem's lines
+
+
 def plot_attention_maps(maps: dict, path: str | Path) -> Path:
-    """One heatmap per layer (rows) and head (columns); the text's characters on both axes."""
+    """One heatmap per layer (rows) and head (columns); the text's characters on both axes
+    (characters outside the vocabulary in red, a line break as ／)."""
     use_cjk_font()
     import matplotlib.pyplot as plt
 
     layers = maps["layers"]
-    chars = [("⏎" if c == "\n" else c) for c in maps["chars"]]
+    chars = [(NEWLINE_MARK if c == "\n" else c) for c in maps["chars"]]
+    unknown = set(maps.get("unknown_chars") or "")
     n_layer, n_head = len(layers), len(layers[0])
     T = len(chars)
-    size = max(2.6, 0.16 * T + 1.0)
-    fig, axes = plt.subplots(n_layer, n_head, figsize=(size * n_head, size * n_layer), squeeze=False)
+    size = max(2.8, 0.17 * T + 0.9)  # inches per map: about 12 pt per character
+    tick = max(7.0, min(11.0, 72 * (size - 0.6) / max(T, 1) * 0.8))
+    fig, axes = plt.subplots(
+        n_layer,
+        n_head,
+        figsize=(size * n_head + 1.2, size * n_layer + 0.9),
+        squeeze=False,
+        layout="constrained",
+    )
     for l in range(n_layer):
         for h in range(n_head):
             ax = axes[l][h]
             im = ax.imshow(layers[l][h], cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_title(f"层 {l} · 头 {h} / layer {l} head {h}", fontsize=9)
-            ax.set_xticks(range(T), chars, fontsize=7)
-            ax.set_yticks(range(T), chars, fontsize=7)
+            ax.set_title(f"层 {l} · 头 {h} / layer {l} head {h}", fontsize=11)
+            ax.set_xticks(range(T), chars, fontsize=tick)
+            ax.set_yticks(range(T), chars, fontsize=tick)
+            for lab in (*ax.get_xticklabels(), *ax.get_yticklabels()):
+                if lab.get_text() in unknown:
+                    lab.set_color("#c0392b")
             if l == n_layer - 1:
-                ax.set_xlabel("键 key (j)", fontsize=8)
+                ax.set_xlabel("键 key (j)", fontsize=10)
             if h == 0:
-                ax.set_ylabel("查询 query (i)", fontsize=8)
-    fig.colorbar(im, ax=axes, shrink=0.6, label="注意力权重 / attention weight")
-    fig.suptitle(f"注意力图 / attention maps: {maps['text'][:40]}", fontsize=11)
-    write_figure(path, fig, dpi=110)  # PNG and SVG
+                ax.set_ylabel("查询 query (i)", fontsize=10)
+    fig.colorbar(im, ax=axes, shrink=0.8, label="注意力权重 / attention weight")
+    note = "红字 = 不在字表（<unk>）/ red = outside the vocabulary" if unknown else ""
+    text = maps["text"][:40].replace("\n", NEWLINE_MARK)
+    fig.suptitle(f"注意力图 / attention maps: {text}" + (f"\n{note}" if note else ""), fontsize=12)
+    write_figure(path, fig, dpi=110, bbox_inches="tight", pad_inches=0.15)  # PNG and SVG
     plt.close(fig)
     return Path(path)
 

@@ -111,11 +111,13 @@ def diagnostics_figure(res: dict, path: Path) -> Path:
     a1.set_yscale("log")
     a2.set_yscale("log")
     a1.set_ylabel("权重熵 / weight entropy")
-    a2.set_ylabel("雅可比范数 ‖J‖_F / Jacobian norm")
+    a2.set_ylabel(r"雅可比范数 $\Vert J\Vert_F$ / Jacobian norm")
     a2.set_xlabel("训练步数 / step（第 0 层 / layer 0）")
     for a in (a1, a2):
         a.grid(alpha=0.3, which="both")
-    a1.legend(fontsize=8, ncol=2)
+    # one legend under both panels: inside, it covers the curves
+    handles, labels = a1.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, ncol=2, loc="lower center", bbox_to_anchor=(0.5, -0.06))
     fig.suptitle("图 1.4　训练中注意力层的两个诊断量（对数轴）/ Fig 1.4")
     return _save(fig, path)
 

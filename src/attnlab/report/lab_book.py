@@ -47,9 +47,20 @@ def _fmt(v: Any) -> str:
         return "—"
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, list) and all(x is None or isinstance(x, (int, float, str)) for x in v):
+        return ", ".join(_fmt(x) for x in v)  # numbers, not JSON
+    if isinstance(v, dict) and all(x is None or isinstance(x, (int, float, str)) for x in v.values()):
+        return "; ".join(f"{k}: {_fmt(x)}" for k, x in v.items())
     if isinstance(v, (list, dict)):
         return json.dumps(v, ensure_ascii=False)
     return str(v)
+
+
+def _measured_html(v: Any) -> str:
+    """A claim's measured text (numbers, never JSON); its quantities joined by "; " stay on one line each
+    only where they are short, so a long list of seeds wraps instead of widening the table."""
+    parts = _fmt(v).split("; ")
+    return "; ".join(f"<span class=q>{html.escape(p)}</span>" for p in parts)
 
 
 def verdict(c: dict) -> str:
@@ -185,14 +196,14 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
 CSS = """
 body{font-family:'BookCJK',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.55;color:#222}
 h1,h2,h3{font-family:'BookCJK',sans-serif} h2{border-bottom:2px solid #2463a6;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em} td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em;width:100%} td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}
 th{background:#eef3f9} .PASS{color:#1b7a2e;font-weight:bold} .FAIL{color:#b02a1a;font-weight:bold}
 blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background:#f6f7fb}
 code,pre{background:#f3f3f3;padding:.1em .3em;font-family:monospace} img{max-width:100%}
 .badge{display:inline-block;padding:.05em .5em;border-radius:.6em;background:#ddd;font-size:.85em}
 .done{background:#cfe9d4} .partial{background:#f6e3b5} .not_run{background:#f3c7c1}
 .INCONCLUSIVE{color:#8a6d00;font-weight:bold} .NA,.REPORTED{color:#555}
-.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{max-width:380px;word-break:break-all}
+.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{min-width:16em;overflow-wrap:anywhere;font-variant-numeric:tabular-nums;font-size:.92em}
 """
 
 
@@ -296,7 +307,7 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
             v = verdict(c)
             out.append(
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
-                f"<td>{e(str(c['expected']))}</td><td class=m>{e(_fmt(c['measured']))}</td>"
+                f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}</td></tr>"
             )
         out.append("</table>")

@@ -142,6 +142,11 @@ def timing(r: dict) -> dict:
         label="本机 CPU / this CPU (SDPA)",
     )
     ax.loglog(book["n"], book["ms"], "s--", color="#c0392b", label="书中 RTX A6000 / book")
+    from matplotlib.ticker import NullFormatter
+
+    ns = sorted({row[0] for row in r["rows"]} | set(book["n"]))
+    ax.set_xticks(ns, [str(n) for n in ns])  # the measured lengths, not 3×10³4×10³ running together
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("序列长度 n / sequence length")
     ax.set_ylabel("单次前向 ms / forward ms")
     ax.set_title("§1.14.2 注意力耗时 / attention time")
@@ -232,14 +237,23 @@ def markov(r: dict) -> dict:
     models, floor = r["models"], r["floor"]
     fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(models) + 1)))
     ys = list(range(len(models)))
-    ax.barh(ys, [m["val_loss"] for m in models], color="#2463a6")
-    ax.set_yticks(ys, [m["model"] for m in models], fontsize=6)
-    for name, v, c in (("一元 / unigram", floor["unigram"], "#999999"), ("二元 / bigram", floor["bigram"], "#c0392b")):
+    vals = [m["val_loss"] for m in models]
+    ax.barh(ys, vals, color="#2463a6")  # bars from 0: a bar's length is its loss
+    ax.set_yticks(ys, [m["model"] for m in models], fontsize=7)
+    for y, v in zip(ys, vals):
+        ax.text(v + 0.03, y, f"{v:.2f}", va="center", fontsize=6.5, bbox={"fc": "white", "ec": "none", "pad": 0.3})
+    lines = (
+        ("一元 / unigram", floor["unigram"], "#999999"),
+        ("二元 / bigram", floor["bigram"], "#c0392b"),
+        ("均匀 ln V / uniform", floor["ln_vocab"], "#555555"),
+    )
+    for name, v, c in lines:
         ax.axvline(v, color=c, ls="--", label=f"{name} {v:.2f}")
-    ax.set_xlim(min([floor["bigram"]] + [m["val_loss"] for m in models]) - 0.4, floor["ln_vocab"])
+    ax.set_xlim(0, floor["ln_vocab"] * 1.08)
+    ax.set_ylim(-0.8, len(models) - 0.2)
     ax.set_xlabel("验证 loss（nats）/ validation loss")
     ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3)
     return {"floor.png": fig}
 
 

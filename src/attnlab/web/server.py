@@ -46,6 +46,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..chinese import converted_line, prepare, unknown_line
+from ..errors import AttnlabError
 from ..train import METRICS_FILE, parse_metrics
 from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
 
@@ -89,8 +91,9 @@ MAX_LAYERS = 256  # a row with more layers than this is malformed
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # names a local browser uses for this machine
 LAYER_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "q_std", "k_std")
 NO_CHECKPOINT_HINT = (
-    "没有加载模型。请用 `attnlab serve --checkpoint runs/<名字>/ckpt.pt` 启动。 "
-    "No checkpoint loaded: start the server with "
+    "没有加载模型：运行目录（--runs-dir）里没有带 ckpt.pt 的运行。先训练一个，"
+    "或用 `attnlab serve --checkpoint runs/<名字>/ckpt.pt` 启动。 "
+    "No checkpoint loaded: no run with a ckpt.pt under --runs-dir; train one, or start the server with "
     "`attnlab serve --checkpoint runs/<name>/ckpt.pt`."
 )
 # The pages only ever talk to the server that served them.
@@ -105,6 +108,11 @@ CSP = (
 )
 
 
+class ModelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    run: str = Field(max_length=4 * MAX_RUN_NAME)
+
+
 class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(max_length=MAX_TEXT_CHARS)
@@ -112,23 +120,84 @@ class AttentionRequest(BaseModel):
 
 @dataclass
 class Loaded:
-    """A checkpoint ready to answer: the model, its tokenizer and config."""
+    """A checkpoint ready to answer: the model, its tokenizer and config, and the run it names."""
 
     path: str
     model: Any
     tok: Any
     cfg: Any
     head_metrics: Callable[[Any], dict]
+    run: str = ""  # the run folder as the page names it (case/small_scaled_s20261014)
+    step: int | None = None
 
 
-def _load(path: str) -> Loaded:
+CHECKPOINT_FILE = "ckpt.pt"
+DEFAULT_RUN = "case/small_scaled_s20261014"  # the case's small scaled model, the chapter's own
+MAX_CHECKPOINT_DEPTH = 3  # runs/<a>/<b>/<c>/ckpt.pt at most
+MAX_CHECKPOINTS = 1000
+
+
+def run_label(path: str | Path, runs_root: Path) -> str:
+    """The run a checkpoint file belongs to, relative to runs_root when inside it (never just "ckpt.pt")."""
+    folder = Path(path).resolve().parent
+    try:
+        return folder.relative_to(runs_root.resolve()).as_posix()
+    except ValueError:
+        return folder.name or str(folder)
+
+
+def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None) -> Loaded:
     """Load a checkpoint (torch is imported only when one is asked for)."""
-    from attnlab.checkpoint import load_checkpoint
+    from attnlab.checkpoint import from_payload, read_checkpoint
     from attnlab.diagnostics import head_metrics
 
-    model, tok, cfg = load_checkpoint(path)
+    payload = read_checkpoint(path)
+    model, tok, cfg = from_payload(payload, path)
     model.eval()
-    return Loaded(str(path), model, tok, cfg, head_metrics)
+    step = payload.get("step") if isinstance(payload.get("step"), int) else None
+    return Loaded(str(path), model, tok, cfg, head_metrics, run or run_label(path, runs_root), step)
+
+
+def checkpoint_runs(root: Path) -> dict[str, Path]:
+    """{name: ckpt.pt} of every run folder under root (up to 3 levels) holding a checkpoint.
+
+    Names are the folders' relative paths ("mine", "case/small_scaled_s20261014"); every part
+    is a plain name (runfiles.valid_run_name) and no symlink is followed, so a name from a request
+    is only ever looked up here, never joined onto a path.
+    """
+    out: dict[str, Path] = {}
+
+    def walk(d: Path, parts: tuple[str, ...]) -> None:
+        try:
+            children = sorted(d.iterdir())
+        except OSError:
+            return
+        for sub in children:
+            if len(out) >= MAX_CHECKPOINTS:
+                return
+            if not valid_run_name(sub.name) or sub.is_symlink() or not sub.is_dir():
+                continue
+            ckpt = sub / CHECKPOINT_FILE
+            if ckpt.is_file() and not ckpt.is_symlink():
+                out["/".join((*parts, sub.name))] = ckpt
+            if len(parts) + 1 < MAX_CHECKPOINT_DEPTH:
+                walk(sub, (*parts, sub.name))
+
+    if root.is_dir():
+        walk(root, ())
+    return out
+
+
+def default_run(names: Iterable[str]) -> str | None:
+    """The run the playground shows first: the case's small scaled model, else another small
+    scaled one of the case, else the most recently named run of the user's, else None."""
+    names = list(names)
+    if DEFAULT_RUN in names:
+        return DEFAULT_RUN
+    case = sorted(n for n in names if n.startswith("case/small_scaled"))
+    if case:
+        return case[0]
+    return names[0] if names else None
 
 
 class BodyLimit:
@@ -316,12 +385,28 @@ def create_app(
 
     hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
     """
-    loaded = _load(checkpoint) if checkpoint else None
-    runs_root = RunsRoot(runs_dir)
+    ckpt_dir = Path(runs_dir)  # where checkpoints are found (checkpoint_runs: no symlinks)
+    runs_root = RunsRoot(runs_dir)  # every other read under runs/ (no links followed)
+    if checkpoint and Path(checkpoint).is_dir():  # a run folder names its checkpoint
+        checkpoint = str(Path(checkpoint) / CHECKPOINT_FILE)
+    # the model experiment 1-2 shows: --checkpoint, else the case's small scaled run when present
+    state: dict[str, Any] = {"loaded": _load(checkpoint, ckpt_dir) if checkpoint else None, "problem": None}
+    # the --checkpoint run stays choosable after switching away, even outside runs_dir
+    started = {state["loaded"].run: Path(state["loaded"].path)} if state["loaded"] else {}
+    if checkpoint is None:
+        found = checkpoint_runs(ckpt_dir)
+        pick = default_run(found)
+        if pick is not None:
+            try:
+                state["loaded"] = _load(str(found[pick]), ckpt_dir, pick)
+            except AttnlabError as e:  # a broken run folder must not stop the server
+                state["problem"] = str(e)
     case_path = Path(case_json)
     lock = threading.Lock()  # one forward pass at a time: the model is shared
 
     app = FastAPI(title="attnlab playground", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.model_run = state["loaded"].run if state["loaded"] else None  # for serve's start line
+    app.state.model_problem = state["problem"]
 
     @app.middleware("http")
     async def harden(request: Request, call_next):
@@ -385,26 +470,57 @@ def create_app(
         return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
-    @app.get("/api/info")
-    def info() -> dict:
+    def info_payload() -> dict:
+        loaded = state["loaded"]
+        runs = list(dict.fromkeys([*started, *checkpoint_runs(ckpt_dir)]))
         if loaded is None:
-            return {"checkpoint": None, "hint": NO_CHECKPOINT_HINT}
+            hint = NO_CHECKPOINT_HINT if not state["problem"] else f"{state['problem']} {NO_CHECKPOINT_HINT}"
+            return {"checkpoint": None, "hint": hint, "runs": runs}
         cfg = loaded.cfg
         return {
-            "checkpoint": Path(loaded.path).name,
+            "checkpoint": loaded.run,
+            "run": loaded.run,
+            "step": loaded.step,
+            "runs": runs,
             "block_size": cfg.block_size,
             "n_layer": cfg.n_layer,
             "n_head": cfg.n_head,
+            "d_model": cfg.d_model,
             "vocab_size": len(loaded.tok.itos),
         }
 
+    @app.get("/api/info")
+    def info() -> dict:
+        return info_payload()
+
+    @app.post("/api/model")
+    def choose_model(req: ModelRequest) -> dict:
+        # Only a run the listing offers: a name is looked up, never joined onto a path.
+        found = {**checkpoint_runs(ckpt_dir), **started}
+        current = state["loaded"]
+        if current is not None and req.run == current.run:
+            return info_payload()
+        if req.run not in found:
+            raise HTTPException(
+                404, f"没有这个运行 / no run with a checkpoint named {req.run[:80]!r} in the runs directory"
+            )
+        try:
+            new = _load(str(found[req.run]), ckpt_dir, req.run)
+        except AttnlabError as e:
+            raise HTTPException(422, str(e)) from None
+        with lock:
+            state["loaded"] = new
+        return info_payload()
+
     @app.post("/api/attention")
     def attention(req: AttentionRequest) -> dict:
+        loaded = state["loaded"]
         if loaded is None:
             raise HTTPException(409, NO_CHECKPOINT_HINT)
-        text = req.text
-        if not text.strip():
+        if not req.text.strip():
             raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        prep = prepare(req.text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
+        text = prep.converted
         block = loaded.cfg.block_size
         ids = loaded.tok.encode(text)
         if len(ids) > block:
@@ -416,7 +532,11 @@ def create_app(
         itos = loaded.tok.itos
         unk = 1
         chars = list(text) if len(text) == len(ids) else [itos[i] for i in ids]
-        tokens = [{"text": "<unk>" if i == unk else itos[i], "char": c, "unk": i == unk} for i, c in zip(ids, chars)]
+        typed = list(req.text) if len(req.text) == len(chars) else chars
+        tokens = [
+            {"text": "<unk>" if i == unk else itos[i], "char": c, "typed": t, "unk": i == unk}
+            for i, c, t in zip(ids, chars, typed)
+        ]
         import torch  # only reached with a checkpoint, which needs torch anyway
 
         device = next(loaded.model.parameters()).device
@@ -438,7 +558,19 @@ def create_app(
                         }
                     )
                 layers.append({"layer": li, "heads": heads})
-        return {"tokens": tokens, "n_unk": sum(t["unk"] for t in tokens), "block_size": block, "layers": layers}
+        return {
+            "run": loaded.run,
+            "step": loaded.step,
+            "tokens": tokens,
+            "n_unk": sum(t["unk"] for t in tokens),
+            "unknown": prep.unknown,
+            "unknown_line": unknown_line(prep),
+            "converted": prep.was_converted,
+            "converted_text": text,
+            "converted_line": converted_line(prep),
+            "block_size": block,
+            "layers": layers,
+        }
 
     def run_names() -> list[str]:
         """Run folders directly in runs_dir; symlinks refused at every level below it."""

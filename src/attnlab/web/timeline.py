@@ -79,13 +79,31 @@ def resolve_run(root, name: str) -> tuple[str, ...] | None:
     return parts if _is_run(root, parts) else None
 
 
-def _max_steps(root: RunsRoot, parts) -> int | None:
+def _config(root: RunsRoot, parts) -> dict:
     import json
 
     try:
-        return int(json.loads(root.read_text((*parts, "config.json"), MAX_CONFIG_BYTES))["max_steps"])
-    except (OSError, ValueError, KeyError, TypeError, RecursionError, OverflowError):
+        cfg = json.loads(root.read_text((*parts, "config.json"), MAX_CONFIG_BYTES))
+    except (OSError, ValueError, TypeError, RecursionError, OverflowError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def _max_steps(root: RunsRoot, parts) -> int | None:
+    try:
+        return int(_config(root, parts)["max_steps"])
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
+
+
+SHAPE_KEYS = ("n_layer", "n_head", "d_model", "block_size")
+
+
+def _shape(root: RunsRoot, parts) -> list[int] | None:
+    """The model's shape (n_layer, n_head, d_model, block_size): a twin must have the same."""
+    cfg = _config(root, parts)
+    shape = [cfg.get(k) for k in SHAPE_KEYS]
+    return shape if all(isinstance(x, int) and not isinstance(x, bool) for x in shape) else None
 
 
 _CACHE_LOCK = threading.Lock()  # the caches below are shared by the server's worker threads
@@ -136,6 +154,7 @@ def run_state(root, parts, now: float | None = None) -> dict:
         "state": state,
         "steps": steps,
         "max_steps": _max_steps(root, parts),
+        "shape": _shape(root, parts),
         "snapshots": root.is_file((*parts, "snapshots.npz")),
         "updated_s_ago": round(age, 1) if age >= -CLOCK_SLACK_S else None,
         **({"problem": problem} if problem else {}),

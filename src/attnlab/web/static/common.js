@@ -110,7 +110,7 @@ const UI = (() => {
     const X = (x) => pad.l + ((x - x0) / (x1 - x0)) * W;
     const Y = (y) => pad.t + H - ((y - y0) / (y1 - y0)) * H;
     svg.append(s("rect", { x: pad.l, y: pad.t, width: W, height: H, fill: "none", stroke: "#d6dae1" }));
-    let yt = niceTicks(y0, y1, 4);
+    let yt = niceTicks(y0, y1, 4), digits = 2;
     if (logY) {   // 1, 2, 5 x 10^k inside the range; only the decades when there are many
       const all = [];
       for (let e = Math.floor(y0); e <= Math.ceil(y1); e++) {
@@ -120,15 +120,19 @@ const UI = (() => {
         }
       }
       yt = (all.length > 6 ? all.filter(([, mm]) => mm === 1) : all).map(([t]) => t);
-      if (yt.length < 2) {   // less than a factor ~2 of range: round values on a linear scale
-        yt = niceTicks(Math.pow(10, y0), Math.pow(10, y1), 3).filter((v) => v > 0).map(Math.log10);
+      // fewer than two of those (a range under a factor of ~2.5): round values on a linear
+      // scale, finer until there are at least two, so a chart never has a single y tick
+      for (const count of [3, 5, 8, 12]) {
+        if (yt.length >= 2) break;
+        yt = niceTicks(Math.pow(10, y0), Math.pow(10, y1), count).filter((v) => v > 0).map(Math.log10);
+        digits = 3;
       }
     }
     for (const t of yt) {
       svg.append(s("line", { x1: pad.l, x2: pad.l + W, y1: Y(t), y2: Y(t), stroke: "#eef0f3" }));
       const v = logY ? Math.pow(10, t) : t;
       svg.append(s("text", { x: pad.l - 5, y: Y(t) + 4, "font-size": 11, "text-anchor": "end", fill: "#5d6675" },
-        String(Number(v.toPrecision(logY ? 2 : 6)))));
+        String(Number(v.toPrecision(logY ? digits : 6)))));
     }
     const xt = xTicks || niceTicks(x0, x1, 5).map((t) => [t, String(t)]);
     for (const [t, label] of xt) {

@@ -1,20 +1,62 @@
-// Experiment 1-2: attention maps of the checkpoint the server was started with.
+// Experiment 1-2: attention maps of a trained model (the case's small scaled run by default,
+// or any run with a checkpoint under the runs directory, chosen from the list).
 "use strict";
 
 (() => {
   const { el, fmt, json } = UI;
   const $ = (id) => document.getElementById(id);
-  let info = null, timer = null, seq = 0;
+  let info = null, timer = null, seq = 0, last = null;
+
+  function setEnabled(on) {
+    $("text-input").disabled = !on;
+    $("run-attention").disabled = !on;
+  }
 
   function showNoCheckpoint(hint) {
     $("ckpt-info").replaceChildren(el("div", { "data-testid": "no-checkpoint" },
       el("strong", { text: "没有加载模型 · No checkpoint loaded." }), el("br"),
-      "启动服务器时指定一个训练好的模型：", el("br"),
+      "运行目录里没有训练好的模型。先训练一个（attnlab train 或 attnlab case），或启动时指定：", el("br"),
       el("code", { text: "attnlab serve --checkpoint runs/<名字>/ckpt.pt" }), el("br"),
-      el("span", { class: "en", text: "Start the server with a trained checkpoint, e.g. attnlab serve --checkpoint runs/<name>/ckpt.pt" })));
-    $("text-input").disabled = true;
-    $("run-attention").disabled = true;
-    if (hint) $("attn-message").textContent = "";
+      el("span", { class: "en", text: "No trained model in the runs directory: train one (attnlab train or attnlab case), or start the server with attnlab serve --checkpoint runs/<name>/ckpt.pt" }),
+      hint ? el("div", { class: "note", text: hint }) : null));
+    setEnabled(false);
+  }
+
+  function showInfo(data) {
+    info = data;
+    const sel = $("run-select");
+    // grouped by their first folder (case/, lr/, …), the user's own runs first
+    const groups = new Map();
+    for (const n of data.runs || []) {
+      const g = n.includes("/") ? n.split("/")[0] : "";
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(el("option", { value: n, text: n }));
+    }
+    sel.replaceChildren(...[...groups].sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b)))
+      .map(([g, opts]) => (g ? el("optgroup", { label: `${g}/` }, ...opts) : el("optgroup", { label: "你的运行 your runs" }, ...opts))));
+    sel.value = data.run;
+    sel.disabled = (data.runs || []).length < 2;
+    $("ckpt-info").replaceChildren(el("span", { "data-testid": "run-name" },
+      `运行 run：${data.run}` + (data.step !== null && data.step !== undefined ? ` · 第 ${data.step} 步 step` : "")),
+      ` · ${data.n_layer} 层 layers × ${data.n_head} 头 heads · d_model ${data.d_model} · block_size ${data.block_size} · 字表 vocab ${data.vocab_size}`);
+    $("text-input").setAttribute("maxlength", String(Math.min(2048, data.block_size * 4)));
+    setEnabled(true);
+    lengthNote();
+  }
+
+  async function chooseRun() {
+    const name = $("run-select").value;
+    $("run-message").textContent = "";
+    $("run-select").disabled = true;
+    const r = await json("/api/model", { run: name });
+    if (!r.ok) {
+      $("run-message").textContent = r.detail;
+      $("run-select").disabled = false;
+      if (info) $("run-select").value = info.run;
+      return;
+    }
+    showInfo(r.data);
+    run();
   }
 
   function lengthNote() {
@@ -37,13 +79,22 @@
     render(r.data);
   }
 
+  const chip = (t) => (t.unk ? "<unk>" : t.text === "\n" ? "⏎" : t.text);
+
   function render(data) {
+    last = data;
     const toks = data.tokens;
+    $("converted-note").replaceChildren(...(data.converted ? [
+      el("strong", { text: "已转换为繁体 / converted to traditional" }), "：",
+      el("span", { "data-testid": "converted-text", text: data.converted_text })] : []));
+    $("unk-line").textContent = data.unknown_line || "";
     $("tokens").replaceChildren(
       el("span", { class: "note", text: `${toks.length} 个 token` + (data.n_unk ? `，其中 ${data.n_unk} 个不在字表里（<unk>） · ${data.n_unk} out of vocabulary` : "") }),
       el("br"),
-      ...toks.map((t) => el("span", { class: t.unk ? "unk" : null, title: t.unk ? `「${t.char}」→ <unk>` : null,
-        text: t.unk ? "<unk>" : t.text === "\n" ? "⏎" : t.text })));
+      ...toks.map((t) => el("span", {
+        class: t.unk ? "unk" : t.typed !== t.char ? "conv" : null,
+        title: t.unk ? `「${t.char}」→ <unk>` : t.typed !== t.char ? `${t.typed} → ${t.char}` : null,
+        text: chip(t) })));
 
     const table = $("metrics-table");
     table.replaceChildren(el("thead", {}, el("tr", {},
@@ -61,8 +112,9 @@
     data.layers.forEach((L) => {
       const row = el("div", { class: "maps" });
       L.heads.forEach((H, h) => {
-        const canvas = el("canvas", { "data-testid": `map-L${L.layer}H${h}`, role: "img",
-          "aria-label": `layer ${L.layer} head ${h} attention map` });
+        const canvas = el("canvas", { "data-testid": `map-L${L.layer}H${h}`, role: "img", class: "zoomable",
+          tabindex: "0", title: "点击放大 · click to enlarge",
+          "aria-label": `layer ${L.layer} head ${h} attention map (click to enlarge)` });
         const readout = el("span", { class: "note mono", text: " " });
         const geom = Maps.draw(canvas, H.weights, toks);
         canvas.addEventListener("mousemove", (e) => {
@@ -73,31 +125,62 @@
             readout.textContent = `${toks[i].text} ← ${toks[j].text}: ${fmt(H.weights[i][j])}`;
           }
         });
-        const name = `exp1-2 L${L.layer}H${h}`;
+        const open = () => enlarge(L.layer, h);
+        canvas.addEventListener("click", open);
+        canvas.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } });
+        const name = () => `exp1-2 ${data.run} step${data.step ?? ""} L${L.layer}H${h}`;
         row.append(el("figure", {}, canvas, el("figcaption", {}, `层 ${L.layer} · 头 ${h} `, readout),
-          Export.buttons(canvas, name, { svg: () => Maps.svg(H.weights, toks, name) })));
+          Export.buttons(canvas, name, {
+            svg: () => Maps.svg(H.weights, toks, { title: mapTitle(data, L.layer, h), large: true }),
+            png: () => Export.pngOfSVG(Maps.svg(H.weights, toks, { title: mapTitle(data, L.layer, h), large: true }), 2),
+          })));
       });
       maps.append(el("div", { class: "card" }, el("h2", { text: `层 ${L.layer} · layer ${L.layer}` }), row));
     });
   }
 
+  const mapTitle = (data, layer, head) =>
+    `${data.run} · step ${data.step ?? "?"} · 层 layer ${layer} · 头 head ${head}`;
+
+  // The large view: the same map as an SVG with big cells and labels, its title and colour scale.
+  function enlarge(layer, head) {
+    const data = last, toks = data.tokens, H = data.layers[layer].heads[head];
+    const title = mapTitle(data, layer, head);
+    const pic = Maps.svg(H.weights, toks, { title, large: true });
+    pic.setAttribute("data-testid", "map-large");
+    pic.setAttribute("class", "map-large");
+    const { cell, margin, top, T } = pic.geometry;
+    const readout = $("map-dialog-readout");
+    readout.textContent = "";
+    pic.addEventListener("mousemove", (e) => {
+      const rect = pic.getBoundingClientRect();
+      const j = Math.floor((e.clientX - rect.left - margin) / cell);
+      const i = Math.floor((e.clientY - rect.top - top - margin) / cell);
+      if (i >= 0 && j >= 0 && i < T && j < T) readout.textContent = `${toks[i].text} ← ${toks[j].text}: ${fmt(H.weights[i][j])}`;
+    });
+    $("map-dialog-title").textContent = title;
+    const name = `exp1-2 ${data.run} step${data.step ?? ""} L${layer}H${head}`;
+    $("map-dialog-body").replaceChildren(pic, Export.buttons(pic, name, { png: () => Export.pngOfSVG(pic, 2) }));
+    $("map-dialog").showModal();
+  }
+
   document.addEventListener("DOMContentLoaded", async () => {
     // Canvas text needs the packaged font before the first draw.
     try { await document.fonts.load(`13px "AttnlabCJK"`, "层头"); } catch (e) { /* fall back to system fonts */ }
+    $("map-dialog-close").addEventListener("click", () => $("map-dialog").close());
+    $("map-dialog").addEventListener("click", (e) => { if (e.target === $("map-dialog")) $("map-dialog").close(); });
+    setEnabled(false);
     const r = await json("/api/info");
     if (!r.ok) { $("ckpt-info").textContent = r.detail; return; }
     if (!r.data.checkpoint) { showNoCheckpoint(r.data.hint); return; }
-    info = r.data;
-    $("ckpt-info").replaceChildren(
-      `模型 checkpoint：${info.checkpoint} · ${info.n_layer} 层 layers × ${info.n_head} 头 heads · block_size ${info.block_size} · 字表 vocab ${info.vocab_size}`);
-    $("text-input").setAttribute("maxlength", String(Math.min(2048, info.block_size * 4)));
+    showInfo(r.data);
+    $("run-select").addEventListener("change", chooseRun);
     $("run-attention").addEventListener("click", run);
     $("text-input").addEventListener("input", () => {
       lengthNote();
       clearTimeout(timer);
       timer = setTimeout(run, 350);
     });
-    lengthNote();
     run();
   });
 })();

@@ -77,11 +77,11 @@ const Export = (() => {
     return "data:image/svg+xml;base64," + btoa(bin);
   }
 
-  // PNG of an SVG element: its outlined SVG drawn onto a canvas of the on-screen size x pixel ratio.
-  async function pngOfSVG(svgEl) {
+  // PNG of an SVG element: its outlined SVG drawn onto a canvas of its size x ratio
+  // (default: the screen's pixel ratio).
+  async function pngOfSVG(svgEl, ratio = window.devicePixelRatio || 1) {
     const text = await svgText(svgEl);
     const w = Number(svgEl.getAttribute("width")), h = Number(svgEl.getAttribute("height"));
-    const ratio = window.devicePixelRatio || 1;
     const img = new Image();
     await new Promise((ok, fail) => { img.onload = ok; img.onerror = () => fail(new Error("SVG did not render")); img.src = svgDataURL(text); });
     const c = document.createElement("canvas");

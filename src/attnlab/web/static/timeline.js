@@ -49,8 +49,11 @@
       const canvas = el("canvas", { "data-testid": `${prefix}map-L${li}H${h}`, role: "img",
         "aria-label": `${run.name} layer ${li} head ${h} attention map` });
       const title = () => `${run.name} L${li}H${h} step ${snap.steps[run.shown]}`;
+      // exported at the enlarged size, with a title (run, step, layer, head) and a colour scale
+      const heading = () => `${run.name} · step ${snap.steps[run.shown]} · 层 layer ${li} · 头 head ${h}`;
+      const picture = () => Maps.svg(snap.patterns[run.shown][li][h], toks, { title: heading(), large: true });
       const fig = el("figure", {}, canvas, el("figcaption", { text: `层 ${li} · 头 ${h}` }),
-        Export.buttons(canvas, title, { svg: () => Maps.svg(snap.patterns[run.shown][li][h], toks, title()) }));
+        Export.buttons(canvas, title, { svg: picture, png: () => Export.pngOfSVG(picture(), 2) }));
       maps.append(fig);
       run.canvases.push([canvas, li, h]);
     }));
@@ -186,11 +189,14 @@
     let main = params.get("run");
     let twin = params.get("twin");
     if (!names.includes(main)) {
-      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n)) || withSnap[0] || names[0] || "";
+      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n))
+        || withSnap.find((n) => /(^|\/)big_unscaled_s\d+$/.test(n)) || withSnap[0] || names[0] || "";
     }
     if (twin === null) {
+      // the scaled sibling of the same shape (n_layer, n_head, d_model, block_size), or none
+      const shape = (n) => JSON.stringify((runs.find((r) => r.name === n) || {}).shape || null);
       const guess = main.replace(/unscaled/, "scaled");
-      twin = guess !== main && names.includes(guess) ? guess : "";
+      twin = guess !== main && shape(guess) !== "null" && shape(guess) === shape(main) ? guess : "";
     }
     return [main, names.includes(twin) ? twin : ""];
   }
