@@ -56,6 +56,7 @@ from .runfolder import RUN_FILES
 from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray", "slurm")
+RAY_RETRIES = 3  # a Ray task whose worker or node died is started again elsewhere, this many times
 
 
 class RunnerError(AttnlabError):
@@ -442,7 +443,7 @@ def _ray(
                 f"`ray start --head`, or use --executor local"
             ) from None
         started = True
-    remote = ray.remote(num_cpus=1)(_ray_task)
+    remote = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_ray_task)  # a lost node's runs run elsewhere
     pending = {}
     try:
         for task in tasks:

@@ -169,7 +169,7 @@ def slots_for(
         return 1, cores, f"this machine's {cores} core(s), one run at a time"
     if executor == "local":
         w = max(1, min(workers or cores, max(1, n_todo)))
-        return w, cores, f"{w} local worker(s) on this machine's {cores} core(s)"
+        return min(w, cores), cores, f"{w} local worker(s) on this machine's {cores} core(s)"  # more share cores
     if executor == "ray":
         cpus, where = ray_cpus(ray_address)
         return max(1, cpus), cpus, where  # one CPU per Ray task
