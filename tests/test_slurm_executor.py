@@ -176,3 +176,17 @@ def test_options_from_a_file_and_the_command_line(tmp_path):
         make_options(js)
     with pytest.raises(SlurmConfigError, match="cpus"):
         make_options(None, cpus=0)
+
+
+def test_book_cli_runs_on_the_local_slurm_executor(tmp_path, capsys):
+    """attnlab book --executor slurm with the resources in a file (cluster = local: no SLURM needed)."""
+    from attnlab.cli import main
+
+    conf = tmp_path / "slurm.json"
+    conf.write_text('{"cluster": "local", "time": "10"}', encoding="utf-8")
+    args = ["book", "--quick", "--only", "dynamics", "--out", str(tmp_path / "b"), "--no-progress"]
+    assert main([*args, "--executor", "slurm", "--slurm-config", str(conf)]) == 0
+    jobs = list((tmp_path / "b" / "runs" / "_slurm").glob("*_submitted.pkl"))
+    assert len(jobs) == 1  # the one run of the entry went through one job
+    assert (tmp_path / "b" / "data" / "lab_book" / "dynamics.json").is_file()
+    assert "结果 / results" in capsys.readouterr().out

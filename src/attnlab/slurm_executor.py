@@ -200,7 +200,7 @@ def _require(opts: SlurmOptions) -> None:
 
 def executor_for(opts: SlurmOptions, folder: Path):
     """The submitit executor of one array: resources from ``opts``."""
-    ex = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.cluster)
+    ex = submitit.AutoExecutor(folder=folder, cluster=opts.cluster)  # files named by job id
     params: dict[str, Any] = {"name": "attnlab", "timeout_min": opts.time_min}
     if opts.cluster == "slurm":
         params |= {
