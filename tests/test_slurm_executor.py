@@ -190,3 +190,29 @@ def test_book_cli_runs_on_the_local_slurm_executor(tmp_path, capsys):
     assert len(jobs) == 1  # the one run of the entry went through one job
     assert (tmp_path / "b" / "data" / "lab_book" / "dynamics.json").is_file()
     assert "结果 / results" in capsys.readouterr().out
+
+
+def test_one_job_array_with_the_asked_resources(tmp_path, tiny_cfg, text, monkeypatch):
+    """What a real cluster gets: one sbatch script for the batch, an array of one job per run
+    (a stand-in sbatch records the script and answers like SLURM; the jobs never run here)."""
+    import stat
+
+    from attnlab.slurm_executor import executor_for, make_options
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).write_text('#!/bin/sh\ncp "$1" "$1.sent" 2>/dev/null\necho "Submitted batch job 4242"\n')
+        (bin_dir / tool).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    conf = tmp_path / "slurm.toml"
+    conf.write_text('partition = "cpu"\ntime = "1:30:00"\n[extra]\naccount = "lab"\n', encoding="utf-8")
+    opts = make_options(conf, cpus=2, parallelism=3)
+    ex = executor_for(opts, tmp_path / "_slurm")
+    jobs = ex.map_array(lambda t: t, [{"name": f"r{i}"} for i in range(5)])
+    assert [j.job_id for j in jobs] == [f"4242_{i}" for i in range(5)]  # one array, one job per run
+    (script,) = (tmp_path / "_slurm").glob("*.sh.sent")
+    lines = set(script.read_text().splitlines())
+    for want in ("--array=0-4%3", "--partition=cpu", "--cpus-per-task=2", "--time=90", "--account=lab"):
+        assert f"#SBATCH {want}" in lines, want
+    assert any(ln.startswith("#SBATCH --signal=USR2@") for ln in lines)  # the preemption signal RunJob catches

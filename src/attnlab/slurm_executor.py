@@ -200,14 +200,11 @@ def _require(opts: SlurmOptions) -> None:
 
 def executor_for(opts: SlurmOptions, folder: Path):
     """The submitit executor of one array: resources from ``opts``."""
-    ex = submitit.AutoExecutor(folder=folder, cluster=opts.cluster)  # files named by job id
+    more = {"slurm_max_num_timeout": opts.max_requeues} if opts.cluster == "slurm" else {}
+    ex = submitit.AutoExecutor(folder=folder, cluster=opts.cluster, **more)  # files named by job id
     params: dict[str, Any] = {"name": "attnlab", "timeout_min": opts.time_min}
     if opts.cluster == "slurm":
-        params |= {
-            "cpus_per_task": opts.cpus,
-            "slurm_array_parallelism": opts.parallelism,
-            "slurm_max_num_timeout": opts.max_requeues,
-        }
+        params |= {"cpus_per_task": opts.cpus, "slurm_array_parallelism": opts.parallelism}
         if opts.partition:
             params["slurm_partition"] = opts.partition
         if opts.mem_gb is not None:
