@@ -146,3 +146,20 @@ def test_case_plan_and_its_bad_input(tmp_path, capsys):
     assert main(["case", "--plan", "--executor", "slurm", "--slurm-time", "soon", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--slurm-time" in err
+
+
+def test_a_record_that_names_its_runs_costs_them_exactly(tmp_path):
+    """timings.per_run (run name -> seconds): those runs cost what they took, and the rate is theirs."""
+    d = with_records(tmp_path)
+    doc = json.loads((d / "ablation.json").read_text(encoding="utf-8"))
+    runs = EXPERIMENTS[[e.id for e in EXPERIMENTS].index("ablation")].runs(FULL)
+    named = {r.name: 100.0 + i for i, r in enumerate(runs[:3])}
+    doc["timings"]["per_run"] = named
+    (d / "ablation.json").write_text(json.dumps(doc), encoding="utf-8")
+    rec = {r.experiment: r for r in read_records(EXPERIMENTS, d)}["ablation"]
+    assert rec.timed_runs == 3 and rec.compute_s == sum(named.values())
+    assert rec.rate == pytest.approx(sum(named.values()) / sum(train_cost(r.cfg) for r in runs[:3]))
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, executor="serial")
+    cost = {c.run.name: c.seconds for c in plan.costs}
+    assert all(cost[k] == v for k, v in named.items())
+    assert cost[runs[3].name] == pytest.approx(train_cost(runs[3].cfg) * plan.rate)

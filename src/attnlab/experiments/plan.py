@@ -9,13 +9,14 @@ this machine would start), ``slurm`` its ``--slurm-cpus`` x array parallelism.
 
 Costs come from the committed timing records (``data/lab_book/<id>.json`` "timings": the seconds
 ``compute_s`` its ``timed_runs`` of ``runs`` took, one thread each, on the machines that trained
-them) and the cost model of ``attnlab book --decide`` (attnlab.experiments.decide): a run takes
-``runner.train_cost(cfg)`` times a rate in seconds per unit of cost. The rate is the recorded
-seconds of every experiment over the expected cost of its timed runs (the records do not say
-which runs were timed: they count as runs of the experiment's mean cost, exact where its runs
-share one shape), pooled over the experiments, so runs of one config cost the same whoever
-declares them; without records, ``decide``'s default rate. Per-run speed is that of one thread
-(the book's small models gain little from more).
+them; ``per_run`` names each timed run's seconds where the record has it) and the cost model of
+``attnlab book --decide`` (attnlab.experiments.decide): a run takes ``runner.train_cost(cfg)``
+times a rate in seconds per unit of cost. The rate is the recorded seconds of every experiment
+over the expected cost of its timed runs (without ``per_run`` the records do not say which runs
+were timed: they count as runs of the experiment's mean cost, exact where its runs share one
+shape), pooled over the experiments, so runs of one config cost the same whoever declares them;
+a run that ``per_run`` names costs its own recorded seconds; without records, ``decide``'s
+default rate. Per-run speed is that of one thread (the book's small models gain little from more).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import heapq
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,7 @@ class Record:
     timed_runs: int
     runs: int
     rate: float  # seconds per unit of runner.train_cost, one thread
+    per_run: dict = field(default_factory=dict)  # run name -> recorded seconds (timings.per_run), when named
 
     @property
     def expected_cost(self) -> float:
@@ -117,6 +119,14 @@ def read_records(experiments: Sequence, records_dir: Path) -> list[Record]:
         t = doc.get("timings") or {}
         timed, secs = t.get("timed_runs") or 0, t.get("compute_s") or 0.0
         runs = e.runs(Scale.make(bool((doc.get("scale") or {}).get("quick", False))))
+        by_name = {r.name: r for r in runs}
+        per_run = {k: float(v) for k, v in (t.get("per_run") or {}).items() if k in by_name and float(v) > 0}
+        if per_run:  # each timed run named: its own cost, no mean assumed
+            cost = sum(train_cost(by_name[k].cfg) for k in per_run)
+            out.append(
+                Record(e.id, sum(per_run.values()), len(per_run), len(runs), sum(per_run.values()) / cost, per_run)
+            )
+            continue
         if timed <= 0 or secs <= 0 or not runs:
             continue
         mean_cost = sum(train_cost(r.cfg) for r in runs) / len(runs)
@@ -131,10 +141,13 @@ def pooled_rate(records: Sequence[Record]) -> float:
     return sum(r.compute_s for r in records) / cost if cost > 0 else DEFAULT_S_PER_COST
 
 
-def cost_runs(runs: Sequence[Run], rate: float, runs_root: Path) -> list[RunCost]:
-    out = []
+def cost_runs(
+    runs: Sequence[Run], rate: float, runs_root: Path, recorded: Mapping[str, float] | None = None
+) -> list[RunCost]:
+    """Each run's cost: its own recorded seconds where a record names it, else train_cost x rate."""
+    out, recorded = [], recorded or {}
     for run in runs:
-        full = train_cost(run.cfg) * rate
+        full = recorded.get(run.name) or train_cost(run.cfg) * rate
         d = run.dir(runs_root)
         try:
             done = finished_history(d, run.cfg)
@@ -225,7 +238,8 @@ def make_plan(
     """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``."""
     records = read_records(registry, records_dir)
     rate = pooled_rate(records)
-    costs = cost_runs(runs, rate, Path(runs_root))
+    recorded = {k: v for r in records for k, v in r.per_run.items()}
+    costs = cost_runs(runs, rate, Path(runs_root), recorded if not scale.quick else {})
     slots, cpus, where = slots_for(
         executor, workers, sum(not c.finished for c in costs), ray_address=ray_address, slurm=slurm
     )
