@@ -34,7 +34,7 @@ LAYERS = [
         ),
     ),
     (1, ("model",)),
-    (2, ("checkpoint", "train", "perf", "runner", "snapshots", "tensorboard_log")),
+    (2, ("checkpoint", "train", "perf", "runner", "slurm_executor", "snapshots", "tensorboard_log")),
     (3, ("experiments", "lab")),
     (4, ("report", "web")),
     (5, ("cli",)),

@@ -113,7 +113,7 @@ def test_a_failing_run_does_not_stop_the_others(tmp_path, tiny_cfg, text):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"executor": "slurm"}, "unknown executor"),
+        ({"executor": "kubernetes"}, "unknown executor"),  # slurm is one now (slurm_executor)
         ({"workers": 0}, "at least 1"),
     ],
 )

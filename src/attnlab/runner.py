@@ -23,6 +23,9 @@ Executors:
            Run folders travel with the task and back, so the cluster needs no
            shared disk; a run in flight at Ctrl-C restarts from its last
            checkpoint that came back, i.e. from scratch.
+  slurm    one SLURM job array per batch through submitit (attnlab.slurm_executor):
+           run folders on the shared filesystem, requeued and resumed after
+           preemption; ``slurm`` holds the resources (SlurmOptions or a dict)
 
 Each run owns its seed and generators, so the executor does not change a run's
 numbers as long as the run gets the same number of torch threads (tested).
@@ -52,7 +55,8 @@ from .errors import AttnlabError, CheckpointError
 from .runfolder import RUN_FILES
 from .tokenizer import CharTokenizer
 
-EXECUTORS = ("serial", "local", "ray")
+EXECUTORS = ("serial", "local", "ray", "slurm")
+RAY_RETRIES = 3  # a Ray task whose worker or node died is started again elsewhere, this many times
 
 
 class RunnerError(AttnlabError):
@@ -372,8 +376,24 @@ def _ray_task(task: dict, files: dict[str, bytes]) -> tuple[dict, dict[str, byte
             (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / name).write_bytes(data)
         r = train_one({**task, "dir": str(run_dir)})
+        r["node"] = _ray_node_id()  # where it ran (the multi-node test counts runs per node)
         back = {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     return r, back
+
+
+def _ray_node_id() -> str | None:
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+    except Exception:
+        return None
+
+
+def _slurm(tasks: list[dict], on_result, on_step, **kw) -> None:
+    from .slurm_executor import run_slurm
+
+    run_slurm(tasks, on_result, on_step, **kw)
 
 
 def _run_files(run_dir: Path) -> dict[str, bytes]:
@@ -423,7 +443,7 @@ def _ray(
                 f"`ray start --head`, or use --executor local"
             ) from None
         started = True
-    remote = ray.remote(num_cpus=1)(_ray_task)
+    remote = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_ray_task)  # a lost node's runs run elsewhere
     pending = {}
     try:
         for task in tasks:
@@ -482,6 +502,7 @@ def execute(
     on_result: Callable[[dict], None] | None = None,
     desc: str = "runs",
     tensorboard: bool = False,
+    slurm=None,
 ) -> dict[str, Finished]:
     """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
 
@@ -490,6 +511,7 @@ def execute(
     RunFailed is raised unless ``keep_going``, in which case failed runs are
     left out of the result (``on_result`` sees each run's status dict).
     tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
+    slurm: --executor slurm's resources (attnlab.slurm_executor.SlurmOptions or a dict of its fields).
     """
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
@@ -546,8 +568,8 @@ def execute(
             on_result(r)
 
     try:
-        {"serial": _serial, "local": _local, "ray": _ray}[executor](
-            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left
+        {"serial": _serial, "local": _local, "ray": _ray, "slurm": _slurm}[executor](
+            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left, slurm=slurm, root=root
         )
     finally:
         if bar is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..experiments.labbook import BookError, Scale, run_book, select
+from . import common
 
 
 def add_parser(sub) -> None:
@@ -48,6 +49,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--budget", default=None, help="with --decide: wall time to spend, e.g. 2h, 90m (default: no limit)")
     p.add_argument("--dry-run", action="store_true", help="with --decide: print the plan, train nothing")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
+    )
+    common.add_slurm(p)
     p.add_argument("--corpus", default=None)
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -71,6 +78,11 @@ def main(args) -> int:
     scale = Scale.make(args.quick)
     if (args.budget or args.dry_run) and not args.decide:
         raise BookError("--budget and --dry-run belong to --decide: add --decide")
+    if args.plan:
+        from ..experiments.plan import book_plan, render
+
+        print(render(book_plan(chosen, root, scale, EXPERIMENTS, **_plan_kw(args))))
+        return 0
     text = load_corpus(args.corpus, min_chars=200)
     if args.decide:
         return _decide(args, chosen, text, root, scale, EXPERIMENTS)
@@ -87,6 +99,7 @@ def main(args) -> int:
         log=lambda m: print(f"attnlab: {m}"),
         registry=EXPERIMENTS,
         explicit=[e.id for e in chosen] if args.only else (),
+        slurm=common.slurm_options(args),
     )
     paths = build_book_report(root)
     print(summary_line(book))
@@ -96,6 +109,15 @@ def main(args) -> int:
                 print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
     print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
     return 0
+
+
+def _plan_kw(args) -> dict:
+    return {
+        "executor": args.executor,
+        "workers": args.workers,
+        "ray_address": args.ray_address,
+        "slurm": common.slurm_options(args),
+    }
 
 
 def _decide(args, chosen, text, root, scale, registry) -> int:

@@ -20,6 +20,12 @@ def add_parser(sub):
     common.add_corpus(p)
     common.add_device(p)
     common.add_executor(p, default="local")
+    common.add_slurm(p)
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
         "--tensorboard",
@@ -103,6 +109,13 @@ def main(args) -> int:
     )
     settings = seed_settings(args, settings)
     out = Path(args.out)
+    if args.plan:
+        from ..experiments.plan import case_plan, render
+        from ..lab import EXPERIMENTS
+
+        kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
+        print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, slurm=common.slurm_options(args), **kw)))
+        return 0
     base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
     result = run_case(
         settings,
@@ -112,6 +125,7 @@ def main(args) -> int:
         log=lambda m: print(f"attnlab: {m}"),
         base=base,
         tensorboard=args.tensorboard,
+        slurm=common.slurm_options(args),
     )
     paths = build_report(result, out)
     print(claim_counts(result["claims"]))

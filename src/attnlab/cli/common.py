@@ -130,7 +130,7 @@ def add_executor(p: argparse.ArgumentParser, default: str = "serial") -> None:
         "--executor",
         choices=EXECUTORS,
         default=default,
-        help=f"serial (this process), local (worker processes) or ray (default {default})",
+        help=f"serial (this process), local (worker processes), ray or slurm (default {default})",
     )
     p.add_argument(
         "--workers",
@@ -144,6 +144,41 @@ def add_executor(p: argparse.ArgumentParser, default: str = "serial") -> None:
         dest="ray_address",
         default=None,
         help="Ray cluster for --executor ray (default: RAY_ADDRESS, else a local Ray)",
+    )
+
+
+def add_slurm(p: argparse.ArgumentParser) -> None:
+    """--executor slurm's resources (attnlab.slurm_executor): options over a config file."""
+    g = p.add_argument_group("slurm (--executor slurm, through submitit)")
+    g.add_argument("--slurm-partition", default=None, help="the partition to submit to (default: the cluster's)")
+    g.add_argument("--slurm-time", default=None, help="time limit per job (one run): 90, 1:30:00, 2h (default 2h)")
+    g.add_argument("--slurm-cpus", type=positive_int, default=None, help="CPUs per job = threads per run (default 1)")
+    g.add_argument(
+        "--slurm-parallelism", type=positive_int, default=None, help="jobs of the array at once (default 32)"
+    )
+    g.add_argument(
+        "--slurm-config",
+        default=None,
+        metavar="FILE",
+        help="a TOML or JSON file: partition, time, cpus, parallelism, mem_gb, [extra] sbatch options",
+    )
+
+
+def slurm_options(args):
+    """The SlurmOptions the command line asks for (None unless --executor slurm)."""
+    from ..slurm_executor import make_options
+
+    given = [a for a in ("partition", "time", "cpus", "parallelism", "config") if getattr(args, f"slurm_{a}", None)]
+    if getattr(args, "executor", None) != "slurm":
+        if given:
+            raise UsageError(f"--slurm-{given[0]} belongs to --executor slurm: add --executor slurm")
+        return None
+    return make_options(
+        args.slurm_config,
+        partition=args.slurm_partition,
+        time=args.slurm_time,
+        cpus=args.slurm_cpus,
+        parallelism=args.slurm_parallelism,
     )
 
 

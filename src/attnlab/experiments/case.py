@@ -318,6 +318,7 @@ def run_case(
     log: Callable[[str], None] = print,
     base: dict | None = None,
     tensorboard: bool = False,
+    slurm=None,
 ) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
 
@@ -379,6 +380,7 @@ def run_case(
             log=log,
             desc="ch1 case",
             tensorboard=tensorboard,
+            slurm=slurm,  # --executor slurm's resources
         )
         results = {name: tuple(f) for name, f in finished.items()}  # (model, tok, history)
         timings["train_wall_s"] = time.perf_counter() - t0

@@ -197,6 +197,7 @@ def run_book(
     log: Callable[[str], None] = print,
     registry: Sequence[Experiment] | None = None,
     explicit: Sequence[str] = (),
+    slurm=None,
 ) -> dict:
     """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
 
@@ -228,6 +229,7 @@ def run_book(
             keep_going=True,
             on_result=lambda r: statuses.__setitem__(r["name"], r["status"]),
             desc="lab book",
+            slurm=slurm,
         )
     elif needed:
         for r in needed.values():

@@ -1,0 +1,291 @@
+"""The runner's ``slurm`` executor: one SLURM job array per batch of runs, through submitit.
+
+SLURM users have a shared filesystem, so a job trains its run straight into the run folder
+(``train_one`` on the folder's absolute path) and the driver only waits: the result it gets back
+is ``train_one``'s status dict, the same as every other executor's, and ``runner.execute`` turns
+it into the same :class:`runner.Finished`. The corpus is written once beside submitit's logs
+(``<runs root>/_slurm/``) instead of travelling in every job's pickle.
+
+Preemption and time limits: a job is a ``submitit.helpers.Checkpointable``. When SLURM (or
+submitit's local executor, ``job._interrupt()``) sends the preemption signal, the job first stops
+its run the runner's own way (the training loop's Ctrl-C flag: a checkpoint at the step it is
+at, never mid-update), then hands over to submitit, whose handler calls ``checkpoint()`` and
+requeues the job; the requeued job calls ``train_one`` again, which resumes from that
+checkpoint bit-identically.
+
+Resources come from :class:`SlurmOptions` (``--slurm-partition``, ``--slurm-time``,
+``--slurm-cpus``, ``--slurm-parallelism`` or a small TOML/JSON file, ``--slurm-config``).
+``cluster="local"`` runs the same jobs with submitit's local executor (no SLURM needed): what
+the tests run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import AttnlabError
+from .io import write_text
+from .runner import RunnerError, train_one
+
+try:  # the slurm extra; the module stays importable without it
+    import submitit
+
+    _Checkpointable = submitit.helpers.Checkpointable
+except ImportError:  # pragma: no cover - exercised by a fresh install without the extra
+    submitit = None
+    _Checkpointable = object
+
+CLUSTERS = ("slurm", "local", "debug")
+LOG_DIR = "_slurm"  # under the runs root: submitit's pickles and logs, the corpus once
+
+
+class SlurmConfigError(AttnlabError):
+    pass
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """What one job of the array asks SLURM for, and how many run at once."""
+
+    partition: str | None = None
+    time_min: int = 120  # per job (one run); a requeued job gets it again
+    cpus: int = 1  # cpus per task = torch threads of the run (1: bit-identical to serial at 1 thread)
+    parallelism: int = 32  # slurm_array_parallelism: jobs of the array running at once
+    mem_gb: float | None = None
+    max_requeues: int = 10  # timeouts a run may be requeued after (preemptions do not count)
+    folder: str | None = None  # submitit's folder (default: <runs root>/_slurm)
+    cluster: str = "slurm"  # slurm | local (submitit's local executor) | debug (in this process)
+    extra: dict = field(default_factory=dict)  # more sbatch options: account, qos, constraint, ...
+
+    def __post_init__(self):
+        if self.cluster not in CLUSTERS:
+            raise SlurmConfigError(f"slurm cluster {self.cluster!r}: use one of {', '.join(CLUSTERS)}")
+        for name in ("time_min", "cpus", "parallelism"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise SlurmConfigError(f"slurm {name} must be a whole number >= 1, got {v!r}")
+        if self.mem_gb is not None and not (isinstance(self.mem_gb, int | float) and self.mem_gb > 0):
+            raise SlurmConfigError(f"slurm mem_gb must be a positive number, got {self.mem_gb!r}")
+
+    @property
+    def total_cpus(self) -> int:
+        return self.cpus * self.parallelism
+
+
+def parse_time(text: str | int) -> int:
+    """SLURM's --time formats ('90', '1:30:00', '2-00:00:00', '2-12') or '2h', '90m' -> minutes."""
+    t = str(text).strip().lower()
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m(?:in)?)?", t)
+    if t and m and any(m.groups()):
+        minutes = int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
+    else:
+        days, _, rest = t.rpartition("-") if "-" in t else ("0", "", t)
+        parts = rest.split(":")
+        if not days.isdigit() or not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
+            raise SlurmConfigError(f"--slurm-time {text!r}: give minutes (90), H:MM:SS (1:30:00), D-HH (2-12) or 2h")
+        if "-" in t:  # days-hours[:minutes[:seconds]]
+            h, mi, s = ([int(p) for p in parts] + [0, 0])[:3]
+        elif len(parts) == 3:
+            h, mi, s = (int(p) for p in parts)
+        else:  # minutes[:seconds]
+            h, mi, s = 0, int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
+        minutes = int(days) * 1440 + h * 60 + mi + (1 if s else 0)
+    if minutes < 1:
+        raise SlurmConfigError(f"--slurm-time {text!r}: must be at least one minute")
+    return minutes
+
+
+def read_config(path: str | os.PathLike) -> dict:
+    """A small TOML (Python 3.11+) or JSON file: partition, time, cpus, parallelism, mem_gb,
+    max_requeues, folder, cluster, and [extra] sbatch options (account, qos, ...)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise SlurmConfigError(f"--slurm-config {p}: cannot read it ({e.strerror or e})") from None
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(raw.decode("utf-8"))
+        else:
+            import tomllib
+
+            data = tomllib.loads(raw.decode("utf-8"))
+    except ImportError:
+        raise SlurmConfigError(f"--slurm-config {p}: TOML needs Python 3.11+; give a .json file") from None
+    except ValueError as e:  # json and tomllib errors are ValueErrors
+        raise SlurmConfigError(f"--slurm-config {p}: not valid {p.suffix.lstrip('.') or 'TOML'} ({e})") from None
+    if not isinstance(data, dict):
+        raise SlurmConfigError(f"--slurm-config {p}: expected a table of options")
+    return data
+
+
+def make_options(config: str | os.PathLike | None = None, **given: Any) -> SlurmOptions:
+    """Options from a config file, then the command-line values given (None: not given)."""
+    data = read_config(config) if config else {}
+    if "time" in data:
+        data["time_min"] = parse_time(data.pop("time"))
+    known = {f.name for f in fields(SlurmOptions)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SlurmConfigError(
+            f"--slurm-config {config}: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    if given.get("time") is not None:
+        given["time_min"] = parse_time(given["time"])
+    given.pop("time", None)
+    try:
+        return replace(SlurmOptions(**data), **{k: v for k, v in given.items() if v is not None})
+    except TypeError as e:
+        raise SlurmConfigError(f"slurm options: {e}") from None
+
+
+# ----------------------------------------------------------------------------- on a node
+def _preempt_signal() -> int:
+    return getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"), signal.SIGUSR2)
+
+
+class RunJob(_Checkpointable):
+    """One SLURM job: train (reuse, resume) one run in its folder on the shared filesystem."""
+
+    def __call__(self, task: dict) -> dict:
+        text = Path(task["text_path"]).read_text(encoding="utf-8")
+        sig = _preempt_signal()
+        previous = signal.getsignal(sig)
+        caught: list = []
+
+        def on_preempt(signum, frame) -> None:
+            if not caught:
+                caught.append((signum, frame))
+                signal.raise_signal(signal.SIGINT)  # the training loop's stop: checkpoint at this step
+
+        try:
+            signal.signal(sig, on_preempt)
+        except ValueError:  # not the main thread (debug cluster): no preemption to catch
+            previous = None
+        try:
+            r = train_one({**{k: v for k, v in task.items() if k != "text_path"}, "text": text})
+        except KeyboardInterrupt:  # stopped before training began: nothing to checkpoint
+            r = {"name": task["name"], "status": "interrupted", "seconds": 0.0, "error": None, "messages": []}
+        finally:
+            if previous is not None:
+                signal.signal(sig, previous)
+        if caught and callable(previous):
+            previous(*caught[0])  # submitit: checkpoint() -> requeue -> exit; the new job resumes
+        return r
+
+    def checkpoint(self, task: dict):
+        """Requeue the same run: the runner's checkpoint in its folder is where it resumes."""
+        return submitit.helpers.DelayedSubmission(RunJob(), task)
+
+
+# ----------------------------------------------------------------------------- the driver
+def _require(opts: SlurmOptions) -> None:
+    if submitit is None:
+        raise RunnerError("the slurm executor needs submitit: pip install 'attnlab[slurm]'")
+    if opts.cluster == "slurm" and shutil.which("sbatch") is None:
+        raise RunnerError(
+            "--executor slurm: no `sbatch` on PATH (not on a SLURM login node?); run attnlab there, "
+            "or use --executor local or ray"
+        )
+
+
+def executor_for(opts: SlurmOptions, folder: Path):
+    """The submitit executor of one array: resources from ``opts``."""
+    more = {"slurm_max_num_timeout": opts.max_requeues} if opts.cluster == "slurm" else {}
+    ex = submitit.AutoExecutor(folder=folder, cluster=opts.cluster, **more)  # files named by job id
+    params: dict[str, Any] = {"name": "attnlab", "timeout_min": opts.time_min}
+    if opts.cluster == "slurm":
+        params |= {"cpus_per_task": opts.cpus, "slurm_array_parallelism": opts.parallelism}
+        if opts.partition:
+            params["slurm_partition"] = opts.partition
+        if opts.mem_gb is not None:
+            params["mem_gb"] = opts.mem_gb
+        if opts.extra:
+            params["slurm_additional_parameters"] = dict(opts.extra)
+    ex.update_parameters(**params)
+    return ex
+
+
+def _failed(task: dict, error: str) -> dict:
+    return {"name": task["name"], "status": "failed", "seconds": 0.0, "error": error, "messages": []}
+
+
+def _job_error(job, e: Exception) -> str:
+    """One line: what failed and where its log is."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    last = next((ln for ln in reversed(lines) if re.match(r"^\w+(Error|Exception|Interrupt)\b", ln)), None)
+    why = last or (lines[0] if lines else type(e).__name__)
+    try:
+        log = job.paths.stderr
+    except Exception:  # pragma: no cover - a job without paths (debug)
+        log = "?"
+    return f"slurm job {job.job_id} failed ({why[:200]}); log: {log}"
+
+
+def run_slurm(
+    tasks: list[dict],
+    on_result: Callable[[dict], None],
+    on_step: Callable[[], None] | None = None,
+    *,
+    slurm: SlurmOptions | Mapping | None = None,
+    root: str | Path = ".",
+    steps_of: Mapping[str, int] | None = None,
+    **_,
+) -> None:
+    """The runner's ``slurm`` executor: submit ``tasks`` as one job array and collect the results."""
+    from .runner import RunsInterrupted
+
+    opts = slurm if isinstance(slurm, SlurmOptions) else make_options(**dict(slurm or {}))
+    if not tasks:  # everything reused: no cluster needed
+        return
+    _require(opts)
+    folder = Path(opts.folder or Path(root) / LOG_DIR).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    text = tasks[0]["text"]
+    text_path = folder / f"corpus-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}.txt"
+    if not text_path.is_file():
+        write_text(text_path, text)
+    jobs_tasks = [
+        {
+            **{k: v for k, v in t.items() if k != "text"},
+            "dir": str(Path(t["dir"]).resolve()),
+            "text_path": str(text_path),
+            "threads": opts.cpus,
+        }
+        for t in tasks
+    ]
+    ex = executor_for(opts, folder)
+    try:
+        jobs = ex.map_array(RunJob(), jobs_tasks)
+    except Exception as e:  # sbatch refused (bad partition, account, time)
+        first = (str(e).strip().splitlines() or [type(e).__name__])[-1]
+        raise RunnerError(f"sbatch refused the job array: {first}") from None
+    task_of = {job.job_id: t for job, t in zip(jobs, jobs_tasks)}
+    try:
+        for job in submitit.helpers.as_completed(jobs, poll_frequency=0.5 if opts.cluster == "local" else 30):
+            task = task_of[job.job_id]
+            try:
+                r = job.result()
+            except Exception as e:  # the job died: out of time or memory, killed, or a crash
+                r = _failed(task, _job_error(job, e))
+            else:
+                if r.get("status") == "interrupted":
+                    r = _failed(task, f"slurm job {job.job_id} stopped without requeue; rerun to resume it")
+            if on_step and steps_of:
+                for _ in range(steps_of.get(task["name"], 0)):
+                    on_step()
+            on_result(r)
+    except KeyboardInterrupt:
+        for job in jobs:
+            if not job.done():
+                job.cancel(check=False)
+        raise RunsInterrupted() from None
