@@ -30,6 +30,7 @@ LAYERS = [
             "fonts",
             "stats",
             "verdicts",
+            "outputs",
         ),
     ),
     (1, ("model",)),

@@ -15,8 +15,18 @@ seed_count = common.int_range(1, MAX_SEEDS, "a number of seeds")
 def add_parser(sub):
     p = sub.add_parser("case", help="reproduce the chapter's case study / 复现第 1 章案例")
     p.add_argument("--steps", type=common.positive_steps, default=None, help="training steps per run (default 1500)")
-    p.add_argument("--quick", action="store_true", help="a few hundred steps, one seed (what the tests run)")
-    common.add_out(p, ".", "root for data/, figures/, reports/ and runs/ (default: here)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few hundred steps, one seed (what the tests run); writes under quick/case/ (git-ignored) "
+        "unless --out is given, never into data/, figures/, reports/ or runs/case/",
+    )
+    common.add_out(p, None, "root for data/, figures/, reports/ and runs/ (default: here; with --quick quick/case)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a data/ch1_case.json made at a larger scale (more steps or seeds); refused without it",
+    )
     common.add_corpus(p)
     common.add_device(p)
     common.add_executor(p, default="local")
@@ -87,7 +97,8 @@ def seed_settings(args, settings):
 
 
 def main(args) -> int:
-    from ..experiments.case import CaseSettings, claim_counts, read_case_json, run_case
+    from ..experiments.case import CaseSettings, check_not_smaller, claim_counts, read_case_json, run_case
+    from ..outputs import output_root
     from ..report.case_report import build_report
 
     common.check_device(args.device)
@@ -102,8 +113,10 @@ def main(args) -> int:
         }
     )
     settings = seed_settings(args, settings)
-    out = Path(args.out)
+    out = output_root(args.out, args.quick, "case")
     base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
+    if base is None:  # --reuse-json only adds to what the file holds
+        check_not_smaller(out, settings, overwrite=args.overwrite)
     result = run_case(
         settings,
         out,

@@ -622,6 +622,48 @@ def _check_base(base: dict, settings: CaseSettings, text: str) -> None:
         )
 
 
+def settings_scale(s: CaseSettings) -> dict[str, int]:
+    """What a case of ``s`` measures, in the units :func:`result_scale` reads from a result."""
+    n = len(s.seeds)
+    big = min(n, max(1, s.big_seeds))
+    return {
+        "steps": s.steps,
+        "small seeds": n,
+        "big seeds": big,
+        "big unscaled seeds": min(n, max(big, s.big_unscaled_seeds or big)),
+        "weight-decay pairs": len(s.wd_values) * min(max(1, s.wd_seeds), len(s.seeds)),
+    }
+
+
+def result_scale(res: dict) -> dict[str, int]:
+    """What a stored case result measured: steps per run and the runs it holds."""
+    from .claims import runs
+
+    wd = (res.get("weight_decay") or {}).get("pairs", [])
+    return {
+        "steps": res["config"]["settings"]["steps"],
+        "small seeds": len(res["seeds"]["runs"]),
+        "big seeds": len(runs(res, "big_scaled")),
+        "big unscaled seeds": len(runs(res, "big_unscaled")),
+        "weight-decay pairs": len(wd),
+    }
+
+
+def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False) -> None:
+    """Refuse (OverwriteError, one line) a case that would replace ``out/data/ch1_case.json`` made at a
+    larger scale, unless ``overwrite``. An unreadable file is left to the run to replace."""
+    from ..outputs import refuse_smaller
+
+    path = Path(out) / "data" / "ch1_case.json"
+    if not path.is_file():
+        return
+    try:
+        old = result_scale(read_case_json(path))
+    except (CaseError, KeyError, TypeError):
+        return
+    refuse_smaller(path, old, settings_scale(settings), overwrite)
+
+
 def stored_runs(res: dict) -> set[str]:
     """Names of the runs a case result holds measurements of (pairs, seed_runs, weight_decay)."""
     names = {v["run"] for v in res.get("pairs", {}).values() if isinstance(v, dict) and "run" in v}
