@@ -34,7 +34,7 @@ test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
 
 corpus: setup
-	$(BIN)/attnlab build-corpus --source ../shared/data/chinese-poetry --out data/corpus.txt
+	$(BIN)/attnlab build-corpus --source ../shared/data/chinese-poetry --out src/attnlab/data/corpus.txt
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
