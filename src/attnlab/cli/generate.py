@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import common
 
 
 def add_parser(sub):
     p = sub.add_parser("generate", help="sample text from a checkpoint / 生成")
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help="a checkpoint (ckpt.pt) or a run folder that holds one, e.g. runs/mine")
     p.add_argument("--prompt", default="秦川雄帝宅")
     p.add_argument("--max-new-tokens", type=common.int_range(0, 100_000, "a token count"), default=60)
     p.add_argument(
@@ -27,6 +29,7 @@ def main(args) -> int:
     from ..checkpoint import load_checkpoint
     from ..model import generate
 
-    model, tok, _ = load_checkpoint(args.checkpoint)
+    path = Path(args.checkpoint)
+    model, tok, _ = load_checkpoint(path / "ckpt.pt" if path.is_dir() else path)  # a run folder, as `heads` takes
     print(generate(model, tok, args.prompt, args.max_new_tokens, args.temperature, args.top_k, args.seed))
     return 0
