@@ -102,3 +102,26 @@ def test_report_never_puts_a_smaller_case_s_figures_over_a_larger_one(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "larger result" in err
     assert not (tmp_path / "repo" / "figures").exists() and not (tmp_path / "repo" / "reports").exists()
+
+
+def _spoil(x):
+    """Every validation loss of a case result set to 9.999 (a stand-in for a quick run's numbers)."""
+    if isinstance(x, dict):
+        return {k: 9.999 if k == "val_loss_end" else _spoil(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_spoil(v) for v in x]
+    return x
+
+
+def test_book_quick_never_reads_a_quick_case(tmp_path, monkeypatch, one_thread):
+    monkeypatch.chdir(tmp_path)
+    quick_case = tmp_path / "quick" / "case" / "data" / "ch1_case.json"
+    quick_case.parent.mkdir(parents=True)
+    committed = json.loads((REPO_ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    quick_case.write_text(json.dumps(_spoil(committed)), encoding="utf-8")
+    assert main(["book", "--quick", "--only", "markov", "--no-progress"]) == 0
+    doc = json.loads((tmp_path / "quick" / "book" / "data" / "lab_book" / "markov.json").read_text(encoding="utf-8"))
+    per_seed = doc["results"]["per_seed"]
+    assert per_seed and 9.999 not in [v for row in per_seed.values() for v in row.values()]
+    first = per_seed[str(committed["config"]["settings"]["seeds"][0])]
+    assert first["big_unscaled"] == pytest.approx(committed["pairs"]["big_unscaled"]["val_loss_end"], abs=1e-3)
