@@ -509,7 +509,7 @@ def run_case(
                 ray_address=settings.ray_address,
                 progress=progress,
                 log=log,
-                desc=f"ch1 case {k + 1}/{len(stages)}",
+                desc=_bar_desc(k, len(stages), len(done_names), len(runs), result),
                 tensorboard=tensorboard,
                 on_result=said,
             )
@@ -702,6 +702,18 @@ def run_case(
             nxt = stages[k + 1][0] if k + 1 < len(stages) else None
             on_stage(result, {"batch": k + 1, "batches": len(stages), "next": nxt})
     return result
+
+
+def _bar_desc(k: int, n_stages: int, done: int, n_runs: int, shown: dict) -> str:
+    """The progress bar's label: the batch training, the runs done, and what the report shows."""
+    from ..verdicts import FAIL, INCONCLUSIVE, PASS, counts
+
+    if shown.get("claims"):
+        c = counts(shown["claims"]).get("book", {})
+        report = f"report: {c.get(PASS, 0)} PASS {c.get(FAIL, 0)} FAIL {c.get(INCONCLUSIVE, 0)} INCONCL."
+    else:
+        report = "report after this batch"
+    return f"case batch {k + 1}/{n_stages} · done {done}/{n_runs} runs · {report}"
 
 
 def _floor_timings(
