@@ -1,7 +1,7 @@
 """Installed, attnlab works anywhere (issue 26): a wheel in a fresh venv, run from a temporary directory.
 
-Slow (opt-in, `pytest -m slow`): builds the wheel, installs it into a new venv and trains; about
-4-6 minutes on a busy 2-core machine, most of it `attnlab case --quick`. torch is not downloaded:
+Slow (opt-in, `pytest -m slow`): builds the wheel, installs it into a new venv and trains, most of
+it `attnlab case --quick`: 272 s of CPU; measured 9 min 36 s on a 2-core machine at load 6-11. torch is not downloaded:
 the venv sees this interpreter's site-packages through a .pth file (appended after its own, so
 the wheel's attnlab is the one imported, never the checkout's).
 """
