@@ -11,7 +11,10 @@ Parts, each recorded in ``data/ch1_case.json``:
 
 Each training run lives in its own directory under ``<out>/runs/case/``; a run
 that finished is reused and an interrupted one resumes, so stopping the case and
-starting it again continues where it stopped.
+starting it again continues where it stopped. The runs train in batches
+(:func:`case_stages`): the book's own protocol first, then the other seeds and the
+weight-decay pairs; the result (and, from ``attnlab case``, the report) is written
+after every batch, true to the runs finished so far.
 """
 
 from __future__ import annotations
