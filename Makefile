@@ -1,5 +1,6 @@
 # Two commands set everything up on a fresh machine:
-#   make case   - reproduce the chapter's case study (data/, figures/, reports/)
+#   make case   - reproduce the chapter's case study into mine/ (data/, figures/, reports/ and runs/
+#                 there; the committed data/, figures/ and reports/ stay as they are)
 #   make test   - run the test suite
 PY      ?= python3
 VENV    := .venv
@@ -17,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 case: setup
-	$(BIN)/attnlab case
+	$(BIN)/attnlab case --out mine
 
 test: setup
 	$(BIN)/python -m pytest -q
@@ -34,7 +35,7 @@ test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
 
 corpus: setup
-	$(BIN)/attnlab build-corpus --source ../shared/data/chinese-poetry --out data/corpus.txt
+	$(BIN)/attnlab build-corpus --source ../shared/data/chinese-poetry --out src/attnlab/data/corpus.txt
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -4,7 +4,7 @@ The pages must not fetch fonts from anywhere and a full CJK font is ~16 MB, so
 the package ships a subset of Noto Sans CJK TC (traditional glyph forms: the
 Tang corpus is traditional) holding
 
-* every character of data/corpus.txt (what a reader pastes from the corpus),
+* every character of src/attnlab/data/corpus.txt (what a reader pastes from the corpus),
 * GB 2312 level 1, the 3,755 common simplified hanzi (what a reader types
   before the page converts it to traditional),
 * every character of the static HTML/JS/CSS and of the messages server.py and
@@ -57,7 +57,9 @@ def page_chars(web: Path = WEB) -> set[str]:
 
 
 def corpus_chars() -> set[str]:
-    return {c for c in (ROOT / "data" / "corpus.txt").read_text(encoding="utf-8") if c.isprintable()}
+    return {
+        c for c in (ROOT / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8") if c.isprintable()
+    }
 
 
 def web_chars() -> str:

@@ -37,7 +37,7 @@ def gb2312_chars() -> set[str]:
 
 
 def wanted_chars() -> str:
-    chars = set((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
+    chars = set((ROOT / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8"))
     for p in (ROOT / "src" / "attnlab").rglob("*.py"):  # every label, title and message
         chars |= set(p.read_text(encoding="utf-8"))
     chars |= gb2312_chars()  # what readers type: simplified Chinese

@@ -2,7 +2,7 @@
 
 Starts the server on a free 127.0.0.1 port in this process and drives Debian's
 Chromium with Playwright. Experiment 1-2 needs a checkpoint: pass one with
---checkpoint, otherwise a tiny model is trained on data/corpus.txt for a few
+--checkpoint, otherwise a tiny model is trained on src/attnlab/data/corpus.txt for a few
 hundred steps (about a minute on a CPU) in a temporary folder.
 
     .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt]
@@ -48,7 +48,7 @@ ARGS = [
 def tiny_checkpoint(out: Path, steps: int) -> Path:
     from attnlab import Config, train
 
-    corpus = ROOT / "data" / "corpus.txt"
+    corpus = ROOT / "src" / "attnlab" / "data" / "corpus.txt"
     text = corpus.read_text(encoding="utf-8")[:200_000]
     cfg = Config(
         n_layer=2,

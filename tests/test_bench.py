@@ -141,3 +141,13 @@ def test_bench_attention_stops_at_the_budget_and_plots(tmp_path):
     assert r["book"]["n"][0] == 512 and fig.stat().st_size > 1000
     short = bench_attention((64, 4096), repeats=1, warmup=0, budget_s=1e-9, device=DEVICE)
     assert [row["n"] for row in short["rows"]] == [64] and "4096" in short["stopped"]
+
+
+def test_bench_attention_writes_no_figure_unless_asked(tmp_path, monkeypatch):
+    """Issue 26: run anywhere (e.g. in the repo), it leaves no untracked figure behind."""
+    monkeypatch.chdir(tmp_path)
+    args = ["bench", "attention", "--n", "64", "--repeats", "1", "--warmup", "0", "--device", DEVICE]
+    assert main(args) == 0
+    assert list(tmp_path.rglob("*")) == []
+    assert main([*args, "--out", "t.png"]) == 0
+    assert (tmp_path / "t.png").stat().st_size > 1000

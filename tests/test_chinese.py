@@ -15,7 +15,7 @@ from attnlab.cli import main
 from attnlab.model import TinyGPT
 from attnlab.tokenizer import CharTokenizer
 
-CORPUS = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+CORPUS = (Path(__file__).resolve().parents[1] / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8")
 POEM_SIMPLIFIED = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
 POEM_TRADITIONAL = "牀前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。"  # as the corpus writes it
 

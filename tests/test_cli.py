@@ -33,6 +33,30 @@ def test_train_generate(tmp_path, capsys):
     assert (out / "ckpt.pt").is_file() and (out / "metrics.jsonl").is_file()
     assert main(["generate", str(out / "ckpt.pt"), "--prompt", "春", "--max-new-tokens", "5"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("春")
+    # a run folder works as `heads` takes one (issue 26)
+    assert main(["generate", str(out), "--prompt", "春", "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("春")
+
+
+def _columns(line: str) -> int:
+    """Terminal columns of ``line``: wide and full-width (CJK) characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_info_and_heads_tables_line_up_with_cjk_headers(capsys):
+    import json
+
+    from attnlab.corpus import REPO_ROOT
+    from attnlab.experiments.heads import portrait_table
+
+    assert main(["info"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines()[1:] if line.strip()]
+    assert len({_columns(line) for line in lines}) == 1, lines[:3]  # headers in Chinese, rows in ASCII
+    doc = json.loads((REPO_ROOT / "data" / "head_portrait.json").read_text(encoding="utf-8"))
+    table = portrait_table(doc).splitlines()
+    assert len({_columns(line) for line in table}) == 1
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ def test_every_label_character_is_in_the_shipped_font():
 
 
 def test_the_corpus_is_covered():
-    corpus = (SRC.parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+    corpus = (SRC / "data" / "corpus.txt").read_text(encoding="utf-8")
     assert missing_glyphs(corpus) == set()  # every character, the 14 Extension B ones by the supplement
     # Noto Sans CJK itself lacks those 14 (rare, never in the vocabulary): the supplement draws them
     lacking = missing_glyphs(corpus, (FONT_FILE,))
@@ -40,7 +40,7 @@ def test_figure_text_with_extension_b_characters_draws_every_glyph(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    corpus = (SRC.parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+    corpus = (SRC / "data" / "corpus.txt").read_text(encoding="utf-8")
     use_cjk_font()
     text = "".join(sorted(missing_glyphs(corpus, (FONT_FILE,)))) + "舉頭望明月"
     fig, ax = plt.subplots()

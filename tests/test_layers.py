@@ -31,6 +31,7 @@ LAYERS = [
             "chinese",
             "stats",
             "verdicts",
+            "outputs",
         ),
     ),
     (1, ("model",)),

@@ -329,7 +329,7 @@ def test_case_json(client, bare, tmp_path):
     pairs = client.get("/api/case").json()["pairs"]
     assert set(pairs) == {"small_unscaled", "small_scaled", "big_unscaled", "big_scaled"}
     r = bare.get("/api/case")
-    assert r.status_code == 404 and "make case" in r.json()["detail"]
+    assert r.status_code == 404 and "attnlab case" in r.json()["detail"] and "make" not in r.json()["detail"]
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     r = TestClient(base_url=LOCAL, app=create_app(None, case_json=str(bad))).get("/api/case")

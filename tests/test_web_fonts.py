@@ -12,7 +12,7 @@ from attnlab.fonts import WEB_EXTB_FILE, WEB_FONT_DIR, WEB_FONT_FILE, gb2312_lev
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "attnlab" / "web"
-CORPUS = (ROOT / "data" / "corpus.txt").read_text(encoding="utf-8")
+CORPUS = (ROOT / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8")
 POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
 
 

@@ -20,7 +20,7 @@ from attnlab.tokenizer import CharTokenizer  # noqa: E402
 from attnlab.web.server import DEFAULT_RUN, checkpoint_runs, create_app, default_run  # noqa: E402
 
 LOCAL = "http://127.0.0.1"
-CORPUS = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+CORPUS = (Path(__file__).resolve().parents[1] / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8")
 POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
 
 

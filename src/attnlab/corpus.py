@@ -1,7 +1,9 @@
 """The training text: building the Tang-poem corpus and loading any UTF-8 corpus.
 
-``data/corpus.txt`` is built from the four ``poet.tang.*.json`` files of the
-chinese-poetry project (MIT): poems in file order 0, 1000, 2000, 3000, one line
+The default corpus ships inside the package (``attnlab/data/corpus.txt``, with its license
+notice ``LICENSE.chinese-poetry`` and its build record ``corpus.json`` beside it), so an
+installed attnlab finds it from any directory. It is built from the four ``poet.tang.*.json``
+files of the chinese-poetry project (MIT): poems in file order 0, 1000, 2000, 3000, one line
 per paragraph, lines joined by a newline (no trailing newline).
 """
 
@@ -9,14 +11,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from importlib.resources import files
 from pathlib import Path
 
 from .errors import CorpusError
 from .io import write_text
 
 TANG_FILES = ("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json", "poet.tang.3000.json")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CORPUS = REPO_ROOT / "data" / "corpus.txt"
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout (an installed package has none)
+PACKAGE_DATA = Path(str(files("attnlab") / "data"))  # installed with the package (pyproject package-data)
+DEFAULT_CORPUS = PACKAGE_DATA / "corpus.txt"
+CORPUS_LICENSE = PACKAGE_DATA / "LICENSE.chinese-poetry"
 
 
 def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
@@ -60,8 +65,14 @@ def write_tang_corpus(source_dir: str | Path, out: str | Path) -> dict:
 
 
 def repo_relative(path: str | Path) -> str:
-    """``path`` relative to the repository when inside it, else its file name."""
+    """``path`` as provenance names it: a file of the package as ``attnlab/data/...`` (the same
+    name installed or in the checkout), else relative to the repository when inside it, else its
+    file name."""
     path = Path(path).resolve()
+    try:
+        return "attnlab/data/" + path.relative_to(PACKAGE_DATA.resolve()).as_posix()
+    except ValueError:
+        pass
     try:
         return path.relative_to(REPO_ROOT).as_posix()
     except ValueError:

@@ -157,3 +157,86 @@ def matmul_only_step_s(cfg: Config, repeats: int = 5, device: str | torch.device
     dev = torch.device(device)
     times = interleaved({"matmuls": matmul_stepper(cfg, 1, dev)}, repeats, warmup=1, device=dev)
     return statistics.median(times["matmuls"])
+
+
+# ====================================================================== the floor
+def shape_key(cfg: Config) -> tuple:
+    """The matrix shapes of one training step of ``cfg`` (what :func:`matmul_stepper` depends on)."""
+    return (
+        cfg.d_model,
+        cfg.n_head,
+        cfg.kv_heads,
+        cfg.n_layer,
+        cfg.d_ff,
+        cfg.batch_size,
+        cfg.block_size,
+        cfg.vocab_size,
+    )
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the platform has none."""
+    import os
+
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return None
+
+
+def measure_rates(cfgs: list[Config], device: str | torch.device = "cpu") -> dict:
+    """What the arithmetic floor of a set of trainings is computed from, measured before they start.
+
+    On CPU everything runs on one thread (one core): the square-matmul rate of :func:`matmul_rate`
+    and the seconds of :func:`matmul_stepper` at each model's own shapes. The rate is the larger of
+    the square rate and every shape's own matmul rate, so the floor (FLOPs / rate) can never exceed
+    the same matmuls alone, by construction. ``reliable`` is False when the load average showed no
+    idle core while measuring (the rate is then too low and the floor too high).
+    """
+    import os
+
+    dev = torch.device(device) if not isinstance(device, torch.device) else device
+    load = load_average()
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        square = matmul_rate(device=dev)
+        step_s: dict[tuple, float] = {}
+        for cfg in cfgs:
+            if shape_key(cfg) not in step_s:
+                step_s[shape_key(cfg)] = matmul_only_step_s(cfg, device=dev)
+    finally:
+        torch.set_num_threads(threads)
+    after = load_average()
+    cores = os.cpu_count() or 1
+    busiest = max(x for x in (load, after, 0.0) if x is not None)
+    reliable = dev.type == "cuda" or (load is not None and busiest <= cores - 1)
+    shape_rates = [train_flops(c) / step_s[shape_key(c)] for c in cfgs]
+    rate = max([square, *shape_rates])
+    how = (
+        f"one thread on one core before training: float32 square matmuls (n = 1024, 2048; median of "
+        f"2 s, best size) and the training's own matmul shapes, the larger rate; 1-minute "
+        f"load average {busiest:.2f} on {cores} cores"
+        if dev.type == "cpu"
+        else f"on {dev}: float32 square matmuls and the training's own matmul shapes, the larger rate"
+    )
+    return {
+        "rate": rate,
+        "square_rate": square,
+        "step_s": step_s,
+        "load": busiest,
+        "cores": cores,
+        "reliable": reliable,
+        "protocol": how,
+    }
+
+
+def floor_of(trained: list[tuple[Config, int]], rates: dict, parallel: int) -> dict:
+    """The floor and the matmuls-alone time of ``trained`` (config, steps trained), spread over
+    ``parallel`` cores (the executor's workers x threads; 1 on a GPU). floor <= matmuls alone."""
+    parallel = max(1, parallel)
+    flops = sum(train_flops(cfg, steps) for cfg, steps in trained)
+    alone = sum(rates["step_s"][shape_key(cfg)] * steps for cfg, steps in trained) / parallel
+    floor = flops / (rates["rate"] * parallel)
+    return {"flops": flops, "floor_s": floor, "matmuls_only_s": alone}

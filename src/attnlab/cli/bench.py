@@ -58,7 +58,14 @@ def add_parser(sub):
     a.add_argument(
         "--threads", type=common.int_range(1, 1024, "a thread count"), default=None, help="torch CPU threads"
     )
-    a.add_argument("--figure", default="figures/bench_attention.png")
+    a.add_argument(
+        "--out",
+        "--figure",
+        dest="figure",
+        default=None,
+        metavar="PNG",
+        help="write the timing figure here (default: none; nothing is written unless asked)",
+    )
     a.add_argument("--json", default=None, metavar="PATH")
 
     e = bench.add_parser(

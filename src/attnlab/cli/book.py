@@ -19,7 +19,11 @@ def add_parser(sub) -> None:
         "figures/lab_book/ and reports/lab_book.{md,html}. Interrupt and rerun "
         "to resume.",
     )
-    p.add_argument("--quick", action="store_true", help="tiny runs of every experiment (what the tests run)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny runs of every experiment (what the tests run); writes under quick/book/ (git-ignored) unless --out",
+    )
     p.add_argument(
         "--only",
         nargs="+",
@@ -40,7 +44,12 @@ def add_parser(sub) -> None:
         "--out",
         default=None,
         help="root for data/, figures/, reports/ and runs/ "
-        "(default: here; with --quick runs/book-quick, so tiny runs never touch full-size ones)",
+        "(default: here; with --quick quick/book, so tiny runs never touch full-size ones)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a data/lab_book.json made at a larger scale (more steps or seeds); refused without it",
     )
     p.add_argument(
         "--decide",
@@ -63,9 +72,10 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from ..corpus import load_corpus
     from ..lab import EXPERIMENTS
+    from ..outputs import output_root
     from ..report.lab_book import build_book_report, summary_line
 
-    root = Path(args.out or ("runs/book-quick" if args.quick else "."))
+    root = output_root(args.out, args.quick, "book")
     if args.render:
         if not (root / "data" / "lab_book.json").is_file():
             raise BookError(f"{root / 'data' / 'lab_book.json'} not found: run `attnlab book` first")
@@ -76,6 +86,7 @@ def main(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise BookError(f"--workers must be at least 1, got {args.workers}")
     scale = Scale.make(args.quick)
+    _check_not_smaller(root, scale, args.overwrite)
     if (args.budget or args.dry_run) and not args.decide:
         raise BookError("--budget and --dry-run belong to --decide: add --decide")
     if args.plan:
@@ -118,6 +129,21 @@ def _plan_kw(args) -> dict:
         "ray_address": args.ray_address,
         "slurm": common.slurm_options(args),
     }
+
+
+def _check_not_smaller(root: Path, scale: Scale, overwrite: bool) -> None:
+    """Refuse to replace a lab book recorded at more steps or seeds (one line), unless ``overwrite``."""
+    import json
+
+    from ..outputs import refuse_smaller
+
+    path = root / "data" / "lab_book.json"
+    try:
+        old = json.loads(path.read_text(encoding="utf-8")).get("scale") or {}
+        old = {"steps": int(old["steps"]), "seeds": int(old["seeds"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return  # nothing (readable) to protect
+    refuse_smaller(path, old, {"steps": scale.steps, "seeds": scale.seeds}, overwrite)
 
 
 def _decide(args, chosen, text, root, scale, registry) -> int:

@@ -1,4 +1,4 @@
-"""``attnlab build-corpus``: data/corpus.txt from the chinese-poetry JSON files."""
+"""``attnlab build-corpus``: the packaged corpus (src/attnlab/data/corpus.txt) from the chinese-poetry JSON files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from . import common
 def add_parser(sub):
     from ..corpus import DEFAULT_CORPUS
 
-    p = sub.add_parser("build-corpus", help="build data/corpus.txt from the chinese-poetry JSON files")
+    p = sub.add_parser(
+        "build-corpus", help="build the corpus (default: the one attnlab ships) from the chinese-poetry JSON files"
+    )
     p.add_argument("--source", default="../shared/data/chinese-poetry")
     common.add_out(p, str(DEFAULT_CORPUS), f"corpus text to write (default {DEFAULT_CORPUS})")
     return p

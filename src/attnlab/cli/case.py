@@ -15,8 +15,18 @@ seed_count = common.int_range(1, MAX_SEEDS, "a number of seeds")
 def add_parser(sub):
     p = sub.add_parser("case", help="reproduce the chapter's case study / 复现第 1 章案例")
     p.add_argument("--steps", type=common.positive_steps, default=None, help="training steps per run (default 1500)")
-    p.add_argument("--quick", action="store_true", help="a few hundred steps, one seed (what the tests run)")
-    common.add_out(p, ".", "root for data/, figures/, reports/ and runs/ (default: here)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few hundred steps, one seed (what the tests run); writes under quick/case/ (git-ignored) "
+        "unless --out is given, never into data/, figures/, reports/ or runs/case/",
+    )
+    common.add_out(p, None, "root for data/, figures/, reports/ and runs/ (default: here; with --quick quick/case)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a data/ch1_case.json made at a larger scale (more steps or seeds); refused without it",
+    )
     common.add_corpus(p)
     common.add_device(p)
     common.add_executor(p, default="local")
@@ -93,8 +103,9 @@ def seed_settings(args, settings):
 
 
 def main(args) -> int:
-    from ..experiments.case import CaseSettings, claim_counts, read_case_json, run_case
-    from ..report.case_report import build_report
+    from ..experiments.case import CaseSettings, check_not_smaller, claim_counts, read_case_json, run_case
+    from ..outputs import output_root
+    from ..report.case_report import build_report, timing_lines
 
     common.check_device(args.device)
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
@@ -108,7 +119,7 @@ def main(args) -> int:
         }
     )
     settings = seed_settings(args, settings)
-    out = Path(args.out)
+    out = output_root(args.out, args.quick, "case")
     if args.plan:
         from ..experiments.plan import case_plan, render
         from ..lab import EXPERIMENTS
@@ -117,17 +128,33 @@ def main(args) -> int:
         print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, slurm=common.slurm_options(args), **kw)))
         return 0
     base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
+    if base is None:  # --reuse-json only adds to what the file holds
+        check_not_smaller(out, settings, overwrite=args.overwrite)
+    paths: list[Path] = []
+
+    def stage_done(res: dict, info: dict) -> None:
+        """After each batch: the report of what finished, and one line saying what it shows."""
+        paths[:] = build_report(res, out)
+        prog = res.get("progress") or {}
+        where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
+        line = (
+            f"attnlab: 报告已写出 / report written (batch {info['batch']}/{info['batches']}, {where}"
+            f"{claim_counts(res['claims'])}): {paths[-1]}"
+        )
+        nxt = info.get("next")
+        print(line + (f"; 接着训练 / training next: {nxt}" if nxt else ""), flush=True)
+
     result = run_case(
         settings,
         out,
         corpus=Path(args.corpus) if args.corpus else None,
         progress=not args.no_progress,
-        log=lambda m: print(f"attnlab: {m}"),
+        log=lambda m: print(f"attnlab: {m}", flush=True),
         base=base,
         tensorboard=args.tensorboard,
         slurm=common.slurm_options(args),
+        on_stage=stage_done,
     )
-    paths = build_report(result, out)
     print(claim_counts(result["claims"]))
     for c in result["claims"]:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
@@ -141,15 +168,7 @@ def main(args) -> int:
         else:
             tail = f" — {why.get('category')}: {why.get('text')}" if why else ""
         print(f"  {v} [{c['kind']}] {c['section']} {c['id']}: measured {c['measured']}; rule {c['expected']}{tail}")
-    t = result["timings"]
-    print(
-        f"训练耗时 / training wall {t['train_wall_s']:.0f} s = {t['train_wall_over_floor']:.2f} x 算力下限 / floor "
-        f"({t['train_flops'] / 1e12:.1f} TFLOP at {t['matmul_rate_flops_per_s'] / 1e9:.0f} GFLOP/s)"
-    )
-    if "train_matmuls_only_s" in t:
-        print(
-            f"仅矩阵乘 / the same matmuls alone {t['train_matmuls_only_s']:.0f} s = "
-            f"{t['matmuls_only_over_floor']:.2f} x floor"
-        )
+    for line in timing_lines(result["timings"]):
+        print(line)
     print("结果 / results: " + ", ".join(str(p) for p in [out / "data" / "ch1_case.json", *paths]))
     return 0

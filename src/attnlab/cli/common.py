@@ -102,7 +102,9 @@ def add_set(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def add_corpus(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", default=None, help="UTF-8 text file (default data/corpus.txt of the repo)")
+    p.add_argument(
+        "--corpus", default=None, help="UTF-8 text file (default: the Tang-poem corpus shipped with attnlab)"
+    )
 
 
 def add_device(p: argparse.ArgumentParser) -> None:

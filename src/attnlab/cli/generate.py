@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import common
 
 
 def add_parser(sub):
     p = sub.add_parser("generate", help="sample text from a checkpoint / 生成")
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help="a checkpoint (ckpt.pt) or a run folder that holds one, e.g. runs/mine")
     p.add_argument("--prompt", default="秦川雄帝宅")
     p.add_argument("--max-new-tokens", type=common.int_range(0, 100_000, "a token count"), default=60)
     p.add_argument(
@@ -31,7 +33,8 @@ def main(args) -> int:
     from ..chinese import converted_line, prepare, unknown_line
     from ..model import generate
 
-    model, tok, _ = load_checkpoint(args.checkpoint)
+    path = Path(args.checkpoint)
+    model, tok, _ = load_checkpoint(path / "ckpt.pt" if path.is_dir() else path)  # a run folder, as `heads` takes
     prompt = prepare(args.prompt, tok.stoi)  # simplified -> traditional, <unk> named in one line
     for line in (converted_line(prompt), unknown_line(prompt)):
         if line:

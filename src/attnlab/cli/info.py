@@ -13,6 +13,7 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..config import Config
+    from ..experiments.common import format_table
     from ..model import parameter_table
 
     cfg = Config.from_overrides(args.overrides)
@@ -22,7 +23,6 @@ def main(args) -> int:
         f"d_model={cfg.d_model} n_head={cfg.n_head} d_head={cfg.d_head} n_layer={cfg.n_layer} "
         f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scale={cfg.scale_rule}"
     )
-    print(f"{'部件 / part':<32}{'参数量 / params':>16}{'占比 / share':>14}")
-    for name, n in table.items():
-        print(f"{name:<32}{n:>16,}{n / total:>13.1%}")
+    rows = [[name, f"{n:,}", f"{n / total:.1%}"] for name, n in table.items()]
+    print(format_table(["部件 / part", "参数量 / params", "占比 / share"], rows))  # CJK counted double width
     return 0

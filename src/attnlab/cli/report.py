@@ -17,6 +17,11 @@ def add_parser(sub):
     p.add_argument("json", nargs="?", default=None, help="the case JSON (default: DATA/ch1_case.json)")
     p.add_argument("--data", default=None, help="the data folder to judge (default: data/, or the JSON's folder)")
     p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: the folder above the data)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write figures of a smaller case (e.g. --quick) over those of the larger one in OUT/data",
+    )
     return p
 
 
@@ -35,6 +40,7 @@ def main(args) -> int:
     out = Path(args.out) if args.out else data.resolve().parent
     result = read_case_json(path)  # a bad input is refused before anything is written
     check_writable(out, "--out")
+    _check_not_smaller(out, path, result, args.overwrite)
     # every verdict is re-judged from the numbers in the file, never copied from it
     try:
         result["claims"] = check_claims(result)
@@ -54,3 +60,19 @@ def main(args) -> int:
             print(p)
         print("lab book:", book["summary"]["count_line"])
     return 0
+
+
+def _check_not_smaller(out: Path, path: Path, result: dict, overwrite: bool) -> None:
+    """The figures of a smaller case (a --quick one) never replace those of the larger case that
+    ``out/data/ch1_case.json`` holds, unless ``overwrite``."""
+    from ..experiments.case import CaseError, read_case_json, result_scale
+    from ..outputs import refuse_smaller
+
+    there = out / "data" / "ch1_case.json"
+    if not there.is_file() or there.resolve() == path.resolve():
+        return
+    try:
+        old, new = result_scale(read_case_json(there)), result_scale(result)
+    except (CaseError, KeyError, TypeError):
+        return
+    refuse_smaller(there, old, new, overwrite)

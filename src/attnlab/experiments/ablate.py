@@ -134,7 +134,7 @@ def run(
     return {
         "kind": "ablation_checklist",
         "config": cfg.to_dict(),
-        "corpus": corpus or "data/corpus.txt",
+        "corpus": corpus or "attnlab/data/corpus.txt",
         "rows": rows,
         "seconds": round(time.perf_counter() - t0, 3),
         **provenance(),

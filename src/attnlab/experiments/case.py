@@ -11,7 +11,10 @@ Parts, each recorded in ``data/ch1_case.json``:
 
 Each training run lives in its own directory under ``<out>/runs/case/``; a run
 that finished is reused and an interrupted one resumes, so stopping the case and
-starting it again continues where it stopped.
+starting it again continues where it stopped. The runs train in batches
+(:func:`case_stages`): the book's own protocol first, then the other seeds and the
+weight-decay pairs; the result (and, from ``attnlab case``, the report) is written
+after every batch, true to the runs finished so far.
 """
 
 from __future__ import annotations
@@ -310,6 +313,56 @@ def unigram_entropy(text: str, tok: CharTokenizer) -> float:
     return float(-(p * p.log()).sum())
 
 
+def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
+    """The order the case trains in, one batch after another: the book's own protocol first (the
+    small pair on the first three seeds, §1.19.2, and both pairs' first seed), then each further
+    seed's runs, then each weight decay's pairs. The report is written after every batch."""
+    groups, pairs = case_runs(s)
+    runs = [r for g in groups for r in g]
+    by = {r.name: r for r in runs}
+    first = s.seeds[0]
+    book_seeds = s.seeds[:3]
+    protocol = [by[f"small_{t}_s{seed}"] for seed in book_seeds for t in ("unscaled", "scaled")]
+    protocol += [by[pairs["big_unscaled"]], by[pairs["big_scaled"]]]
+    stages = [
+        (
+            f"书中的协议 / the book's protocol: small pair × {len(book_seeds)} seeds, big pair seed {first}",
+            protocol,
+        )
+    ]
+    taken = {r.name for r in protocol}
+    for seed in s.seeds[1:]:
+        names = [f"small_{t}_s{seed}" for t in ("unscaled", "scaled")]
+        names += [big_name(sc, seed, first) for sc in (False, True)]
+        batch = [by[n] for n in names if n in by and n not in taken]
+        if batch:
+            stages.append((f"种子 / seed {seed}: {', '.join(r.name for r in batch)}", batch))
+            taken |= {r.name for r in batch}
+    for value in s.wd_values:
+        batch = [r for r in runs if r.name not in taken and r.cfg.weight_decay == value and "_wd" in r.name]
+        if batch:
+            stages.append((f"权重衰减 / weight decay {value:g}: {len(batch)} runs", batch))
+            taken |= {r.name for r in batch}
+    rest = [r for r in runs if r.name not in taken]  # nothing, unless case_runs grows a group
+    if rest:
+        stages.append(("其余 / the rest", rest))
+    return stages
+
+
+def check_run_folders(runs: list[Run], root: Path) -> None:
+    """Every run folder under ``root`` that holds another config's run is refused before any
+    training starts (runner.ForeignRun), not after the batches before it have trained."""
+    from ..runner import _check_resumable, finished_history
+
+    for r in runs:
+        d = r.dir(root)
+        try:
+            if (d / "ckpt.pt").is_file() and not finished_history(d, r.cfg):
+                _check_resumable(d, r.cfg)
+        except CheckpointError:
+            pass  # unreadable: the runner sets it aside and restarts that run
+
+
 def run_case(
     settings: CaseSettings,
     out: Path,
@@ -319,8 +372,15 @@ def run_case(
     base: dict | None = None,
     tensorboard: bool = False,
     slurm=None,
+    on_stage: Callable[[dict, dict], None] | None = None,
 ) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
+
+    The runs train in batches (:func:`case_stages`): the book's own protocol first, then the other
+    seeds and the weight-decay pairs. After each batch the result of everything finished so far is
+    written (claims whose seeds are missing are INCONCLUSIVE) and ``on_stage(result, info)`` is
+    called (``attnlab case`` rewrites the report there); ``result["progress"]`` says which runs the
+    result holds and which are still to train.
 
     ``base``: an earlier result of the same steps and first seed (``attnlab case --reuse-json``).
     Nothing is trained then, and nothing ``base`` holds is dropped or measured again: its
@@ -332,8 +392,8 @@ def run_case(
     (``settings.seeds`` longer than ``base``'s), the unscaled big member on more seeds than the
     scaled one included.
     """
-    from ..perf import matmul_only_step_s, matmul_rate, train_flops
-    from ..runner import Finished, finished_history
+    from ..perf import measure_rates
+    from ..runner import Finished, finished_history, steps_on_disk
     from ..train import resolve_device
 
     out = Path(out)
@@ -344,10 +404,11 @@ def run_case(
     timings: dict[str, float] = {}
     runs = [run for g in groups for run in g]
     on_disk: set[str] = set()  # --reuse-json: the runs of settings finished under out/runs
+    results: dict[str, tuple] = {}
+    stored: set[str] = set()
     if base is not None:
         _check_base(base, settings, text)
         stored = stored_runs(base)
-        results = {}
         for r in runs:
             try:
                 if finished_history(r.dir(out / "runs"), r.cfg):
@@ -357,8 +418,23 @@ def run_case(
             except CheckpointError:
                 pass
         sweep = base["init_sweep"]
+        stages: list[tuple[str, list[Run]]] = [("--reuse-json", [])]
+        rates = None
     else:
-        bar = _Progress(total=settings.init_samples * len(settings.init_d_heads), enabled=progress, desc="init sweep")
+        check_run_folders(runs, out / "runs")  # a foreign folder stops the case before any training
+        stages = case_stages(settings)
+        log(
+            f"本章案例共 {len(runs)} 次训练，分 {len(stages)} 批；第 1 批完成后即写出报告 / the case trains "
+            f"{len(runs)} runs in {len(stages)} batches; the report is written after batch 1 and rewritten "
+            "after each further batch"
+        )
+        t0 = time.perf_counter()
+        rates = measure_rates([r.cfg for r in runs], device=device)
+        timings["matmul_rate_measure_s"] = time.perf_counter() - t0
+        n_init = settings.init_samples * len(settings.init_d_heads)
+        if not progress:
+            log(f"初始化扫描 / init sweep: {len(settings.init_d_heads)} d_head × {settings.init_samples} inits …")
+        bar = _Progress(total=n_init, enabled=progress, desc="init sweep")
         try:
             t0 = time.perf_counter()
             sweep = init_sweep(
@@ -367,232 +443,328 @@ def run_case(
             timings["init_sweep_s"] = time.perf_counter() - t0
         finally:
             bar.close()
-
-        t0 = time.perf_counter()
-        finished = execute(
-            runs,
-            text,
-            out / "runs",
-            executor=settings.executor,
-            workers=settings.workers,
-            ray_address=settings.ray_address,
-            progress=progress,
-            log=log,
-            desc="ch1 case",
-            tensorboard=tensorboard,
-            slurm=slurm,  # --executor slurm's resources
-        )
-        results = {name: tuple(f) for name, f in finished.items()}  # (model, tok, history)
-        timings["train_wall_s"] = time.perf_counter() - t0
+        if not progress:
+            log(f"初始化扫描完成 / init sweep done in {timings['init_sweep_s']:.0f} s")
+        timings["train_wall_s"] = 0.0
+        timings["analysis_s"] = 0.0
         timings["executor"] = settings.executor
         timings["workers"] = _workers_used(settings, len(runs))
 
-    t0 = time.perf_counter()
-    tok: CharTokenizer = next(iter(results.values()))[1] if results else CharTokenizer(text, runs[0].cfg.vocab_size)
+    first = settings.seeds[0]
+    all_seeds = merged_settings(base["config"]["settings"], settings)["seeds"] if base else list(settings.seeds)
+    wd_values = merged_settings(base["config"]["settings"], settings)["wd_values"] if base else list(settings.wd_values)
+    tok: CharTokenizer | None = None
+    qk_cache: dict[str, dict] = {}
+    entry_cache: dict[str, dict] = {}
+    pairs = qk = samples = seeds_section = None
+    book_steps = {"batches": settings.val_batches, "layer": 0, "runs": {}}
+    if base is not None and "book_steps" in base:
+        book_steps = {**base["book_steps"], "runs": dict(base["book_steps"]["runs"])}
+    fixed = four = None
+    trained: list[tuple[Config, int]] = []  # (config, steps) trained by this invocation
+    reused: set[str] = set()
+    done_names: list[str] = []
+    result: dict = {}
 
     def qk_of(name: str) -> dict:
-        cfg = _spec(groups, name)
-        model = results[name][0]
-        x = _fixed_val_batch(text, tok, cfg).to(device)
-        torch.manual_seed(cfg.seed)
-        before = TinyGPT(cfg).to(device)
-        return {"before": qk_scale(before, x), "after": qk_scale(model.to(device), x)}
+        if name not in qk_cache:
+            cfg = _spec(groups, name)
+            model = results[name][0]
+            x = _fixed_val_batch(text, tok, cfg).to(device)
+            torch.manual_seed(cfg.seed)
+            before = TinyGPT(cfg).to(device)
+            qk_cache[name] = {"before": qk_scale(before, x), "after": qk_scale(model.to(device), x)}
+        return qk_cache[name]
 
-    if base is None:
-        pairs, qk, samples = {}, {}, {}
-        for key, name in pair_names.items():
-            model, _, history = results[name]
-            pairs[key] = {
+    def entry(name: str) -> dict:
+        if name not in entry_cache:
+            entry_cache[name] = {
                 "run": name,
                 "config": _spec(groups, name).to_dict(),
-                **run_summary(history, settings.loss_window),
+                **compact_summary(results[name][2], settings.loss_window),
+                "qk": qk_of(name),
             }
-            qk[key] = qk_of(name)
-            samples[key] = generate(model, tok, PROMPT, settings.sample_tokens, seed=settings.sample_seed)
-        seeds = []
-        for seed in settings.seeds:
-            u = run_summary(results[f"small_unscaled_s{seed}"][2], settings.loss_window)
-            s = run_summary(results[f"small_scaled_s{seed}"][2], settings.loss_window)
-            seeds.append(seed_row(seed, u, s))
-        gaps = [r["gap"] for r in seeds]
-        seeds_section = {"runs": seeds, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps), "max_gap": max(gaps)}
-    else:
-        pairs, qk, seeds_section = base["pairs"], base["qk_scale"], base["seeds"]
-        samples = {k: v for k, v in base["samples"].items() if k in pair_names}
+        return entry_cache[name]
 
-    # the other seeds of each pair member, and the weight-decay pairs (what finished)
-    first = settings.seeds[0]
-    seed_runs: dict[str, list] = {k: list(v) for k, v in base.get("seed_runs", {}).items()} if base else {}
-    for key in pair_names:
-        size, tag = key.split("_")
-        for seed in settings.seeds[1:]:
-            name = f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first)
-            if name in results:
-                seed_runs.setdefault(key, []).append(
-                    {
-                        "run": name,
-                        "config": _spec(groups, name).to_dict(),
-                        **compact_summary(results[name][2], settings.loss_window),
-                        "qk": qk_of(name),
-                    }
+    for k, (label, stage_runs) in enumerate(stages):
+        if base is None:
+            if progress:
+                log(f"第 {k + 1}/{len(stages)} 批 / batch {k + 1}/{len(stages)}: {label}")
+            else:
+                log(f"训练第 {k + 1}/{len(stages)} 批 / training batch {k + 1}/{len(stages)}: {label}")
+            before = {r.name: steps_on_disk(r.dir(out / "runs")) for r in stage_runs}
+            count = {"n": len(done_names)}
+
+            def said(r: dict, count=count) -> None:
+                if r["status"] in ("trained", "resumed", "reused"):
+                    count["n"] += 1
+                how = {"reused": "已完成，复用 / reused", "failed": f"失败 / failed: {r.get('error')}"}.get(
+                    r["status"], f"{r['status']} in {r['seconds']:.0f} s"
                 )
-    all_seeds = merged_settings(base["config"]["settings"], settings)["seeds"] if base else list(settings.seeds)
-    seed_runs = order_seed_runs(seed_runs, all_seeds)
-    if base is not None:
-        rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
-        if len(rows) > len(base["seeds"]["runs"]):
+                log(f"  {r['name']}: {how} — 已完成 / done {count['n']}/{len(runs)} runs")
+
+            t0 = time.perf_counter()
+            finished = execute(
+                stage_runs,
+                text,
+                out / "runs",
+                executor=settings.executor,
+                workers=settings.workers,
+                ray_address=settings.ray_address,
+                progress=progress,
+                log=log,
+                desc=_bar_desc(k, len(stages), len(done_names), len(runs), result),
+                tensorboard=tensorboard,
+                on_result=said,
+                slurm=slurm,  # --executor slurm's resources
+            )
+            timings["train_wall_s"] += time.perf_counter() - t0
+            for name, f in finished.items():
+                results[name] = tuple(f)  # (model, tok, history)
+                done_names.append(name)
+                if f.status == "reused":
+                    reused.add(name)
+                else:
+                    trained.append((f.run.cfg, max(0, f.run.cfg.max_steps - before.get(name, 0))))
+
+        t0 = time.perf_counter()
+        if tok is None:
+            tok = next(iter(results.values()))[1] if results else CharTokenizer(text, runs[0].cfg.vocab_size)
+        if base is not None:
+            pairs, qk, seeds_section = base["pairs"], base["qk_scale"], base["seeds"]
+            samples = {k2: v for k2, v in base["samples"].items() if k2 in pair_names}
+        elif pairs is None:
+            pairs, qk, samples = {}, {}, {}
+            for key, name in pair_names.items():
+                model, _, history = results[name]
+                pairs[key] = {
+                    "run": name,
+                    "config": _spec(groups, name).to_dict(),
+                    **run_summary(history, settings.loss_window),
+                }
+                qk[key] = qk_of(name)
+                samples[key] = generate(model, tok, PROMPT, settings.sample_tokens, seed=settings.sample_seed)
+        if base is None:
+            rows = []
+            for seed in settings.seeds:
+                nu, ns = f"small_unscaled_s{seed}", f"small_scaled_s{seed}"
+                if nu in results and ns in results:
+                    u = run_summary(results[nu][2], settings.loss_window)
+                    s = run_summary(results[ns][2], settings.loss_window)
+                    rows.append(seed_row(seed, u, s))
             gaps = [r["gap"] for r in rows]
             seeds_section = {
-                **seeds_section,
                 "runs": rows,
                 "mean_gap": sum(gaps) / len(gaps),
                 "min_gap": min(gaps),
                 "max_gap": max(gaps),
             }
-    wd_pairs = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
-    for value in settings.wd_values:
-        for seed in settings.seeds[: max(1, settings.wd_seeds)]:
-            nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
-            if nu in results and ns in results:
-                wd_pairs.append(
-                    {
-                        "weight_decay": value,
-                        "seed": seed,
-                        **{
-                            tag: {
-                                "run": n,
-                                "config": _spec(groups, n).to_dict(),
-                                **compact_summary(results[n][2], settings.loss_window),
-                                "qk": qk_of(n),
-                            }
-                            for tag, n in (("unscaled", nu), ("scaled", ns))
-                        },
-                    }
+
+        # the other seeds of each pair member, and the weight-decay pairs (what finished)
+        seed_runs: dict[str, list] = {k2: list(v) for k2, v in base.get("seed_runs", {}).items()} if base else {}
+        for key in pair_names:
+            size, tag = key.split("_")
+            for seed in settings.seeds[1:]:
+                name = f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first)
+                if name in results:
+                    seed_runs.setdefault(key, []).append(entry(name))
+        seed_runs = order_seed_runs(seed_runs, all_seeds)
+        if base is not None:
+            rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
+            if len(rows) > len(base["seeds"]["runs"]):
+                gaps = [r["gap"] for r in rows]
+                seeds_section = {
+                    **seeds_section,
+                    "runs": rows,
+                    "mean_gap": sum(gaps) / len(gaps),
+                    "min_gap": min(gaps),
+                    "max_gap": max(gaps),
+                }
+        wd_pairs = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
+        for value in settings.wd_values:
+            for seed in settings.seeds[: max(1, settings.wd_seeds)]:
+                nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
+                if nu in results and ns in results:
+                    wd_pairs.append(
+                        {
+                            "weight_decay": value,
+                            "seed": seed,
+                            **{tag: entry(n) for tag, n in (("unscaled", nu), ("scaled", ns))},
+                        }
+                    )
+        wd_pairs.sort(key=lambda p: (wd_values.index(p["weight_decay"]), all_seeds.index(p["seed"])))
+        # §1.12.1's steps on fixed validation batches, for every big run that kept its weights
+        for r in runs:
+            big = r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"]
+            if big and (r.name in results or r.name in on_disk) and r.name not in book_steps["runs"]:
+                d = diagnostics_at_steps(
+                    r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), book_steps["batches"], device
                 )
-    wd_values = merged_settings(base["config"]["settings"], settings)["wd_values"] if base else list(settings.wd_values)
-    wd_pairs.sort(key=lambda p: (wd_values.index(p["weight_decay"]), all_seeds.index(p["seed"])))
-    # §1.12.1's steps on fixed validation batches, for every big run that kept its weights
-    book_steps = {"batches": settings.val_batches, "layer": 0, "runs": {}}
-    if base is not None and "book_steps" in base:
-        book_steps = {**base["book_steps"], "runs": dict(base["book_steps"]["runs"])}
-    for r in runs:
-        big = r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"]
-        if big and (r.name in results or r.name in on_disk) and r.name not in book_steps["runs"]:
-            d = diagnostics_at_steps(
-                r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), book_steps["batches"], device
-            )
-            if len(d["steps"]) > 1:
-                book_steps["runs"][r.name] = d
-    timings["analysis_s"] = time.perf_counter() - t0
+                if len(d["steps"]) > 1:
+                    book_steps["runs"][r.name] = d
+        analysis = time.perf_counter() - t0
+        if base is None:
+            timings["analysis_s"] += analysis
+        else:
+            timings["analysis_s"] = analysis
 
-    # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap)
-    t0 = time.perf_counter()
-    if base is not None and "init_sweep_fixed_d_model" in base and "init_four_heads" in base:
-        fixed, four = base["init_sweep_fixed_d_model"], base["init_four_heads"]  # kept, not redrawn
-    else:
-        fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
-        four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
-        timings["init_sweep_fixed_s"] = time.perf_counter() - t0
+        # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap), once
+        if fixed is None:
+            t0 = time.perf_counter()
+            if base is not None and "init_sweep_fixed_d_model" in base and "init_four_heads" in base:
+                fixed, four = base["init_sweep_fixed_d_model"], base["init_four_heads"]  # kept, not redrawn
+            else:
+                fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
+                four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
+                timings["init_sweep_fixed_s"] = time.perf_counter() - t0
 
-    if base is None:
-        t0 = time.perf_counter()
-        rate = matmul_rate(device=device)
-        # the same matmuls at the models' own shapes, nothing else: the best any
-        # implementation of these runs could do on this machine with this BLAS
-        per_shape: dict[tuple, float] = {}
-        matmuls_only = 0.0
-        for g in groups:
-            for sp in g:
-                shape = (sp.cfg.d_model, sp.cfg.n_head, sp.cfg.n_layer, sp.cfg.batch_size, sp.cfg.block_size)
-                if shape not in per_shape:
-                    per_shape[shape] = matmul_only_step_s(sp.cfg, device=device)
-                matmuls_only += per_shape[shape] * sp.cfg.max_steps
-        timings["matmul_rate_measure_s"] = time.perf_counter() - t0
-        flops = sum(train_flops(sp.cfg, sp.cfg.max_steps) for g in groups for sp in g)
-        train_wall = timings["train_wall_s"]
-        timings.update(
-            {
-                "train_flops": flops,
-                "matmul_rate_flops_per_s": rate,
-                "train_floor_s": flops / rate,
-                "train_matmuls_only_s": matmuls_only,
-                "matmuls_only_over_floor": matmuls_only / (flops / rate),
-                "train_wall_over_floor": train_wall / (flops / rate),
-                "reused_runs": train_wall < 0.5 * flops / rate,
+        if base is None:
+            timings.update(_floor_timings(rates, trained, reused, settings, device, len(runs), timings["train_wall_s"]))
+            env = environment(device)
+            stage_timings = timings
+        else:
+            # the earlier run's timings stay as they were; this pass's own under other names
+            stage_timings = {
+                **base["timings"],
+                "reuse_analysis_s": timings["analysis_s"],
+                **{k2: timings[k2] for k2 in ("init_sweep_fixed_s",) if k2 in timings},
             }
-        )
-        env = environment(device)
-    else:
-        # the earlier run's timings stay as they were; this pass's own under other names
-        timings = {
-            **base["timings"],
-            "reuse_analysis_s": timings["analysis_s"],
-            **{k: timings[k] for k in ("init_sweep_fixed_s",) if k in timings},
-        }
-        env = base["environment"]
-    cfg_section = {
-        "settings": {
-            **asdict(settings),
-            "seeds": list(settings.seeds),
-            "init_d_heads": list(settings.init_d_heads),
-            "wd_values": list(settings.wd_values),
-        },
-        "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
-        "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
-        "corpus": repo_relative(corpus or DEFAULT_CORPUS),
-        "corpus_chars": len(text),
-        "corpus_unigram_entropy": unigram_entropy(text, tok),
-        "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
-        "(batch_size x block_size) drawn from the validation split with a "
-        "generator seeded seed+1 (the trainer's first evaluation batch); "
-        "before = the run's own initialisation, after = end of training",
-        "loss_end_protocol": f"loss_end = mean training loss of the last "
-        f"{settings.loss_window} steps; gaps use validation loss",
-    }
-    if base is not None:
-        old_cfg = base["config"]
-        entries = [e["run"] for v in seed_runs.values() for e in v]
-        entries += [p[t]["run"] for p in wd_pairs for t in ("unscaled", "scaled")]
-        new_book = set(book_steps["runs"]) - set(base.get("book_steps", {}).get("runs", {}))
-        added = sorted((set(entries) - stored) | new_book)  # what this pass measured
+            env = base["environment"]
         cfg_section = {
-            **cfg_section,
-            **{k: old_cfg[k] for k in ("small", "big", "corpus", "corpus_unigram_entropy") if k in old_cfg},
-            "settings": merged_settings(old_cfg["settings"], settings),
-            "reused_from_json": "every section of the earlier data/ch1_case.json is kept as it was (init "
-            "sweeps, pairs, qk_scale, samples, timings, environment, and each stored seeds row, seed run, "
-            "weight-decay pair and book-steps run); the runs finished under runs/case that it did not "
-            "hold are measured and added (config.added lists them)",
-            "added": [*old_cfg.get("added", []), *added],
+            "settings": {
+                **asdict(settings),
+                "seeds": list(settings.seeds),
+                "init_d_heads": list(settings.init_d_heads),
+                "wd_values": list(settings.wd_values),
+            },
+            "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
+            "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
+            "corpus": repo_relative(corpus or DEFAULT_CORPUS),
+            "corpus_chars": len(text),
+            "corpus_unigram_entropy": unigram_entropy(text, tok),
+            "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
+            "(batch_size x block_size) drawn from the validation split with a "
+            "generator seeded seed+1 (the trainer's first evaluation batch); "
+            "before = the run's own initialisation, after = end of training",
+            "loss_end_protocol": f"loss_end = mean training loss of the last "
+            f"{settings.loss_window} steps; gaps use validation loss",
         }
-        log(
-            f"--reuse-json: kept {len(stored)} stored runs; added {len(added)}"
-            + (f" ({', '.join(added)})" if added else "")
-            + f"; small seeds {len(seeds_section['runs'])}, big unscaled {len(seed_runs.get('big_unscaled', [])) + 1}"
-            f", big scaled {len(seed_runs.get('big_scaled', [])) + 1}, weight-decay pairs {len(wd_pairs)}"
-        )
-    result = {
-        "kind": "ch1_case",
-        **provenance(),
-        "config": cfg_section,
-        "init_sweep": sweep,
-        "init_sweep_fixed_d_model": fixed,
-        "init_four_heads": four,
-        "pairs": pairs,
-        "seeds": seeds_section,
-        "seed_runs": seed_runs,
-        "weight_decay": {"values": wd_values, "pairs": wd_pairs},
-        "book_steps": book_steps,
-        "qk_scale": qk,
-        "samples": base["samples"]
-        if base is not None
-        else {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens, **samples},
-        "timings": timings,
-        "environment": env,
-    }
-    result["claims"] = check_claims(result)
-    write_json(out / "data" / "ch1_case.json", result)
+        if base is not None:
+            old_cfg = base["config"]
+            entries = [e["run"] for v in seed_runs.values() for e in v]
+            entries += [p[t]["run"] for p in wd_pairs for t in ("unscaled", "scaled")]
+            new_book = set(book_steps["runs"]) - set(base.get("book_steps", {}).get("runs", {}))
+            added = sorted((set(entries) - stored) | new_book)  # what this pass measured
+            cfg_section = {
+                **cfg_section,
+                **{k2: old_cfg[k2] for k2 in ("small", "big", "corpus", "corpus_unigram_entropy") if k2 in old_cfg},
+                "settings": merged_settings(old_cfg["settings"], settings),
+                "reused_from_json": "every section of the earlier data/ch1_case.json is kept as it was (init "
+                "sweeps, pairs, qk_scale, samples, timings, environment, and each stored seeds row, seed run, "
+                "weight-decay pair and book-steps run); the runs finished under runs/case that it did not "
+                "hold are measured and added (config.added lists them)",
+                "added": [*old_cfg.get("added", []), *added],
+            }
+            log(
+                f"--reuse-json: kept {len(stored)} stored runs; added {len(added)}"
+                + (f" ({', '.join(added)})" if added else "")
+                + f"; small seeds {len(seeds_section['runs'])}, big unscaled "
+                f"{len(seed_runs.get('big_unscaled', [])) + 1}"
+                f", big scaled {len(seed_runs.get('big_scaled', [])) + 1}, weight-decay pairs {len(wd_pairs)}"
+            )
+        pending = [r.name for later in stages[k + 1 :] for r in later[1]]
+        result = {
+            "kind": "ch1_case",
+            **provenance(),
+            "config": cfg_section,
+            "init_sweep": sweep,
+            "init_sweep_fixed_d_model": fixed,
+            "init_four_heads": four,
+            "pairs": pairs,
+            "seeds": seeds_section,
+            "seed_runs": seed_runs,
+            "weight_decay": {"values": wd_values, "pairs": wd_pairs},
+            "book_steps": {**book_steps, "runs": dict(book_steps["runs"])},
+            "qk_scale": qk,
+            "samples": base["samples"]
+            if base is not None
+            else {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens, **samples},
+            "timings": dict(stage_timings),
+            "environment": env,
+        }
+        if base is None:
+            result["progress"] = {
+                "batch": k + 1,
+                "batches": len(stages),
+                "complete": not pending,
+                "runs_done": len(done_names),
+                "runs_planned": len(runs),
+                "pending": pending,
+            }
+        result["claims"] = check_claims(result)
+        write_json(out / "data" / "ch1_case.json", result)
+        if on_stage is not None:
+            nxt = stages[k + 1][0] if k + 1 < len(stages) else None
+            on_stage(result, {"batch": k + 1, "batches": len(stages), "next": nxt})
     return result
+
+
+def _bar_desc(k: int, n_stages: int, done: int, n_runs: int, shown: dict) -> str:
+    """The progress bar's label: the batch training, the runs done, and what the report shows."""
+    from ..verdicts import FAIL, INCONCLUSIVE, PASS, counts
+
+    if shown.get("claims"):
+        c = counts(shown["claims"]).get("book", {})
+        report = f"report: {c.get(PASS, 0)} PASS {c.get(FAIL, 0)} FAIL {c.get(INCONCLUSIVE, 0)} INCONCL."
+    else:
+        report = "report after this batch"
+    return f"case batch {k + 1}/{n_stages} · done {done}/{n_runs} runs · {report}"
+
+
+def _floor_timings(
+    rates: dict,
+    trained: list[tuple[Config, int]],
+    reused: set[str],
+    settings: CaseSettings,
+    device,
+    n_runs: int,
+    train_wall: float,
+) -> dict:
+    """The training's floor and matmuls-alone time over the runs this invocation trained (reused
+    runs and steps already on disk left out), from the rates measured before training."""
+    import os
+
+    from ..perf import floor_of
+
+    cores = os.cpu_count() or 1
+    if device.type == "cuda":
+        parallel = 1
+    elif settings.executor == "local":
+        workers = _workers_used(settings, n_runs)
+        parallel = workers * max(1, cores // workers)  # the runner's workers x threads each
+    elif settings.executor == "ray":
+        parallel = cores
+    else:
+        parallel = torch.get_num_threads()
+    f = floor_of(trained, rates, parallel)
+    has = f["floor_s"] > 0
+    return {
+        "train_flops": f["flops"],
+        "matmul_rate_flops_per_s": rates["rate"],
+        "matmul_rate_per": "core" if device.type == "cpu" else str(device),
+        "matmul_rate_cores": parallel,
+        "matmul_rate_protocol": rates["protocol"],
+        "matmul_rate_load": rates["load"],
+        "matmul_rate_reliable": rates["reliable"],
+        "floor_runs": len(trained),
+        "floor_steps": sum(steps for _, steps in trained),
+        "train_floor_s": f["floor_s"],
+        "train_matmuls_only_s": f["matmuls_only_s"],
+        "matmuls_only_over_floor": f["matmuls_only_s"] / f["floor_s"] if has else None,
+        "train_wall_over_floor": train_wall / f["floor_s"] if has else None,
+        "reused_runs": bool(reused),
+        "reused_run_names": sorted(reused),
+    }
 
 
 def _check_base(base: dict, settings: CaseSettings, text: str) -> None:
@@ -622,6 +794,48 @@ def _check_base(base: dict, settings: CaseSettings, text: str) -> None:
             f"the existing case result was trained on a corpus of {chars} characters, this one has "
             f"{len(text)}; pass the same --corpus"
         )
+
+
+def settings_scale(s: CaseSettings) -> dict[str, int]:
+    """What a case of ``s`` measures, in the units :func:`result_scale` reads from a result."""
+    n = len(s.seeds)
+    big = min(n, max(1, s.big_seeds))
+    return {
+        "steps": s.steps,
+        "small seeds": n,
+        "big seeds": big,
+        "big unscaled seeds": min(n, max(big, s.big_unscaled_seeds or big)),
+        "weight-decay pairs": len(s.wd_values) * min(max(1, s.wd_seeds), len(s.seeds)),
+    }
+
+
+def result_scale(res: dict) -> dict[str, int]:
+    """What a stored case result measured: steps per run and the runs it holds."""
+    from .claims import runs
+
+    wd = (res.get("weight_decay") or {}).get("pairs", [])
+    return {
+        "steps": res["config"]["settings"]["steps"],
+        "small seeds": len(res["seeds"]["runs"]),
+        "big seeds": len(runs(res, "big_scaled")),
+        "big unscaled seeds": len(runs(res, "big_unscaled")),
+        "weight-decay pairs": len(wd),
+    }
+
+
+def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False) -> None:
+    """Refuse (OverwriteError, one line) a case that would replace ``out/data/ch1_case.json`` made at a
+    larger scale, unless ``overwrite``. An unreadable file is left to the run to replace."""
+    from ..outputs import refuse_smaller
+
+    path = Path(out) / "data" / "ch1_case.json"
+    if not path.is_file():
+        return
+    try:
+        old = result_scale(read_case_json(path))
+    except (CaseError, KeyError, TypeError):
+        return
+    refuse_smaller(path, old, settings_scale(settings), overwrite)
 
 
 def stored_runs(res: dict) -> set[str]:

@@ -104,7 +104,7 @@ def load_model(
 
     A directory means ``DIR/ckpt.pt``. A bare state_dict carries no config and
     no vocabulary: the config is ``cfg`` or the default ``Config()``, and the
-    tokenizer is rebuilt from ``corpus`` (default data/corpus.txt) exactly as
+    tokenizer is rebuilt from ``corpus`` (default: the packaged attnlab/data/corpus.txt) exactly as
     ``train`` builds it. ``info`` says which of the two happened.
     """
     path = Path(path)

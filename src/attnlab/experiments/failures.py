@@ -544,7 +544,7 @@ def run(
     result = {
         "kind": "failure_symptoms",
         "config": cfg.to_dict(),
-        "corpus": corpus or "data/corpus.txt",
+        "corpus": corpus or "attnlab/data/corpus.txt",
         "d_head": cfg.d_head,
         "expected_row_sum_after_softmax_scale": cfg.d_head**-0.5,
         "seeds": seed_list,

@@ -468,7 +468,7 @@ def analyze(
     """Head portrait of a checkpoint: an attnlab checkpoint or a bare state_dict.
 
     ``stats = analyze("ckpt_1500.pt")`` as in §1.12.4. ``cfg`` describes a bare
-    state_dict (default ``Config()``); ``corpus`` (default data/corpus.txt)
+    state_dict (default ``Config()``); ``corpus`` (default: the packaged attnlab/data/corpus.txt)
     gives the validation split and, for a bare state_dict, the vocabulary.
     """
     from ..corpus import load_corpus
@@ -487,7 +487,7 @@ def analyze(
         ablate_batches=ablate_batches,
     )
     result["source"] = info
-    result["corpus"] = str(corpus) if corpus else "data/corpus.txt"
+    result["corpus"] = str(corpus) if corpus else "attnlab/data/corpus.txt"
     notes = [info["note"]] if "note" in info else []
     n_chars = sum(len(t) for t in result["eval"]["texts"])
     n_unk = sum(1 for t in result["eval"]["texts"] for c in t if c not in tok.stoi)
@@ -550,7 +550,7 @@ def dynamics(
     t0 = time.perf_counter()
     finished = execute([run], corpus_text, run_root, executor="serial", progress=progress, desc="dynamics")[name]
     result = dynamics_of_run(finished.run_dir, corpus_text, steps, ablate=ablate)
-    return {**result, "corpus": corpus or "data/corpus.txt", "seconds": round(time.perf_counter() - t0, 3)}
+    return {**result, "corpus": corpus or "attnlab/data/corpus.txt", "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def dynamics_of_run(run_dir: str | Path, corpus_text: str, steps: Sequence[int], *, ablate: bool = False) -> dict:

@@ -268,7 +268,7 @@ def sweep(
             "executor": executor,
             "seeds": seeds,
             "base": base.to_dict(),
-            "corpus": corpus or "data/corpus.txt",
+            "corpus": corpus or "attnlab/data/corpus.txt",
             "seconds": round(time.perf_counter() - t0, 3),
         },
         runs,

@@ -118,6 +118,17 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
         f"{res['environment']['device']}；torch {res['environment']['torch']}。"
     )
+    prog = res.get("progress") or {}
+    if prog and not prog.get("complete", True):
+        pending = prog.get("pending", [])
+        p(
+            f"**部分结果 / partial result**：第 {prog['batch']}/{prog['batches']} 批训练完成，{prog['runs_done']}/"
+            f"{prog['runs_planned']} 次训练已在本报告中；其余（{', '.join(pending)}）仍在训练，缺少种子的论断暂为 "
+            f"INCONCLUSIVE，每批训练完成后本报告会重写。 / Batch {prog['batch']} of {prog['batches']} done: this "
+            f"report holds {prog['runs_done']} of {prog['runs_planned']} runs; the rest ({len(pending)} runs) are "
+            "still to train, claims that need their seeds are INCONCLUSIVE until then, and the report is "
+            "rewritten after each batch."
+        )
     h(2, "判定方法 / method")
     p(stats.METHOD)
     p(
@@ -698,41 +709,11 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         + [
             ["分析与采样 / analysis", fmt(t["analysis_s"])],
             ["训练总耗时 / training wall", fmt(t["train_wall_s"])],
-            ["训练浮点运算 / training FLOPs", f"{t['train_flops'] / 1e12:.2f} TFLOP"],
-            ["本机 float32 矩阵乘速率 / matmul rate", f"{t['matmul_rate_flops_per_s'] / 1e9:.1f} GFLOP/s"],
-            ["算力下限 / floor = FLOPs ÷ rate", fmt(t["train_floor_s"])],
-            ["耗时 ÷ 下限 / wall ÷ floor", fmt(t["train_wall_over_floor"], 3)],
         ]
-        + (
-            [
-                ["仅矩阵乘（同形状）/ the same matmuls alone", fmt(t["train_matmuls_only_s"])],
-                ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)],
-            ]
-            if "train_matmuls_only_s" in t
-            else []
-        ),
+        + floor_rows(t),
     )
-    if "train_matmuls_only_s" in t:
-        p(
-            "“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：在本机、用同一个 BLAS 做这些乘法的实现都不会比它更快。"
-            "小矩阵达不到大方阵的速率，所以它本身就高于算力下限。 / “Matmuls alone” runs only the matrix "
-            "multiplies of these trainings (forward and backward, at the models' own shapes) and nothing else: "
-            "an implementation doing these multiplies with this machine's BLAS cannot be faster. Small matrices do not reach the rate of large "
-            "square ones, so it already sits above the floor."
-        )
-    if t.get("reused_runs"):
-        p(
-            "本次复用了之前已完成的训练，耗时不代表训练速度。 / Finished runs were reused; the wall time "
-            "does not measure training speed."
-        )
-    load = (e.get("load_average") or [0.0])[0]
-    if load > 0.5 * (e.get("cpu_count") or 1):
-        p(
-            f"测量时本机正忙（1 分钟平均负载 {load:.1f}，{e.get('cpu_count')} 核）：矩阵乘速率和各项耗时都偏慢，只作参考；"
-            f"速度请用 `attnlab bench` 在空闲时量。 / The machine was busy while this ran (load {load:.1f} on "
-            f"{e.get('cpu_count')} cores): the matmul rate and the times are low; measure speed with `attnlab bench` "
-            f"on an idle machine."
-        )
+    for note in floor_notes(t):
+        p(note)
     p(
         f"环境 / environment: Python {e['python']}, torch {e['torch']}, numpy {e['numpy']}, {e['platform']}, "
         f"{e['cpu_count']} CPU, {e['torch_threads']} torch threads, device {e['device']}"
@@ -740,6 +721,98 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         + "."
     )
     return blocks
+
+
+def _floor_known(t: dict) -> bool:
+    """A floor that can be read beside the wall time: over runs trained in that invocation (new
+    records), or an old record's that trained everything it timed."""
+    if "floor_runs" in t:
+        return bool(t["floor_runs"]) and bool(t.get("train_floor_s"))
+    return not t.get("reused_runs") and bool(t.get("train_floor_s"))
+
+
+def _rate_text(t: dict) -> str:
+    rate = f"{t['matmul_rate_flops_per_s'] / 1e9:.1f} GFLOP/s"
+    if t.get("matmul_rate_per") == "core":
+        rate += f" 每核 / per core × {t['matmul_rate_cores']}"
+    return rate
+
+
+def floor_rows(t: dict) -> list[list[str]]:
+    """The floor's rows of the timings table: FLOPs, rate, floor and the matmuls alone, over the
+    runs trained in the invocation that wrote ``t`` (none when every run was reused)."""
+    if not _floor_known(t):
+        return [["算力下限 / floor", "— （本次没有训练，全部复用 / no run trained: all reused）"]]
+    rows = [
+        ["训练浮点运算 / training FLOPs", f"{t['train_flops'] / 1e12:.2f} TFLOP"],
+        ["float32 矩阵乘速率 / matmul rate", _rate_text(t)],
+        ["算力下限 / floor = FLOPs ÷ rate", fmt(t["train_floor_s"])],
+        ["耗时 ÷ 下限 / wall ÷ floor", fmt(t["train_wall_over_floor"], 3)],
+    ]
+    if "floor_runs" in t:
+        rows.insert(0, ["下限所计的训练 / runs the floor counts", f"{t['floor_runs']} ({t['floor_steps']} steps)"])
+    if "train_matmuls_only_s" in t:
+        rows += [
+            ["仅矩阵乘（同形状）/ the same matmuls alone", fmt(t["train_matmuls_only_s"])],
+            ["仅矩阵乘 ÷ 下限 / matmuls alone ÷ floor", fmt(t["matmuls_only_over_floor"], 3)],
+        ]
+    return rows
+
+
+def floor_notes(t: dict) -> list[str]:
+    """How the floor was measured and what it counts, as sentences about the run (never about
+    any particular machine of ours)."""
+    notes = []
+    if _floor_known(t) and "train_matmuls_only_s" in t:
+        notes.append(
+            "“仅矩阵乘”只做这些训练的矩阵乘法（前向与反向，本模型的矩阵形状），不做别的：用同一个 BLAS 做这些乘法的实现"
+            "都不会比它更快。下限用的速率取大方阵与这些形状两者中较高的一个，所以下限永远不高于“仅矩阵乘”。 / “Matmuls "
+            "alone” runs only the matrix multiplies of these trainings (forward and backward, at the models' own "
+            "shapes) and nothing else: an implementation doing these multiplies with the same BLAS cannot be faster. "
+            "The floor's rate is the larger of the square matmuls' and these shapes' own, so the floor never exceeds "
+            "the matmuls alone."
+        )
+    if "matmul_rate_protocol" in t:
+        notes.append(f"速率的测法 / how the rate was measured: {t['matmul_rate_protocol']}.")
+        if not t.get("matmul_rate_reliable", True):
+            notes.append(
+                f"⚠ 测速时没有空闲的核（1 分钟平均负载 {t.get('matmul_rate_load', 0):.1f}）：速率偏低、下限偏高，"
+                f"只作参考。 / Unreliable: no core was idle while the rate was measured (load "
+                f"{t.get('matmul_rate_load', 0):.1f}); the rate is too low and the floor too high."
+            )
+    if "floor_runs" in t and t.get("reused_runs"):
+        notes.append(
+            f"复用的 {len(t.get('reused_run_names', []))} 次训练不计入耗时与下限。 / The "
+            f"{len(t.get('reused_run_names', []))} reused runs count in neither the wall time nor the floor."
+        )
+    elif t.get("reused_runs"):
+        notes.append(
+            "本次复用了之前已完成的训练，耗时不代表训练速度，也不与下限相比。 / Finished runs were reused; the "
+            "wall time does not measure training speed and is not compared with a floor."
+        )
+    return notes
+
+
+def timing_lines(t: dict) -> list[str]:
+    """The timings as ``attnlab case`` prints them: the wall time, then the floor beside it."""
+    lines = [f"训练耗时 / training wall {t['train_wall_s']:.0f} s"]
+    if not _floor_known(t):
+        lines[0] += " (本次没有训练，全部复用 / no run trained in this invocation: no floor)"
+        return lines
+    lines[0] += (
+        f" = {t['train_wall_over_floor']:.2f} x 算力下限 / floor {t['train_floor_s']:.0f} s "
+        f"({t['train_flops'] / 1e12:.1f} TFLOP at {_rate_text(t)}"
+        + (f"; {t['floor_runs']} runs trained now" if "floor_runs" in t else "")
+        + ")"
+    )
+    if not t.get("matmul_rate_reliable", True):
+        lines[0] += f" — 不可靠 / unreliable: no idle core (load {t.get('matmul_rate_load', 0):.1f})"
+    if "train_matmuls_only_s" in t:
+        lines.append(
+            f"仅矩阵乘 / the same matmuls alone {t['train_matmuls_only_s']:.0f} s = "
+            f"{t['matmuls_only_over_floor']:.2f} x floor"
+        )
+    return lines
 
 
 def _rule_text(c: dict) -> str:

@@ -603,7 +603,9 @@ def create_app(
     @app.get("/api/case")
     def case() -> dict:
         if not case_path.is_file():
-            raise HTTPException(404, "还没有案例数据：先运行 `make case`。 No case data yet: run `make case` first.")
+            raise HTTPException(
+                404, "还没有案例数据：先运行 `attnlab case`。 No case data yet: run `attnlab case` first."
+            )
         try:
             data = json.loads(case_path.read_text(encoding="utf-8"))
             pairs = data["pairs"]
