@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..experiments.labbook import BookError, Scale, run_book, select
@@ -56,14 +57,16 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from ..corpus import load_corpus
     from ..lab import EXPERIMENTS
-    from ..report.lab_book import build_book_report, summary_line
+    from ..report.lab_book import build_book_report
+    from ..runfolder import OutputLock
 
     root = Path(args.out or ("runs/book-quick" if args.quick else "."))
     if args.render:
         if not (root / "data" / "lab_book.json").is_file():
             raise BookError(f"{root / 'data' / 'lab_book.json'} not found: run `attnlab book` first")
-        for p in build_book_report(root):
-            print(p)
+        with OutputLock(root, "attnlab book --render"):
+            for p in build_book_report(root):
+                print(p)
         return 0
     chosen = select(EXPERIMENTS, args.only)
     if args.workers is not None and args.workers < 1:
@@ -72,8 +75,17 @@ def main(args) -> int:
     if (args.budget or args.dry_run) and not args.decide:
         raise BookError("--budget and --dry-run belong to --decide: add --decide")
     text = load_corpus(args.corpus, min_chars=200)
+    with OutputLock(root, "attnlab book"):  # a second book or case into this root is refused up front
+        return _book(args, chosen, text, root, scale)
+
+
+def _book(args, chosen, text, root, scale) -> int:
+    from ..lab import EXPERIMENTS
+    from ..report.lab_book import build_book_report, summary_line
+
     if args.decide:
         return _decide(args, chosen, text, root, scale, EXPERIMENTS)
+    unfinished: dict[str, str] = {}
     book = run_book(
         chosen,
         text,
@@ -87,6 +99,7 @@ def main(args) -> int:
         log=lambda m: print(f"attnlab: {m}"),
         registry=EXPERIMENTS,
         explicit=[e.id for e in chosen] if args.only else (),
+        unfinished=unfinished,
     )
     paths = build_book_report(root)
     print(summary_line(book))
@@ -95,6 +108,15 @@ def main(args) -> int:
             if c.get("verdict", "FAIL" if c["pass"] is False else "PASS") == "FAIL":
                 print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
     print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
+    if unfinished:  # loudly: the book is not what was asked for
+        n = len(unfinished)
+        print(
+            f"attnlab: {n} 个训练未完成，重新运行同一命令可继续 / {n} run(s) did not finish; rerun to finish them",
+            file=sys.stderr,
+        )
+        for name, why in unfinished.items():
+            print(f"  {name} — {why}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -89,6 +89,7 @@ def seed_settings(args, settings):
 def main(args) -> int:
     from ..experiments.case import CaseSettings, claim_counts, read_case_json, run_case
     from ..report.case_report import build_report
+    from ..runfolder import OutputLock
 
     common.check_device(args.device)
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
@@ -103,17 +104,18 @@ def main(args) -> int:
     )
     settings = seed_settings(args, settings)
     out = Path(args.out)
-    base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
-    result = run_case(
-        settings,
-        out,
-        corpus=Path(args.corpus) if args.corpus else None,
-        progress=not args.no_progress,
-        log=lambda m: print(f"attnlab: {m}"),
-        base=base,
-        tensorboard=args.tensorboard,
-    )
-    paths = build_report(result, out)
+    with OutputLock(out, "attnlab case"):  # a second case or book into this root is refused up front
+        base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
+        result = run_case(
+            settings,
+            out,
+            corpus=Path(args.corpus) if args.corpus else None,
+            progress=not args.no_progress,
+            log=lambda m: print(f"attnlab: {m}"),
+            base=base,
+            tensorboard=args.tensorboard,
+        )
+        paths = build_report(result, out)
     print(claim_counts(result["claims"]))
     for c in result["claims"]:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
