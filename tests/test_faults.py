@@ -81,7 +81,7 @@ def _spawn_script(script: str, *args: str) -> subprocess.CompletedProcess:
     ],
     ids=["lr1000", "init_std1e10"],
 )
-def test_the_diverged_step_is_in_metrics_summary_and_checkpoint(tmp_path, text, changes):
+def test_the_diverged_step_is_in_metrics_summary_and_checkpoint(tmp_path, text, changes, capsys):
     """Issue 24 #4: metrics.jsonl lacked the diverged step (4 lines vs 5; empty vs 1)."""
     run = tmp_path / "run"
     _, _, history = train(text, T.replace(**changes), out_dir=run)
@@ -92,6 +92,19 @@ def test_the_diverged_step_is_in_metrics_summary_and_checkpoint(tmp_path, text, 
     # resuming a diverged run trains nothing and keeps all three as they are
     train(text, T.replace(**changes), out_dir=run, resume=True)
     assert _agree(run) == metrics
+    # and generating from its checkpoint is one line, not torch.multinomial's traceback
+    assert main(["generate", str(run / "ckpt.pt"), "--max-new-tokens", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "diverged" in err and len(err.splitlines()) == 1
+
+
+def test_sampling_with_no_distribution_is_one_line(tmp_path, text):
+    from attnlab.errors import AttnlabError
+    from attnlab.model import generate
+
+    model, tok, _ = train(text, T.replace(max_steps=2))
+    with pytest.raises(AttnlabError, match="temperature 1e-300 is too small"):
+        generate(model, tok, "床前", 3, temperature=1e-300)
 
 
 def test_resume_repairs_a_truncated_metrics_tail(tmp_path, text):
@@ -328,6 +341,17 @@ def test_two_books_into_one_out_the_second_is_refused_up_front(tmp_path):
     assert book["status"]["deep"] == "done"
     doc = json.loads((tmp_path / "data" / "lab_book" / "deep.json").read_text())
     assert all(r["done"] for r in doc["runs"])
+
+
+def test_a_case_into_a_root_another_book_or_case_writes_is_refused(tmp_path, capsys):
+    """The output-folder lock is shared by `book` and `case`: refused at once, nothing written."""
+    from attnlab.runfolder import OutputLock
+
+    with OutputLock(tmp_path, "attnlab book"):
+        assert main(["case", "--quick", "--no-progress", "--out", str(tmp_path), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"being written by process {os.getpid()}" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".attnlab-out-lock"]
 
 
 # ---------------------------------------------------------------------------- messages

@@ -135,12 +135,12 @@ class OutputLock(RunFolder):
     """``with OutputLock(root, "attnlab book"): ...`` holds an output root (data/, figures/,
     reports/, runs/) for one many-run command: a second ``book`` or ``case`` writing into the same
     root is refused up front, naming the first, instead of both racing over the same files. The
-    lock file is ``root/runs/.attnlab-out-lock`` (runs/ holds no committed file)."""
+    lock file is ``root/.attnlab-out-lock`` (ignored by git), left in place when released."""
 
     NAME = ".attnlab-out-lock"
 
     def __init__(self, root: str | os.PathLike, what: str):
-        super().__init__(Path(root) / "runs")
+        super().__init__(root)
         self.root, self.what = Path(root), what
 
     def __exit__(self, exc_type, *exc) -> None:

@@ -108,16 +108,21 @@ def _book(args, chosen, text, root, scale) -> int:
             if c.get("verdict", "FAIL" if c["pass"] is False else "PASS") == "FAIL":
                 print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
     print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
-    if unfinished:  # loudly: the book is not what was asked for
-        n = len(unfinished)
-        print(
-            f"attnlab: {n} 个训练未完成，重新运行同一命令可继续 / {n} run(s) did not finish; rerun to finish them",
-            file=sys.stderr,
-        )
-        for name, why in unfinished.items():
-            print(f"  {name} — {why}", file=sys.stderr)
-        return 1
-    return 0
+    return _unfinished(unfinished)
+
+
+def _unfinished(unfinished: dict[str, str]) -> int:
+    """Loudly, when runs did not finish: each one and why on stderr, and exit status 1."""
+    if not unfinished:
+        return 0
+    n = len(unfinished)
+    print(
+        f"attnlab: {n} 个训练未完成，重新运行同一命令可继续 / {n} run(s) did not finish; rerun to finish them",
+        file=sys.stderr,
+    )
+    for name, why in unfinished.items():
+        print(f"  {name} — {why}", file=sys.stderr)
+    return 1
 
 
 def _decide(args, chosen, text, root, scale, registry) -> int:
@@ -142,7 +147,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
             explicit=sorted(ids),
         )
 
-    run_decide(
+    decided = run_decide(
         chosen,
         text,
         root,
@@ -159,4 +164,4 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
         import json
 
         print(summary_line(json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))))
-    return 0
+    return _unfinished(decided.get("unfinished") or {})
