@@ -143,8 +143,13 @@ def test_ray_executor_matches_serial(tmp_path, tiny_cfg, text):
     assert (tmp_path / "b" / "g" / "r1" / "summary.json").is_file()
 
 
-def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny_cfg, text):
-    """SIGINT to the parent reaches each local worker once; every run checkpoints; rerun = uninterrupted."""
+@pytest.mark.parametrize(
+    "sig",
+    [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM, id="SIGTERM", marks=pytest.mark.slow)],
+)
+def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny_cfg, text, sig):
+    """SIGINT (or SIGTERM, handled alike) to the parent reaches each local worker once; every run
+    checkpoints; rerun = uninterrupted."""
     long = tiny_cfg.replace(max_steps=200, ckpt_every=1000)
     script = tmp_path / "go.py"
     script.write_text(
@@ -163,7 +168,7 @@ def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny
         for i in range(2)
     ):
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "INTERRUPTED" in out
     for i in range(2):

@@ -10,6 +10,7 @@ from attnlab.cli import main
 from attnlab.errors import AttnlabError
 from attnlab.experiments.common import ExperimentError
 from attnlab.experiments.sweep import expand, parse_grid, sweep
+from attnlab.runner import RunFoldersRefused
 from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT
 
@@ -87,9 +88,12 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
 
     again = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
     assert {x["status"] for x in again["runs"]} == {"reused"}
-    changed = sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, executor="serial")
-    assert {x["status"] for x in changed["runs"]} == {"failed"}  # different config, same dir
-    assert "different config" in changed["runs"][0]["error"]
+    # a different config into the same dir: every trial's folder is refused before anything is trained
+    before = (out / "grid.json").read_text()
+    with pytest.raises(RunFoldersRefused, match="different config") as e:
+        sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, executor="serial")
+    assert set(e.value.failures) == {t["name"] for t in expand(BASE, grid)}
+    assert (out / "grid.json").read_text() == before
 
 
 def test_one_failing_trial_does_not_stop_the_others(tmp_path, capsys):

@@ -21,6 +21,10 @@ from .tokenizer import CharTokenizer
 FORMAT = "attnlab-checkpoint-v1"
 
 
+class CheckpointUnreadable(CheckpointError):
+    """A checkpoint the OS will not let us read (permissions, I/O error): intact as far as we know."""
+
+
 def save_checkpoint(path: str | Path, model: TinyGPT, tok: CharTokenizer, **extra: Any) -> Path:
     payload = {
         "format": FORMAT,
@@ -38,6 +42,10 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise CheckpointError(f"checkpoint not found: {path} (train one with `attnlab train --out DIR`)")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as e:  # the file is there but cannot be read: not damaged, nothing to delete
+        raise CheckpointUnreadable(
+            f"cannot read checkpoint {path}: {e.strerror or type(e).__name__}; check its permissions and the disk"
+        ) from None
     except Exception as e:  # torch raises many types for damaged files
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not an attnlab checkpoint ({type(e).__name__}); delete it and train again"
@@ -127,12 +135,44 @@ def from_payload(
     if len(tok) > cfg.vocab_size:
         raise CheckpointError(f"checkpoint {path}: tokenizer has {len(tok)} entries but vocab_size is {cfg.vocab_size}")
     model = TinyGPT(cfg)
+    mismatch = state_mismatch(model.state_dict(), payload["model"])
+    if mismatch:
+        raise CheckpointError(f"checkpoint {path} does not fit the model its config builds ({mismatch}); train again")
     try:
         model.load_state_dict(payload["model"])
     except (RuntimeError, KeyError) as e:
-        first = str(e).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} does not fit its model: {first}") from None
+        raise CheckpointError(f"checkpoint {path} does not fit its model ({error_summary(e)}); train again") from None
     return model.to(device).eval(), tok, cfg
+
+
+def state_mismatch(expected: dict, got: dict, limit: int = 4) -> str:
+    """What keeps the state dict ``got`` from loading into a model whose state is ``expected``:
+    missing and unexpected keys and shape differences, named (the first ``limit`` of each); "" if none."""
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+    missing = [k for k in expected if k not in got]
+    unexpected = [k for k in got if k not in expected]
+    shapes = [
+        f"{k} {tuple(got[k].shape)} in the checkpoint vs {tuple(v.shape)} in the model"
+        for k, v in expected.items()
+        if k in got and hasattr(got[k], "shape") and tuple(got[k].shape) != tuple(v.shape)
+    ]
+    parts = []
+    if missing:
+        parts.append(f"missing {some(missing)}")
+    if unexpected:
+        parts.append(f"unexpected {some(unexpected)}")
+    if shapes:
+        parts.append(f"shape of {some(shapes)}")
+    return "; ".join(parts)
+
+
+def error_summary(e: BaseException) -> str:
+    """An exception's message on one line without torch's trailing "... for TinyGPT:" headers."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.strip().endswith(":")]
+    return " ".join(" ".join(lines).split()[:30]) or type(e).__name__
 
 
 def config_diff(a: Config, b: Config, ignore: tuple[str, ...] = ()) -> str:

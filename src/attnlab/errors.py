@@ -31,3 +31,11 @@ class OutputError(AttnlabError, OSError):
 
 class RunFolderError(AttnlabError):
     """A run folder that holds another run or is in use by another process."""
+
+
+class RunFolderBusy(RunFolderError):
+    """A run (or output) folder whose lock another live process holds; ``holder`` names it."""
+
+    def __init__(self, message: str, holder: str = "another process"):
+        super().__init__(message)
+        self.holder = holder

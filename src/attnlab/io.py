@@ -47,8 +47,33 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
 
 def _output_error(path: Path, e: OSError) -> OutputError:
     why = e.strerror or type(e).__name__
-    kept = " (the previous file is unchanged)" if path.exists() else ""
-    return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose another output path")
+    kept = " (the previous file is unchanged)" if path.is_file() else ""
+    return OutputError(f"cannot write {path}: {why}{kept}; {_remedy(e)}")
+
+
+def _remedy(e: OSError) -> str:
+    """What to do about a failed write, by its cause (not "free some space" for a permission)."""
+    import errno
+
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "free some space or choose another output path"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "make that folder writable or choose another output path"
+    if e.errno == errno.EISDIR:
+        return "that path is a directory; give a file path"
+    return "choose another output path"
+
+
+def check_output_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Before any work: ``path`` can become a file (not a directory, its folder writable);
+    :class:`OutputError` naming ``option`` otherwise."""
+    path = Path(path)
+    if str(path) in ("", "."):
+        raise OutputError(f"{option} is empty; give a file path")
+    if path.is_dir():
+        raise OutputError(f"{option} {path} is a directory; give a file path, e.g. {path / 'result.json'}")
+    check_writable(path.parent, option)
+    return path
 
 
 def check_writable(directory: str | os.PathLike, option: str = "--out") -> Path:

@@ -368,6 +368,18 @@ class TinyGPT(nn.Module):
 
 # ---------------------------------------------------------------------------- generate
 @torch.no_grad()
+def _not_finite(logits: Tensor, temperature: float) -> None:
+    """One line instead of torch.multinomial's traceback when sampling has no distribution."""
+    if not bool(torch.isfinite(logits).all()):
+        raise AttnlabError(
+            "the model's logits are not finite: its weights are those of a run that diverged "
+            "(see diverged_at in its summary.json); train it again, e.g. with a smaller lr"
+        )
+    raise AttnlabError(
+        f"temperature {temperature:g} is too small: logits / temperature overflow; use a temperature of 1e-3 or more"
+    )
+
+
 def generate(
     model: TinyGPT,
     tok,
@@ -410,6 +422,8 @@ def generate(
             kth = torch.topk(next_logits, min(top_k, next_logits.numel())).values[-1]
             next_logits = next_logits.masked_fill(next_logits < kth, float("-inf"))
         probs = next_logits.softmax(-1)
+        if not bool(torch.isfinite(probs).all()):
+            _not_finite(logits[0, -1], temperature)
         nxt = int(torch.multinomial(probs, 1, generator=gen))
         out.append(nxt)
         step = torch.tensor([[nxt]], device=device)

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import OutputError, RunFolderError
+from .errors import OutputError, RunFolderBusy
 from .io import clean_stale_temps, write_json
 
 LOCK_NAME = ".attnlab-lock"
@@ -95,8 +95,9 @@ class RunFolder:
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise RunFolderError(
-                    f"run folder {self.path} is in use by {holder}; wait for it to finish or choose another --out"
+                raise RunFolderBusy(
+                    f"run folder {self.path} is in use by {holder}; wait for it to finish or choose another --out",
+                    holder,
                 ) from None
         self._fd = fd
         os.ftruncate(fd, 0)
@@ -108,6 +109,66 @@ class RunFolder:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
+
+
+def lock_holder(path: str | os.PathLike, name: str = LOCK_NAME) -> str | None:
+    """Who holds the lock of the folder ``path`` now ("process 123 on host (command, since ...)"),
+    or None when nobody does. Looks only: creates nothing and keeps no lock."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(Path(path) / name, os.O_RDONLY)
+    except OSError:  # no lock file (never trained there) or no folder: nobody holds it
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: an instant probe, never an owner
+    except BlockingIOError:
+        return _read_holder(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing releases the probe's shared lock
+    return None
+
+
+class OutputLock(RunFolder):
+    """``with OutputLock(root, "attnlab book"): ...`` holds an output root (data/, figures/,
+    reports/, runs/) for one many-run command: a second ``book`` or ``case`` writing into the same
+    root is refused up front, naming the first, instead of both racing over the same files. The
+    lock file is ``root/.attnlab-out-lock`` (ignored by git), left in place when released."""
+
+    NAME = ".attnlab-out-lock"
+
+    def __init__(self, root: str | os.PathLike, what: str):
+        super().__init__(root)
+        self.root, self.what = Path(root), what
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path / self.NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OutputError(
+                f"cannot write to output directory {self.root}: {e.strerror or type(e).__name__}; "
+                f"choose another with --out"
+            ) from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise RunFolderBusy(
+                    f"output folder {self.root} is being written by {holder}; `{self.what}` would mix its "
+                    f"results with that one's: wait for it to finish or choose another --out",
+                    holder,
+                ) from None
+        self._fd = fd
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(_me()).encode(), 0)
 
 
 def _me() -> dict:

@@ -36,6 +36,7 @@ step 1 on (`attnlab bench executors` reports whether serial and local agreed).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -49,10 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import WEIGHTS_DIR, KeepWeights
+from .checkpoint import WEIGHTS_DIR, CheckpointUnreadable, KeepWeights
 from .config import Config
-from .errors import AttnlabError, CheckpointError
-from .runfolder import RUN_FILES
+from .errors import AttnlabError, CheckpointError, RunFolderBusy
+from .runfolder import RUN_FILES, lock_holder
 from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray", "slurm")
@@ -64,12 +65,37 @@ class RunnerError(AttnlabError):
 
 
 class RunFailed(RunnerError):
-    """Some runs raised; the others finished. ``failures`` maps name -> error line."""
+    """Some runs did not finish; the others did. ``failures`` maps name -> error line (runs that
+    raised), ``busy`` name -> the process that holds that run's folder (not a failure of the run)."""
 
-    def __init__(self, failures: dict[str, str]):
-        self.failures = failures
-        names = ", ".join(f"{n} ({e})" for n, e in failures.items())
-        super().__init__(f"{len(failures)} run(s) failed: {names}")
+    def __init__(self, failures: dict[str, str], busy: dict[str, str] | None = None):
+        self.failures, self.busy = dict(failures), dict(busy or {})
+        super().__init__(unfinished_line(self.failures, self.busy))
+
+
+class RunFoldersRefused(RunFailed):
+    """Checked before any training: run folders that cannot be used (another config's run, held by
+    another process, not a folder). Nothing was trained; ``failures`` maps name -> the problem."""
+
+    def __init__(self, problems: dict[str, str], busy: dict[str, str] | None = None):
+        self.failures, self.busy = dict(problems), dict(busy or {})
+        parts = [f"{n}: {why}" for n, why in problems.items()] + [f"{n}: busy, {h}" for n, h in self.busy.items()]
+        RunnerError.__init__(
+            self,
+            f"nothing trained: {len(parts)} run folder(s) cannot be used ({'; '.join(parts)}); "
+            f"wait for the other process, move or delete those folders, or choose another output folder",
+        )
+
+
+def unfinished_line(failures: dict[str, str], busy: dict[str, str]) -> str:
+    """One line naming every run that did not finish and why (failed, or busy in another process)."""
+    parts = [f"{n} (failed: {e})" for n, e in failures.items()] + [f"{n} (busy: {h})" for n, h in busy.items()]
+    head = []
+    if failures:
+        head.append(f"{len(failures)} failed")
+    if busy:
+        head.append(f"{len(busy)} busy in another process")
+    return f"{len(parts)} run(s) did not finish ({', '.join(head)}): {', '.join(parts)}"
 
 
 class RunsInterrupted(KeyboardInterrupt):
@@ -146,9 +172,78 @@ def finished_history(run_dir: Path, cfg: Config) -> bool:
 
 
 def set_aside(path: Path) -> Path:
-    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    shutil.move(str(path), aside)
-    return aside
+    """Rename ``path`` to ``<name>.corrupt-<time>`` (a counter after the time when that name is
+    taken): an earlier file set aside in the same second is never replaced."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(10_000):
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}" + (f"-{n}" if n else ""))
+        try:
+            os.link(path, aside)  # fails if the name is taken: never replaces an earlier one
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links
+            if aside.exists():
+                continue
+            shutil.move(str(path), aside)
+            return aside
+        path.unlink()
+        return aside
+    raise RunnerError(f"cannot set {path} aside: 10000 names {path.name}.corrupt-{stamp}-N are taken; clean them up")
+
+
+def folder_problem(run_dir: Path, cfg: Config) -> tuple[str, str] | None:
+    """Why ``run_dir`` cannot hold the run ``cfg`` now, as (kind, text), or None when it can.
+
+    kind: "busy" (another live process holds its lock; text names it), "foreign" (it holds a run
+    of another config: training there would replace or mix with it) or "damaged" (not a folder,
+    or a checkpoint the OS will not let us read). A checkpoint that is corrupt is no problem here:
+    train_one sets it aside and says so. Reads config.json (the checkpoint's config when absent).
+    """
+    from .checkpoint import config_diff, read_checkpoint
+
+    if run_dir.exists() and not run_dir.is_dir():
+        return "damaged", f"{run_dir} is a file, not a run folder"
+    if not run_dir.is_dir():
+        return None
+    holder = lock_holder(run_dir)
+    if holder:
+        return "busy", holder
+    saved = None
+    try:
+        saved = Config.from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, TypeError, AttnlabError):
+        saved = None  # unreadable config.json: the checkpoint decides
+    if saved is None and (run_dir / "ckpt.pt").is_file():
+        try:
+            saved = Config.from_dict(read_checkpoint(run_dir / "ckpt.pt")["config"])
+        except CheckpointUnreadable as e:
+            return "damaged", str(e)
+        except (CheckpointError, KeyError, TypeError):
+            return None  # corrupt: set aside and restarted by train_one
+    diff = config_diff(saved, cfg, ignore=("device",)) if saved is not None else ""
+    if diff:
+        return "foreign", f"{run_dir} holds a run with a different config ({diff})"
+    return None
+
+
+def check_run_folders(runs: Sequence[Run], root: Path) -> None:
+    """Every run's folder, before any training: :class:`RunFoldersRefused` listing them all at once
+    (not one after an hour of training the others)."""
+    problems: dict[str, str] = {}
+    busy: dict[str, str] = {}
+    for run in runs:
+        found = folder_problem(run.dir(root), run.cfg)
+        if found is None:
+            continue
+        kind, text = found
+        if kind == "busy":
+            busy[run.name] = text
+        else:
+            problems[run.name] = text
+    if problems or busy:
+        raise RunFoldersRefused(problems, busy)
 
 
 def steps_on_disk(run_dir: Path) -> int:
@@ -183,6 +278,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         try:
             if finished_history(out, cfg):
                 return {**result, "status": "reused"}
+        except CheckpointUnreadable:
+            raise  # intact as far as we know: fail this run, never set it aside
         except CheckpointError:
             aside = set_aside(out / "ckpt.pt")
             out.joinpath("summary.json").unlink(missing_ok=True)
@@ -193,6 +290,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         if resume:
             try:
                 _check_resumable(out, cfg)
+            except CheckpointUnreadable:
+                raise
             except CheckpointError:
                 aside = set_aside(out / "ckpt.pt")
                 out.joinpath("summary.json").unlink(missing_ok=True)
@@ -220,6 +319,9 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         result["status"] = "resumed" if resume else "trained"
     except TrainingInterrupted:
         result["status"] = "interrupted"
+    except RunFolderBusy as e:  # another process trains in that folder: not this run's failure
+        result["status"] = "busy"
+        result["error"] = e.holder
     except Exception as e:  # one run's failure must not stop the others
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
@@ -356,15 +458,17 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
 
 
 def _install_sigint(handler):
+    """``handler`` for Ctrl-C and SIGTERM alike (a terminated runner checkpoints its runs too);
+    returns what to restore."""
     try:
-        return signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: leave Ctrl-C as it is
+        return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave the signals as they are
         return None
 
 
 def _restore_sigint(previous) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGINT, previous)
+    for sig, handler in (previous or {}).items():
+        signal.signal(sig, handler)
 
 
 def _ray_task(task: dict, files: dict[str, bytes]) -> tuple[dict, dict[str, bytes]]:
@@ -474,6 +578,8 @@ def _ray(
                         write_bytes(run_dir / name, data)
                 if "summary.json" in back:
                     write_bytes(run_dir / "summary.json", back["summary.json"])
+                else:  # the run is not finished (an extension stopped midway): no stale summary here either
+                    (run_dir / "summary.json").unlink(missing_ok=True)
                 if on_step and steps_of:
                     for _ in range(steps_of.get(task["name"], 0)):
                         on_step()
@@ -526,6 +632,7 @@ def execute(
     if dup:
         raise RunnerError(f"run names must be unique; repeated: {', '.join(dup)}")
     root = Path(root)
+    check_run_folders(runs, root)  # all of them, before anything is trained
     todo: list[dict] = []
     finished: dict[str, Finished] = {}
     for run in runs:
@@ -556,6 +663,7 @@ def execute(
     bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), desc)
     tick = (lambda: bar.update(1)) if bar is not None else None
     failures: dict[str, str] = {}
+    busy: dict[str, str] = {}
     statuses: dict[str, dict] = {}
 
     def collect(r: dict) -> None:
@@ -564,6 +672,8 @@ def execute(
             log(m)
         if r["status"] == "failed":
             failures[r["name"]] = r["error"]
+        elif r["status"] == "busy":
+            busy[r["name"]] = r["error"]
         if on_result is not None:
             on_result(r)
 
@@ -578,8 +688,10 @@ def execute(
         r = statuses.get(t["name"])
         if r and r["status"] in ("trained", "resumed", "reused"):
             finished[t["name"]] = Finished(by_name[t["name"]], Path(t["dir"]), r["status"], r["seconds"])
-    if failures and not keep_going:
-        raise RunFailed(failures)
+    if (failures or busy) and not keep_going:
+        raise RunFailed(failures, busy)
+    if failures or busy:  # keep_going: the caller still hears of every run that did not finish
+        log(unfinished_line(failures, busy))
     return {r.name: finished[r.name] for r in runs if r.name in finished}
 
 

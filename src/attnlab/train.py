@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from .checkpoint import config_diff, read_checkpoint, save_checkpoint
+from .checkpoint import config_diff, error_summary, read_checkpoint, save_checkpoint, state_mismatch
 from .config import DEVICE, Config
 from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
@@ -237,23 +237,28 @@ class History:
 
 
 class _StopRequest:
-    """Turns SIGINT into a flag checked between steps, so a checkpoint is never
-    written from a half-finished optimizer update."""
+    """Turns SIGINT (Ctrl-C) and SIGTERM (``kill``, a scheduler's stop) into a flag
+    checked between steps, so a checkpoint is never written from a half-finished
+    optimizer update and a terminated run loses no steps."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
 
     @contextmanager
     def installed(self):
+        previous = {}
         try:
-            previous = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:  # not in the main thread: Ctrl-C stays default
-            yield self
-            return
+            for sig in self.SIGNALS:
+                previous[sig] = signal.signal(sig, self._handle)
+        except ValueError:  # not in the main thread: the signals stay as they are
+            pass
         try:
             yield self
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _handle(self, signum, frame) -> None:
         if self.requested:  # second Ctrl-C: stop right away
@@ -317,8 +322,10 @@ def train(
         raise ConfigError("resume and overwrite exclude each other: continue the run or replace it")
     if resume and out_dir is None:
         raise CheckpointError("--resume needs an output directory holding ckpt.pt")
-    if resume and not (Path(out_dir) / "ckpt.pt").is_file():
-        raise CheckpointError(f"nothing to resume in {out_dir}: it has no ckpt.pt; start the run without --resume")
+    if resume and not (Path(out_dir) / "ckpt.pt").is_file() and not holds_run(out_dir):
+        raise CheckpointError(
+            f"nothing to resume in {out_dir}: it holds no run (no ckpt.pt, no metrics); start the run without --resume"
+        )
     device = resolve_device(cfg.device)
     check_fits(cfg, device)
     keep_freed_memory()  # see attnlab.runtime: fewer page faults per step
@@ -327,6 +334,11 @@ def train(
             text, cfg, None, device, False, False, False, progress, list(callbacks), tok, stop_after, tensorboard
         )
     with RunFolder(out_dir):
+        if resume and not (Path(out_dir) / "ckpt.pt").is_file():
+            # killed before its first checkpoint: nothing to continue from but step 0, and from the
+            # same seed the steps come out the same, so --resume starts it again (if it is this run)
+            _check_restartable(Path(out_dir), cfg, text, extend)
+            resume, overwrite = False, True
         return _train(
             text,
             cfg,
@@ -346,9 +358,38 @@ def train(
 def _describe_run(out: Path) -> str:
     try:
         n = sum(1 for _ in (out / "metrics.jsonl").open(encoding="utf-8", errors="replace"))
-        return f" ({n} steps recorded)"
     except OSError:
         return ""
+    return f" ({n} steps recorded)" if (out / "ckpt.pt").is_file() else f" ({n} steps recorded, no checkpoint yet)"
+
+
+def _check_restartable(out: Path, cfg: Config, text: str, extend: bool) -> None:
+    """--resume on a run folder without ckpt.pt: only the same run (config, corpus) starts again."""
+    try:
+        saved = Config.from_dict(json.loads((out / "config.json").read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        saved = None
+    except (OSError, ValueError, TypeError, AttnlabError):
+        raise RunFolderError(
+            f"cannot resume {out}: it has no ckpt.pt and its config.json is unreadable; "
+            f"--overwrite replaces that run, or choose another --out"
+        ) from None
+    diff = config_diff(saved, cfg, ignore=("device", "max_steps") if extend else ("device",)) if saved else ""
+    if saved is None or diff:
+        why = f"a different config ({diff})" if diff else "no config.json"
+        raise RunFolderError(
+            f"cannot resume {out}: it has no ckpt.pt yet and holds a run with {why}; "
+            f"--overwrite replaces that run, or choose another --out"
+        )
+    try:
+        sha = json.loads((out / "summary.json").read_text(encoding="utf-8"))["fingerprint"]["corpus_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        sha = None
+    if sha is not None and sha != hashlib.sha256(text.encode("utf-8")).hexdigest():
+        raise RunFolderError(
+            f"cannot resume {out}: it has no ckpt.pt and was trained on a different corpus; "
+            f"pass the same --corpus, or --overwrite to replace that run"
+        )
 
 
 _RESUME_NEEDS = {
@@ -377,8 +418,9 @@ def _train(
     ckpt_path = out / "ckpt.pt" if out else None
     if out is not None and not resume and not overwrite and holds_run(out):
         raise RunFolderError(
-            f"{out} already holds a run{_describe_run(out)}; add --resume to continue it, "
-            f"--overwrite to replace it, or choose another --out"
+            f"{out} already holds a run{_describe_run(out)}; add --resume to continue it"
+            + ("" if (out / "ckpt.pt").is_file() else " (from step 0, the same steps again)")
+            + ", --overwrite to replace it, or choose another --out"
         )
     payload = None
     schedule = [{"from_step": 0, "max_steps": cfg.max_steps}]
@@ -424,6 +466,12 @@ def _train(
     history = History()
     start = 0
     if payload is not None:
+        mismatch = state_mismatch(model.state_dict(), payload["model"])
+        if mismatch:
+            raise CheckpointError(
+                f"cannot resume from {ckpt_path}: its weights do not fit this model ({mismatch}); "
+                f"train again with --overwrite or a new --out"
+            )
         try:
             model.load_state_dict(payload["model"])
             opt.load_state_dict(payload["optimizer"])
@@ -431,7 +479,7 @@ def _train(
             history = History.from_dict(payload["history"])
             start = int(payload["step"])
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
-            why = " ".join(str(e).split()[:20]) or type(e).__name__
+            why = error_summary(e)
             raise CheckpointError(
                 f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
                 f"train again with --overwrite or a new --out"
@@ -455,6 +503,10 @@ def _train(
             for name in RUN_FILES:
                 if name not in ("metrics.jsonl", "config.json", "tokenizer.json"):
                     (out / name).unlink(missing_ok=True)
+        elif payload is not None and start < cfg.max_steps and history.diverged_at is None:
+            # a resumed run that trains on is not finished until its new summary: a stale one (an
+            # extension killed midway) would disagree with metrics.jsonl
+            (out / "summary.json").unlink(missing_ok=True)
         write_json(out / "config.json", cfg.to_dict())
         tok.save(out / "tokenizer.json")
         # metrics.jsonl mirrors the history exactly up to here
@@ -476,15 +528,21 @@ def _train(
             schedule=schedule,
         )
 
+    if payload is not None:
+        # metrics.jsonl mirrors the checkpoint's history from the start: a tail lost or cut (or
+        # steps past the checkpoint that are trained again now) is rewritten from it
+        start_files()
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16" else nullcontext()
     bar = _progress(start, cfg.max_steps, progress)
     stopper = _StopRequest()
     step = start
     t_start = time.perf_counter()
+    completed = False
     _fire(callbacks, "on_train_begin", start, model)
     try:
         with stopper.installed():
-            for step in range(start, cfg.max_steps):
+            # a diverged run is finished: resuming it trains nothing (its last record is the divergence)
+            for step in range(start, cfg.max_steps if history.diverged_at is None else start):
                 if stopper.requested or (stop_after is not None and step >= start + stop_after):
                     raise TrainingInterrupted(step, checkpoint(step))
                 record = train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
@@ -492,9 +550,12 @@ def _train(
                     history.diverged_at = step
                     x, y = record.pop("_batch")
                     _fire(callbacks, "on_nonfinite", step, (x, y), model)
-                    if not files_ready:
+                    history.records.append(record)  # the diverged step is recorded like any other:
+                    if not files_ready:  # in metrics.jsonl, the summary and the checkpoint alike
                         start_files()
-                    history.records.append(record)
+                    elif metrics_file:
+                        metrics_file.write(json.dumps(record) + "\n")
+                        metrics_file.flush()
                     break
                 record.pop("_batch")
                 last = step == cfg.max_steps - 1
@@ -514,6 +575,7 @@ def _train(
                     checkpoint(step + 1)
         final_step = len(history.records)
         checkpoint(final_step if history.diverged_at is None else history.diverged_at)
+        completed = True
     finally:
         _fire(callbacks, "on_train_end", step)
         if metrics_file:
@@ -521,17 +583,23 @@ def _train(
         if bar is not None:
             bar.close()
         if out is not None and files_ready:  # how long this session took, for the books' timings
-            record_session(
-                out,
-                {
-                    "from_step": start,
-                    "to_step": len(history.records),
-                    "seconds": round(time.perf_counter() - t_start, 3),
-                    "threads": torch.get_num_threads(),
-                    "device": str(device),
-                    "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                },
-            )
+            try:
+                record_session(
+                    out,
+                    {
+                        "from_step": start,
+                        "to_step": len(history.records),
+                        "seconds": round(time.perf_counter() - t_start, 3),
+                        "threads": torch.get_num_threads(),
+                        "device": str(device),
+                        "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    },
+                )
+            except OSError:
+                if completed:
+                    raise
+                # training already failed (or was interrupted): that is the error to report, not
+                # the timing record that could not be written after it
     if out is not None:
         write_json(out / "summary.json", {**summarize(history, cfg, model), "fingerprint": fp, "schedule": schedule})
     model.eval()

@@ -116,10 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
             raise
         where = f" {e.filename}" if e.filename else ""
-        print(
-            error_line(AttnlabError(f"cannot write{where}: {e.strerror}; free space or choose another --out")),
-            file=sys.stderr,
-        )
+        remedy = (
+            "free space or choose another --out"
+            if e.errno in (errno.ENOSPC, errno.EDQUOT)
+            else "check its permissions or choose another --out"
+        )  # a read can fail so too: not "cannot write"
+        print(error_line(AttnlabError(f"cannot use{where}: {e.strerror}; {remedy}")), file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         msg = str(e) or "interrupted"

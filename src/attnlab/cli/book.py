@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..experiments.labbook import BookError, Scale, run_book, select
@@ -73,14 +74,16 @@ def main(args) -> int:
     from ..corpus import load_corpus
     from ..lab import EXPERIMENTS
     from ..outputs import output_root
-    from ..report.lab_book import build_book_report, summary_line
+    from ..report.lab_book import build_book_report
+    from ..runfolder import OutputLock
 
     root = output_root(args.out, args.quick, "book")
     if args.render:
         if not (root / "data" / "lab_book.json").is_file():
             raise BookError(f"{root / 'data' / 'lab_book.json'} not found: run `attnlab book` first")
-        for p in build_book_report(root):
-            print(p)
+        with OutputLock(root, "attnlab book --render"):
+            for p in build_book_report(root):
+                print(p)
         return 0
     chosen = select(EXPERIMENTS, args.only)
     if args.workers is not None and args.workers < 1:
@@ -95,8 +98,17 @@ def main(args) -> int:
         print(render(book_plan(chosen, root, scale, EXPERIMENTS, **_plan_kw(args))))
         return 0
     text = load_corpus(args.corpus, min_chars=200)
+    with OutputLock(root, "attnlab book"):  # a second book or case into this root is refused up front
+        return _book(args, chosen, text, root, scale)
+
+
+def _book(args, chosen, text, root, scale) -> int:
+    from ..lab import EXPERIMENTS
+    from ..report.lab_book import build_book_report, summary_line
+
     if args.decide:
         return _decide(args, chosen, text, root, scale, EXPERIMENTS)
+    unfinished: dict[str, str] = {}
     book = run_book(
         chosen,
         text,
@@ -111,6 +123,7 @@ def main(args) -> int:
         registry=EXPERIMENTS,
         explicit=[e.id for e in chosen] if args.only else (),
         slurm=common.slurm_options(args),
+        unfinished=unfinished,
     )
     paths = build_book_report(root)
     print(summary_line(book))
@@ -119,7 +132,21 @@ def main(args) -> int:
             if c.get("verdict", "FAIL" if c["pass"] is False else "PASS") == "FAIL":
                 print(f"  FAIL {c['section']} {c['id']}: measured {c['measured']}, expected {c['expected']}")
     print("结果 / results: " + ", ".join(str(p) for p in [root / "data" / "lab_book.json", *paths]))
-    return 0
+    return _unfinished(unfinished)
+
+
+def _unfinished(unfinished: dict[str, str]) -> int:
+    """Loudly, when runs did not finish: each one and why on stderr, and exit status 1."""
+    if not unfinished:
+        return 0
+    n = len(unfinished)
+    print(
+        f"attnlab: {n} 个训练未完成，重新运行同一命令可继续 / {n} run(s) did not finish; rerun to finish them",
+        file=sys.stderr,
+    )
+    for name, why in unfinished.items():
+        print(f"  {name} — {why}", file=sys.stderr)
+    return 1
 
 
 def _plan_kw(args) -> dict:
@@ -168,7 +195,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
             explicit=sorted(ids),
         )
 
-    run_decide(
+    decided = run_decide(
         chosen,
         text,
         root,
@@ -185,4 +212,4 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
         import json
 
         print(summary_line(json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))))
-    return 0
+    return _unfinished(decided.get("unfinished") or {})

@@ -106,6 +106,7 @@ def main(args) -> int:
     from ..experiments.case import CaseSettings, check_not_smaller, claim_counts, read_case_json, run_case
     from ..outputs import output_root
     from ..report.case_report import build_report, timing_lines
+    from ..runfolder import OutputLock
 
     common.check_device(args.device)
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
@@ -127,34 +128,35 @@ def main(args) -> int:
         kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
         print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, slurm=common.slurm_options(args), **kw)))
         return 0
-    base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
-    if base is None:  # --reuse-json only adds to what the file holds
-        check_not_smaller(out, settings, overwrite=args.overwrite)
-    paths: list[Path] = []
+    with OutputLock(out, "attnlab case"):  # a second case or book into this root is refused up front
+        base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
+        if base is None:  # --reuse-json only adds to what the file holds
+            check_not_smaller(out, settings, overwrite=args.overwrite)
+        paths: list[Path] = []
 
-    def stage_done(res: dict, info: dict) -> None:
-        """After each batch: the report of what finished, and one line saying what it shows."""
-        paths[:] = build_report(res, out)
-        prog = res.get("progress") or {}
-        where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
-        line = (
-            f"attnlab: 报告已写出 / report written (batch {info['batch']}/{info['batches']}, {where}"
-            f"{claim_counts(res['claims'])}): {paths[-1]}"
+        def stage_done(res: dict, info: dict) -> None:
+            """After each batch: the report of what finished, and one line saying what it shows."""
+            paths[:] = build_report(res, out)
+            prog = res.get("progress") or {}
+            where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
+            line = (
+                f"attnlab: 报告已写出 / report written (batch {info['batch']}/{info['batches']}, {where}"
+                f"{claim_counts(res['claims'])}): {paths[-1]}"
+            )
+            nxt = info.get("next")
+            print(line + (f"; 接着训练 / training next: {nxt}" if nxt else ""), flush=True)
+
+        result = run_case(
+            settings,
+            out,
+            corpus=Path(args.corpus) if args.corpus else None,
+            progress=not args.no_progress,
+            log=lambda m: print(f"attnlab: {m}", flush=True),
+            base=base,
+            tensorboard=args.tensorboard,
+            slurm=common.slurm_options(args),
+            on_stage=stage_done,
         )
-        nxt = info.get("next")
-        print(line + (f"; 接着训练 / training next: {nxt}" if nxt else ""), flush=True)
-
-    result = run_case(
-        settings,
-        out,
-        corpus=Path(args.corpus) if args.corpus else None,
-        progress=not args.no_progress,
-        log=lambda m: print(f"attnlab: {m}", flush=True),
-        base=base,
-        tensorboard=args.tensorboard,
-        slurm=common.slurm_options(args),
-        on_stage=stage_done,
-    )
     print(claim_counts(result["claims"]))
     for c in result["claims"]:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")

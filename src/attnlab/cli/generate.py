@@ -36,11 +36,11 @@ def main(args) -> int:
     path = Path(args.checkpoint)
     model, tok, _ = load_checkpoint(path / "ckpt.pt" if path.is_dir() else path)  # a run folder, as `heads` takes
     prompt = prepare(args.prompt, tok.stoi)  # simplified -> traditional, <unk> named in one line
-    for line in (converted_line(prompt), unknown_line(prompt)):
-        if line:
-            print(line, file=sys.stderr)
-    with warnings.catch_warnings():  # the <unk> line above already said it
+    with warnings.catch_warnings():  # the <unk> line below says it
         warnings.simplefilter("ignore", UserWarning)
         text = generate(model, tok, prompt.converted, args.max_new_tokens, args.temperature, args.top_k, args.seed)
+    for line in (converted_line(prompt), unknown_line(prompt)):  # after sampling: an error stays one line
+        if line:
+            print(line, file=sys.stderr)
     print(text)
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from . import common
 
 
@@ -41,7 +43,7 @@ def main(args) -> int:
     check_writable(args.out)
 
     def report(r: dict) -> None:
-        extra = f"  {r['error']}" if r["status"] == "failed" else ""
+        extra = f"  {r['error']}" if r["status"] in ("failed", "busy") else ""
         print(f"  [{r['status']}] {r['name']}{extra}", flush=True)
 
     result = sweep(
@@ -57,12 +59,16 @@ def main(args) -> int:
         on_result=report,
     )
     print(sweep_table(result))
-    failed = [r for r in result["runs"] if r["status"] == "failed"]
+    failed = [r for r in result["runs"] if r["status"] in ("failed", "busy")]
     print(
         f"结果 / results: {args.out}/sweep.csv, {args.out}/sweep.json"
         + (f", {result['figure']}" if result.get("figure") else "")
     )
     if failed:
-        print(f"{len(failed)} 个试验失败 / trial(s) failed: " + ", ".join(r["name"] for r in failed))
+        print(
+            f"{len(failed)} 个试验未完成 / trial(s) did not finish (rerun to finish them) — "
+            + "; ".join(f"{r['name']} {r['status']}: {r['error']}" for r in failed),
+            file=sys.stderr,
+        )
         return 1
     return 0

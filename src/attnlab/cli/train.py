@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import common
 
 
@@ -43,6 +45,11 @@ def main(args) -> int:
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
     if args.overwrite and holds_run(args.out):
         print(f"attnlab: --overwrite: the run in {args.out} will be replaced once the first step succeeds")
+    if args.resume and holds_run(args.out) and not (Path(args.out) / "ckpt.pt").is_file():
+        print(
+            f"attnlab: --resume: {args.out} has no checkpoint yet; the run starts again from step 0 "
+            "(its seed repeats the same steps)"
+        )
     callbacks = []
     if args.debug:
         from ..experiments.debugger import AttentionDebugger

@@ -189,7 +189,8 @@ def run_decide(
     log: Callable[[str], None] = print,
     rounds: int = 3,
 ) -> dict:
-    """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans}."""
+    """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans,
+    unfinished} (unfinished: run name -> "failed: why" or "busy: holder", runs that did not finish)."""
     from ..runner import execute, finished_history
 
     root = Path(root)
@@ -205,6 +206,7 @@ def run_decide(
             return False
 
     fns = {e.id: (lambda seed, cid, e=e: e.seed_runs(scale, seed, cid)) for e in with_runs}
+    unfinished: dict[str, str] = {}  # runs that failed or were busy: the command exits non-zero
     for _ in range(rounds):
         docs = _docs(root, with_runs)
         p = plan(
@@ -220,7 +222,21 @@ def run_decide(
         if dry_run or not p.runs:
             break
         t0 = time.perf_counter()
-        execute(p.runs, text, runs_root, executor=executor, workers=workers, keep_going=True, log=log, desc="decide")
+        execute(
+            p.runs,
+            text,
+            runs_root,
+            executor=executor,
+            workers=workers,
+            keep_going=True,
+            log=log,
+            desc="decide",
+            on_result=lambda r: (
+                unfinished.__setitem__(r["name"], f"{r['status']}: {r.get('error')}")
+                if r["status"] in ("failed", "busy")
+                else unfinished.pop(r["name"], None)
+            ),
+        )
         if left is not None:
             left -= time.perf_counter() - t0
         refresh({q.experiment for q, _ in p.chosen})
@@ -228,12 +244,12 @@ def run_decide(
             break
     after = _docs(root, with_runs)
     if dry_run:
-        return {"before": before, "after": after, "plans": plans}
+        return {"before": before, "after": after, "plans": plans, "unfinished": unfinished}
     lines = summary(before, after)
     log("决策结果 / decided:" if lines else "决策结果 / decided: nothing changed")
     for line in lines:
         log(line)
-    return {"before": before, "after": after, "plans": plans}
+    return {"before": before, "after": after, "plans": plans, "unfinished": unfinished}
 
 
 def _docs(root: Path, experiments: Sequence) -> dict[str, dict]:

@@ -198,12 +198,18 @@ def run_book(
     registry: Sequence[Experiment] | None = None,
     explicit: Sequence[str] = (),
     slurm=None,
+    unfinished: dict[str, str] | None = None,
 ) -> dict:
     """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
 
     ``registry`` (default: ``experiments``) is the whole book: sections not run
     now keep their previous JSON in the book index, or show as not run yet.
+    ``unfinished``: filled with every run that did not finish now, name -> "failed: why" or
+    "busy: the process holding it". Such a run never makes the book lose anything: an entry it
+    belongs to keeps its previous JSON, and an index that would count fewer experiments done or
+    fewer claims than the one on disk goes to data/lab_book.partial.json instead.
     """
+    unfinished = {} if unfinished is None else unfinished
     root = Path(root)
     runs_root = root / "runs"
     needed: dict[str, Run] = {}
@@ -227,7 +233,7 @@ def run_book(
             progress=progress,
             log=log,
             keep_going=True,
-            on_result=lambda r: statuses.__setitem__(r["name"], r["status"]),
+            on_result=lambda r: _note(r, statuses, unfinished),
             desc="lab book",
             slurm=slurm,
         )
@@ -256,6 +262,10 @@ def run_book(
         previous = _read(old) if old.is_file() and _same_scale(old, scale) else None
         ctx = Context(scale, text, root, finished, e, train)
         doc = _run_one(e, ctx, scale, finished, train, log)
+        lost = [r.name for r in e.runs(scale) if r.name in unfinished]
+        if doc is not None and lost and _more_complete(previous, doc):
+            log(f"lab book: {e.id}: {len(lost)} of its runs did not finish ({', '.join(lost[:4])}); kept {old}")
+            doc = None
         if doc is not None:
             used = {r.name: r for r in e.runs(scale)} | ctx.extra
             used_runs[e.id] = used
@@ -290,8 +300,41 @@ def run_book(
         # every run once, however many share it; a record of runs no longer on disk is kept
         "book": compute_time(list(every.values()), runs_root, before_book, keep_unlisted=True),
     }
+    old_book = _read(index) if index.is_file() and _same_scale(index, scale) else None
+    if unfinished and _more_complete(old_book, book):
+        aside = index.with_name("lab_book.partial.json")
+        write_json(aside, book)
+        log(
+            f"lab book: {len(unfinished)} run(s) did not finish, so this book is less complete than "
+            f"{index} ({_completeness(book)} vs {_completeness(old_book)}); kept that one, wrote this one to {aside}"
+        )
+        return old_book
     write_json(index, book)
     return book
+
+
+def _note(r: dict, statuses: dict[str, str], unfinished: dict[str, str]) -> None:
+    """The runner's word on one run: its status, and why it did not finish if it did not."""
+    statuses[r["name"]] = r["status"]
+    if r["status"] in ("failed", "busy"):
+        unfinished[r["name"]] = f"{r['status']}: {r.get('error') or 'no reason given'}"
+
+
+def _completeness(doc: dict | None) -> tuple[int, int]:
+    """(experiments done, claims) of a book index, or (claims, 1 if done) of one experiment's JSON."""
+    if not doc:
+        return (0, 0)
+    if "summary" in doc:
+        return (int(doc["summary"].get("done", 0)), int(doc["summary"].get("claims", 0)))
+    return (int(doc.get("status") == "done"), len(doc.get("claims") or []))
+
+
+def _more_complete(old: dict | None, new: dict) -> bool:
+    """True when ``old`` has more done or more claims than ``new``: replacing it would lose some."""
+    if not old:
+        return False
+    (od, oc), (nd, nc) = _completeness(old), _completeness(new)
+    return od > nd or oc > nc
 
 
 def _read(path: Path) -> dict | None:

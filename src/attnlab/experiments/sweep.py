@@ -218,7 +218,7 @@ def sweep(
     "runs": the runner's status of each trial now (reused, trained, resumed, failed).
     """
     from ..corpus import load_corpus
-    from ..runner import Run, execute
+    from ..runner import Run, check_run_folders, execute
 
     grid = grid if grid is not None else DEFAULT_GRID
     base = base or Config()
@@ -229,6 +229,7 @@ def sweep(
         text = load_corpus(corpus, min_chars=2)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    check_run_folders([Run(t["name"], Config.from_dict(t["config"])) for t in trials], out)  # before grid.json
     write_json(
         out / "grid.json", {"grid": grid, "seeds": seeds, "base": base.to_dict(), "trials": [t["name"] for t in trials]}
     )
