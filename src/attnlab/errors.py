@@ -31,3 +31,7 @@ class OutputError(AttnlabError, OSError):
 
 class RunFolderError(AttnlabError):
     """A run folder that holds another run or is in use by another process."""
+
+
+class DataError(AttnlabError):
+    """A JSON file given to a command that is missing, damaged, too large or too deeply nested."""

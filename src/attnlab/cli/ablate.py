@@ -19,7 +19,9 @@ def add_parser(sub):
     )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_int, default=None, help="training steps per run (default max_steps)")
+    p.add_argument(
+        "--steps", type=common.positive_steps, default=None, help="training steps per run (default max_steps)"
+    )
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
     common.add_executor(p)
     common.add_runs(p)
