@@ -50,18 +50,29 @@ def main() -> int:
     ap.add_argument("--memory-gb", type=float, default=6)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default=None, help="substring of the row ids to run")
+    ap.add_argument("--with-bad-inputs", action="store_true", help="also the table of tests/test_bad_inputs.py")
     args = ap.parse_args()
     import test_hostile_inputs as T
 
     d = Path(tempfile.mkdtemp(prefix="hostile-probe-"))
     holes = T.prepare(d)
+    table = [(case_id, argv, phrase, holes, None) for case_id, argv, phrase in T.CASES]
+    if args.with_bad_inputs:
+        import test_bad_inputs as B
+
+        class Factory:
+            def mktemp(self, name):
+                return Path(tempfile.mkdtemp(prefix=name, dir=d))
+
+        lab = B.lab.__wrapped__(Factory())
+        table += [(f"bad_inputs: {i}", argv, phrase, lab, lab["d"]) for i, argv, phrase in B.CASES]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     rows = []
-    for case_id, argv, phrase in T.CASES:
+    for case_id, argv, phrase, holes, cwd in table:
         if args.only and args.only not in case_id:
             continue
         argv = [a.format(**holes) for a in argv]
-        cwd = Path(tempfile.mkdtemp(prefix="cwd-", dir=d))
+        cwd = cwd or Path(tempfile.mkdtemp(prefix="cwd-", dir=d))
         t0 = time.monotonic()
         try:
             r = subprocess.run(

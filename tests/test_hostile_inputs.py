@@ -93,6 +93,7 @@ def prepare(d: Path) -> dict:
         "ckpt": str(run / "ckpt.pt"),
         "wide": edited("wide", d_model=2**20),
         "tall": edited("tall", n_layer=200_000),
+        "mismatch": edited("mismatch", vocab_size=50),
         "bare": str(d / "bare.pt"),
         "big": str(d / "big.txt"),
         "deep": str(d / "deep.json"),
@@ -180,6 +181,18 @@ def cases() -> list[tuple[str, list[str], str]]:
         ("sweep repeated grid key", sw + ["--grid", "lr=0.1", "--grid", "lr=0.2"], "lr"),
         ("sweep repeated grid value", sw + ["--grid", "lr=0.1,0.1"], "0.1"),
         ("--set max_step suggests", t + ["--set", "max_step=5"], "max_steps"),
+        # messages that named the wrong problem (item 12), refused before the work
+        ("failures --out a folder", ["failures", "--corpus", "{corpus}", "--out", "{d}", *SMALL], "is a folder"),
+        ("ablate --out a folder", ["ablate", "--corpus", "{corpus}", "--out", "{d}", *SMALL], "is a folder"),
+        ("heads --out a folder", ["heads", "{ckpt}", "--no-ablate", "--out", "{d}"], "is a folder"),
+        ("build-corpus --out a folder", ["build-corpus", "--source", "{deep_src}", "--out", "{d}"], "is a folder"),
+        ("bench --json a folder", ["bench", "attention", "--n", "8", "--json", "{d}", "--figure", ""], "is a folder"),
+        ("generate state_dict mismatch", ["generate", "{mismatch}"], "in the file"),
+        (
+            "heads bare.pt of another shape",
+            ["heads", "{bare}", "--corpus", "{corpus}", "--set", "n_layer=2"],
+            "missing",
+        ),
     ]
 
 

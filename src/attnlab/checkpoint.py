@@ -132,9 +132,31 @@ def from_payload(
     try:
         model.load_state_dict(payload["model"])
     except (RuntimeError, KeyError) as e:
-        first = str(e).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} does not fit its model: {first}") from None
+        raise CheckpointError(f"checkpoint {path} does not fit its model ({mismatch(e)})") from None
     return model.to(device).eval(), tok, cfg
+
+
+def mismatch(e: BaseException, keys: int = 3) -> str:
+    """What a failed ``load_state_dict`` found, in a few words: the missing and unexpected keys
+    (the first ``keys`` of each) and the shape mismatches, never torch's header "... for TinyGPT:"."""
+    import re
+
+    parts = []
+    for line in str(e).strip().splitlines()[1:] or [str(e)]:
+        line = line.strip().rstrip(".")
+        m = re.match(r"(Missing|Unexpected) key\(s\) in state_dict: (.*)", line)
+        if m:
+            names = [n.strip(' "') for n in m.group(2).split(",")]
+            more = f" and {len(names) - keys} more" if len(names) > keys else ""
+            parts.append(f"{m.group(1).lower()} {', '.join(names[:keys])}{more}")
+            continue
+        m = re.match(
+            r"size mismatch for (\S+): copying a param with shape torch.Size\((.*?)\) from checkpoint, "
+            r"the shape in current model is torch.Size\((.*?)\)",
+            line,
+        )
+        parts.append(f"{m.group(1)} is {m.group(2)} in the file, {m.group(3)} in the model" if m else line)
+    return "; ".join(parts[: 2 * keys]) or type(e).__name__
 
 
 def config_diff(a: Config, b: Config, ignore: tuple[str, ...] = ()) -> str:

@@ -10,6 +10,7 @@ a process killed mid-write is removed by :func:`clean_stale_temps`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -52,8 +53,28 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
 
 def _output_error(path: Path, e: OSError) -> OutputError:
     why = e.strerror or type(e).__name__
-    kept = " (the previous file is unchanged)" if path.exists() else ""
-    return OutputError(f"cannot write {path}: {why}{kept}; free some space or choose another output path")
+    kept = " (the previous file is unchanged)" if path.is_file() else ""
+    return OutputError(f"cannot write {path}: {why}{kept}; {_what_to_do(e, path)}")
+
+
+def _what_to_do(e: OSError, path: Path) -> str:
+    """The advice that fits the error: space only when space is what ran out."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "free some space or choose another output path"
+    if path.is_dir() or e.errno == errno.EISDIR:
+        return "it is a folder, give a file path"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "check its permissions or choose another output path"
+    return "choose another output path"
+
+
+def check_output_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Before any work: refuse an output file path that is a folder, and prove its folder is writable."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{option} {path} is a folder; give a file path, e.g. {path / 'result.json'}")
+    check_writable(path.parent, option)
+    return path
 
 
 def check_writable(directory: str | os.PathLike, option: str = "--out") -> Path:
@@ -189,7 +210,7 @@ def read_json(
     except RecursionError:
         raise error(deep) from None
     except ValueError as e:
-        where = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        where = f"{e.msg}, line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
         raise error(f"{path} is not valid JSON ({where}){hint}") from None
     if json_depth(obj) > max_depth:
         raise error(deep)

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from .checkpoint import config_diff, read_checkpoint, save_checkpoint
+from .checkpoint import config_diff, mismatch, read_checkpoint, save_checkpoint
 from .config import DEVICE, Config
 from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
@@ -431,7 +431,7 @@ def _train(
             history = History.from_dict(payload["history"])
             start = int(payload["step"])
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
-            why = " ".join(str(e).split()[:20]) or type(e).__name__
+            why = mismatch(e) if isinstance(e, RuntimeError) else " ".join(str(e).split()[:20]) or type(e).__name__
             raise CheckpointError(
                 f"cannot resume from {ckpt_path}: its state does not fit this model ({why}); "
                 f"train again with --overwrite or a new --out"

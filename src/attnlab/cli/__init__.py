@@ -116,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
             raise
         where = f" {e.filename}" if e.filename else ""
+        space = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        todo = "free space or choose another --out" if space else "check its permissions or choose another path"
         print(
-            error_line(AttnlabError(f"cannot write{where}: {e.strerror}; free space or choose another --out")),
+            error_line(AttnlabError(f"cannot {'write' if space else 'use'}{where}: {e.strerror}; {todo}")),
             file=sys.stderr,
         )
         return 2

@@ -33,11 +33,11 @@ def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
     from ..experiments.ablate import checklist_table, run
-    from ..io import check_writable, write_json
+    from ..io import check_output_file, check_writable, write_json
 
     cfg = Config.from_overrides(args.overrides)
     out = Path(args.out)
-    check_writable(out.parent)  # before the training, not after it
+    check_output_file(out)  # before the training, not after it
     if args.runs:
         check_writable(Path(args.runs), "--runs")
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)

@@ -86,11 +86,11 @@ def _outputs(*paths) -> None:
     """Output folders are checked before any timing starts."""
     from pathlib import Path
 
-    from ..io import check_writable
+    from ..io import check_output_file
 
     for path in paths:
         if path:
-            check_writable(Path(path).parent)
+            check_output_file(Path(path), "output")
 
 
 def _inputs_fit(args) -> None:

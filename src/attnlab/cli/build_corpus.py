@@ -18,10 +18,10 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..corpus import write_tang_corpus
-    from ..io import check_writable, write_json
+    from ..io import check_output_file, write_json
 
     out = Path(args.out)
-    check_writable(out.parent)
+    check_output_file(out)
     info = write_tang_corpus(args.source, out)
     write_json(out.with_suffix(".json"), {"source": "chinese-poetry poet.tang.{0,1000,2000,3000}.json (MIT)", **info})
     print(f"wrote {out}: {info['poems']} poems, {info['chars']:,} characters, {info['distinct']:,} distinct")

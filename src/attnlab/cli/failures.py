@@ -51,7 +51,7 @@ def main(args) -> int:
     from ..corpus import load_corpus
     from ..experiments.common import ExperimentError
     from ..experiments.failures import LEAKS, VARIANTS, failures_markdown, rejudge, run, symptoms_table
-    from ..io import check_writable, write_json, write_text
+    from ..io import check_output_file, check_writable, write_json, write_text
 
     out = Path(args.out)
     if args.rejudge:
@@ -77,8 +77,8 @@ def main(args) -> int:
             + f"; give a comma-separated subset of {','.join(VARIANTS)}"
         )
     cfg = Config.from_overrides(args.overrides)
-    check_writable(out.parent)  # before the training, not after it
-    check_writable(Path(args.report).parent)
+    check_output_file(out)  # before the training, not after it
+    check_output_file(Path(args.report), "--report")
     if args.runs:
         check_writable(Path(args.runs), "--runs")
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)

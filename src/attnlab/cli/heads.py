@@ -70,7 +70,7 @@ def main(args) -> int:
     from ..errors import UsageError
     from ..experiments.common import ExperimentError, load_model
     from ..experiments.heads import analyze, attention_maps, dynamics, dynamics_table, head_claims, portrait_table
-    from ..io import check_writable, write_json
+    from ..io import check_output_file, check_writable, write_json
 
     def print_claims(claims) -> None:
         from ..verdicts import count_line, verdict_of
@@ -101,7 +101,7 @@ def main(args) -> int:
         cfg = Config.from_overrides(args.overrides)
         steps = parse_steps(args.steps)
         out = Path(args.out or Path(args.ckpt_dir) / "dynamics.json")
-        check_writable(out.parent)
+        check_output_file(out)
         check_writable(args.ckpt_dir)
         text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
         result = dynamics(text, cfg, steps, args.ckpt_dir, corpus=args.corpus, ablate=not args.no_ablate, progress=True)
@@ -116,8 +116,8 @@ def main(args) -> int:
     out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "heads.json"
     if ckpt.exists():
         if args.maps:
-            check_writable(Path(args.maps).parent)
-        check_writable(out.parent)
+            check_output_file(Path(args.maps), "--maps")
+        check_output_file(out)
     result = analyze(
         args.checkpoint,
         args.text,

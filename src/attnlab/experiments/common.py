@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..book import book_values  # noqa: F401  (re-exported for the experiments)
-from ..checkpoint import FORMAT, load_checkpoint
+from ..checkpoint import FORMAT, load_checkpoint, mismatch
 from ..config import Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
 from ..errors import AttnlabError, CheckpointError
@@ -138,11 +138,10 @@ def load_model(
     try:
         model.load_state_dict(payload)
     except RuntimeError as e:
-        first = str(e).strip().splitlines()[0]
         raise CheckpointError(
             f"state_dict {path} does not fit the config "
             f"(d_model={cfg.d_model}, n_head={cfg.n_head}, n_layer={cfg.n_layer}, "
-            f"vocab_size={cfg.vocab_size}): {first}; pass --set KEY=VALUE to "
+            f"vocab_size={cfg.vocab_size}): {mismatch(e)}; pass --set KEY=VALUE to "
             f"describe the model it came from"
         ) from None
     given = cfg != Config()
