@@ -343,3 +343,57 @@ def test_failures_variants_empty_keeps_the_committed_table(tmp_path, monkeypatch
     assert main(["failures", "--variants", " , ", "--out", str(out), "--report", str(tmp_path / "f.md")]) == 2
     assert out.read_text() == '{"kept": true}' and not (tmp_path / "f.md").exists()
     assert "--variants" in capsys.readouterr().err
+
+
+def test_no_error_message_ends_in_a_colon():
+    """Every message raised to the user (``raise SomethingError("...")`` in src/) ends in words,
+    never in a colon that promises a detail the line does not give."""
+    import ast
+
+    bad = []
+    for path in sorted((REPO / "src" / "attnlab").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+                continue
+            arg = node.exc.args[0]
+            while isinstance(arg, ast.BinOp):  # "..." + f"..."
+                arg = arg.right
+            last = arg.values[-1] if isinstance(arg, ast.JoinedStr) and arg.values else arg
+            if isinstance(last, ast.Constant) and isinstance(last.value, str) and last.value.rstrip().endswith(":"):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not bad, bad
+
+
+def test_book_keeps_a_measured_timing(tmp_path):
+    """Rerunning `book` keeps an entry measured once (remeasure=False, like §1.14.2's timing) unless
+    `--only` names it: the timing flipped PASS -> FAIL when a rerun measured it on a busy CPU."""
+    from attnlab.experiments.labbook import Experiment, Outcome, Scale, run_book
+    from attnlab.lab import EXPERIMENTS
+
+    timing = next(e for e in EXPERIMENTS if e.id == "timing")
+    assert timing.remeasure is False
+    calls = []
+
+    def measure(ctx):
+        calls.append(1)
+        return Outcome(results={"x": len(calls)})
+
+    e = Experiment(
+        "probe_timing",
+        "§9.9",
+        "t",
+        "s",
+        "attnlab book --only §9.9",
+        measure=measure,
+        judge=lambda r: [],
+        remeasure=False,
+    )
+    scale = Scale.make(True)
+    kw = dict(scale=scale, train=False, progress=False, log=lambda m: None, registry=[e])
+    run_book([e], POEMS, tmp_path, **kw)
+    first = json.loads((tmp_path / "data" / "lab_book" / "probe_timing.json").read_text(encoding="utf-8"))
+    run_book([e], POEMS, tmp_path, **kw)
+    kept = json.loads((tmp_path / "data" / "lab_book" / "probe_timing.json").read_text(encoding="utf-8"))
+    assert len(calls) == 1 and kept["results"] == first["results"] == {"x": 1}
+    run_book([e], POEMS, tmp_path, explicit=["probe_timing"], **kw)  # --only: measured again
+    assert len(calls) == 2
