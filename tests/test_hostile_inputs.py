@@ -132,6 +132,22 @@ def cases() -> list[tuple[str, list[str], str]]:
         ("sweep --steps 10**12", sw + ["--steps", big], "--steps"),
         ("ablate --steps 10**12", ["ablate", "--steps", big, "--out", "{d}/rep/a.json"], "--steps"),
         ("failures --steps 10**12", ["failures", "--steps", big, "--out", "{d}/rep/f.json"], "--steps"),
+        ("sweep grid too big for memory", sw + ["--grid", f"d_model=16,{2**20}"], "d_model=1048576"),
+        (
+            "failures --set too big for memory",
+            ["failures", "--set", f"d_model={2**20}", "--out", "{d}/rep/f.json"],
+            "GB",
+        ),
+        (
+            "ablate --set too big for memory",
+            ["ablate", "--set", f"block_size={2**20}", "--out", "{d}/rep/a.json"],
+            "GB",
+        ),
+        (
+            "heads --dynamics too big for memory",
+            ["heads", "--dynamics", "--set", f"d_model={2**20}", "--ckpt-dir", "{d}/dyn"],
+            "GB",
+        ),
         (
             "heads --dynamics --steps 10**12",
             ["heads", "--dynamics", "--steps", big, "--ckpt-dir", "{d}/dyn"],

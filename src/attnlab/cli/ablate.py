@@ -36,6 +36,7 @@ def main(args) -> int:
     from ..io import check_output_file, check_writable, write_json
 
     cfg = Config.from_overrides(args.overrides)
+    common.check_trainable(cfg)
     out = Path(args.out)
     check_output_file(out)  # before the training, not after it
     if args.runs:

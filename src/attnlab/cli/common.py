@@ -162,6 +162,13 @@ def add_executor(p: argparse.ArgumentParser, default: str = "serial") -> None:
     )
 
 
+def check_trainable(cfg) -> None:
+    """Refuse, before any folder is made, a config whose training step cannot fit in memory."""
+    from ..train import check_fits, resolve_device
+
+    check_fits(cfg, resolve_device(cfg.device))
+
+
 def check_device(device: str) -> str:
     """Refuse a --device this build cannot use (one line instead of torch's traceback)."""
     from ..train import resolve_device

@@ -77,6 +77,7 @@ def main(args) -> int:
             + f"; give a comma-separated subset of {','.join(VARIANTS)}"
         )
     cfg = Config.from_overrides(args.overrides)
+    common.check_trainable(cfg)
     check_output_file(out)  # before the training, not after it
     check_output_file(Path(args.report), "--report")
     if args.runs:

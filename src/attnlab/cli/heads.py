@@ -99,6 +99,7 @@ def main(args) -> int:
 
     if args.dynamics:
         cfg = Config.from_overrides(args.overrides)
+        common.check_trainable(cfg)
         steps = parse_steps(args.steps)
         out = Path(args.out or Path(args.ckpt_dir) / "dynamics.json")
         check_output_file(out)

@@ -38,7 +38,8 @@ def main(args) -> int:
 
     base = Config.from_overrides(args.overrides)
     grid = parse_grid(args.grid) if args.grid else DEFAULT_GRID
-    expand(base, grid, args.seeds)  # every trial's config is checked before the folder is made
+    for trial in expand(base, grid, args.seeds):  # every trial's config is checked before the folder is made
+        common.check_trainable(Config.from_dict(trial["config"]))
     check_writable(args.out)
 
     def report(r: dict) -> None:
