@@ -196,7 +196,7 @@ def cases() -> list[tuple[str, list[str], str]]:
         ("sweep grid path escape", sw + ["--grid", "probe=x/../../escaped"], "probe"),
         ("sweep repeated grid key", sw + ["--grid", "lr=0.1", "--grid", "lr=0.2"], "lr"),
         ("sweep repeated grid value", sw + ["--grid", "lr=0.1,0.1"], "0.1"),
-        ("--set max_step suggests", t + ["--set", "max_step=5"], "max_steps"),
+        ("--set max_step suggests", t + ["--set", "max_step=5"], "did you mean 'max_steps'"),
         # messages that named the wrong problem (item 12), refused before the work
         ("failures --out a folder", ["failures", "--corpus", "{corpus}", "--out", "{d}", *SMALL], "is a folder"),
         ("ablate --out a folder", ["ablate", "--corpus", "{corpus}", "--out", "{d}", *SMALL], "is a folder"),

@@ -22,7 +22,7 @@ from .errors import AttnlabError, DataError, OutputError
 
 # Every JSON file attnlab reads from a user's disk is read by read_json, within these bounds:
 # attnlab's own files are at most ~10 MB and 10 levels deep (data/ch1_case.json).
-JSON_MAX_BYTES = 256 * 10**6
+JSON_MAX_BYTES = 64 * 10**6
 JSON_MAX_DEPTH = 64
 
 
