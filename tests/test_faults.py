@@ -437,4 +437,4 @@ def test_an_output_path_that_is_a_directory_is_refused_before_the_work(tmp_path,
         argv += ["--seeds", "1", "--report", str(tmp_path / "f.md")]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "is a directory" in err and "free" not in err and len(err.splitlines()) == 1 and not err.endswith(":")
+    assert "is a folder" in err and "free" not in err and len(err.splitlines()) == 1 and not err.endswith(":")

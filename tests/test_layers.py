@@ -20,6 +20,7 @@ LAYERS = [
             "errors",
             "config",
             "io",
+            "limits",
             "runfolder",
             "runtime",
             "book",

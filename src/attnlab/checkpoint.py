@@ -15,6 +15,7 @@ import torch
 from .config import Config
 from .errors import CheckpointError, ConfigError
 from .io import save_torch
+from .limits import check_model_fits
 from .model import TinyGPT
 from .tokenizer import CharTokenizer
 
@@ -134,6 +135,7 @@ def from_payload(
     tok = CharTokenizer.from_itos(payload["itos"])
     if len(tok) > cfg.vocab_size:
         raise CheckpointError(f"checkpoint {path}: tokenizer has {len(tok)} entries but vocab_size is {cfg.vocab_size}")
+    check_model_fits(cfg, device, f"the model of checkpoint {path}")  # its config is data: counted, then built
     model = TinyGPT(cfg)
     mismatch = state_mismatch(model.state_dict(), payload["model"])
     if mismatch:

@@ -9,6 +9,7 @@ raises :class:`~attnlab.errors.ConfigError` naming the field.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
 import types
@@ -26,6 +27,28 @@ DTYPES = ("fp32", "bf16")
 ATTN_SCALES = ("1/sqrt(d)", "none", "1/d")
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
 SEED_MAX = 2**53  # seeds travel through JSON and JavaScript, exact up to 2**53
+# Sane maxima, checked before anything is built: far above every run of the book (its longest run
+# trains 10,000 steps, its largest model has d_model 256), far below what hangs or overflows
+# (a list or module tree sized by the value). Whether a size fits in memory is checked where the
+# model is built (attnlab.limits, attnlab.train.check_fits).
+MAX_STEPS = 1_000_000
+LIMITS = {
+    "n_layer": 1024,
+    "n_head": 65_536,
+    "d_model": 2**20,
+    "d_ff": 2**22,
+    "block_size": 2**20,
+    "vocab_size": 2**21,  # more than every Unicode character
+    "batch_size": 2**20,
+    "n_kv_head": 65_536,
+    "max_steps": MAX_STEPS,
+    "warmup": MAX_STEPS,
+    "eval_batches": 10_000,
+    "lr": 1e12,  # the divergence tests train at 1e9; 1e308 overflowed float32
+    "init_std": 1e12,
+    "weight_decay": 1e6,
+    "grad_clip": 1e12,
+}
 
 
 @dataclass(frozen=True)
@@ -138,6 +161,10 @@ class Config:
             if isinstance(v, float):
                 need(math.isfinite(v), f.name, "must be a finite number")
         need(0 <= self.seed <= SEED_MAX, "seed", f"must be between 0 and 2**53 = {SEED_MAX}")
+        for name, top in LIMITS.items():
+            v = getattr(self, name)
+            top_s = f"{top:,}" if isinstance(top, int) else f"{top:g}"
+            need(v is None or v <= top, name, f"must be at most {top_s} (a sane maximum; {_book(name)})")
         for name in ("n_layer", "n_head", "d_model", "d_ff", "block_size", "batch_size"):
             need(getattr(self, name) > 0, name, "must be positive")
         need(
@@ -184,7 +211,7 @@ class Config:
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise ConfigError(
-                f"unknown config key(s): {', '.join(sorted(unknown))}; "
+                f"unknown config key(s): {', '.join(sorted(unknown))}{_did_you_mean(unknown)}; "
                 f"known keys: {', '.join(f.name for f in fields(self))}"
             )
         if "d_model" in changes and "d_ff" not in changes and self.d_ff == 2 * self.d_model:
@@ -196,7 +223,7 @@ class Config:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}")
+            raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}{_did_you_mean(unknown)}")
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,9 +241,33 @@ class Config:
             key, raw = item.split("=", 1)
             key = key.strip()
             if key not in hints:
-                raise ConfigError(f"unknown config key '{key}'; known keys: {', '.join(f.name for f in fields(cls))}")
+                raise ConfigError(
+                    f"unknown config key '{key}'{_did_you_mean([key])}; "
+                    f"known keys: {', '.join(f.name for f in fields(cls))}"
+                )
             changes[key] = _parse_value(key, raw.strip(), hints[key])
         return base.replace(**changes)
+
+
+def _did_you_mean(keys) -> str:
+    """`` (did you mean 'max_steps'?)`` for the first unknown key close to a field name, else ''."""
+    names = [f.name for f in fields(Config)]
+    for key in sorted(keys):
+        close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean '{close[0]}'?)"
+    return ""
+
+
+def _book(name: str) -> str:
+    """The book's value of a limited field, for the message (the default or the big pair's)."""
+    special = {
+        "d_model": "the book's largest is 256",
+        "d_ff": "the book's largest is 512",
+        "n_kv_head": "at most n_head",
+        "max_steps": "the book's longest run has 10,000",
+    }
+    return special.get(name) or f"the book uses {getattr(Config, name)!r}"
 
 
 def _is_optional(hint: Any) -> bool:

@@ -9,19 +9,21 @@ per paragraph, lines joined by a newline (no trailing newline).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from importlib.resources import files
 from pathlib import Path
 
-from .errors import CorpusError
-from .io import write_text
+from .errors import AttnlabError, CorpusError
+from .io import read_json, write_text
 
 TANG_FILES = ("poet.tang.0.json", "poet.tang.1000.json", "poet.tang.2000.json", "poet.tang.3000.json")
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout (an installed package has none)
 PACKAGE_DATA = Path(str(files("attnlab") / "data"))  # installed with the package (pyproject package-data)
 DEFAULT_CORPUS = PACKAGE_DATA / "corpus.txt"
 CORPUS_LICENSE = PACKAGE_DATA / "LICENSE.chinese-poetry"
+# attnlab holds a corpus in memory several times over (the text, its ids, the batches):
+# 100 MB is about 140 times the book's 0.73 MB, and far below what would exhaust a laptop
+MAX_CORPUS_BYTES = 100 * 10**6
 
 
 def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
@@ -35,14 +37,7 @@ def build_tang_corpus(source_dir: str | Path) -> tuple[str, int]:
             raise CorpusError(
                 f"missing source file {path}; expected the chinese-poetry files {', '.join(TANG_FILES)} in {source_dir}"
             )
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise CorpusError(
-                f"source file {path} is not valid UTF-8 JSON ({e}); use the chinese-poetry files unchanged"
-            ) from None
-        except OSError as e:
-            raise CorpusError(f"cannot read source file {path}: {e.strerror}") from None
+        data = read_json(path, error=CorpusError, hint="; use the chinese-poetry files unchanged")
         if not isinstance(data, list):
             raise CorpusError(f"source file {path} holds a JSON {type(data).__name__}, not a list of poems")
         for i, poem in enumerate(data):
@@ -83,8 +78,8 @@ def poem_count(path: str | Path) -> int | None:
     """Poem count recorded beside a corpus at build time (``corpus.json``), if any."""
     meta = Path(path).with_suffix(".json")
     try:
-        n = json.loads(meta.read_text(encoding="utf-8"))["poems"]
-    except (OSError, ValueError, KeyError, TypeError):
+        n = read_json(meta, max_bytes=10**6)["poems"]
+    except (AttnlabError, KeyError, TypeError):
         return None
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
@@ -96,6 +91,7 @@ def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
         raise CorpusError(f"corpus not found: {path} (pass --corpus PATH to a UTF-8 text file)")
     if not path.is_file():
         raise CorpusError(f"corpus path is not a file: {path}")
+    check_corpus_size(path)
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
@@ -115,6 +111,19 @@ def load_corpus(path: str | Path | None = None, min_chars: int = 2) -> str:
             f"{min_chars} needed (block_size + 1); use a longer text or a smaller block_size"
         )
     return text
+
+
+def check_corpus_size(path: Path, limit: int = MAX_CORPUS_BYTES) -> None:
+    """Refuse a corpus larger than ``limit`` bytes before reading it."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the read that follows names the problem
+    if size > limit:
+        raise CorpusError(
+            f"corpus {path} is {size / 1e6:,.0f} MB, more than the {limit / 1e6:,.0f} MB attnlab reads "
+            f"(the book's corpus is 0.73 MB); give a smaller text with --corpus"
+        )
 
 
 def corpus_stats(text: str, top: tuple[int, ...] = (1198,)) -> dict:

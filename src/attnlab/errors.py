@@ -39,3 +39,7 @@ class RunFolderBusy(RunFolderError):
     def __init__(self, message: str, holder: str = "another process"):
         super().__init__(message)
         self.holder = holder
+
+
+class DataError(AttnlabError):
+    """A JSON file given to a command that is missing, damaged, too large or too deeply nested."""

@@ -10,6 +10,7 @@ a process killed mid-write is removed by :func:`clean_stale_temps`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -17,7 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import OutputError
+from .errors import AttnlabError, DataError, OutputError
+
+# Every JSON file attnlab reads from a user's disk is read by read_json, within these bounds:
+# attnlab's own files are at most ~10 MB and 10 levels deep (data/ch1_case.json).
+JSON_MAX_BYTES = 64 * 10**6
+JSON_MAX_DEPTH = 64
 
 
 def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> Path:
@@ -48,19 +54,17 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
 def _output_error(path: Path, e: OSError) -> OutputError:
     why = e.strerror or type(e).__name__
     kept = " (the previous file is unchanged)" if path.is_file() else ""
-    return OutputError(f"cannot write {path}: {why}{kept}; {_remedy(e)}")
+    return OutputError(f"cannot write {path}: {why}{kept}; {_what_to_do(e, path)}")
 
 
-def _remedy(e: OSError) -> str:
-    """What to do about a failed write, by its cause (not "free some space" for a permission)."""
-    import errno
-
+def _what_to_do(e: OSError, path: Path) -> str:
+    """The advice that fits the error: space only when space is what ran out."""
     if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return "free some space or choose another output path"
+    if path.is_dir() or e.errno == errno.EISDIR:
+        return "it is a folder, give a file path"
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "make that folder writable or choose another output path"
-    if e.errno == errno.EISDIR:
-        return "that path is a directory; give a file path"
+        return "make that folder writable (check its permissions) or choose another output path"
     return "choose another output path"
 
 
@@ -71,7 +75,7 @@ def check_output_file(path: str | os.PathLike, option: str = "--out") -> Path:
     if str(path) in ("", "."):
         raise OutputError(f"{option} is empty; give a file path")
     if path.is_dir():
-        raise OutputError(f"{option} {path} is a directory; give a file path, e.g. {path / 'result.json'}")
+        raise OutputError(f"{option} {path} is a folder; give a file path, e.g. {path / 'result.json'}")
     check_writable(path.parent, option)
     return path
 
@@ -157,3 +161,60 @@ def write_figure(path, fig, dpi: int = 110, svg: bool = True, **savefig_kw: Any)
             fig.savefig(buf, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None, **savefig_kw)
             write_bytes(target, buf.getvalue())
     return path
+
+
+def json_depth(obj: Any) -> int:
+    """How deeply lists and dicts nest in ``obj`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            x = x.values()
+        elif not isinstance(x, list):
+            continue
+        deepest = max(deepest, d)
+        stack.extend((v, d + 1) for v in x if isinstance(v, (dict, list)))
+    return deepest
+
+
+def read_json(
+    path: str | os.PathLike,
+    *,
+    error: type[AttnlabError] = DataError,
+    hint: str = "",
+    max_bytes: int = JSON_MAX_BYTES,
+    max_depth: int = JSON_MAX_DEPTH,
+) -> Any:
+    """The JSON document in ``path``, read within bounds: a file that is missing, larger than
+    ``max_bytes``, not UTF-8, not JSON or nested deeper than ``max_depth`` raises ``error``
+    with one line naming the path and the problem, followed by ``hint`` (what to do, e.g.
+    "; rerun `attnlab book`"). Its shape is the caller's to check."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise error(f"{path} is not a file{hint}")
+        if size > max_bytes:
+            raise error(
+                f"{path} is {size / 1e6:,.0f} MB, more than the {max_bytes / 1e6:,.0f} MB a JSON file may have{hint}"
+            )
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path} not found{hint}") from None
+    except OSError as e:
+        raise error(f"cannot read {path}: {e.strerror or type(e).__name__}{hint}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{path} is not valid UTF-8 JSON (byte {e.start}){hint}") from None
+    deep = f"{path} is nested deeper than {max_depth} levels (attnlab's files have at most about 10){hint}"
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise error(deep) from None
+    except ValueError as e:
+        where = f"{e.msg}, line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        raise error(f"{path} is not valid JSON ({where}){hint}") from None
+    if json_depth(obj) > max_depth:
+        raise error(deep)
+    return obj

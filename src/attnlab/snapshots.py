@@ -24,10 +24,12 @@ page does that for one checkpoint) and of the MLPs.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import warnings
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,15 +55,54 @@ class SnapshotWarning(UserWarning):
     """A damaged snapshot file set aside on resume (training goes on)."""
 
 
-def snapshot_steps(cfg: Config) -> list[int]:
-    """Steps (0..max_steps) at which snapshots are taken; empty when snapshot_every is 0."""
-    if cfg.snapshot_every <= 0:
-        return []
-    return [
-        s
-        for s in range(cfg.max_steps + 1)
-        if s < cfg.snapshot_dense or s % cfg.snapshot_every == 0 or s == cfg.max_steps
-    ]
+class SnapshotSchedule(Sequence):
+    """The steps of :func:`snapshot_steps`, computed lazily: three ranges (every step below
+    ``snapshot_dense``, every ``snapshot_every``-th after, the last step), so membership and
+    length cost the same for 1,500 steps as for 10**12 (no list sized by max_steps)."""
+
+    def __init__(self, cfg: Config):
+        last, every = cfg.max_steps, cfg.snapshot_every
+        if every <= 0:
+            self.parts: tuple[range, ...] = ()
+            return
+        dense = min(cfg.snapshot_dense, last + 1)
+        first = -(-dense // every) * every  # the first multiple of every at or above dense
+        tail = range(last, last + 1) if last >= dense and last % every else range(0)
+        self.parts = (range(dense), range(first, last + 1, every), tail)
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.parts)
+
+    def __contains__(self, step) -> bool:
+        return any(step in r for r in self.parts)
+
+    def __iter__(self):
+        return itertools.chain.from_iterable(self.parts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = len(self)
+        if i < 0:
+            i += n
+        for r in self.parts:
+            if 0 <= i < len(r):
+                return r[i]
+            i -= len(r)
+        raise IndexError("snapshot schedule index out of range")
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, tuple, SnapshotSchedule)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"SnapshotSchedule({', '.join(map(repr, self.parts))})"
+
+
+def snapshot_steps(cfg: Config) -> SnapshotSchedule:
+    """Steps (0..max_steps) at which snapshots are taken, in order; empty when snapshot_every is 0."""
+    return SnapshotSchedule(cfg)
 
 
 def probe_ids(cfg: Config, tok) -> list[int]:
@@ -92,7 +133,8 @@ def take_snapshot(model, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
             hm = head_metrics(p[None])
         jac = jacobian_frobenius(p)[:, 1:].mean(-1)  # rows with > 1 visible key
         causal = torch.ones(T, T, dtype=torch.bool, device=p.device).tril()
-        logit_std = torch.stack([s[h][causal].std() for h in range(p.shape[0])])
+        nan = torch.tensor(float("nan"), device=p.device)  # T = 1: no spread of one score (and no torch warning)
+        logit_std = torch.stack([s[h][causal].std() if T > 1 else nan for h in range(p.shape[0])])
         cols = {
             "entropy": hm["entropy"],
             "jacobian_fro": jac,
@@ -242,7 +284,7 @@ class SnapshotRecorder:
         self.path = Path(run_dir) / FILENAME
         self.cfg = cfg
         self.ids = probe_ids(cfg, tok)
-        self.schedule = set(snapshot_steps(cfg))
+        self.schedule = snapshot_steps(cfg)
         self.listeners = list(listeners)  # objects with on_snapshot(step, patterns, tokens)
         tokens = [tok.itos[i] for i in self.ids]
         self.meta = {

@@ -11,7 +11,6 @@ one-line-per-verse corpus, it gets an id, so a line break never becomes
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -74,8 +73,10 @@ class CharTokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> CharTokenizer:
+        from .io import read_json
+
+        data = read_json(path, hint="; save the tokenizer again")
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
             return cls.from_itos(data["itos"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise AttnlabError(f"cannot read tokenizer {path}: {e}") from None

@@ -116,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
             raise
         where = f" {e.filename}" if e.filename else ""
-        remedy = (
-            "free space or choose another --out"
-            if e.errno in (errno.ENOSPC, errno.EDQUOT)
-            else "check its permissions or choose another --out"
-        )  # a read can fail so too: not "cannot write"
-        print(error_line(AttnlabError(f"cannot use{where}: {e.strerror}; {remedy}")), file=sys.stderr)
+        space = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        todo = "free space or choose another --out" if space else "check its permissions or choose another path"
+        print(
+            error_line(AttnlabError(f"cannot {'write' if space else 'use'}{where}: {e.strerror}; {todo}")),
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt as e:
         msg = str(e) or "interrupted"

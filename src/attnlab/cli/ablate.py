@@ -19,7 +19,9 @@ def add_parser(sub):
     )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_int, default=None, help="training steps per run (default max_steps)")
+    p.add_argument(
+        "--steps", type=common.positive_steps, default=None, help="training steps per run (default max_steps)"
+    )
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
     common.add_executor(p)
     common.add_runs(p)
@@ -34,6 +36,7 @@ def main(args) -> int:
     from ..io import check_output_file, check_writable, write_json
 
     cfg = Config.from_overrides(args.overrides)
+    common.check_trainable(cfg)
     out = Path(args.out)
     check_output_file(out)  # before the training, not after it
     if args.runs:

@@ -71,11 +71,16 @@ def add_parser(sub):
     e = bench.add_parser(
         "executors", help="the case's runs serially and with local workers: time ratio and equal results"
     )
-    e.add_argument("--steps", type=common.positive_int, default=100, help="steps per run (default 100)")
+    e.add_argument("--steps", type=common.positive_steps, default=100, help="steps per run (default 100)")
     e.add_argument("--workers", type=common.positive_int, default=None, help="local workers (default: cores)")
     e.add_argument("--seeds", type=common.positive_int, default=3, help="seeds of the case (default 3)")
     e.add_argument("--device", default="cpu")
-    e.add_argument("--threads", type=int, default=None, help="torch CPU threads of the serial run")
+    e.add_argument(
+        "--threads",
+        type=common.int_range(1, 1024, "a thread count"),
+        default=None,
+        help="torch CPU threads of the serial run",
+    )
     e.add_argument("--json", default=None, metavar="PATH")
     return p
 

@@ -81,9 +81,19 @@ def main(args) -> int:
     if args.render:
         if not (root / "data" / "lab_book.json").is_file():
             raise BookError(f"{root / 'data' / 'lab_book.json'} not found: run `attnlab book` first")
+        from ..report.lab_book import load_book
+
+        load_book(root)  # a damaged book is refused before anything (the lock file included) is written
         with OutputLock(root, "attnlab book --render"):
-            for p in build_book_report(root):
-                print(p)
+            try:
+                paths = build_book_report(root)
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+                raise BookError(
+                    f"cannot render {root / 'data'}: a file of the wrong shape ({type(e).__name__} {e}); "
+                    f"rebuild it with `attnlab book --no-train`"
+                ) from None
+        for p in paths:
+            print(p)
         return 0
     chosen = select(EXPERIMENTS, args.only)
     if args.workers is not None and args.workers < 1:
@@ -209,7 +219,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
     )
     if not args.dry_run and (root / "data" / "lab_book.json").is_file():
         build_book_report(root)
-        import json
+        from ..report.lab_book import load_book
 
-        print(summary_line(json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))))
+        print(summary_line(load_book(root)[0]))
     return _unfinished(decided.get("unfinished") or {})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..config import MAX_STEPS
 from ..errors import UsageError
 from ..runner import EXECUTORS
 
@@ -79,14 +80,25 @@ seed_int = int_range(0, SEED_MAX, "a seed")
 
 
 def positive_steps(text: str) -> int:
-    """Training steps: a positive whole number (the case's wording, kept)."""
+    """Training steps: a positive whole number (the case's wording, kept), at most MAX_STEPS."""
     try:
         n = int(text)
     except ValueError:
         n = 0
     if n <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive whole number of steps, got {text!r}")
+    if n > MAX_STEPS:
+        raise argparse.ArgumentTypeError(
+            f"{n:,} steps is more than the sane maximum of {MAX_STEPS:,} (the book's longest run has 10,000)"
+        )
     return n
+
+
+def path_arg(text: str) -> str:
+    """A file or folder path: not empty (``--out ""`` would mean the current directory, silently)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return text
 
 
 # ------------------------------------------------------------------ shared options
@@ -103,7 +115,10 @@ def add_set(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 def add_corpus(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--corpus", default=None, help="UTF-8 text file (default: the Tang-poem corpus shipped with attnlab)"
+        "--corpus",
+        type=path_arg,
+        default=None,
+        help="UTF-8 text file (default: the Tang-poem corpus shipped with attnlab)",
     )
 
 
@@ -112,13 +127,14 @@ def add_device(p: argparse.ArgumentParser) -> None:
 
 
 def add_out(p: argparse.ArgumentParser, default: str | None, help: str, required: bool = False) -> None:
-    p.add_argument("--out", default=default, required=required, help=help)
+    p.add_argument("--out", type=path_arg, default=default, required=required, help=help)
 
 
 def add_runs(p: argparse.ArgumentParser) -> None:
     """Where the runs of a many-run command live: a temporary folder unless given."""
     p.add_argument(
         "--runs",
+        type=path_arg,
         default=None,
         metavar="DIR",
         help="keep the run folders under DIR: a rerun reuses finished runs and resumes interrupted ones "
@@ -182,6 +198,13 @@ def slurm_options(args):
         cpus=args.slurm_cpus,
         parallelism=args.slurm_parallelism,
     )
+
+
+def check_trainable(cfg) -> None:
+    """Refuse, before any folder is made, a config whose training step cannot fit in memory."""
+    from ..train import check_fits, resolve_device
+
+    check_fits(cfg, resolve_device(cfg.device))
 
 
 def check_device(device: str) -> str:

@@ -18,7 +18,7 @@ def add_parser(sub):
     )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_int, default=300, help="training steps per variant (book: 300)")
+    p.add_argument("--steps", type=common.positive_steps, default=300, help="training steps per variant (book: 300)")
     p.add_argument(
         "--seeds",
         type=common.positive_int,
@@ -50,15 +50,16 @@ def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
     from ..experiments.common import ExperimentError
-    from ..experiments.failures import LEAKS, failures_markdown, rejudge, run, symptoms_table
+    from ..experiments.failures import LEAKS, VARIANTS, failures_markdown, rejudge, run, symptoms_table
     from ..io import check_output_file, check_writable, write_json, write_text
 
     out = Path(args.out)
     if args.rejudge:
-        import json
+        from ..io import read_json
 
+        hint = "; run `attnlab failures` without --rejudge"
         try:
-            result = rejudge(json.loads(out.read_text(encoding="utf-8")))
+            result = rejudge(read_json(out, error=ExperimentError, hint=hint))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ExperimentError(f"cannot re-judge {out}: {e}; run `attnlab failures` without --rejudge") from None
         write_json(out, result)  # the verdicts (and an overflow control it lacked) go back into the JSON
@@ -67,13 +68,21 @@ def main(args) -> int:
         _print_claims(result["claims"])
         print(f"结果 / result: {out}; 报告 / report: {args.report}")
         return 0
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if not variants or unknown:
+        raise ExperimentError(
+            f"--variants {args.variants!r}: "
+            + (f"unknown variant(s) {', '.join(unknown)}" if unknown else "no variant to train")
+            + f"; give a comma-separated subset of {','.join(VARIANTS)}"
+        )
     cfg = Config.from_overrides(args.overrides)
+    common.check_trainable(cfg)
     check_output_file(out)  # before the training, not after it
     check_output_file(args.report, "--report")
     if args.runs:
         check_writable(Path(args.runs), "--runs")
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     result = run(
         text,
         cfg,

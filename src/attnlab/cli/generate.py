@@ -6,6 +6,9 @@ from pathlib import Path
 
 from . import common
 
+# logits / temperature must stay finite in float32: below this, sampling is greedy anyway (--top-k 1)
+MIN_TEMPERATURE = 1e-3
+
 
 def add_parser(sub):
     p = sub.add_parser("generate", help="sample text from a checkpoint / 生成")
@@ -14,9 +17,9 @@ def add_parser(sub):
     p.add_argument("--max-new-tokens", type=common.int_range(0, 100_000, "a token count"), default=60)
     p.add_argument(
         "--temperature",
-        type=common.float_range(0.0, 100.0, open_lo=True),
+        type=common.float_range(MIN_TEMPERATURE, 100.0),
         default=1.0,
-        help="> 0; lower is greedier (default 1.0)",
+        help=f">= {MIN_TEMPERATURE}; lower is greedier, --top-k 1 is greedy (default 1.0)",
     )
     p.add_argument(
         "--top-k", type=common.positive_int, default=None, help="sample from the k most likely characters only (k >= 1)"

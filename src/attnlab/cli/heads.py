@@ -50,6 +50,7 @@ def add_parser(sub):
 
 
 def parse_steps(s: str) -> list[int]:
+    from ..config import MAX_STEPS
     from ..errors import UsageError
 
     try:
@@ -58,6 +59,8 @@ def parse_steps(s: str) -> list[int]:
         steps = []
     if not steps or any(n <= 0 for n in steps):
         raise UsageError(f"--steps expects comma-separated positive integers, got {s!r}")
+    if max(steps) > MAX_STEPS:
+        raise UsageError(f"--steps {max(steps):,} is more than the sane maximum of {MAX_STEPS:,} steps")
     return steps
 
 
@@ -81,11 +84,12 @@ def main(args) -> int:
             print(f"  {count_line(claims)}")
 
     if args.rejudge:
-        import json
+        from ..io import read_json
 
         path = Path(args.rejudge)
+        hint = "; give a JSON written by `attnlab heads`"
         try:
-            result = json.loads(path.read_text(encoding="utf-8"))
+            result = read_json(path, error=ExperimentError, hint=hint)
             result["claims"] = head_claims([result] + result.get("other_seeds", []))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ExperimentError(f"cannot re-judge {path}: {e}; give a JSON written by `attnlab heads`") from None
@@ -95,6 +99,7 @@ def main(args) -> int:
 
     if args.dynamics:
         cfg = Config.from_overrides(args.overrides)
+        common.check_trainable(cfg)
         steps = parse_steps(args.steps)
         out = Path(args.out or Path(args.ckpt_dir) / "dynamics.json")
         check_output_file(out)

@@ -67,7 +67,15 @@ def _fmt(s: dict) -> str:
     return f"{s['bytes']:,} B = {s['MB']:.4g} MB = {s['GB']:.4g} GB  ({s['MiB']:.4g} MiB = {s['GiB']:.4g} GiB)"
 
 
+MAX_VALUE = 10**15  # a sane maximum for every count (10**200 overflowed the conversion to MB)
+
+
 def main(args) -> int:
+    for name in ("n_layer", "n_kv_head", "d_head", "seq_len", "bytes_per", "batch", "n", "n_head"):
+        value = getattr(args, name, None)
+        if value is not None and value > MAX_VALUE:
+            shown = f"{value:.3g}" if value < 10**300 else f"10**{len(str(value)) - 1}"
+            raise UsageError(f"--{name.replace('_', '-')} {shown} is more than the sane maximum of 10**15")
     try:
         data = collect(args)
     except ValueError as e:  # the formulas check their own inputs

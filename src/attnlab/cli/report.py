@@ -39,6 +39,10 @@ def main(args) -> int:
         raise AttnlabError(f"--data {data}: no such folder; give the folder that holds ch1_case.json and lab_book/")
     out = Path(args.out) if args.out else data.resolve().parent
     result = read_case_json(path)  # a bad input is refused before anything is written
+    if (data / "lab_book.json").is_file():  # and so is a damaged lab book beside it
+        from ..report.lab_book import load_book
+
+        load_book(data.resolve().parent)
     check_writable(out, "--out")
     _check_not_smaller(out, path, result, args.overwrite)
     # every verdict is re-judged from the numbers in the file, never copied from it

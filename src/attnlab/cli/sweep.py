@@ -24,7 +24,7 @@ def add_parser(sub):
     )
     p.add_argument("--seeds", type=common.int_range(1, 1000, "a seed count"), default=1)
     p.add_argument(
-        "--steps", type=common.positive_int, default=None, help="training steps per trial (default max_steps)"
+        "--steps", type=common.positive_steps, default=None, help="training steps per trial (default max_steps)"
     )
     common.add_set(p, help="base config shared by every trial")
     common.add_corpus(p)
@@ -35,11 +35,13 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..config import Config
-    from ..experiments.sweep import DEFAULT_GRID, parse_grid, sweep, sweep_table
+    from ..experiments.sweep import DEFAULT_GRID, expand, parse_grid, sweep, sweep_table
     from ..io import check_writable
 
     base = Config.from_overrides(args.overrides)
     grid = parse_grid(args.grid) if args.grid else DEFAULT_GRID
+    for trial in expand(base, grid, args.seeds):  # every trial's config is checked before the folder is made
+        common.check_trainable(Config.from_dict(trial["config"]))
     check_writable(args.out)
 
     def report(r: dict) -> None:

@@ -998,17 +998,12 @@ def claim_counts(claims: list[dict]) -> str:
 
 def read_case_json(path: Path) -> dict:
     """A case result read back for the report, its shape checked before anything uses it."""
-    import json
+    from ..io import read_json
 
     path = Path(path)
     if not path.is_file():
         raise CaseError(f"case results not found: {path} (run `attnlab case` first)")
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CaseError(f"{path} is not valid JSON ({e}); run `attnlab case` again") from None
-    except OSError as e:
-        raise CaseError(f"cannot read {path}: {e.strerror}") from None
+    result = read_json(path, error=CaseError, hint="; run `attnlab case` again")
     if not isinstance(result, dict):
         raise CaseError(f"{path} holds a JSON {type(result).__name__}, not a case result (an object)")
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]

@@ -22,6 +22,7 @@ from ..checkpoint import FORMAT, error_summary, load_checkpoint, state_mismatch
 from ..config import Config
 from ..corpus import DEFAULT_CORPUS, load_corpus
 from ..errors import AttnlabError, CheckpointError
+from ..limits import check_model_fits
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from ..train import get_batch, split_data
@@ -132,6 +133,7 @@ def load_model(
     cfg = cfg or Config()
     corpus_path = Path(corpus) if corpus is not None else DEFAULT_CORPUS
     tok = CharTokenizer(load_corpus(corpus_path), cfg.vocab_size)
+    check_model_fits(cfg, "cpu", f"the model --set describes for {path}")
     model = TinyGPT(cfg)
     try:
         mismatch = state_mismatch(model.state_dict(), payload)

@@ -15,7 +15,6 @@ hand-made per-seed numbers; training and re-measuring are the caller's functions
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from .. import verdicts as V
 from ..config import Config
 from ..errors import AttnlabError
+from ..io import read_json
 from ..runfolder import training_seconds
 from ..runner import Run, train_cost
 from .book_runs import BOOK_SEED
@@ -169,7 +169,7 @@ def runs_on_disk(runs_root: Path) -> list[tuple[Config, Path]]:
     out = []
     for cfg_file in sorted(Path(runs_root).glob("*/*/config.json")):
         try:
-            out.append((Config.from_dict(json.loads(cfg_file.read_text(encoding="utf-8"))), cfg_file.parent))
+            out.append((Config.from_dict(read_json(cfg_file, max_bytes=10**6)), cfg_file.parent))
         except (OSError, ValueError, TypeError, AttnlabError):
             continue
     return out
@@ -257,7 +257,7 @@ def _docs(root: Path, experiments: Sequence) -> dict[str, dict]:
     for e in experiments:
         p = root / "data" / "lab_book" / f"{e.id}.json"
         if p.is_file():
-            out[e.id] = json.loads(p.read_text(encoding="utf-8"))
+            out[e.id] = read_json(p, hint=f"; delete it and rerun `attnlab book --only {e.id}`")
     return out
 
 

@@ -23,7 +23,6 @@ recorded as not run yet ("未运行 / not run yet"), with its command, never a n
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +32,7 @@ from typing import Any
 
 from .. import verdicts as V
 from ..errors import AttnlabError
-from ..io import write_json
+from ..io import read_json, write_json
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from .book_runs import Scale
@@ -42,6 +41,7 @@ from .common import environment, provenance
 KIND = "lab_book_experiment"
 DATA_DIR = Path("data") / "lab_book"
 FIG_DIR = Path("figures") / "lab_book"
+_AGAIN = "; delete it and rerun `attnlab book --only {}`"  # what to do about a damaged entry
 
 
 class BookError(AttnlabError):
@@ -253,7 +253,7 @@ def run_book(
         old = root / DATA_DIR / f"{e.id}.json"
         if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
             log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
-            kept = json.loads(old.read_text(encoding="utf-8"))  # its numbers stay; the whys are today's
+            kept = read_json(old, error=BookError, hint=_AGAIN.format(e.id))  # its numbers stay; the whys are today's
             kept = rejudge(e, kept, root) if e.judge else kept
             kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
             kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
@@ -339,8 +339,8 @@ def _more_complete(old: dict | None, new: dict) -> bool:
 
 def _read(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json(path)
+    except AttnlabError:
         return None
 
 
@@ -373,20 +373,18 @@ def rejudge_book(registry: Sequence[Experiment], root: Path, log: Callable[[str]
 
 
 def _status(path: Path) -> str | None:
-    import json
 
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
+        return read_json(path).get("status")
+    except (AttnlabError, AttributeError):
         return None
 
 
 def _same_scale(path: Path, scale: Scale) -> bool:
-    import json
 
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("scale", {}).get("quick") == scale.quick
-    except (OSError, ValueError):
+        return read_json(path).get("scale", {}).get("quick") == scale.quick
+    except (AttnlabError, AttributeError):
         return False
 
 
@@ -468,8 +466,8 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
     if ctx.previous is None:
         prev = ctx.root / DATA_DIR / f"{e.id}.json"
         if prev.is_file() and not ctx.scale.quick:
-            doc = json.loads(prev.read_text(encoding="utf-8"))
-            if doc.get("scale", {}).get("quick") is False:
+            doc = read_json(prev, error=BookError, hint=_AGAIN.format(e.id))
+            if isinstance(doc, dict) and doc.get("scale", {}).get("quick") is False:
                 ctx.previous = doc.get("results") or None
     outcome = e.measure(ctx)
     outcome.claims = e.judge(judge_input(e, ctx.root, outcome.results))
@@ -485,7 +483,7 @@ def judge_input(e: Experiment, root: Path, results: dict) -> dict:
 
     for p in (Path(root) / e.source, REPO_ROOT / e.source):
         if p.is_file():
-            return json.loads(p.read_text(encoding="utf-8"))
+            return read_json(p, error=BookError, hint=f"; rerun `{e.command}`")
     raise NotAvailable(f"{e.source} not found: run `{e.command}` first")
 
 
@@ -568,7 +566,6 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
 # ------------------------------------------------------------------------------ index
 def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | None = None) -> dict:
     """data/lab_book.json from the experiments' JSON on disk (sections in the chapter's order)."""
-    import json
 
     import torch
 
@@ -576,7 +573,7 @@ def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | No
     for e in experiments:
         p = Path(root) / DATA_DIR / f"{e.id}.json"
         if p.is_file():
-            docs[e.id] = json.loads(p.read_text(encoding="utf-8"))
+            docs[e.id] = read_json(p, error=BookError, hint=_AGAIN.format(e.id))
     sections: dict[str, dict] = {}
     for e in sorted(experiments, key=lambda x: x.key()):
         s = sections.setdefault(e.section, {"section": e.section, "title": e.title, "experiments": [], "claims": []})

@@ -33,6 +33,7 @@ from ..io import write_json, write_text
 from .common import ExperimentError, provenance
 
 DEFAULT_GRID = {"d_head": ["32", "64", "96", "128", "192", "256"], "scaled": ["true", "false"]}
+MAX_TRIALS = 10_000  # a sane maximum: the book's sweep has 12 trials per seed
 
 
 # ----------------------------------------------------------------------------- grid
@@ -55,6 +56,19 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
         values = [v.strip() for v in raw.split(",") if v.strip()]
         if not values:
             raise ExperimentError(f"grid key '{key}' has no values")
+        if key in grid:
+            raise ExperimentError(
+                f"grid key '{key}' is given twice; give all its values once: --grid {key}={','.join(grid[key] + values)}"
+            )
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise ExperimentError(f"grid key '{key}' lists {', '.join(twice)} more than once")
+        for v in values:  # each value becomes part of a trial's folder name under --out
+            if any(c in v for c in "/\\\0") or len(f"{key}={v}".encode()) > 100:
+                raise ExperimentError(
+                    f"grid value {v!r} of '{key}' cannot name a trial folder (no / or \\, at most 100 bytes); "
+                    f"each trial is the folder OUT/{key}=VALUE__..."
+                )
         grid[key] = values
     return grid
 
@@ -76,6 +90,12 @@ def expand(base: Config, grid: dict[str, list[str]], seeds: int = 1) -> list[dic
     """
     if seeds < 1:
         raise ExperimentError(f"--seeds must be at least 1, got {seeds}")
+    n = math.prod(len(v) for v in grid.values()) * seeds
+    if n > MAX_TRIALS:
+        raise ExperimentError(
+            f"the grid has {n:,} trials ({' x '.join(str(len(v)) for v in grid.values())} x {seeds} seeds), "
+            f"more than the sane maximum of {MAX_TRIALS:,}; give fewer values"
+        )
     keys = list(grid)
     trials = []
     for combo in itertools.product(*(grid[k] for k in keys)):

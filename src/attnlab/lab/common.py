@@ -8,13 +8,13 @@ number is measured once and then judged again from the JSON as often as asked.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 
 from ..corpus import REPO_ROOT
 from ..experiments.book_runs import BOOK_SEED
 from ..experiments.labbook import Context, NotAvailable
+from ..io import read_json
 from ..runner import Finished, Run
 
 MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
@@ -34,7 +34,7 @@ def committed(ctx: Context, name: str) -> dict:
     """A committed result: <root>/data/<name>, else the repository's data/<name>."""
     for p in (ctx.root / "data" / name, REPO_ROOT / "data" / name):
         if p.is_file():
-            return json.loads(p.read_text(encoding="utf-8"))
+            return read_json(p, hint="; run its command again")
     raise NotAvailable(f"data/{name} not found: run its command first")
 
 

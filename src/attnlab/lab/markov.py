@@ -10,7 +10,6 @@ sit at the bigram's level.
 
 from __future__ import annotations
 
-import json
 import math
 
 from .. import stats as S
@@ -18,6 +17,7 @@ from ..book import book_values
 from ..config import Config
 from ..experiments import book_runs as R
 from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
+from ..io import read_json
 from ..verdicts import claim
 from .common import column, committed, final_val, paired, rnd
 
@@ -144,7 +144,8 @@ def _other_models(ctx: Context) -> list[dict]:
     for p in sorted((ctx.root / "data" / "lab_book").glob("*.json")):
         if p.stem == "markov":
             continue
-        runs = json.loads(p.read_text(encoding="utf-8")).get("results", {}).get("runs")
+        doc = read_json(p, hint=f"; delete it and rerun `attnlab book --only {p.stem}`")
+        runs = doc.get("results", {}).get("runs") if isinstance(doc, dict) else None
         for k, v in runs.items() if isinstance(runs, dict) else ():
             if isinstance(v, dict) and isinstance(v.get("val"), list):
                 for i, x in enumerate(v["val"]):

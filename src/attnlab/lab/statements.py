@@ -458,9 +458,9 @@ def _doc(ctx: Context, name: str) -> dict | None:
         p = ctx.root / "data" / name
         if not p.is_file():
             return None
-        import json
+        from ..io import read_json
 
-        return json.loads(p.read_text(encoding="utf-8"))
+        return read_json(p, hint="; run its command again")
     try:
         return committed(ctx, name)
     except NotAvailable:

@@ -27,14 +27,31 @@ STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run
 
 
 def load_book(root: Path) -> tuple[dict, dict[str, dict]]:
+    """data/lab_book.json and the entries it names, read within bounds and their shape checked:
+    a damaged file is a :class:`~attnlab.experiments.labbook.BookError` naming it."""
+    from ..experiments.labbook import BookError
+    from ..io import read_json
+
     root = Path(root)
-    book = json.loads((root / "data" / "lab_book.json").read_text(encoding="utf-8"))
+    index = root / "data" / "lab_book.json"
+    again = "; rebuild it with `attnlab book --no-train`"
+    book = read_json(index, error=BookError, hint=again)
+    sections = book.get("sections") if isinstance(book, dict) else None
+    if not (
+        isinstance(sections, list)
+        and isinstance(book.get("summary"), dict)
+        and all(isinstance(s, dict) and isinstance(s.get("experiments"), list) for s in sections)
+    ):
+        raise BookError(f"{index} is not a lab book (no summary and sections of experiments){again}")
     docs = {}
-    for s in book["sections"]:
+    for s in sections:
         for eid in s["experiments"]:
             p = root / "data" / "lab_book" / f"{eid}.json"
-            if p.is_file():
-                docs[eid] = json.loads(p.read_text(encoding="utf-8"))
+            if isinstance(eid, str) and p.is_file():
+                doc = read_json(p, error=BookError, hint=f"; delete it and rerun `attnlab book --only {eid}`")
+                if not isinstance(doc, dict):
+                    raise BookError(f"{p} holds a JSON {type(doc).__name__}, not a lab-book entry; delete it")
+                docs[eid] = doc
     return book, docs
 
 
@@ -351,8 +368,9 @@ def build_book_report(root: Path) -> list[Path]:
 
     root = Path(root)
     book, docs = load_book(root)
+    markdown = render_markdown(book, docs)  # before anything is written: a damaged entry fails here
     for doc in docs.values():
         draw_figures(doc, root)
-    md = write_text(root / "reports" / "lab_book.md", render_markdown(book, docs))
+    md = write_text(root / "reports" / "lab_book.md", markdown)
     page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root))
     return [md, page]
