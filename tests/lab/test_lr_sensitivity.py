@@ -153,3 +153,13 @@ def test_decide_trains_only_the_runs_a_claim_reads():
     for cid in ("lr_book_converges_fastest", "lr_qk_norm_replaces_scale_d256", "lr_scaled_beats_none_d256_every_lr"):
         assert {r.name for r in L.claim_runs(scale, seed, cid)} <= everything
     assert {r.name for r in L.claim_runs(scale, seed, "lr_sensitivity_reported")} == everything
+
+
+def test_every_fail_says_why_with_its_numbers():
+    lose = results([seed_row({("big", "none"): [4.0] * 5, ("big", "1/sqrt(d)"): [4.3] * 5})])
+    text = L.WHY["lr_scaled_beats_none_d256_every_lr"](lose)
+    assert "lr 0.003: -0.300" in text and "prediction was wrong" in text
+    flat = results([seed_row({("big", "qk_norm_none"): [4.5, 4.9, 4.5, 4.5, 4.5], ("big", "1/sqrt(d)"): [4.5] * 5})])
+    assert "+0.400" in L.WHY["lr_qk_norm_replaces_scale_d256"](flat)
+    assert "1/√d 0.000" in L.WHY["lr_qk_norm_lowers_sensitivity_d32"](flat)
+    assert set(L.WHY) >= {f"lr_qk_norm_{k}_d{d}" for k in ("lowers_sensitivity", "replaces_scale") for d in (32, 256)}

@@ -402,12 +402,28 @@ def draw(res: dict) -> dict:
 
 
 # claims that appear only once the d_head 256 panel is trained (their whys wait for them)
-WAITING = {
-    "lr_unscaled_big_collapses_every_lr",
-    "lr_scaled_beats_none_d256_every_lr",
-    "lr_qk_norm_lowers_sensitivity_d256",
-    "lr_qk_norm_replaces_scale_d256",
-}
+WAITING: set[str] = set()
+
+
+def _gaps_text(res: dict) -> str:
+    """none − 1/√d at d_head 256 per lr (mean over seeds), the numbers a FAIL of the every-lr claim rests on."""
+    parts = []
+    for lr in res.get("grid", []):
+        d = _paired(res, key("big", "none", lr), key("big", "1/sqrt(d)", lr))
+        parts.append(f"lr {lr:g}: {sum(d) / len(d):+.3f}" if d else f"lr {lr:g}: —")
+    return ", ".join(parts)
+
+
+def _sens_text(res: dict, size: str) -> str:
+    a, b = per_seed_sensitivity(res, size, "1/sqrt(d)"), per_seed_sensitivity(res, size, "qk_norm")
+    fmt = lambda xs: ", ".join(f"{x:.3f}" for x in xs) or "—"  # noqa: E731
+    return f"1/√d {fmt(a)} vs QK-norm + 1/√d {fmt(b)}"
+
+
+def _replace_text(res: dict, size: str) -> str:
+    d = _paired(res, key(size, "qk_norm_none", R.BOOK_LR), key(size, "1/sqrt(d)", R.BOOK_LR))
+    return ", ".join(f"{x:+.3f}" for x in d) or "—"
+
 
 WHY = {
     "lr_book_converges_fastest": lambda r: (
@@ -417,6 +433,28 @@ WHY = {
         "至少一次 lr ≥ 3e-3 的不缩放运行没有塌缩（我们的预测错了）/ "
         "an unscaled run at lr >= 3e-3 did not collapse: our prediction was wrong"
     ),
+    "lr_scaled_beats_none_d256_every_lr": lambda r: (
+        "不是每个学习率下不缩放都更差（我们的预测错了）；验证 loss 差 不缩放 − 1/√d / not at every lr is no scaling "
+        f"worse (our prediction was wrong); val-loss gap none − 1/√d: {_gaps_text(r)}"
+    ),
+    **{
+        f"lr_qk_norm_lowers_sensitivity_d{D_HEAD[size]}": (
+            lambda r, size=size: (
+                "QK-norm 没有降低学习率敏感度（我们的预测错了）/ QK-norm did not lower the LR "
+                f"sensitivity (our prediction was wrong): {_sens_text(r, size)}"
+            )
+        )
+        for size in SIZES
+    },
+    **{
+        f"lr_qk_norm_replaces_scale_d{D_HEAD[size]}": (
+            lambda r, size=size: (
+                f"不缩放 + QK-norm 与 1/√d 的验证 loss 相差超出 ±{MARGIN}（lr 3e-3）/ unscaled + QK-norm "
+                f"is not within ±{MARGIN} of 1/√d at lr 3e-3: {_replace_text(r, size)}"
+            )
+        )
+        for size in SIZES
+    },
 }
 
 EXPERIMENT = Experiment(
