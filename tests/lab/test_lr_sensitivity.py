@@ -163,3 +163,14 @@ def test_every_fail_says_why_with_its_numbers():
     assert "+0.400" in L.WHY["lr_qk_norm_replaces_scale_d256"](flat)
     assert "1/√d 0.000" in L.WHY["lr_qk_norm_lowers_sensitivity_d32"](flat)
     assert set(L.WHY) >= {f"lr_qk_norm_{k}_d{d}" for k in ("lowers_sensitivity", "replaces_scale") for d in (32, 256)}
+
+
+def test_a_scaling_has_one_colour_in_both_panels_even_when_a_curve_is_missing():
+    row = seed_row({})
+    for lr in LRS:  # the d_head 256 panel without its 1/d curve (not trained yet)
+        del row[L.key("big", "1/d", lr)]
+    fig = L.draw(results([row]))["map.png"]
+    small, big = fig.axes[0], fig.axes[1]
+    colour = lambda ax: {ln.get_label(): ln.get_color() for ln in ax.lines if not ln.get_label().startswith("_")}  # noqa: E731
+    assert colour(big) and all(colour(small)[k] == c for k, c in colour(big).items())
+    assert L.LABEL["1/d"] not in colour(big)

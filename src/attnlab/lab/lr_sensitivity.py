@@ -133,20 +133,21 @@ def run_numbers(f) -> dict:
 def measure(ctx: Context) -> Outcome:
     scale = ctx.scale
     table: dict[str, dict] = {}
-    for size in SIZES:  # each panel joins when its runs are done (the d_head 256 runs take 3x longer)
-        names = [key(size, sc, lr) for sc in scalings(scale) for lr in grid(scale)]
-        prev = {
-            s: {k: v for k, v in row.items() if k.startswith(size + "|")}
-            for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
-        }
-        part = seed_table(
-            ctx,
-            lambda s, size=size: [R.lr_run(scale, size, sc, lr, s) for sc in scalings(scale) for lr in grid(scale)],
-            lambda fs, names=names: {k: run_numbers(f) for k, f in zip(names, fs)},
-            {s: row for s, row in prev.items() if row},
-        )
-        for seed, row in part.items():
-            table.setdefault(seed, {}).update(row)
+    for size in SIZES:  # each curve (size, scaling) joins when its runs are done (the d_head 256 runs take 3x longer)
+        for sc in scalings(scale):
+            names = [key(size, sc, lr) for lr in grid(scale)]
+            prev = {
+                s: {k: v for k, v in row.items() if k in names}
+                for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
+            }
+            part = seed_table(
+                ctx,
+                lambda s, size=size, sc=sc: [R.lr_run(scale, size, sc, lr, s) for lr in grid(scale)],
+                lambda fs, names=names: {k: run_numbers(f) for k, f in zip(names, fs)},
+                {s: row for s, row in prev.items() if row},
+            )
+            for seed, row in part.items():
+                table.setdefault(seed, {}).update(row)
     table = dict(sorted(table.items()))
     res = {"grid": list(grid(scale)), "scalings": list(scalings(scale)), "d_head": D_HEAD, "per_seed": table}
     res.update(tables(res))
@@ -376,7 +377,8 @@ def draw(res: dict) -> dict:
             if not pts:
                 continue
             ys = [p["val"] if not p["diverged"] and p["val"] is not None else float("nan") for _, p in pts]
-            (line,) = top.plot([lr for lr, _ in pts], ys, marker="o", label=LABEL[sc])
+            colour = f"C{SCALINGS.index(sc) % 10}"  # one colour per scaling in both panels (the legend is in one)
+            (line,) = top.plot([lr for lr, _ in pts], ys, marker="o", label=LABEL[sc], color=colour)
             bad = [lr for lr, p in pts if p["diverged"]]
             if bad:
                 top.plot(bad, [top.get_ylim()[1]] * len(bad), "x", color=line.get_color(), markersize=9)
