@@ -81,27 +81,14 @@ class RunFolder:
             pass
 
     def acquire(self) -> None:
-        try:
-            self._created = not self.path.exists()
-            self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise OutputError(
-                f"cannot use run folder {self.path}: {e.strerror or type(e).__name__}; choose another with --out"
-            ) from None
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read_holder(fd)
-                os.close(fd)
-                raise RunFolderBusy(
-                    f"run folder {self.path} is in use by {holder}; wait for it to finish or choose another --out",
-                    holder,
-                ) from None
-        self._fd = fd
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(_me()).encode(), 0)
+        self._created = not self.path.exists()
+        self._fd = take_lock(
+            self.path / LOCK_NAME,
+            lambda why: f"cannot use run folder {self.path}: {why}; choose another with --out",
+            lambda holder: (
+                f"run folder {self.path} is in use by {holder}; wait for it to finish or choose another --out"
+            ),
+        )
         for name in RUN_FILES:  # left by a writer killed mid-save
             clean_stale_temps(self.path, name)
 
@@ -147,28 +134,35 @@ class OutputLock(RunFolder):
         self.release()
 
     def acquire(self) -> None:
+        self._fd = take_lock(
+            self.path / self.NAME,
+            lambda why: f"cannot write to output directory {self.root}: {why}; choose another with --out",
+            lambda holder: (
+                f"output folder {self.root} is being written by {holder}; `{self.what}` would mix its "
+                f"results with that one's: wait for it to finish or choose another --out"
+            ),
+        )
+
+
+def take_lock(lock_file: Path, unusable, busy) -> int:
+    """Create ``lock_file``'s folder, open it and take its exclusive OS lock without waiting; write
+    who holds it. ``unusable(why)`` / ``busy(holder)`` word the OutputError / RunFolderBusy raised
+    otherwise. Returns the descriptor: closing it releases the lock, however the process ends."""
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise OutputError(unusable(e.strerror or type(e).__name__)) from None
+    if fcntl is not None:
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path / self.NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise OutputError(
-                f"cannot write to output directory {self.root}: {e.strerror or type(e).__name__}; "
-                f"choose another with --out"
-            ) from None
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read_holder(fd)
-                os.close(fd)
-                raise RunFolderBusy(
-                    f"output folder {self.root} is being written by {holder}; `{self.what}` would mix its "
-                    f"results with that one's: wait for it to finish or choose another --out",
-                    holder,
-                ) from None
-        self._fd = fd
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(_me()).encode(), 0)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise RunFolderBusy(busy(holder), holder) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(_me()).encode(), 0)
+    return fd
 
 
 def _me() -> dict:

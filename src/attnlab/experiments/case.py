@@ -552,13 +552,7 @@ def run_case(
                     u = run_summary(results[nu][2], settings.loss_window)
                     s = run_summary(results[ns][2], settings.loss_window)
                     rows.append(seed_row(seed, u, s))
-            gaps = [r["gap"] for r in rows]
-            seeds_section = {
-                "runs": rows,
-                "mean_gap": sum(gaps) / len(gaps),
-                "min_gap": min(gaps),
-                "max_gap": max(gaps),
-            }
+            seeds_section = seeds_summary(rows)
 
         # the other seeds of each pair member, and the weight-decay pairs (what finished)
         seed_runs: dict[str, list] = {k2: list(v) for k2, v in base.get("seed_runs", {}).items()} if base else {}
@@ -572,14 +566,7 @@ def run_case(
         if base is not None:
             rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
             if len(rows) > len(base["seeds"]["runs"]):
-                gaps = [r["gap"] for r in rows]
-                seeds_section = {
-                    **seeds_section,
-                    "runs": rows,
-                    "mean_gap": sum(gaps) / len(gaps),
-                    "min_gap": min(gaps),
-                    "max_gap": max(gaps),
-                }
+                seeds_section = {**seeds_section, **seeds_summary(rows)}
         wd_pairs = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
         for value in settings.wd_values:
             for seed in settings.seeds[: max(1, settings.wd_seeds)]:
@@ -836,6 +823,12 @@ def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False
     except (CaseError, KeyError, TypeError):
         return
     refuse_smaller(path, old, settings_scale(settings), overwrite)
+
+
+def seeds_summary(rows: list[dict]) -> dict:
+    """The small pair's per-seed rows and their gaps' mean, min and max."""
+    gaps = [r["gap"] for r in rows]
+    return {"runs": rows, "mean_gap": sum(gaps) / len(gaps), "min_gap": min(gaps), "max_gap": max(gaps)}
 
 
 def stored_runs(res: dict) -> set[str]:
