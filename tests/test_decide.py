@@ -112,3 +112,19 @@ def test_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys):
 def test_budget_without_decide_is_refused(capsys):
     assert main(["book", "--budget", "1h", "--no-train"]) == 2
     assert "add --decide" in capsys.readouterr().err
+
+
+def test_no_progress_reaches_the_runner(tmp_path, monkeypatch):
+    """`book --decide --no-progress` trains without a progress bar (one line per run instead)."""
+    from attnlab import runner
+    from attnlab.corpus import REPO_ROOT
+
+    (tmp_path / "data" / "lab_book").mkdir(parents=True)
+    lr = REPO_ROOT / "data" / "lab_book" / "lr_sensitivity.json"
+    (tmp_path / "data" / "lab_book" / "lr_sensitivity.json").write_text(
+        lr.read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    seen = []
+    monkeypatch.setattr(runner, "execute", lambda runs, *a, **kw: seen.append(kw.get("progress")) or {})
+    main(["book", "--decide", "--only", "lr_sensitivity", "--out", str(tmp_path), "--budget", "1h", "--no-progress"])
+    assert seen and all(p is False for p in seen)

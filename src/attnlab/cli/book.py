@@ -216,6 +216,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
         dry_run=args.dry_run,
         refresh=refresh,
         log=lambda m: print(m),
+        progress=not args.no_progress,
     )
     if not args.dry_run and (root / "data" / "lab_book.json").is_file():
         build_book_report(root)

@@ -188,6 +188,7 @@ def run_decide(
     refresh: Callable[[set[str]], None],
     log: Callable[[str], None] = print,
     rounds: int = 3,
+    progress: bool = True,
 ) -> dict:
     """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans,
     unfinished} (unfinished: run name -> "failed: why" or "busy: holder", runs that did not finish)."""
@@ -230,6 +231,7 @@ def run_decide(
             workers=workers,
             keep_going=True,
             log=log,
+            progress=progress,
             desc="decide",
             on_result=lambda r: (
                 unfinished.__setitem__(r["name"], f"{r['status']}: {r.get('error')}")
