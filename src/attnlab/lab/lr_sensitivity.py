@@ -133,21 +133,23 @@ def run_numbers(f) -> dict:
 def measure(ctx: Context) -> Outcome:
     scale = ctx.scale
     table: dict[str, dict] = {}
-    for size in SIZES:  # each curve (size, scaling) joins when its runs are done (the d_head 256 runs take 3x longer)
+    for size in SIZES:  # each run joins the map when it is done (a claim may read one point of a curve)
         for sc in scalings(scale):
-            names = [key(size, sc, lr) for lr in grid(scale)]
-            prev = {
-                s: {k: v for k, v in row.items() if k in names}
-                for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
-            }
-            part = seed_table(
-                ctx,
-                lambda s, size=size, sc=sc: [R.lr_run(scale, size, sc, lr, s) for lr in grid(scale)],
-                lambda fs, names=names: {k: run_numbers(f) for k, f in zip(names, fs)},
-                {s: row for s, row in prev.items() if row},
-            )
-            for seed, row in part.items():
-                table.setdefault(seed, {}).update(row)
+            for lr in grid(scale):
+                name = key(size, sc, lr)
+                prev = {
+                    s: {name: row[name]}
+                    for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
+                    if name in row
+                }
+                part = seed_table(
+                    ctx,
+                    lambda s, size=size, sc=sc, lr=lr: [R.lr_run(scale, size, sc, lr, s)],
+                    lambda fs, name=name: {name: run_numbers(fs[0])},
+                    prev,
+                )
+                for seed, row in part.items():
+                    table.setdefault(seed, {}).update(row)
     table = dict(sorted(table.items()))
     res = {"grid": list(grid(scale)), "scalings": list(scalings(scale)), "d_head": D_HEAD, "per_seed": table}
     res.update(tables(res))
