@@ -59,10 +59,21 @@ def summary_block(book: dict) -> str:
     if total:
         lines += [
             "",
-            f"整本书 / the whole book：{total.get('runs', 0)} 个运行，其中 {total.get('timed_runs', 0)} 个有计时，"
+            f"整本书 / the whole book：{total.get('runs', 0)} 个运行，其中 {total.get('timed_runs', 0)} 个有逐个运行的计时，"
             f"共 {_hours(total.get('compute_s', 0))} 核时 / {total.get('runs', 0)} runs, {total.get('timed_runs', 0)} "
-            f"timed, {_hours(total.get('compute_s', 0))} core-hours.",
+            f"timed one by one, {_hours(total.get('compute_s', 0))} core-hours.",
         ]
+        # experiments whose record predates per-run timing hold only a sum: said apart, never added in
+        legacy = {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
+        if legacy:
+            secs, n = sum(t["compute_s"] for t in legacy.values()), sum(t.get("timed_runs", 0) for t in legacy.values())
+            lines.append(
+                f"另有 {', '.join(sorted(legacy))} 的记录早于逐个运行的计时，只存了总数（{n} 个有计时的运行，{_hours(secs)} 核时，"
+                f"可能与上面的运行重叠；不计入合计；这些实验再测量一次就换成逐个运行的记录）/ the records of "
+                f"{', '.join(sorted(legacy))} predate per-run timing and hold only sums ({n} timed runs, {_hours(secs)} "
+                f"core-hours, possibly overlapping the runs above; not added to the total; measuring them again turns "
+                f"them into per-run records)."
+            )
     lines.append(END)
     return "\n".join(lines)
 
