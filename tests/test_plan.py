@@ -30,17 +30,29 @@ def unique_runs(scale):
     return list(runs.values())
 
 
-def committed_rate() -> float:
-    """The rate the plan must use, worked out here from the JSON: every experiment's recorded seconds over
-    its timed runs counted at the mean train_cost of its runs."""
+def committed_records() -> tuple[float, dict[str, float]]:
+    """The rate the plan must use and the runs recorded one by one, worked out here from the JSON: a record
+    with ``per_run`` counts its named runs of the experiment at their own seconds and exact cost; an older
+    record its seconds over its timed runs counted at the mean train_cost of its runs."""
     secs = cost = 0.0
+    named: dict[str, float] = {}
     for e in EXPERIMENTS:
         t = json.loads((COMMITTED / f"{e.id}.json").read_text(encoding="utf-8")).get("timings", {})
         runs = e.runs(FULL)
-        if t.get("timed_runs") and t.get("compute_s") and runs:
+        by_name = {r.name: r for r in runs}
+        mine = {k: float(v) for k, v in (t.get("per_run") or {}).items() if k in by_name and float(v) > 0}
+        if mine:
+            secs += sum(mine.values())
+            cost += sum(train_cost(by_name[k].cfg) for k in mine)
+            named.update(mine)
+        elif t.get("timed_runs") and t.get("compute_s") and runs:
             secs += t["compute_s"]
             cost += t["timed_runs"] * sum(train_cost(r.cfg) for r in runs) / len(runs)
-    return secs / cost
+    return secs / cost, named
+
+
+def committed_rate() -> float:
+    return committed_records()[0]
 
 
 def plan_numbers(out: str) -> dict:
@@ -63,6 +75,8 @@ def with_records(root: Path, scale_by: float = 1.0) -> Path:
         doc = json.loads(p.read_text(encoding="utf-8"))
         if scale_by != 1.0 and doc.get("timings", {}).get("compute_s"):
             doc["timings"]["compute_s"] *= scale_by
+            if "per_run" in doc["timings"]:
+                doc["timings"]["per_run"] = {k: v * scale_by for k, v in doc["timings"]["per_run"].items()}
         (d / p.name).write_text(json.dumps(doc), encoding="utf-8")
     return d
 
@@ -80,12 +94,13 @@ def test_full_book_plan_comes_from_the_committed_records(tmp_path, capsys):
     out = capsys.readouterr().out
     got = plan_numbers(out)
     runs = unique_runs(FULL)
-    rate = committed_rate()
+    rate, named = committed_records()
     assert rate != pytest.approx(DEFAULT_S_PER_COST, rel=0.05)  # the records, not the fallback
-    core = sum(train_cost(r.cfg) for r in runs) * rate
+    each = [named.get(r.name, train_cost(r.cfg) * rate) for r in runs]
+    core = sum(each)
     assert got["todo"] == len(runs) and got["done"] == 0  # nothing on disk under tmp_path
     assert got["core_s"] == pytest.approx(core, abs=18)  # printed to 0.01 core-h
-    wall = pack([train_cost(r.cfg) * rate for r in runs], 2)
+    wall = pack(each, 2)
     assert f"wall ≈ {wall / 3600:.1f} h" in out
     assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()  # trained and wrote nothing
     # the same records doubled: every cost doubles (the numbers come from the records)
@@ -151,6 +166,10 @@ def test_case_plan_and_its_bad_input(tmp_path, capsys):
 def test_a_record_that_names_its_runs_costs_them_exactly(tmp_path):
     """timings.per_run (run name -> seconds): those runs cost what they took, and the rate is theirs."""
     d = with_records(tmp_path)
+    for p in d.glob("*.json"):  # only ablation names its runs here (another record may name a shared run)
+        other = json.loads(p.read_text(encoding="utf-8"))
+        if other.get("timings", {}).pop("per_run", None) is not None:
+            p.write_text(json.dumps(other), encoding="utf-8")
     doc = json.loads((d / "ablation.json").read_text(encoding="utf-8"))
     runs = EXPERIMENTS[[e.id for e in EXPERIMENTS].index("ablation")].runs(FULL)
     named = {r.name: 100.0 + i for i, r in enumerate(runs[:3])}
