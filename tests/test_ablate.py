@@ -71,7 +71,7 @@ def test_cli_ablate(tmp_path, capsys):
     ):
         args += ["--set", kv]
     assert main(args) == 0
-    assert "Δ val" in capsys.readouterr().out
+    assert "d val" in capsys.readouterr().out
     assert set(json.loads(out.read_text(encoding="utf-8"))["rows"]) == {"baseline", "no_positions"}
     assert main(["ablate", "--only", "typo", "--steps", "1"]) == 2
 

@@ -80,3 +80,18 @@ def test_generate_converts_the_prompt_without_a_raw_warning(tmp_path, tok, capsy
     assert len(err) == 2 and err[0].startswith(CONVERTED_NOTE)
     assert err[1].startswith("1 个字不在字表里") and "Z" in err[1]
     assert "UserWarning" not in out.err and ".py" not in out.err
+
+
+def test_train_says_what_a_simplified_probe_becomes(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(CORPUS[:20000], encoding="utf-8")
+    args = ["train", "--corpus", str(corpus), "--out", str(tmp_path / "r"), "--no-progress"]
+    sets = ["n_layer=1", "n_head=2", "d_model=16", "block_size=4", "max_steps=1", "batch_size=2", "device=cpu"]
+    for s in [*sets, "probe=举头望明月Z"]:
+        args += ["--set", s]
+    assert main(args) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("attnlab: probe:")]
+    assert len(lines) == 3, lines
+    assert CONVERTED_NOTE in lines[0] and "举→舉" in lines[0] and "头→頭" in lines[0]
+    assert "<unk>" in lines[1] and "Z" in lines[1]
+    assert "block_size" in lines[2] and "4" in lines[2]  # 舉頭望明月Z has 6 characters

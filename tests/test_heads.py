@@ -1,6 +1,7 @@
 """Head portrait, ablation, attention maps and dynamics on a tiny trained model."""
 
 import json
+import unicodedata
 import warnings
 
 import pytest
@@ -220,6 +221,25 @@ def test_cli_heads_writes_json_and_table(trained, tmp_path, capsys):
         == 0
     )
     text = capsys.readouterr().out
-    assert "平均熵 / entropy" in text and "L1·H1" in text
+    assert "平均熵 / entropy" in text and "L1.H1" in text
+    lines = text.splitlines()
+    first = next(i for i, x in enumerate(lines) if "平均熵" in x)
+    table = "\n".join(x for x in lines[first:] if x.startswith(("层", "-", "L")))
+    # no ambiguous-width character (·, ±, Δ, —): a CJK terminal would draw it two columns wide
+    assert not [c for c in table if unicodedata.east_asian_width(c) == "A"]
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["kind"] == "head_portrait" and "torch" in data and maps.is_file()
+
+
+def test_plain_tables_line_up_in_a_cjk_terminal_too():
+    from attnlab.experiments.common import format_table
+
+    table = format_table(["层·头 / L·H", "Δloss", "±"], [["L0·H1", "+0.1", None], ["书 — book", 2.0, "a×b→c ≈ ‖J‖ √d"]])
+    assert not [c for c in table if unicodedata.east_asian_width(c) == "A"], table
+    assert "L0.H1" in table and "+/-" in table and "x" in table and "->" in table
+    # every line has the same display width once CJK characters count double
+    widths = {
+        sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line.rstrip())
+        for line in table.splitlines()[:2]
+    }
+    assert len(widths) == 1

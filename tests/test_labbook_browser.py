@@ -53,3 +53,24 @@ def test_book_page(built, browser):  # noqa: F811
     book = json.loads((built / "data" / "lab_book.json").read_text(encoding="utf-8"))
     assert len(sections) == len(book["sections"])
     assert sorted(toc) == sorted(f"#{s}" for s in sections)
+
+
+@pytest.mark.parametrize("report", ["ch1_case.html", "lab_book.html"])
+def test_committed_reports_fit_a_1280_px_screen(browser, report):  # noqa: F811
+    """No sideways scrolling: long claim ids and numbers wrap inside their table cells."""
+    from pathlib import Path
+
+    from attnlab.report.case_report import build_blocks, to_html
+
+    root = Path(__file__).resolve().parents[1]
+    if report == "ch1_case.html":  # rendered from the committed JSON with today's style
+        res = json.loads((root / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+        html = to_html(build_blocks(res, "../figures"), "")
+    else:
+        html = (root / "reports" / report).read_text(encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_content(html, wait_until="load")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    context.close()
+    assert width <= 1280, f"{report} is {width} px wide at a 1280 px window"

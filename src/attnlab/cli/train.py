@@ -35,6 +35,22 @@ def add_parser(sub):
     return p
 
 
+def probe_lines(cfg, text: str) -> None:
+    """Say what a reader's --set probe=... becomes: converted to traditional, <unk>, cropped."""
+    from ..chinese import converted_line, prepare, unknown_line
+    from ..tokenizer import CharTokenizer
+
+    prep = prepare(cfg.probe, CharTokenizer(text, cfg.vocab_size).stoi)
+    lines = [converted_line(prep), unknown_line(prep)]
+    if len(prep.converted) > cfg.block_size:
+        lines.append(
+            f"探针只取前 {cfg.block_size} 个字（block_size）/ the probe is cropped to its first "
+            f"{cfg.block_size} characters (block_size)"
+        )
+    for line in filter(None, lines):
+        print(f"attnlab: probe: {line}")
+
+
 def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
@@ -43,6 +59,8 @@ def main(args) -> int:
 
     cfg = Config.from_overrides(args.overrides)
     text = load_corpus(args.corpus, min_chars=cfg.block_size + 1)
+    if any(o.split("=", 1)[0].strip() == "probe" for o in args.overrides or []):
+        probe_lines(cfg, text)
     if args.overwrite and holds_run(args.out):
         print(f"attnlab: --overwrite: the run in {args.out} will be replaced once the first step succeeds")
     if args.resume and holds_run(args.out) and not (Path(args.out) / "ckpt.pt").is_file():

@@ -183,6 +183,18 @@ def validation_batches(
 
 
 # ------------------------------------------------------------------------------ tables
+# East Asian "ambiguous" characters take one column in most terminals and two in a CJK locale,
+# so no width count lines them up everywhere: plain-text tables spell them in ASCII instead.
+_AMBIGUOUS_ASCII = str.maketrans(
+    {"·": ".", "±": "+/-", "Δ": "d", "—": "-", "–": "-", "×": "x", "→": "->", "≈": "~", "‖": "|", "√": "sqrt"}
+)
+
+
+def terminal_safe(s: str) -> str:
+    """``s`` with the common ambiguous-width characters spelled in ASCII (see _AMBIGUOUS_ASCII)."""
+    return s.translate(_AMBIGUOUS_ASCII)
+
+
 def _width(s: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
 
@@ -195,17 +207,19 @@ def _pad(s: str, width: int, right: bool) -> str:
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: str = ".3f") -> str:
     """A plain-text table; CJK characters count as two columns so columns line up.
 
-    Floats use ``fmt``; None prints as "—". The first column is left-aligned,
-    the others right-aligned.
+    Floats use ``fmt``; None prints as "-". The first column is left-aligned,
+    the others right-aligned. Ambiguous-width characters (·, ±, Δ …) are spelled
+    in ASCII (:func:`terminal_safe`), so the columns line up in a CJK terminal too.
     """
 
     def cell(v: Any) -> str:
         if v is None:
-            return "—"
+            return "-"
         if isinstance(v, float):
             return format(v, fmt)
-        return str(v)
+        return terminal_safe(str(v))
 
+    headers = [terminal_safe(h) for h in headers]
     body = [[cell(v) for v in row] for row in rows]
     widths = [max([_width(h)] + [_width(r[i]) for r in body]) for i, h in enumerate(headers)]
     lines = ["  ".join(_pad(h, w, i > 0) for i, (h, w) in enumerate(zip(headers, widths)))]

@@ -910,8 +910,8 @@ def to_html(blocks: list[tuple], font_url: str) -> str:
 @font-face {{ font-family: "AttnlabCJK"; src: url("{font_url}") format("opentype"); }}
 body {{ font-family: "AttnlabCJK", "Noto Sans CJK SC", sans-serif; max-width: 1200px; margin: 2em auto;
        padding: 0 1em; line-height: 1.55; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.86em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.86em; max-width: 100%; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; overflow-wrap: anywhere; }}
 th {{ background: #f3f3f3; }}
 img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555; font-size: 0.9em; }}
 code {{ background: #f5f5f5; padding: 0 0.2em; }}"""
