@@ -149,13 +149,14 @@ def test_ray_executor_matches_serial(tmp_path, tiny_cfg, text):
 )
 def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny_cfg, text, sig):
     """SIGINT (or SIGTERM, handled alike) to the parent reaches each local worker once; every run
-    checkpoints; rerun = uninterrupted."""
+    checkpoints; the runs queued behind them never start (the pool had already taken one of them,
+    past cancelling); rerun = uninterrupted."""
     long = tiny_cfg.replace(max_steps=200, ckpt_every=1000)
     script = tmp_path / "go.py"
     script.write_text(
         "import sys\nfrom attnlab.config import Config\nfrom attnlab.runner import Run, execute, RunsInterrupted\n"
         f"cfg = Config.from_dict({long.to_dict()!r})\n"
-        "rs = [Run(f'r{i}', cfg.replace(seed=100 + i)) for i in range(2)]\n"
+        "rs = [Run(f'r{i}', cfg.replace(seed=100 + i)) for i in range(4)]\n"
         "if __name__ == '__main__':\n"
         f"    try:\n        execute(rs, {text!r}, sys.argv[1], executor='local', workers=2, progress=False)\n"
         "    except RunsInterrupted:\n        print('INTERRUPTED', flush=True); sys.exit(130)\n"
@@ -174,6 +175,8 @@ def test_one_ctrl_c_checkpoints_every_worker_and_a_rerun_finishes(tmp_path, tiny
     for i in range(2):
         assert (root / f"r{i}" / "ckpt.pt").is_file(), "each worker checkpointed its run"
         assert not (root / f"r{i}" / "summary.json").is_file()
+    for i in (2, 3):
+        assert not (root / f"r{i}" / "metrics.jsonl").exists(), f"r{i} started after the Ctrl-C"
     rs = [Run(f"r{i}", long.replace(seed=100 + i)) for i in range(2)]
     resumed = execute(rs, text, root, progress=False)
     fresh = execute(rs, text, tmp_path / "fresh", progress=False)

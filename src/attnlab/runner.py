@@ -370,23 +370,27 @@ def _serial(tasks: list[dict], on_result, on_step, **_) -> None:
 
 
 _worker_queue = None
+_worker_halt = None
 
 
-def _worker_init(queue, threads: int) -> None:
+def _worker_init(queue, threads: int, halt=None) -> None:
     """In each local worker: die with the parent, take Ctrl-C only from the parent."""
-    global _worker_queue
+    global _worker_queue, _worker_halt
     from .runtime import die_with_parent, keep_freed_memory
 
     die_with_parent()
     os.setsid()  # the terminal's Ctrl-C goes to the parent, which forwards it once
     keep_freed_memory()
     _worker_queue = queue
+    _worker_halt = halt
     import torch
 
     torch.set_num_threads(threads)
 
 
-def _worker_run(task: dict) -> dict:
+def _worker_run(task: dict) -> dict | None:
+    if _worker_halt is not None and _worker_halt.is_set():
+        return None  # handed over before the Ctrl-C but not started: it stays as it is
     q = _worker_queue
     tick = (lambda: q.put(1)) if q is not None else None
     return train_one(task, tick)
@@ -401,6 +405,7 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
     threads = max(1, cores // workers)
     ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
     queue = ctx.SimpleQueue()
+    halt = ctx.Event()  # set on Ctrl-C: a task already handed to the pool (uncancellable) never starts
     stop = threading.Event()
 
     def drain() -> None:
@@ -415,7 +420,9 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
     interrupted = False
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, threads))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, threads, halt)
+    )
     futures = {pool.submit(_worker_run, {**t, "threads": threads}): t for t in tasks}
 
     def forward(signum, frame) -> None:
@@ -423,6 +430,7 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
         if interrupted:
             return  # the workers are already checkpointing
         interrupted = True
+        halt.set()
         for fut in futures:
             fut.cancel()  # runs not started yet stay as they are
         for proc in list((pool._processes or {}).values()):
@@ -437,7 +445,9 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
             if fut.cancelled():
                 continue
             try:
-                on_result(fut.result())
+                result = fut.result()
+                if result is not None:
+                    on_result(result)
             except Exception as e:  # a worker that died (killed, out of memory)
                 on_result(
                     {
