@@ -1,11 +1,12 @@
-"""Rewrite the committed book's summary in docs/lab-book.md from data/lab_book.json.
+"""Rewrite the committed book's summary in docs/lab-book.md and README.md from data/lab_book.json.
 
-The block between the two markers (counts, per-section verdicts, runs and training time per
-experiment) is generated; everything else in the page is prose. tests/test_docs.py checks that
-the committed page equals what this script would write, so the page cannot drift from the book.
+The blocks between the markers (in docs/lab-book.md: counts, per-section verdicts, runs and
+training time per experiment; in README.md: one paragraph, how many claims are decided and what
+the book cost) are generated; everything else is prose. tests/test_docs.py checks that the
+committed pages equal what this script would write, so they cannot drift from the book.
 
-    python scripts/docs_lab_book.py            # rewrite docs/lab-book.md
-    python scripts/docs_lab_book.py --check    # exit 1 when the page is stale
+    python scripts/docs_lab_book.py            # rewrite docs/lab-book.md and README.md
+    python scripts/docs_lab_book.py --check    # exit 1 when either page is stale
 """
 
 import argparse
@@ -20,10 +21,18 @@ from attnlab import verdicts as V  # noqa: E402
 
 START, END = "<!-- lab-book-summary:start -->", "<!-- lab-book-summary:end -->"
 PAGE = ROOT / "docs" / "lab-book.md"
+README = ROOT / "README.md"
+README_START, README_END = "<!-- lab-book-readme:start -->", "<!-- lab-book-readme:end -->"
 
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f}"
+
+
+def legacy_records(book: dict) -> dict[str, dict]:
+    """Experiments whose timing record predates per-run timing: they hold only a sum."""
+    per_exp = book.get("timings", {}).get("experiments", {})
+    return {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
 
 
 def summary_block(book: dict) -> str:
@@ -64,7 +73,7 @@ def summary_block(book: dict) -> str:
             f"timed one by one, {_hours(total.get('compute_s', 0))} core-hours.",
         ]
         # experiments whose record predates per-run timing hold only a sum: said apart, never added in
-        legacy = {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
+        legacy = legacy_records(book)
         if legacy:
             secs, n = sum(t["compute_s"] for t in legacy.values()), sum(t.get("timed_runs", 0) for t in legacy.values())
             lines.append(
@@ -78,11 +87,53 @@ def summary_block(book: dict) -> str:
     return "\n".join(lines)
 
 
+def readme_block(book: dict) -> str:
+    """The README's paragraph: claims decided (PASS or FAIL), the rest, and the book's compute."""
+    s, total = book["summary"], book.get("timings", {}).get("book", {})
+    v = {
+        k: sum(c.get(k, 0) for c in s["verdicts"].values()) for k in ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")
+    }
+    decided = v["PASS"] + v["FAIL"]
+    cost = (
+        f"训练共 {_hours(total['compute_s'])} 单线程核时（{total.get('runs', 0)} 个运行中逐个计时的 "
+        f"{total.get('timed_runs', 0)} 个）/ training took {_hours(total['compute_s'])} one-thread core-hours "
+        f"({total.get('timed_runs', 0)} of its {total.get('runs', 0)} runs timed one by one)"
+        if total.get("compute_s")
+        else "训练时间没有记录 / no training time recorded"
+    )
+    if legacy := legacy_records(book):
+        secs, n = sum(t["compute_s"] for t in legacy.values()), sum(t.get("timed_runs", 0) for t in legacy.values())
+        cost += (
+            f"；另有 {len(legacy)} 个实验的旧记录只存了总数（{n} 个运行、{_hours(secs)} 核时，未计入）"
+            f" / plus {len(legacy)} experiments whose older records hold only sums ({n} runs, {_hours(secs)} "
+            "core-hours, not added in)"
+        )
+    return "\n".join(
+        [
+            README_START,
+            f"实验手册 / the lab book：{s['experiments']} 个实验、{s['claims']} 条论断，**已判定 {decided} 条**"
+            f"（{v['PASS']} PASS、{v['FAIL']} FAIL），{v['INCONCLUSIVE']} 条 INCONCLUSIVE（各自写明还要什么），"
+            f"{v['REPORTED'] + v['NA']} 条只报告或无法在此检验；{cost}。每个实验的明细见 [docs/lab-book.md](docs/lab-book.md)。"
+            f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL), {v['INCONCLUSIVE']} "
+            f"INCONCLUSIVE, {v['REPORTED'] + v['NA']} reported or not testable here.*",
+            README_END,
+        ]
+    )
+
+
+def _replace(page: str, start: str, end: str, block: str, where: Path) -> str:
+    if start not in page or end not in page:
+        raise SystemExit(f"{where} lost its markers {start} … {end}; put them back around the summary")
+    a, z = page.index(start), page.index(end) + len(end)
+    return page[:a] + block + page[z:]
+
+
 def render(page: str, book: dict) -> str:
-    if START not in page or END not in page:
-        raise SystemExit(f"{PAGE} lost its markers {START} … {END}; put them back around the summary")
-    a, z = page.index(START), page.index(END) + len(END)
-    return page[:a] + summary_block(book) + page[z:]
+    return _replace(page, START, END, summary_block(book), PAGE)
+
+
+def render_readme(page: str, book: dict) -> str:
+    return _replace(page, README_START, README_END, readme_block(book), README)
 
 
 def main(argv=None) -> int:
@@ -90,14 +141,19 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when docs/lab-book.md is stale")
     args = ap.parse_args(argv)
     book = json.loads((ROOT / "data" / "lab_book.json").read_text(encoding="utf-8"))
-    page = PAGE.read_text(encoding="utf-8")
-    new = render(page, book)
-    if args.check:
+    pages = {PAGE: render, README: render_readme}
+    stale = []
+    for path, fn in pages.items():
+        page = path.read_text(encoding="utf-8")
+        new = fn(page, book)
         if new != page:
-            print(f"{PAGE} is stale: run `python scripts/docs_lab_book.py`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(new, encoding="utf-8")
+            stale.append(path)
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    if args.check:
+        for path in stale:
+            print(f"{path} is stale: run `python scripts/docs_lab_book.py`", file=sys.stderr)
+        return 1 if stale else 0
     print(book["summary"]["count_line"])
     return 0
 
