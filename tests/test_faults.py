@@ -438,3 +438,21 @@ def test_an_output_path_that_is_a_directory_is_refused_before_the_work(tmp_path,
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "is a folder" in err and "free" not in err and len(err.splitlines()) == 1 and not err.endswith(":")
+
+
+def test_report_into_a_root_a_book_or_case_writes_is_refused(tmp_path, capsys):
+    """`attnlab report` rewrites the JSON, figures and reports: it takes the same output lock."""
+    import shutil
+
+    from attnlab.runfolder import OutputLock
+
+    (tmp_path / "data").mkdir()
+    case = tmp_path / "data" / "ch1_case.json"
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "ch1_case.json", case)
+    before = case.read_bytes()
+    with OutputLock(tmp_path, "attnlab case"):
+        assert main(["report", str(case)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"being written by process {os.getpid()}" in err and len(err.splitlines()) == 1
+    assert case.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".attnlab-out-lock", "data"]

@@ -7,6 +7,7 @@ verdicts are written back into the JSON, and the reports are rebuilt.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 
@@ -32,6 +33,7 @@ def main(args) -> int:
     from ..experiments.claims import check_claims
     from ..io import check_writable, write_json
     from ..report.case_report import build_report
+    from ..runfolder import OutputLock
 
     data = Path(args.data) if args.data else (Path(args.json).parent if args.json else Path("data"))
     path = Path(args.json) if args.json else data / "ch1_case.json"
@@ -45,24 +47,30 @@ def main(args) -> int:
         load_book(data.resolve().parent)
     check_writable(out, "--out")
     _check_not_smaller(out, path, result, args.overwrite)
-    # every verdict is re-judged from the numbers in the file, never copied from it
-    try:
-        result["claims"] = check_claims(result)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
-        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result") from None
-    write_json(path, result)
-    for p in build_report(result, out):
-        print(p)
-    print("case:", V.count_line(result["claims"]))
-    if (data / "lab_book.json").is_file():  # the lab book is re-judged from its JSON too
-        from ..experiments.labbook import rejudge_book
-        from ..lab import EXPERIMENTS
-        from ..report.lab_book import build_book_report
-
-        book = rejudge_book(EXPERIMENTS, data.resolve().parent, log=print)
-        for p in build_book_report(data.resolve().parent):
+    roots = dict.fromkeys([out.resolve(), data.resolve().parent])  # the case's root and the book's
+    with ExitStack() as held:  # a book or case writing into the same root refuses this one, and back
+        for root in roots:
+            held.enter_context(OutputLock(root, "attnlab report"))
+        # every verdict is re-judged from the numbers in the file, never copied from it
+        try:
+            result["claims"] = check_claims(result)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
+            raise CaseError(
+                f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result"
+            ) from None
+        write_json(path, result)
+        for p in build_report(result, out):
             print(p)
-        print("lab book:", book["summary"]["count_line"])
+        print("case:", V.count_line(result["claims"]))
+        if (data / "lab_book.json").is_file():  # the lab book is re-judged from its JSON too
+            from ..experiments.labbook import rejudge_book
+            from ..lab import EXPERIMENTS
+            from ..report.lab_book import build_book_report
+
+            book = rejudge_book(EXPERIMENTS, data.resolve().parent, log=print)
+            for p in build_book_report(data.resolve().parent):
+                print(p)
+            print("lab book:", book["summary"]["count_line"])
     return 0
 
 
