@@ -77,8 +77,16 @@ def test_committed_results_judge_as_reported(committed):
     # not trained here: the rules with a seed count say what they need, the every-run rules are NA
     assert v["no_positions_order_blind"] == v["mask_zero_exposed_at_inference"] == "INCONCLUSIVE"
     assert v["one_layer_no_head_division"] == "INCONCLUSIVE"
-    assert v["gap_after_10000_steps"] == v["kv_eval_matches_teacher_forced"] == "NA"
+    assert v["kv_eval_matches_teacher_forced"] == "NA"
     claims = {c["id"]: c for c in M.judge(committed)}
+    # the 10000-step pair: one run decides it, and only --decide trains it, so it says that command
+    long = claims["gap_after_10000_steps"]
+    assert long["verdict"] == "INCONCLUSIVE" and long["n"] == 0 and long["n_needed"] == 1
+    assert "`attnlab book --decide --only statements`" in long["detail"]
+    from attnlab.experiments.decide import questions
+
+    asked = {q.claim: q for q in questions({"statements": {"claims": M.judge(committed)}})}
+    assert asked["gap_after_10000_steps"].n_needed == 1
     assert claims["mask_zero_exposed_at_inference"]["n_needed"] == 3
     assert "not trained yet" in claims["mask_zero_exposed_at_inference"]["detail"]
 
@@ -226,7 +234,7 @@ def test_one_layer(one, expected):
     assert verdict(r, "one_layer_no_head_division") == expected
 
 
-@pytest.mark.parametrize("gap, expected", [([0.9], "PASS"), ([0.3], "FAIL"), ([], "NA")])
+@pytest.mark.parametrize("gap, expected", [([0.9], "PASS"), ([0.3], "FAIL"), ([], "INCONCLUSIVE")])
 def test_long_gap(gap, expected):
     assert verdict(results(long_gap=gap), "gap_after_10000_steps") == expected
 

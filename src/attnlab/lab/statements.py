@@ -44,6 +44,7 @@ from .common import column, committed, final_val, paired, rnd, seed_table
 
 SECTION = "§1.22 (checks)"
 COMMAND = "attnlab book --only statements"
+LONG_COMMAND = "attnlab book --decide --only statements"  # the 10000-step pair: only --decide trains it
 GROUP = "statements"
 
 # ------------------------------------------------------------------ thresholds (fixed from the chapter)
@@ -571,7 +572,10 @@ def measure(ctx: Context) -> Outcome:
 
     seeds, first = scale.seed_list(), [R.BOOK_SEED]
     pending = {
-        cid: {"runs": [f"{r.group}/{r.name}" for r in runs], "minutes_one_core": round(est_seconds(runs) / 60, 1)}
+        cid: {
+            "runs": [f"{r.group}/{r.name}" for r in runs],
+            "minutes_one_core": round(est_seconds(runs) / 60, 1),
+        }
         for cid, runs in (
             ("no_positions_order_blind", missing("nopos_shuffle_diff", lambda s: [no_position_run(scale, s)], seeds)),
             ("mask_zero_exposed_at_inference", missing("mask_inc_bug", lambda s: mask_runs(scale, s), seeds)),
@@ -601,11 +605,18 @@ def measure(ctx: Context) -> Outcome:
         "headers": HEADERS,
         "rows": rows(table),
     }
-    trained = all(
-        any(k in row for row in table.values())
-        for k in ("nopos_shuffle_diff", "mask_inc_bug", "l1_distance_span", "long_gap")
+    have = {
+        k: any(k in row for row in table.values()) for k in ("nopos_shuffle_diff", "mask_inc_bug", "l1_distance_span")
+    }
+    long_done = any("long_gap" in row for row in table.values())
+    trained = all(have.values()) and long_done
+    notes = (
+        []
+        if all(have.values())
+        else [f"本条目的部分训练未运行 / some of this entry's runs are not trained yet: `{COMMAND}`"]
     )
-    notes = [] if trained else [f"本条目的部分训练未运行 / some of this entry's runs are not trained yet: `{COMMAND}`"]
+    if not long_done:  # a plain book never trains the 10000-step pair
+        notes.append(f"10000 步的一对模型还没训练 / the 10000-step pair is not trained yet: `{LONG_COMMAND}`")
     return Outcome(results=res, notes=notes, status="done" if trained else "partial")
 
 
@@ -662,7 +673,8 @@ def rows(t: dict) -> list[list]:
 def _pending(res: dict, cid: str) -> str:
     p = (res.get("pending") or {}).get(cid) or {}
     runs = ", ".join(p.get("runs", [])) or "—"
-    return f"runs not trained yet: {runs} (`{res.get('command', COMMAND)}`, about {p.get('minutes_one_core', '?')} min on one core)"
+    command = LONG_COMMAND if cid == "gap_after_10000_steps" else res.get("command", COMMAND)
+    return f"runs not trained yet: {runs} (`{command}`, about {p.get('minutes_one_core', '?')} min on one core)"
 
 
 def _untrained(j: S.Judgement, res: dict, cid: str) -> S.Judgement:
@@ -670,8 +682,14 @@ def _untrained(j: S.Judgement, res: dict, cid: str) -> S.Judgement:
     return dataclasses.replace(j, detail=_pending(res, cid)) if j.n == 0 else j
 
 
-def _every(values: list[float], lo: float, hi: float, missing: str) -> S.Judgement:
-    return S.every(values, lo, hi) if values else S.na(missing)
+def _every(values: list[float], lo: float, hi: float, missing: str, needed: int | None = None) -> S.Judgement:
+    """Every seed inside [lo, hi]; with no seeds: NA, or INCONCLUSIVE naming the ``needed`` seeds
+    (so `attnlab book --decide` trains them) where a plain `attnlab book` never would."""
+    if values:
+        return S.every(values, lo, hi)
+    if needed:
+        return S.Judgement(S.INCONCLUSIVE, "every", 0, n_needed=needed, detail=missing)
+    return S.na(missing)
 
 
 def judge(res: dict) -> list[dict]:
@@ -982,7 +1000,7 @@ def judge(res: dict) -> list[dict]:
             "§1.22.2",
             "“继续训 10000 步……最终稳定在比缩放版高 0.8–1.0 的位置。差距不会消失” / after 10000 steps the unscaled big "
             "model settles 0.8–1.0 above the scaled one",
-            _every(lg, *LONG_BAND, _pending(res, "gap_after_10000_steps")),
+            _every(lg, *LONG_BAND, _pending(res, "gap_after_10000_steps"), needed=1),
             inputs={
                 "val_gap_10000": lg,
                 "val_unscaled": column(t, "long_val_unscaled"),
