@@ -622,25 +622,37 @@ def test_parting_step_is_where_the_gap_stays_above_threshold():
     assert C.parting_step(s, s, 0.05) is None
 
 
-def test_weight_decay_evidence_turns_a_fail_into_a_protocol_difference():
-    res = book_like()
-    BREAK["big_scaled_entropy_band"](res)  # scaled entropy ~0.8 at the default 0.1
-    fixed = book_like()
-    res["weight_decay"] = {
+def _wd_pairs(fixed: dict, seeds) -> dict:
+    return {
         "values": [0.0],
         "pairs": [
             {
                 "weight_decay": 0.0,
-                "seed": SEEDS[0],
+                "seed": seed,
                 "unscaled": fixed["pairs"]["big_unscaled"] | {"qk": _qk("big_unscaled", 1.0)},
                 "scaled": fixed["pairs"]["big_scaled"] | {"qk": _qk("big_scaled", 1.0)},
             }
+            for seed in seeds
         ],
     }
+
+
+def test_weight_decay_evidence_turns_a_fail_into_a_protocol_difference():
+    """The claim's own rule on each decay's seeds: another decay explains a FAIL only by passing it."""
+    res = book_like()
+    BREAK["big_scaled_entropy_band"](res)  # scaled entropy ~0.8 at the default 0.1
+    fixed = book_like()
+    res["weight_decay"] = _wd_pairs(fixed, SEEDS[:3])
     c = _verdicts(res)["big_scaled_entropy_band"]
     assert c["verdict"] == "FAIL"
-    assert c["reason"]["category"] == "protocol" and "weight decay 0" in c["reason"]["text"]
+    assert c["reason"]["category"] == "protocol" and "passes at weight decay 0 " in c["reason"]["text"]
+    assert "(n=3, PASS)" in c["reason"]["text"]
+    # one seed at the other decay cannot pass a rule over seeds: not a cause found, and it says what would tell
+    res["weight_decay"] = _wd_pairs(fixed, SEEDS[:1])
+    r = _verdicts(res)["big_scaled_entropy_band"]["reason"]
+    assert r["category"] == "unexplained" and "INCONCLUSIVE at 0" in r["text"] and "(n=1, INCONCLUSIVE)" in r["text"]
     # and when the other weight decay does not reach the book either, it stays unexplained
     BREAK["big_scaled_entropy_band"](fixed)
-    res["weight_decay"]["pairs"][0]["scaled"] = fixed["pairs"]["big_scaled"]
-    assert _verdicts(res)["big_scaled_entropy_band"]["reason"]["category"] == "unexplained"
+    res["weight_decay"] = _wd_pairs(fixed, SEEDS[:3])
+    r = _verdicts(res)["big_scaled_entropy_band"]["reason"]
+    assert r["category"] == "unexplained" and "does not explain it" in r["text"]

@@ -1117,8 +1117,15 @@ _QK_CLAIMS = ("training_amplifies_qk", "w_qkv_grows", "scaled_logit_std_after", 
 
 
 # ------------------------------------------------------------------------- reasons
-def _wd_evidence(res, key: str, target: Callable[[float], bool], fmt: str = "{:.3g}") -> tuple[str, str]:
-    """Does another weight decay bring ``key`` to the book? (category, evidence)"""
+def _wd_evidence(
+    res, key: str, judge: Callable[[list[float]], stats.Judgement], fmt: str = "{:.3g}"
+) -> tuple[str, str]:
+    """Does another weight decay bring ``key`` to the book? (category, evidence)
+
+    Each weight decay's seeds are judged by ``judge``, the claim's own rule on those seeds; the
+    optimizer setting explains a failure ("protocol") only when some other decay PASSES that rule
+    while the default FAILS it. A decay with too few seeds to pass says so (INCONCLUSIVE, not a
+    cause found); a difference of means alone is never taken for an explanation."""
     table = by_weight_decay(res, key)
     if len(table) < 2:
         return "unexplained", (
@@ -1126,15 +1133,27 @@ def _wd_evidence(res, key: str, target: Callable[[float], bool], fmt: str = "{:.
             "the optimizer setting explains it have not finished"
         )
     default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
-    means = {wd: sum(v) / len(v) for wd, v in table.items()}
-    text = ", ".join(f"wd {wd:g}: {fmt.format(m)} (n={len(table[wd])})" for wd, m in sorted(means.items()))
-    fixes = [wd for wd, m in means.items() if wd != default and target(m)]
-    if fixes and not target(means[default]):
+    verdict = {wd: judge(v).verdict for wd, v in table.items()}
+    text = ", ".join(
+        f"wd {wd:g}: {fmt.format(sum(v) / len(v))} (n={len(v)}, {verdict[wd]})" for wd, v in sorted(table.items())
+    )
+    fixes = [wd for wd, v in verdict.items() if wd != default and v == stats.PASS]
+    if fixes and verdict[default] == stats.FAIL:
         return "protocol", (
             f"weight decay (the book never states one; we use {default:g}): {text}; "
-            f"the book's value is reached at weight decay {', '.join(f'{w:g}' for w in fixes)}"
+            f"the claim's rule passes at weight decay {', '.join(f'{w:g}' for w in fixes)} and fails at {default:g}"
         )
-    return "unexplained", f"weight decay does not explain it: {text}"
+    open_ = [wd for wd, v in verdict.items() if wd != default and v == stats.INCONCLUSIVE]
+    if open_:
+        return "unexplained", (
+            f"weight decay not ruled in or out: {text} (the claim's rule on each decay's seeds; "
+            f"INCONCLUSIVE at {', '.join(f'{w:g}' for w in open_)}: more seeds there would say)"
+        )
+    return "unexplained", f"weight decay does not explain it: {text} (the claim's rule on each decay's seeds)"
+
+
+def _in_band(lo: float, hi: float) -> Callable[[list[float]], stats.Judgement]:
+    return lambda v: stats.band(v, lo, hi)
 
 
 def explain(cid: str, res: dict) -> dict:
@@ -1187,7 +1206,7 @@ def explain(cid: str, res: dict) -> dict:
             f"{256 * 0.02**2 * 8:.2f}; measured {pt.get('logit_std_unscaled', float('nan')):.3f}",
         }
     if cid == "big_unscaled_jacobian_drops":
-        cat, ev = _wd_evidence(res, "unscaled_jacobian_end", lambda m: m <= 0.00008 * 3, "{:.2g}")
+        cat, ev = _wd_evidence(res, "unscaled_jacobian_end", _in_band(0.0, 0.00008 * 3), "{:.2g}")
         ends = [end_mean(u, "jacobian_fro") for u in runs(res, "big_unscaled")]
         e = sum(ends) / len(ends)
         return {
@@ -1197,20 +1216,22 @@ def explain(cid: str, res: dict) -> dict:
             f"the book's 0.00008, which that does not explain: " + ev,
         }
     if cid == "big_scaled_entropy_band":
-        cat, ev = _wd_evidence(res, "scaled_entropy_end", lambda m: 0.57 <= m <= 0.68)
+        cat, ev = _wd_evidence(res, "scaled_entropy_end", _in_band(0.57, 0.68))
         return {"category": cat, "text": ev}
     if cid == "big_scaled_jacobian_band":
-        cat, ev = _wd_evidence(res, "scaled_jacobian_end", lambda m: 0.29 <= m <= 0.31)
+        cat, ev = _wd_evidence(res, "scaled_jacobian_end", _in_band(0.29, 0.31))
         return {"category": cat, "text": ev}
     if cid == "big_scaled_logit_std_band":
-        cat, ev = _wd_evidence(res, "scaled_logit_std_end", lambda m: 1.62 <= m <= 2.21)
+        cat, ev = _wd_evidence(res, "scaled_logit_std_end", _in_band(1.62, 2.21))
         return {"category": cat, "text": ev}
     if cid == "big_unscaled_logits_explode":
-        cat, ev = _wd_evidence(res, "unscaled_logit_std_end", lambda m: abs(m - 5477) <= TOL_HALF * 5477, "{:.0f}")
+        cat, ev = _wd_evidence(
+            res, "unscaled_logit_std_end", lambda v: stats.value(v, 5477, tol=TOL_HALF * 5477), "{:.0f}"
+        )
         return {"category": cat, "text": ev}
     if cid in ("training_amplifies_qk", "w_qkv_grows"):
         key = "q_growth_scaled" if cid == "training_amplifies_qk" else "W_qkv_after_scaled"
-        cat, ev = _wd_evidence(res, key, lambda m: m > 1)
+        cat, ev = _wd_evidence(res, key, _in_band(1.0, math.inf))
         return {"category": cat, "text": "big scaled model, " + ev}
     if cid == "scaled_logit_std_after":
         vals = {k: [q["after"][0]["logit_std"] for q in qk_runs(res, k)] for k in ("small_scaled", "big_scaled")}
