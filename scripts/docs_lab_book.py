@@ -88,7 +88,8 @@ def summary_block(book: dict) -> str:
 
 
 def readme_block(book: dict) -> str:
-    """The README's paragraph: claims decided (PASS or FAIL), the rest, and the book's compute."""
+    """The README's paragraphs: the case's verdicts (data/ch1_case.json); the book's claims decided
+    (PASS or FAIL), the rest, and the book's compute."""
     s, total = book["summary"], book.get("timings", {}).get("book", {})
     v = {
         k: sum(c.get(k, 0) for c in s["verdicts"].values()) for k in ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")
@@ -108,9 +109,13 @@ def readme_block(book: dict) -> str:
             f" / plus {len(legacy)} experiments whose older records hold only sums ({n} runs, {_hours(secs)} "
             "core-hours, not added in)"
         )
+    case = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
     return "\n".join(
         [
             README_START,
+            f"案例的论断 / the case's claims：{V.count_line(case['claims'])}。每个 FAIL 都写了原因"
+            "（书的问题附证据、协议差异附实验，或“未解释”）。详见 [docs/case.md](docs/case.md)。",
+            "",
             f"实验手册 / the lab book：{s['experiments']} 个实验、{s['claims']} 条论断，**已判定 {decided} 条**"
             f"（{v['PASS']} PASS、{v['FAIL']} FAIL），{v['INCONCLUSIVE']} 条 INCONCLUSIVE（各自写明还要什么），"
             f"{v['REPORTED'] + v['NA']} 条只报告或无法在此检验；{cost}。每个实验的明细见 [docs/lab-book.md](docs/lab-book.md)。"

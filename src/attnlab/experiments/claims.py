@@ -478,6 +478,27 @@ def _small_gap(res):
     )
 
 
+# the smallest loss difference that counts as a cost anywhere in the lab book (ablation, deep,
+# statements: 0.01 nats), fixed there before these seeds were trained
+SESOI_SMALL_GAP = 0.01
+
+
+@check
+def _small_gap_not_zero(res):
+    gaps = _rs(small_seed_gaps(res))
+    return _claim(
+        "small_gap_not_zero",
+        "§1.2",
+        "终点差 0.17：d_head=32 时去掉缩放也有代价，不缩放那条略高 / at d_head 32 removing the scale still costs "
+        "something: the unscaled small model ends higher (paired gap > 0)",
+        stats.effect(gaps, direction=+1, sesoi=SESOI_SMALL_GAP),
+        inputs={"val_gap": gaps, "sesoi": SESOI_SMALL_GAP},
+        book=0.17,
+        expected=f"effect: the 95% t-interval of the paired val gap (unscaled − scaled, same seed) above 0; "
+        f"FAIL below the smallest cost of interest {SESOI_SMALL_GAP} nats",
+    )
+
+
 @check
 def _small_gap_over_seeds(res):
     gaps = _rs(small_seed_gaps(res))
