@@ -22,6 +22,23 @@ from attnlab import verdicts as V  # noqa: E402
 START, END = "<!-- lab-book-summary:start -->", "<!-- lab-book-summary:end -->"
 PAGE = ROOT / "docs" / "lab-book.md"
 README = ROOT / "README.md"
+DECIDE_START, DECIDE_END = "<!-- decide-table:start -->", "<!-- decide-table:end -->"
+# issue 22's questions, each answered by one claim (experiment id, claim id)
+DECIDE_ROWS = [
+    ("d_head 32：去掉缩放有没有代价 / does removing the scale cost anything (gap > 0)", "case", "small_gap_not_zero"),
+    ("MQA 损失一点质量 / MQA costs some quality (§1.8.8)", "kv_cache", "mqa_costs_some_quality"),
+    (
+        "练习一：d_head 64 的差距大于 32 的 / exercise 1: the gap at 64 above the gap at 32",
+        "exercise1",
+        "ex1_gap_above_d32",
+    ),
+    ("缩放大模型的熵一直在降 / the big scaled entropy keeps falling", "case", "big_scaled_entropy_keeps_falling"),
+    ("四层模型的层间分工 / four layers divide the labour", "deep", "layer_division_of_labour"),
+    ("四层、3000 步的层间分工 / the same, 3000 steps", "deep", "layer_division_of_labour_long"),
+    ("不缩放大模型的 logits 标准差到 5477 / unscaled big logits reach 5477", "case", "big_unscaled_logits_explode"),
+    ("QK-norm 让小模型的差距出现 / QK-norm widens the small gap", "qk_norm", "qk_small_gap_appears"),
+    ("10000 步后差距仍在 0.8–1.0 / the gap after 10000 steps", "statements", "gap_after_10000_steps"),
+]
 README_START, README_END = "<!-- lab-book-readme:start -->", "<!-- lab-book-readme:end -->"
 
 
@@ -133,8 +150,40 @@ def _replace(page: str, start: str, end: str, block: str, where: Path) -> str:
     return page[:a] + block + page[z:]
 
 
+def decide_block() -> str:
+    """Issue 22's questions: each one's verdict now, the seeds it stands on, and what it would take."""
+    lines = [
+        DECIDE_START,
+        "| 问题 / question | 论断 / claim | 判定 / verdict | 种子 / seeds | 还要什么 / what it would take |",
+        "|---|---|---|---|---|",
+    ]
+    for question, eid, cid in DECIDE_ROWS:
+        doc = json.loads((ROOT / "data" / "lab_book" / f"{eid}.json").read_text(encoding="utf-8"))
+        c = next(x for x in doc["claims"] if x["id"] == cid)
+        v = V.verdict_of(c)
+        need = c.get("n_needed")
+        if v != "INCONCLUSIVE":
+            take = "—"
+        elif need:
+            take = f"约 {need} 个种子 / about {need} seeds"
+        else:
+            take = "再多种子也定不下 / more seeds will not settle it"
+        if v == "FAIL" and (c.get("reason") or {}).get("text"):
+            take = (
+                "原因 / why: "
+                + c["reason"]["text"].replace("|", "/")[:160]
+                + ("…" if len(c["reason"]["text"]) > 160 else "")
+            )
+        lines.append(f"| {question} | `{eid}.{cid}` | **{v}** | {c.get('n') or 0} | {take} |")
+    lines.append(DECIDE_END)
+    return "\n".join(lines)
+
+
 def render(page: str, book: dict) -> str:
-    return _replace(page, START, END, summary_block(book), PAGE)
+    page = _replace(page, START, END, summary_block(book), PAGE)
+    if DECIDE_START in page:
+        page = _replace(page, DECIDE_START, DECIDE_END, decide_block(), PAGE)
+    return page
 
 
 def render_readme(page: str, book: dict) -> str:
