@@ -653,9 +653,25 @@ def test_weight_decay_evidence_turns_a_fail_into_a_protocol_difference():
     # one seed at the other decay cannot pass a rule over seeds: not a cause found, and it says what would tell
     res["weight_decay"] = _wd_pairs(fixed, SEEDS[:1])
     r = _verdicts(res)["big_scaled_entropy_band"]["reason"]
-    assert r["category"] == "unexplained" and "INCONCLUSIVE at 0" in r["text"] and "(n=1, INCONCLUSIVE)" in r["text"]
+    assert (
+        r["category"] == "unexplained"
+        and "INCONCLUSIVE at 0" in r["text"]
+        and "(n=1, INCONCLUSIVE, ~3 seeds to decide)" in r["text"]
+    )
     # and when the other weight decay does not reach the book either, it stays unexplained
     BREAK["big_scaled_entropy_band"](fixed)
     res["weight_decay"] = _wd_pairs(fixed, SEEDS[:3])
     r = _verdicts(res)["big_scaled_entropy_band"]["reason"]
     assert r["category"] == "unexplained" and "does not explain it" in r["text"]
+
+
+def test_weight_decay_evidence_reads_every_seed_of_the_unscaled_member():
+    """An unscaled-only outcome at the default decay stands on every unscaled seed, as its claim does."""
+    res = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    n_unscaled = len(C.runs(res, "big_unscaled"))
+    assert n_unscaled > len(C.runs(res, "big_scaled"))  # the case trains the unscaled member on more seeds
+    default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
+    assert len(C.by_weight_decay(res, "unscaled_logit_std_end")[default]) == n_unscaled
+    assert len(C.by_weight_decay(res, "scaled_entropy_end")[default]) == len(C.runs(res, "big_scaled"))
+    reason = _verdicts(res)["big_unscaled_logits_explode"]["reason"]["text"]
+    assert f"wd {default:g}: " in reason and f"(n={n_unscaled}, FAIL)" in reason

@@ -232,6 +232,17 @@ def growth(qk: dict, col: str, layer: int = 0) -> float:
     return qk["after"][layer][col] / qk["before"][layer][col]
 
 
+# the outcomes read off the unscaled run alone: at the default weight decay they come from every
+# seed of the unscaled member (the case trains it on more seeds than the pair)
+UNSCALED_OUTCOMES: dict[str, Callable[[dict], float]] = {
+    "unscaled_entropy_end": lambda u: end_mean(u, "weight_entropy"),
+    "unscaled_jacobian_end": lambda u: end_mean(u, "jacobian_fro"),
+    "unscaled_jacobian_drop": lambda u: series(u, "jacobian_fro")[0] / max(end_mean(u, "jacobian_fro"), 1e-30),
+    "unscaled_logit_std_end": lambda u: end_mean(u, "logit_std"),
+    "q_growth_unscaled": lambda u: end_mean(u, "q_std") / series(u, "q_std")[0],
+}
+
+
 def run_outcome(u: dict, s: dict, qu: dict | None = None, qs: dict | None = None) -> dict:
     """The numbers the weight-decay table and the claims compare, for one big pair on one seed."""
     out = {
@@ -242,11 +253,7 @@ def run_outcome(u: dict, s: dict, qu: dict | None = None, qs: dict | None = None
         "scaled_entropy_book_steps": [window_mean(s, "weight_entropy", st) for st in BOOK_STEPS],
         "scaled_jacobian_end": end_mean(s, "jacobian_fro"),
         "scaled_logit_std_end": end_mean(s, "logit_std"),
-        "unscaled_entropy_end": end_mean(u, "weight_entropy"),
-        "unscaled_jacobian_end": end_mean(u, "jacobian_fro"),
-        "unscaled_jacobian_drop": series(u, "jacobian_fro")[0] / max(end_mean(u, "jacobian_fro"), 1e-30),
-        "unscaled_logit_std_end": end_mean(u, "logit_std"),
-        "q_growth_unscaled": end_mean(u, "q_std") / series(u, "q_std")[0],
+        **{k: fn(u) for k, fn in UNSCALED_OUTCOMES.items()},
         "q_growth_scaled": end_mean(s, "q_std") / series(s, "q_std")[0],
     }
     if qu and qs:
@@ -287,10 +294,15 @@ def weight_decay_table(res: dict) -> list[dict]:
 
 
 def by_weight_decay(res: dict, key: str) -> dict[float, list[float]]:
+    """``key`` per weight decay over its seeds; an unscaled-only outcome at the default decay over
+    every seed of the unscaled member, as the claims about it read it."""
     out: dict[float, list[float]] = {}
     for row in weight_decay_table(res):
         if row.get(key) is not None:
             out.setdefault(row["weight_decay"], []).append(row[key])
+    if key in UNSCALED_OUTCOMES and out:
+        default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
+        out[default] = [UNSCALED_OUTCOMES[key](u) for u in runs(res, "big_unscaled")]
     return out
 
 
@@ -1154,10 +1166,15 @@ def _wd_evidence(
             "the optimizer setting explains it have not finished"
         )
     default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
-    verdict = {wd: judge(v).verdict for wd, v in table.items()}
-    text = ", ".join(
-        f"wd {wd:g}: {fmt.format(sum(v) / len(v))} (n={len(v)}, {verdict[wd]})" for wd, v in sorted(table.items())
-    )
+    judged = {wd: judge(v) for wd, v in table.items()}
+    verdict = {wd: j.verdict for wd, j in judged.items()}
+
+    def one(wd: float, v: list[float]) -> str:
+        j = judged[wd]
+        need = f", ~{j.n_needed} seeds to decide" if j.verdict == stats.INCONCLUSIVE and j.n_needed else ""
+        return f"wd {wd:g}: {fmt.format(sum(v) / len(v))} (n={len(v)}, {j.verdict}{need})"
+
+    text = ", ".join(one(wd, v) for wd, v in sorted(table.items()))
     fixes = [wd for wd, v in verdict.items() if wd != default and v == stats.PASS]
     if fixes and verdict[default] == stats.FAIL:
         return "protocol", (
