@@ -189,3 +189,31 @@ def test_train_one_never_raises(tmp_path, tiny_cfg, text):
         {"name": "x", "dir": str(tmp_path / "x"), "config": tiny_cfg.replace(block_size=4000).to_dict(), "text": text}
     )
     assert r["status"] == "failed" and "block_size" in r["error"]
+
+
+def test_a_label_function_is_asked_again_after_each_run(tmp_path, tiny_cfg, text, monkeypatch):
+    """The case's bar says how many runs are done: its label follows the results, not the batch's start."""
+    import attnlab.runner as R
+
+    shown = []
+
+    class Bar:
+        def __init__(self, total, enabled, desc):
+            shown.append(desc)
+
+        def update(self, n):
+            pass
+
+        def set_description(self, desc):
+            shown.append(desc)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(R, "_bar", Bar)
+    done = []
+    rs = [Run(f"r{i}", tiny_cfg.replace(seed=i)) for i in range(2)]
+    execute(
+        rs, text, tmp_path, progress=True, on_result=lambda r: done.append(r["name"]), desc=lambda: f"done {len(done)}"
+    )
+    assert shown == ["done 0", "done 1", "done 2"]

@@ -616,7 +616,7 @@ def execute(
     log: Callable[[str], None] = print,
     keep_going: bool = False,
     on_result: Callable[[dict], None] | None = None,
-    desc: str = "runs",
+    desc: str | Callable[[], str] = "runs",
     tensorboard: bool = False,
     slurm=None,
 ) -> dict[str, Finished]:
@@ -628,6 +628,7 @@ def execute(
     left out of the result (``on_result`` sees each run's status dict).
     tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
     slurm: --executor slurm's resources (attnlab.slurm_executor.SlurmOptions or a dict of its fields).
+    desc: the progress bar's label, or a function giving it, asked again after each run's result.
     """
     if executor not in EXECUTORS:
         raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
@@ -670,7 +671,8 @@ def execute(
     if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
         executor = "serial"  # one run: no process to spawn
     steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
-    bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), desc)
+    label = desc if callable(desc) else (lambda: desc)
+    bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), label())
     tick = (lambda: bar.update(1)) if bar is not None else None
     failures: dict[str, str] = {}
     busy: dict[str, str] = {}
@@ -686,6 +688,8 @@ def execute(
             busy[r["name"]] = r["error"]
         if on_result is not None:
             on_result(r)
+        if bar is not None and callable(desc):
+            bar.set_description(desc())
 
     try:
         {"serial": _serial, "local": _local, "ray": _ray, "slurm": _slurm}[executor](

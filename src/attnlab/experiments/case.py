@@ -513,7 +513,7 @@ def run_case(
                 ray_address=settings.ray_address,
                 progress=progress,
                 log=log,
-                desc=_bar_desc(k, len(stages), len(done_names), len(runs), result),
+                desc=lambda count=count, k=k, shown=result: _bar_desc(k, len(stages), count["n"], len(runs), shown),
                 tensorboard=tensorboard,
                 on_result=said,
                 slurm=slurm,  # --executor slurm's resources
