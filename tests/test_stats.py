@@ -58,6 +58,9 @@ def test_one_seed_is_inconclusive_and_all_of_combines():
     assert S.all_of([p, p]).verdict == S.PASS
     assert S.all_of([p, f, i]).verdict == S.FAIL
     assert S.all_of([p, i]).verdict == S.INCONCLUSIVE
+    # the seeds a statement stands on: an exact part (arithmetic, n = 1) counts none
+    eight = S.effect([0.05, 0.04, 0.06, 0.05, 0.03, 0.07, 0.05, 0.04], sesoi=0.01)
+    assert S.all_of([p, eight]).n == 8 and S.all_of([p, i, eight]).n == 3 and S.all_of([p, p]).n == 1
 
 
 def test_bad_input_is_refused():

@@ -341,4 +341,6 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
     needs = [p.n_needed for p in parts if p.verdict == INCONCLUSIVE]
     need = None if not needs or any(x is None for x in needs) else max(needs)
     words = detail or "; ".join(f"{p.verdict}: {p.detail}" for p in parts)
-    return Judgement(v, "all_of", min(p.n for p in parts), None, None, None, need if v == INCONCLUSIVE else None, words)
+    # the seeds the statement stands on: an exact part (arithmetic, n = 1) counts no seeds
+    n = min([p.n for p in parts if p.rule != "exact"] or [p.n for p in parts])
+    return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words)

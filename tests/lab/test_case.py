@@ -58,7 +58,9 @@ def test_an_edit_of_the_source_is_what_the_lab_book_judges(measured, tmp_path):
 def test_the_table_shows_each_seed(measured):
     rows = {r[0]: r for r in measured.results["table"]}
     big = next(r for k, r in rows.items() if k.startswith("d_head=256 差距"))
-    assert big[1] == 0.95 and len(big[2].split(", ")) == 1 + len(SOURCE["seed_runs"]["big_unscaled"])
+    assert big[1] == 0.95 and len(big[2].split(", ")) == 1 + len(
+        SOURCE["seed_runs"]["big_scaled"]
+    )  # a gap needs both members
     assert measured.figures  # the case's own figures are committed
 
 

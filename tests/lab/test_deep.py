@@ -141,8 +141,8 @@ def test_the_committed_record_migrates_with_its_numbers_and_curves():
 def test_the_committed_record_judges_as_reported():
     got = {c["id"]: (c["kind"], c["verdict"]) for c in D.judge(_migrated())}
     assert got == {
-        "deep_better": ("book", "INCONCLUSIVE"),  # 4 − 2 layers' reach +0.29, +0.04, −0.09
-        "layer_division_of_labour": ("book", "INCONCLUSIVE"),  # +0.55, −0.17, −0.11
+        "deep_better": ("book", "FAIL"),  # 8 seeds (book --decide): −0.283, 95% CI [−0.86, +0.30] < sesoi 0.502
+        "layer_division_of_labour": ("book", "FAIL"),  # 8 seeds: −0.229, 95% CI [−0.68, +0.23] < sesoi 0.502
         "layer_division_of_labour_long": ("book", "FAIL"),  # 5 seeds (3 until issue 22: INCONCLUSIVE)
         "deep_trains_slower": ("book", "PASS"),  # train loss +0.086, +0.058, +0.124
         "deep_better_long": ("prediction", "FAIL"),  # both overfit when stretched
