@@ -169,11 +169,7 @@ def decide_block() -> str:
         else:
             take = "再多种子也定不下 / more seeds will not settle it"
         if v == "FAIL" and (c.get("reason") or {}).get("text"):
-            take = (
-                "原因 / why: "
-                + c["reason"]["text"].replace("|", "/")[:160]
-                + ("…" if len(c["reason"]["text"]) > 160 else "")
-            )
+            take = f"原因 / why ({c['reason'].get('category', '')}): " + c["reason"]["text"].replace("|", "/")
         lines.append(f"| {question} | `{eid}.{cid}` | **{v}** | {c.get('n') or 0} | {take} |")
     lines.append(DECIDE_END)
     return "\n".join(lines)
