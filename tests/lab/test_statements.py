@@ -328,3 +328,24 @@ def test_quick_entry_end_to_end(tmp_path, text):
     assert {c["id"] for c in doc["claims"]} == set(M.CLAIM_RUNS)
     # judged again from its JSON alone, the same claims
     assert M.judge(doc["results"]) == doc["claims"]
+
+
+def test_the_long_why_says_memorised_only_when_the_numbers_show_it():
+    memorised = results(
+        long_gap=[-2.41],
+        long_val_unscaled=[5.0],
+        long_val_scaled=[7.41],
+        long_train_unscaled=[4.87],
+        long_train_scaled=[0.83],
+    )
+    why = M.WHY["gap_after_10000_steps"](memorised)
+    assert "memorises" in why and "on validation it reverses" in why
+    plain = results(
+        long_gap=[0.5],
+        long_val_unscaled=[4.8],
+        long_val_scaled=[4.3],
+        long_train_unscaled=[4.7],
+        long_train_scaled=[4.1],
+    )
+    why = M.WHY["gap_after_10000_steps"](plain)
+    assert "0.5" in why and "memorises" not in why and "reverses" not in why
