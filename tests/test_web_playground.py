@@ -79,12 +79,23 @@ def test_simplified_input_is_converted_on_the_page_api(client):
 def test_a_listed_run_can_be_chosen_and_nothing_else(client):
     r = client.post("/api/model", json={"run": "mine"})
     assert r.status_code == 200 and r.json()["run"] == "mine" and r.json()["n_head"] == 4
-    assert len(client.post("/api/attention", json={"text": "明月"}).json()["layers"][0]["heads"]) == 4
+    heads = client.post("/api/attention", json={"text": "明月", "run": "mine"}).json()["layers"][0]["heads"]
+    assert len(heads) == 4
     for bad in ("../mine", "/etc", "mine/../case", "notes", "mine/weights", "case"):
-        r = client.post("/api/model", json={"run": bad})
-        assert r.status_code == 404, bad
-    assert client.get("/api/info").json()["run"] == "mine"  # unchanged by the refusals
+        assert client.post("/api/model", json={"run": bad}).status_code == 404, bad
+        assert client.post("/api/attention", json={"text": "明月", "run": bad}).status_code == 404, bad
     assert client.post("/api/model", json={"run": DEFAULT_RUN}).json()["run"] == DEFAULT_RUN
+
+
+def test_one_reader_choosing_a_model_does_not_switch_it_for_another(client):
+    """In a classroom (serve --host) every page keeps its own model: the choice travels with each
+    request, and the server's default is what a page that chose nothing sees."""
+    assert client.post("/api/model", json={"run": "mine"}).json()["run"] == "mine"  # student A chooses
+    assert client.get("/api/info").json()["run"] == DEFAULT_RUN  # student B's page opens on the default
+    b = client.post("/api/attention", json={"text": "明月"}).json()
+    a = client.post("/api/attention", json={"text": "明月", "run": "mine"}).json()
+    assert b["run"] == DEFAULT_RUN and len(b["layers"][0]["heads"]) == 2
+    assert a["run"] == "mine" and len(a["layers"][0]["heads"]) == 4
 
 
 def test_explicit_checkpoint_is_named_by_its_run_folder(runs):

@@ -37,12 +37,14 @@ def save_checkpoint(path: str | Path, model: TinyGPT, tok: CharTokenizer, **extr
     return save_torch(path, payload)
 
 
-def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu", fileobj=None) -> dict:
+    """The checkpoint at ``path`` (or read from ``fileobj``, an open binary file, ``path`` naming it in
+    messages), its contents checked; weights stored in float16 load into float32 models unchanged."""
     path = Path(path)
-    if not path.is_file():
+    if fileobj is None and not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path} (train one with `attnlab train --out DIR`)")
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        payload = torch.load(fileobj if fileobj is not None else path, map_location=map_location, weights_only=True)
     except OSError as e:  # the file is there but cannot be read: not damaged, nothing to delete
         raise CheckpointUnreadable(
             f"cannot read checkpoint {path}: {e.strerror or type(e).__name__}; check its permissions and the disk"

@@ -33,9 +33,24 @@ def add_parser(sub):
         help="checkpoint (or run folder) for experiment 1-2; default: the case's small scaled run "
         "(runs/case/small_scaled_s20261014) or another run with a ckpt.pt under --runs-dir, selectable on the page",
     )
-    p.add_argument("--runs-dir", default="runs", help="directory whose run folders the Runs page lists")
-    p.add_argument("--case-json", default="data/ch1_case.json")
-    p.add_argument("--book-html", default="reports/lab_book.html", help="the lab book served at /book")
+    p.add_argument(
+        "--runs-dir",
+        default=None,
+        help="运行目录 / directory whose run folders the pages list (default: runs/, plus mine/runs and "
+        "quick/case/runs when present; the case models that ship with attnlab are always listed)",
+    )
+    p.add_argument(
+        "--case-json",
+        default=None,
+        help="案例数据 / the case JSON the Runs page draws (default: data/ch1_case.json here, else the copy "
+        "that ships with attnlab)",
+    )
+    p.add_argument(
+        "--book-html",
+        default=None,
+        help="全章实验 / the lab book served at /book (default: reports/lab_book.html here, else the copy "
+        "that ships with attnlab)",
+    )
     return p
 
 
@@ -61,15 +76,18 @@ def main(args) -> int:
     import uvicorn  # the optional "web" extra; missing -> one line from cli.main
 
     from ..web.server import allowed_hosts, create_app
+    from ..web.sources import Sources, published
 
     check_listen(args.host, args.port)
 
+    runs_dir = args.runs_dir or "runs"
     app = create_app(
         args.checkpoint,
-        runs_dir=args.runs_dir,
-        case_json=args.case_json,
-        book_html=args.book_html,
+        runs_dir=runs_dir,
+        case_json=args.case_json or published("data/ch1_case.json", "ch1_case.json"),
+        book_html=args.book_html or published("reports/lab_book.html", "lab_book.html"),
         hosts=allowed_hosts(args.host, args.port),
+        sources=Sources.default(runs_dir, user_roots=args.runs_dir is None),
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
@@ -77,7 +95,7 @@ def main(args) -> int:
     if app.state.model_run:
         print(f"实验 1-2 模型 / experiment 1-2 model: {app.state.model_run}")
     else:
-        print(app.state.model_problem or f"实验 1-2：{args.runs_dir} 下没有带 ckpt.pt 的运行 / no run with a ckpt.pt")
+        print(app.state.model_problem or f"实验 1-2：{runs_dir} 下没有带 ckpt.pt 的运行 / no run with a ckpt.pt")
     from ..web.httpserver import server_config  # header, body and write deadlines
 
     server = uvicorn.Server(server_config(app, host=args.host, port=args.port))

@@ -116,19 +116,23 @@ class RunsRoot:
 
     def listdir(self, rel: str | Iterable[str] = ()) -> list[str]:
         """Names in root/rel (sorted); [] when it is missing, a link or not a folder."""
+        return self.try_listdir(rel) or []
+
+    def try_listdir(self, rel: str | Iterable[str] = ()) -> list[str] | None:
+        """Names in root/rel (sorted); None when it is missing, a link, not a folder or unreadable."""
         if not self.fd_walk:
             try:
                 return sorted(os.listdir(self._dir_path(_parts(rel) if rel not in ((), "") else [])))
             except OSError:
-                return []
+                return None
         try:
             fd = self._dir_fd(_parts(rel) if rel not in ((), "") else [])
         except OSError:
-            return []
+            return None
         try:
             return sorted(os.listdir(fd))
         except OSError:
-            return []
+            return None
         finally:
             os.close(fd)
 

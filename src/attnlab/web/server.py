@@ -30,6 +30,7 @@ traceback.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import threading
@@ -50,6 +51,7 @@ from ..chinese import converted_line, prepare, unknown_line
 from ..errors import AttnlabError
 from ..train import METRICS_FILE, parse_metrics
 from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
+from .sources import Sources
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {
@@ -116,6 +118,7 @@ class ModelRequest(BaseModel):
 class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(max_length=MAX_TEXT_CHARS)
+    run: str | None = Field(default=None, max_length=4 * MAX_RUN_NAME)  # the page's model; None: the default
 
 
 @dataclass
@@ -135,6 +138,8 @@ CHECKPOINT_FILE = "ckpt.pt"
 DEFAULT_RUN = "case/small_scaled_s20261014"  # the case's small scaled model, the chapter's own
 MAX_CHECKPOINT_DEPTH = 3  # runs/<a>/<b>/<c>/ckpt.pt at most
 MAX_CHECKPOINTS = 1000
+MAX_CHECKPOINT_BYTES = 4 * 2**30  # a ckpt.pt larger than this is not loaded by the server
+MAX_MODELS = 8  # models kept loaded at once (each page chooses its own; the least recently used goes)
 
 
 def run_label(path: str | Path, runs_root: Path) -> str:
@@ -146,13 +151,23 @@ def run_label(path: str | Path, runs_root: Path) -> str:
         return folder.name or str(folder)
 
 
-def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None) -> Loaded:
-    """Load a checkpoint (torch is imported only when one is asked for)."""
+def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None, source=None) -> Loaded:
+    """Load a checkpoint (torch is imported only when one is asked for). With ``source`` ((RunsRoot, parts)
+    of its folder) the file is opened through the runs root: no link is followed, a swapped folder is refused."""
     from attnlab.checkpoint import from_payload, read_checkpoint
     from attnlab.diagnostics import head_metrics
 
-    payload = read_checkpoint(path)
-    model, tok, cfg = from_payload(payload, path)
+    if source is None:
+        payload = read_checkpoint(path)
+    else:
+        root, parts = source
+        try:
+            f = root.open((*parts, CHECKPOINT_FILE), MAX_CHECKPOINT_BYTES)
+        except OSError as e:
+            raise AttnlabError(f"{run or path}: ckpt.pt cannot be opened ({e})") from None
+        with f:
+            payload = read_checkpoint(run or path, fileobj=f)
+    model, tok, cfg = from_payload(payload, run or path)
     model.eval()
     step = payload.get("step") if isinstance(payload.get("step"), int) else None
     return Loaded(str(path), model, tok, cfg, head_metrics, run or run_label(path, runs_root), step)
@@ -163,38 +178,26 @@ def checkpoint_runs(root: Path) -> dict[str, Path]:
 
     Names are the folders' relative paths ("mine", "case/small_scaled_s20261014"); every part
     is a plain name (runfiles.valid_run_name) and no symlink is followed, so a name from a request
-    is only ever looked up here, never joined onto a path.
+    is only ever looked up here, never joined onto a path (see :class:`attnlab.web.sources.Sources`).
     """
-    out: dict[str, Path] = {}
+    found = Sources.single(root).listing().checkpoints
+    return {name: Path(src.path, *parts, CHECKPOINT_FILE) for name, (src, parts) in found.items()}
 
-    def walk(d: Path, parts: tuple[str, ...]) -> None:
-        try:
-            children = sorted(d.iterdir())
-        except OSError:
-            return
-        for sub in children:
-            if len(out) >= MAX_CHECKPOINTS:
-                return
-            if not valid_run_name(sub.name) or sub.is_symlink() or not sub.is_dir():
-                continue
-            ckpt = sub / CHECKPOINT_FILE
-            if ckpt.is_file() and not ckpt.is_symlink():
-                out["/".join((*parts, sub.name))] = ckpt
-            if len(parts) + 1 < MAX_CHECKPOINT_DEPTH:
-                walk(sub, (*parts, sub.name))
 
-    if root.is_dir():
-        walk(root, ())
-    return out
+def _root_parts(where) -> tuple[RunsRoot, tuple[str, ...]]:
+    src, parts = where
+    return src.root, parts
 
 
 def default_run(names: Iterable[str]) -> str | None:
-    """The run the playground shows first: the case's small scaled model, else another small
-    scaled one of the case, else the most recently named run of the user's, else None."""
+    """The run the playground shows first: the case's small scaled model (the user's own case in
+    runs/, then make case's in mine/, then the one that ships with attnlab, then the quick try's),
+    else another small scaled one of the case, else the first run of the user's, else None."""
     names = list(names)
-    if DEFAULT_RUN in names:
-        return DEFAULT_RUN
-    case = sorted(n for n in names if n.startswith("case/small_scaled"))
+    for name in (DEFAULT_RUN, f"mine:{DEFAULT_RUN}", f"shipped:{DEFAULT_RUN}", f"quick:{DEFAULT_RUN}"):
+        if name in names:
+            return name
+    case = sorted(n for n in names if n.split(":", 1)[-1].startswith("case/small_scaled"))
     if case:
         return case[0]
     return names[0] if names else None
@@ -380,32 +383,67 @@ def create_app(
     case_json: str = "data/ch1_case.json",
     hosts: Iterable[str] | None = None,
     book_html: str = "reports/lab_book.html",
+    sources: Sources | None = None,
 ) -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
     hosts: the Host headers answered (see :func:`allowed_hosts`); None = loopback names only.
+    sources: the run roots listed (:mod:`attnlab.web.sources`); None = ``runs_dir`` alone.
+    Each page chooses its own model (``run`` in ``POST /api/attention``): one reader choosing a model
+    never switches it for another; ``POST /api/model`` only describes a run (loading it).
     """
-    ckpt_dir = Path(runs_dir)  # where checkpoints are found (checkpoint_runs: no symlinks)
-    runs_root = RunsRoot(runs_dir)  # every other read under runs/ (no links followed)
+    sources = sources if sources is not None else Sources.single(runs_dir)
     if checkpoint and Path(checkpoint).is_dir():  # a run folder names its checkpoint
         checkpoint = str(Path(checkpoint) / CHECKPOINT_FILE)
-    # the model experiment 1-2 shows: --checkpoint, else the case's small scaled run when present
-    state: dict[str, Any] = {"loaded": _load(checkpoint, ckpt_dir) if checkpoint else None, "problem": None}
-    # the --checkpoint run stays choosable after switching away, even outside runs_dir
-    started = {state["loaded"].run: Path(state["loaded"].path)} if state["loaded"] else {}
-    if checkpoint is None:
-        found = checkpoint_runs(ckpt_dir)
+    models: collections.OrderedDict[str, Loaded] = collections.OrderedDict()  # run -> loaded, LRU
+    state: dict[str, Any] = {"default": None, "problem": None}
+    started: dict[str, Loaded] = {}  # the --checkpoint run stays choosable, even outside every root
+    if checkpoint:
+        first = _load(checkpoint, Path(runs_dir))
+        started[first.run] = first
+        state["default"] = first.run
+    else:
+        found = sources.listing().checkpoints
         pick = default_run(found)
         if pick is not None:
             try:
-                state["loaded"] = _load(str(found[pick]), ckpt_dir, pick)
+                models[pick] = _load(pick, Path(runs_dir), pick, _root_parts(found[pick]))
+                state["default"] = pick
             except AttnlabError as e:  # a broken run folder must not stop the server
                 state["problem"] = str(e)
+    lock = threading.Lock()  # one forward pass at a time; guards the model cache too
+
+    def model_of(name: str | None) -> Loaded:
+        """The loaded model of run ``name`` (the default when None), loading it when it is listed."""
+        name = name or state["default"]
+        if name is None:
+            raise HTTPException(409, NO_CHECKPOINT_HINT)
+        if name in started:
+            return started[name]
+        with lock:
+            if name in models:
+                models.move_to_end(name)
+                return models[name]
+        where = sources.checkpoint(name)
+        if where is None:
+            raise HTTPException(
+                404, f"没有这个运行 / no run with a checkpoint named {name[:80]!r} in the runs directories"
+            )
+        try:
+            loaded = _load(name, Path(runs_dir), name, _root_parts(where))
+        except AttnlabError as e:
+            raise HTTPException(422, str(e)) from None
+        with lock:
+            models[name] = loaded
+            while len(models) > MAX_MODELS:
+                models.popitem(last=False)
+        return loaded
+
     case_path = Path(case_json)
     lock = threading.Lock()  # one forward pass at a time: the model is shared
 
     app = FastAPI(title="attnlab playground", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.model_run = state["loaded"].run if state["loaded"] else None  # for serve's start line
+    app.state.model_run = state["default"]  # for serve's start line
     app.state.model_problem = state["problem"]
 
     @app.middleware("http")
@@ -470,55 +508,48 @@ def create_app(
         return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
-    def info_payload() -> dict:
-        loaded = state["loaded"]
-        runs = list(dict.fromkeys([*started, *checkpoint_runs(ckpt_dir)]))
+    def run_list() -> list[str]:
+        return list(dict.fromkeys([*started, *sources.listing().checkpoints]))
+
+    def info_payload(loaded: Loaded | None) -> dict:
+        runs = run_list()
+        groups = sources.labels()
+        skipped = sources.listing().skipped
+        extra = {"groups": groups, **({"skipped": skipped} if skipped else {})}
         if loaded is None:
             hint = NO_CHECKPOINT_HINT if not state["problem"] else f"{state['problem']} {NO_CHECKPOINT_HINT}"
-            return {"checkpoint": None, "hint": hint, "runs": runs}
+            return {"checkpoint": None, "hint": hint, "runs": runs, **extra}
         cfg = loaded.cfg
         return {
             "checkpoint": loaded.run,
             "run": loaded.run,
+            "default": state["default"],
             "step": loaded.step,
             "runs": runs,
             "block_size": cfg.block_size,
             "n_layer": cfg.n_layer,
             "n_head": cfg.n_head,
             "d_model": cfg.d_model,
+            "scaled": getattr(cfg, "scaled", None),
             "vocab_size": len(loaded.tok.itos),
+            **extra,
         }
 
     @app.get("/api/info")
     def info() -> dict:
-        return info_payload()
+        return info_payload(model_of(None) if state["default"] else None)
 
     @app.post("/api/model")
     def choose_model(req: ModelRequest) -> dict:
-        # Only a run the listing offers: a name is looked up, never joined onto a path.
-        found = {**checkpoint_runs(ckpt_dir), **started}
-        current = state["loaded"]
-        if current is not None and req.run == current.run:
-            return info_payload()
-        if req.run not in found:
-            raise HTTPException(
-                404, f"没有这个运行 / no run with a checkpoint named {req.run[:80]!r} in the runs directory"
-            )
-        try:
-            new = _load(str(found[req.run]), ckpt_dir, req.run)
-        except AttnlabError as e:
-            raise HTTPException(422, str(e)) from None
-        with lock:
-            state["loaded"] = new
-        return info_payload()
+        # A description of the run the page chose; the server's default and other readers' pages stay
+        # as they are. Only a listed run: a name is looked up, never joined onto a path.
+        return info_payload(model_of(req.run))
 
     @app.post("/api/attention")
     def attention(req: AttentionRequest) -> dict:
-        loaded = state["loaded"]
-        if loaded is None:
-            raise HTTPException(409, NO_CHECKPOINT_HINT)
         if not req.text.strip():
             raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        loaded = model_of(req.run)
         prep = prepare(req.text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
         text = prep.converted
         block = loaded.cfg.block_size
@@ -573,10 +604,8 @@ def create_app(
         }
 
     def run_names() -> list[str]:
-        """Run folders directly in runs_dir; symlinks refused at every level below it."""
-        from .timeline import run_dirs
-
-        return [name for name, parts in run_dirs(runs_root).items() if len(parts) == 1]
+        """Run folders directly in a run root (symlinks refused at every level below it)."""
+        return [name for name, (_, parts) in sources.listing().runs.items() if len(parts) == 1]
 
     @app.get("/api/runs")
     def runs() -> dict:
@@ -585,20 +614,23 @@ def create_app(
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
         # Only names that were listed are served: no separators, no "..", no symlinks.
-        from .timeline import resolve_run, run_sinks
+        from .timeline import run_sinks
 
-        gone = HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
-        if not valid_run_name(name) or resolve_run(runs_root, name) != (name,):
+        gone = HTTPException(404, f"no run named {name[:80]!r} in the runs directories")
+        where = sources.resolve(name) if len(name) <= 4 * MAX_RUN_NAME else None
+        if where is None or len(where[1]) != 1:
             raise gone
+        root, parts = _root_parts(where)
         try:
-            metrics = read_metrics(runs_root, (name, METRICS_FILE))
+            metrics = read_metrics(root, (*parts, METRICS_FILE))
         except OSError as e:
-            if not runs_root.is_dir(name):
+            if not root.is_dir(parts):
+                sources.forget()
                 raise gone from None
             raise HTTPException(
                 422, f"训练曲线文件损坏，无法读取。 metrics.jsonl of {name[:80]!r} cannot be read: {e}"
             ) from None
-        return {"name": name, **metrics, "sinks": run_sinks(runs_root, (name,))}
+        return {"name": name, **metrics, "sinks": run_sinks(root, parts)}
 
     @app.get("/api/case")
     def case() -> dict:
@@ -614,7 +646,7 @@ def create_app(
             raise HTTPException(422, "案例文件无法解析。 The case file could not be parsed.") from None
         return {"pairs": pairs}
 
-    add_timeline_routes(app, runs_root)
+    add_timeline_routes(app, sources)
 
     @app.api_route("/api/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
     def unknown_api(rest: str):
@@ -629,23 +661,27 @@ class GlyphRequest(BaseModel):
     text: str = Field(max_length=4096)
 
 
-def add_timeline_routes(app: FastAPI, runs_root: RunsRoot) -> None:
+def add_timeline_routes(app: FastAPI, sources: Sources) -> None:
     """/api/live (runs and their state), /api/timeline/<run> (curves + snapshots), /api/glyphs.
 
-    Runs may sit one level down (the case's runs/case/big_unscaled); a name is
-    served only when it is one of the listed run directories.
+    Runs may sit one level down (the case's runs/case/big_unscaled) and in any run root
+    (``shipped:case/big_unscaled``); a name is served only when it is one of the listed runs.
     """
     from . import timeline as tl
 
     @app.get("/api/live")
     def live() -> dict:
-        return {"runs": tl.list_runs(runs_root)}
+        listing = sources.listing()
+        out = tl.list_runs_of((name, src.root, parts) for name, (src, parts) in listing.runs.items())
+        return {"runs": out, **({"skipped": listing.skipped} if listing.skipped else {})}
 
     @app.get("/api/timeline/{name:path}")
     def timeline(name: str) -> dict:
-        data = tl.timeline_payload(runs_root, name, read_metrics)
+        where = sources.resolve(name) if len(name) <= 4 * MAX_RUN_NAME else None
+        data = tl.run_payload(where[0].root, where[1], name, read_metrics) if where else None
         if data is None:
-            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directory")
+            sources.forget()
+            raise HTTPException(404, f"no run named {name[:80]!r} in the runs directories")
         return data
 
     @app.post("/api/glyphs")

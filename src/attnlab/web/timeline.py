@@ -164,9 +164,14 @@ def run_state(root, parts, now: float | None = None) -> dict:
 def list_runs(root) -> list[dict]:
     """Every listed run with its state; a run removed while listing is left out, never an error."""
     root = _root(root)
+    return list_runs_of((name, root, parts) for name, parts in run_dirs(root).items())
+
+
+def list_runs_of(runs) -> list[dict]:
+    """The state of each (name, root, parts); a run removed while listing is left out, never an error."""
     now = time.time()
     out = []
-    for name, parts in run_dirs(root).items():
+    for name, root, parts in runs:
         try:
             out.append({"name": name, **run_state(root, parts, now)})
         except FileNotFoundError:
@@ -297,8 +302,12 @@ def timeline_payload(root, name: str, read_metrics) -> dict | None:
     metrics.jsonl cannot be read is shown "damaged" with why, never an error."""
     root = _root(root)
     parts = resolve_run(root, name)
-    if parts is None:
-        return None
+    return None if parts is None else run_payload(root, parts, name, read_metrics)
+
+
+def run_payload(root, parts, name: str, read_metrics) -> dict | None:
+    """The payload of :func:`timeline_payload` for the run folder ``parts`` of ``root``, named ``name``."""
+    root = _root(root)
     try:
         state = run_state(root, parts)
     except FileNotFoundError:

@@ -1,5 +1,6 @@
 // Experiment 1-2: attention maps of a trained model (the case's small scaled run by default,
-// or any run with a checkpoint under the runs directory, chosen from the list).
+// or any run with a checkpoint in the run roots, chosen from the list). The choice belongs to
+// this page: it is sent with every request, so other readers of the same server keep theirs.
 "use strict";
 
 (() => {
@@ -25,15 +26,29 @@
   function showInfo(data) {
     info = data;
     const sel = $("run-select");
-    // grouped by their first folder (case/, lr/, …), the user's own runs first
+    // grouped by where they come from (runs/, mine/runs, quick/case/runs, the shipped models), then by
+    // their first folder (case/, lr/, …); the user's own runs first
+    const labels = data.groups || {};
+    const order = Object.keys(labels);
     const groups = new Map();
     for (const n of data.runs || []) {
-      const g = n.includes("/") ? n.split("/")[0] : "";
+      const cut = n.indexOf(":");
+      const src = cut > 0 && n.slice(0, cut) in labels ? n.slice(0, cut) : "";
+      const rel = src ? n.slice(cut + 1) : n;
+      const g = JSON.stringify([src, rel.includes("/") ? rel.split("/")[0] : ""]);
       if (!groups.has(g)) groups.set(g, []);
-      groups.get(g).push(el("option", { value: n, text: n }));
+      groups.get(g).push(el("option", { value: n, text: rel }));
     }
-    sel.replaceChildren(...[...groups].sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b)))
-      .map(([g, opts]) => (g ? el("optgroup", { label: `${g}/` }, ...opts) : el("optgroup", { label: "你的运行 your runs" }, ...opts))));
+    const rank = ([k]) => { const [src, top] = JSON.parse(k); return [Math.max(0, order.indexOf(src)), top]; };
+    const label = (k) => {
+      const [src, top] = JSON.parse(k);
+      const where = src ? labels[src] : (labels[""] || "你的运行 / your runs");
+      return top ? `${where} · ${top}/` : where;
+    };
+    sel.replaceChildren(...[...groups].sort((a, b) => {
+      const [ra, ta] = rank(a), [rb, tb] = rank(b);
+      return ra - rb || (ta === "" ? -1 : tb === "" ? 1 : ta.localeCompare(tb));
+    }).map(([g, opts]) => el("optgroup", { label: label(g) }, ...opts)));
     sel.value = data.run;
     sel.disabled = (data.runs || []).length < 2;
     $("ckpt-info").replaceChildren(el("span", { "data-testid": "run-name" },
@@ -48,7 +63,7 @@
     const name = $("run-select").value;
     $("run-message").textContent = "";
     $("run-select").disabled = true;
-    const r = await json("/api/model", { run: name });
+    const r = await json("/api/model", { run: name });  // describes the run; nobody else's page changes
     if (!r.ok) {
       $("run-message").textContent = r.detail;
       $("run-select").disabled = false;
@@ -56,7 +71,15 @@
       return;
     }
     showInfo(r.data);
+    remember(name);
     run();
+  }
+
+  // The page's own choice survives a reload (?run=…) and is sent with every request.
+  function remember(name) {
+    const url = new URL(window.location.href);
+    if (info && name === info.default) url.searchParams.delete("run"); else url.searchParams.set("run", name);
+    window.history.replaceState(null, "", url);
   }
 
   function lengthNote() {
@@ -69,7 +92,7 @@
     if (!info) return;
     const mine = ++seq;
     const text = $("text-input").value;
-    const r = await json("/api/attention", { text });
+    const r = await json("/api/attention", { text, run: info.run });
     if (mine !== seq) return;   // a newer request is on its way
     if (!r.ok) {
       $("attn-message").textContent = r.detail;
@@ -170,9 +193,14 @@
     $("map-dialog-close").addEventListener("click", () => $("map-dialog").close());
     $("map-dialog").addEventListener("click", (e) => { if (e.target === $("map-dialog")) $("map-dialog").close(); });
     setEnabled(false);
-    const r = await json("/api/info");
+    let r = await json("/api/info");
     if (!r.ok) { $("ckpt-info").textContent = r.detail; return; }
     if (!r.data.checkpoint) { showNoCheckpoint(r.data.hint); return; }
+    const asked = new URL(window.location.href).searchParams.get("run");
+    if (asked && asked !== r.data.run && (r.data.runs || []).includes(asked)) {
+      const chosen = await json("/api/model", { run: asked });
+      if (chosen.ok) r = chosen; else $("run-message").textContent = chosen.detail;
+    }
     showInfo(r.data);
     $("run-select").addEventListener("change", chooseRun);
     $("run-attention").addEventListener("click", run);

@@ -189,7 +189,8 @@
     let main = params.get("run");
     let twin = params.get("twin");
     if (!names.includes(main)) {
-      main = ["case/big_unscaled", "big_unscaled"].find((n) => withSnap.includes(n))
+      main = ["case/big_unscaled", "big_unscaled", "mine:case/big_unscaled", "shipped:case/big_unscaled",
+        "quick:case/big_unscaled"].find((n) => withSnap.includes(n))
         || withSnap.find((n) => /(^|\/)big_unscaled_s\d+$/.test(n)) || withSnap[0] || names[0] || "";
     }
     if (twin === null) {

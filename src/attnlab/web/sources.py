@@ -1,0 +1,172 @@
+"""Where the playground finds runs: several run roots behind one naming scheme.
+
+``attnlab serve`` with no argument looks in the places attnlab itself writes and in
+the case models that ship inside the package, so a fresh clone (or a wheel installed
+in an empty folder) opens on a trained model:
+
+=============  =====================================  ==================================
+name prefix    folder                                 written by
+=============  =====================================  ==================================
+(none)         ``runs/`` (or ``--runs-dir``)          ``attnlab train``, ``attnlab case``
+``mine:``      ``mine/runs/``                         ``make case``
+``quick:``     ``quick/case/runs/``                   ``attnlab case --quick``
+``shipped:``   ``attnlab/data/case_runs/`` (package)  the case's first seed, 1500 steps
+=============  =====================================  ==================================
+
+A run is named ``PREFIX:REL`` (``shipped:case/big_unscaled``), ``REL`` being its path
+below that root, one or two plain components (:func:`attnlab.web.runfiles.valid_run_name`).
+A name is only ever looked up in the listing, never joined onto a path, and every file
+is read through :class:`attnlab.web.runfiles.RunsRoot`, which follows no link. In the
+first root, a folder whose name starts with a known prefix and a colon is not listed (it
+would read as another root's run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runfiles import RunsRoot, valid_run_name
+
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
+SHIPPED_RUNS = PACKAGE_DATA / "case_runs"  # runs/case/<name> of the case's first seed, as trained
+CHECKPOINT_FILE = "ckpt.pt"
+METRICS_FILE = "metrics.jsonl"
+MAX_DEPTH = 3  # root/<a>/<b>/<c>/ckpt.pt at most
+MAX_LISTED = 1000  # run folders listed per root; past that the listing says so
+LISTING_TTL_S = 2.0  # a listing is reused this long (every /api/info used to walk every tree)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One run root: the name prefix of its runs ("" for the first), its folder and the page's label."""
+
+    prefix: str
+    path: Path
+    label: str
+
+    @property
+    def root(self) -> RunsRoot:
+        return RunsRoot(self.path)
+
+    def name(self, rel: str) -> str:
+        return f"{self.prefix}:{rel}" if self.prefix else rel
+
+
+# (prefix, folder relative to the working directory, label) for serve's defaults
+USER_ROOTS = (
+    ("mine", Path("mine") / "runs", "make case 的运行 / make case's runs (mine/runs)"),
+    ("quick", Path("quick") / "case" / "runs", "快速试跑 / the quick try (quick/case/runs)"),
+)
+SHIPPED = ("shipped", SHIPPED_RUNS, "随包附带的案例模型 / the case models that ship with attnlab")
+
+
+@dataclass
+class Listing:
+    runs: dict[str, tuple[Source, tuple[str, ...]]]  # name -> (source, parts) of run folders (metrics.jsonl)
+    checkpoints: dict[str, tuple[Source, tuple[str, ...]]]  # name -> (source, parts) of folders with ckpt.pt
+    skipped: list[str]  # folders that could not be read, named relative to their root
+
+
+class Sources:
+    """An ordered list of run roots; :meth:`listing` is cached for ``LISTING_TTL_S`` seconds."""
+
+    def __init__(self, sources: list[Source], ttl_s: float = LISTING_TTL_S):
+        prefixes = [s.prefix for s in sources]
+        if len(set(prefixes)) != len(prefixes):
+            raise ValueError(f"run roots need distinct prefixes, got {prefixes}")
+        self.sources = sources
+        self.ttl_s = ttl_s
+        self._cache: tuple[float, Listing] | None = None
+
+    @classmethod
+    def single(cls, runs_dir: str | os.PathLike) -> Sources:
+        return cls([Source("", Path(runs_dir), "你的运行 / your runs")])
+
+    @classmethod
+    def default(cls, runs_dir: str | os.PathLike = "runs", user_roots: bool = True, shipped: bool = True) -> Sources:
+        """The runs directory, then (``user_roots``) mine/runs and quick/case/runs when they are other
+        folders, then (``shipped``) the packaged case models."""
+        out = [Source("", Path(runs_dir), "你的运行 / your runs")]
+        seen = {_real(runs_dir)}
+        extra = [*(USER_ROOTS if user_roots else ()), *((SHIPPED,) if shipped else ())]
+        for prefix, path, label in extra:
+            if _real(path) not in seen:
+                seen.add(_real(path))
+                out.append(Source(prefix, Path(path), label))
+        return cls(out)
+
+    @property
+    def primary(self) -> Source:
+        return self.sources[0]
+
+    def labels(self) -> dict[str, str]:
+        return {s.prefix: s.label for s in self.sources}
+
+    def listing(self) -> Listing:
+        now = time.monotonic()
+        if self._cache is not None and now - self._cache[0] < self.ttl_s:
+            return self._cache[1]
+        runs: dict = {}
+        ckpts: dict = {}
+        skipped: list[str] = []
+        prefixes = {s.prefix for s in self.sources if s.prefix}
+        for src in self.sources:
+            _walk(src, src.root, (), runs, ckpts, skipped, prefixes if not src.prefix else set())
+        listing = Listing(runs, ckpts, skipped)
+        self._cache = (now, listing)
+        return listing
+
+    def forget(self) -> None:
+        self._cache = None
+
+    def resolve(self, name: str) -> tuple[Source, tuple[str, ...]] | None:
+        """(source, parts) of a listed run folder named ``name``, or None."""
+        return self.listing().runs.get(name)
+
+    def checkpoint(self, name: str) -> tuple[Source, tuple[str, ...]] | None:
+        return self.listing().checkpoints.get(name)
+
+
+PUBLISHED = PACKAGE_DATA / "published"  # the committed case JSON and reports, shipped in the wheel
+
+
+def published(here: str, name: str) -> str:
+    """``here`` (a path relative to the working directory: a checkout's committed file or the user's
+    own) when it exists, else the copy that ships inside the package (``attnlab/data/published``)."""
+    return here if Path(here).is_file() else str(PUBLISHED / name)
+
+
+def _real(path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return str(path)
+
+
+def _walk(src: Source, root: RunsRoot, parts: tuple, runs: dict, ckpts: dict, skipped: list, shadowed: set) -> None:
+    """Record run folders (metrics.jsonl, one or two levels down) and checkpoint folders (ckpt.pt, up to
+    MAX_DEPTH levels) below ``parts``; a folder that cannot be read is named in ``skipped``, never fatal."""
+    names = root.try_listdir(parts)
+    if names is None:
+        if parts or root.root.exists():
+            skipped.append(src.name("/".join(parts)) if parts else str(src.path))
+        return
+    for child in names:
+        if len(ckpts) >= MAX_LISTED or len(runs) >= MAX_LISTED:
+            return
+        if not valid_run_name(child) or (not parts and ":" in child and child.split(":", 1)[0] in shadowed):
+            continue
+        sub = (*parts, child)
+        if not root.is_dir(sub):  # files, links and anything else are not runs
+            continue
+        rel = "/".join(sub)
+        if root.is_file((*sub, CHECKPOINT_FILE)):
+            ckpts[src.name(rel)] = (src, sub)
+        if len(sub) <= 2 and root.is_file((*sub, METRICS_FILE)):
+            runs[src.name(rel)] = (src, sub)
+            continue  # a run's own subfolders are not runs
+        if len(sub) < MAX_DEPTH:
+            _walk(src, root, sub, runs, ckpts, skipped, shadowed)
