@@ -72,16 +72,14 @@ def check_listen(host: str, port: int) -> None:
             ) from None
 
 
-def main(args) -> int:
-    import uvicorn  # the optional "web" extra; missing -> one line from cli.main
-
+def make_app(args):
+    """The app ``serve`` runs: with no flag it lists runs/, mine/runs, quick/case/runs and the shipped case
+    models, and serves the committed case JSON and lab book (this checkout's, else the packaged copies)."""
     from ..web.server import allowed_hosts, create_app
     from ..web.sources import Sources, published
 
-    check_listen(args.host, args.port)
-
     runs_dir = args.runs_dir or "runs"
-    app = create_app(
+    return create_app(
         args.checkpoint,
         runs_dir=runs_dir,
         case_json=args.case_json or published("data/ch1_case.json", "ch1_case.json"),
@@ -89,6 +87,14 @@ def main(args) -> int:
         hosts=allowed_hosts(args.host, args.port),
         sources=Sources.default(runs_dir, user_roots=args.runs_dir is None),
     )
+
+
+def main(args) -> int:
+    import uvicorn  # the optional "web" extra; missing -> one line from cli.main
+
+    check_listen(args.host, args.port)
+    app = make_app(args)
+    runs_dir = args.runs_dir or "runs"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}; anyone who can reach it can use the server")
     print(f"attnlab playground: http://{'127.0.0.1' if args.host == '127.0.0.1' else args.host}:{args.port}/")

@@ -161,12 +161,19 @@ def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None, sou
         payload = read_checkpoint(path)
     else:
         root, parts = source
+        again = (
+            " — 这是随包附带的模型，重新安装 attnlab 即可恢复 / a model that ships with attnlab: reinstall it "
+            "(pip install --force-reinstall attnlab, or git checkout src/attnlab/data in a clone)"
+            if (run or "").startswith("shipped:")
+            else ""
+        )
         try:
-            f = root.open((*parts, CHECKPOINT_FILE), MAX_CHECKPOINT_BYTES)
+            with root.open((*parts, CHECKPOINT_FILE), MAX_CHECKPOINT_BYTES) as f:
+                payload = read_checkpoint(run or path, fileobj=f)
         except OSError as e:
-            raise AttnlabError(f"{run or path}: ckpt.pt cannot be opened ({e})") from None
-        with f:
-            payload = read_checkpoint(run or path, fileobj=f)
+            raise AttnlabError(f"{run or path}: ckpt.pt cannot be opened ({e}){again}") from None
+        except AttnlabError as e:
+            raise AttnlabError(f"{e}{again}") from None
     model, tok, cfg = from_payload(payload, run or path)
     model.eval()
     step = payload.get("step") if isinstance(payload.get("step"), int) else None

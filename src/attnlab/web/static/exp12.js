@@ -16,9 +16,9 @@
   function showNoCheckpoint(hint) {
     $("ckpt-info").replaceChildren(el("div", { "data-testid": "no-checkpoint" },
       el("strong", { text: "没有加载模型 · No checkpoint loaded." }), el("br"),
-      "运行目录里没有训练好的模型。先训练一个（attnlab train 或 attnlab case），或启动时指定：", el("br"),
+      "运行目录里没有可用的模型（随包附带的案例模型也没能加载）。训练一个（几分钟：attnlab case --quick，或 attnlab train --out runs/mine），或启动时指定：", el("br"),
       el("code", { text: "attnlab serve --checkpoint runs/<名字>/ckpt.pt" }), el("br"),
-      el("span", { class: "en", text: "No trained model in the runs directory: train one (attnlab train or attnlab case), or start the server with attnlab serve --checkpoint runs/<name>/ckpt.pt" }),
+      el("span", { class: "en", text: "No model could be loaded (not even the case models that ship with attnlab): train one (a few minutes: attnlab case --quick, or attnlab train --out runs/mine), or start the server with attnlab serve --checkpoint runs/<name>/ckpt.pt" }),
       hint ? el("div", { class: "note", text: hint }) : null));
     setEnabled(false);
   }
