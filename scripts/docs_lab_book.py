@@ -1,26 +1,35 @@
-"""Rewrite the committed book's summary in docs/lab-book.md and README.md from data/lab_book.json.
+"""Rewrite every number the docs state about results, times and costs from the committed JSON and the plan.
 
-The blocks between the markers (in docs/lab-book.md: counts, per-section verdicts, runs and
-training time per experiment; in README.md: one paragraph, how many claims are decided and what
-the book cost) are generated; everything else is prose. tests/test_docs.py checks that the
-committed pages equal what this script would write, so they cannot drift from the book.
+Each page has blocks between markers (``<!-- NAME:start -->`` … ``<!-- NAME:end -->``) that this
+script writes; everything else is prose, and prose carries no result numbers. The blocks come from
+data/lab_book.json and data/lab_book/*.json (the book's counts, compute and decided questions),
+data/ch1_case.json (the case's results, its FAIL reasons, the weight-decay runs),
+data/failure_symptoms.json and data/head_portrait.json, data/bench_executors.json, and the plan of
+``attnlab case --plan`` / ``attnlab book --plan`` (attnlab.experiments.plan, costed from the committed
+timing records with nothing on disk). tests/test_docs.py checks that the committed pages equal what
+this script would write, so they cannot drift from the data.
 
-    python scripts/docs_lab_book.py            # rewrite docs/lab-book.md and README.md
-    python scripts/docs_lab_book.py --check    # exit 1 when either page is stale
+    python scripts/docs_lab_book.py            # rewrite the pages
+    python scripts/docs_lab_book.py --check    # exit 1 when a page is stale
 """
 
 import argparse
 import json
+import math
+import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from attnlab import verdicts as V  # noqa: E402
+from attnlab.experiments import claims as C  # noqa: E402
 
 START, END = "<!-- lab-book-summary:start -->", "<!-- lab-book-summary:end -->"
-PAGE = ROOT / "docs" / "lab-book.md"
+DOCS = ROOT / "docs"
+PAGE = DOCS / "lab-book.md"
 README = ROOT / "README.md"
 DECIDE_START, DECIDE_END = "<!-- decide-table:start -->", "<!-- decide-table:end -->"
 # issue 22's questions, each answered by one claim (experiment id, claim id)
@@ -106,7 +115,7 @@ def summary_block(book: dict) -> str:
 
 def readme_block(book: dict) -> str:
     """The README's paragraphs: the case's verdicts (data/ch1_case.json); the book's claims decided
-    (PASS or FAIL), the rest, and the book's compute."""
+    (PASS or FAIL), the rest, and the book's compute (the older sum-only records are said in docs/lab-book.md)."""
     s, total = book["summary"], book.get("timings", {}).get("book", {})
     v = {
         k: sum(c.get(k, 0) for c in s["verdicts"].values()) for k in ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")
@@ -119,13 +128,6 @@ def readme_block(book: dict) -> str:
         if total.get("compute_s")
         else "训练时间没有记录 / no training time recorded"
     )
-    if legacy := legacy_records(book):
-        secs, n = sum(t["compute_s"] for t in legacy.values()), sum(t.get("timed_runs", 0) for t in legacy.values())
-        cost += (
-            f"；另有 {len(legacy)} 个实验的旧记录只存了总数（{n} 个运行、{_hours(secs)} 核时，未计入）"
-            f" / plus {len(legacy)} experiments whose older records hold only sums ({n} runs, {_hours(secs)} "
-            "core-hours, not added in)"
-        )
     case = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
     return "\n".join(
         [
@@ -175,36 +177,409 @@ def decide_block() -> str:
     return "\n".join(lines)
 
 
-def render(page: str, book: dict) -> str:
-    page = _replace(page, START, END, summary_block(book), PAGE)
-    if DECIDE_START in page:
-        page = _replace(page, DECIDE_START, DECIDE_END, decide_block(), PAGE)
+# ---------------------------------------------------------------------------- numbers
+def sig(x: float, n: int = 2) -> str:
+    """``x`` to ``n`` significant digits, without exponent notation; a minus sign as −."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    places = max(0, n - 1 - math.floor(math.log10(abs(x))))
+    return f"{round(x, places):.{places}f}".replace("-", "−")
+
+
+def pm(xs: list[float]) -> str:
+    """mean ± sd over seeds: the sd to two significant digits, the mean to the same place."""
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return sig(m, 3)
+    sd = statistics.stdev(xs)
+    if sd == 0:
+        return f"{sig(m, 3)} ± 0"
+    places = 1 - math.floor(math.log10(sd))
+    if places <= 0:
+        return f"{round(m, places):.0f} ± {round(sd, places):.0f}".replace("-", "−")
+    return f"{m:.{places}f} ± {sd:.{places}f}".replace("-", "−")
+
+
+def num(x) -> str:
+    """A number as the book prints it: no exponent notation (8e-05 is 0.00008)."""
+    if isinstance(x, str):
+        return x
+    if float(x).is_integer():
+        return f"{int(x)}"
+    return f"{x:.10f}".rstrip("0").rstrip(".")
+
+
+def seeds_list(xs: list[float], places: int = 2) -> str:
+    return ", ".join(f"{x:.{places}f}".replace("-", "−") for x in xs)
+
+
+def span(xs: list[float]) -> str:
+    lo, hi = min(xs), max(xs)
+    return f"{lo:g}–{hi:g}" if lo != hi else f"{lo:g}"
+
+
+def _json(rel: str) -> dict:
+    return json.loads((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def _claims(doc: dict) -> dict[str, dict]:
+    return {c["id"]: c for c in doc.get("claims", [])}
+
+
+CATEGORY = {
+    "finding": "书的问题 / the book's own numbers",
+    "protocol": "协议差异 / protocol",
+    "unexplained": "未解释 / unexplained",
+    "scale": "规模 / scale",
+}
+
+
+# ---------------------------------------------------------------------------- the case
+def case_results_rows(case: dict) -> list[tuple[str, str, str]]:
+    """(quantity, ours, the book's) for the case's headline numbers, each from the claim that judges it."""
+    c = _claims(case)
+    small = c["small_gap_not_zero"]["inputs"]["val_gap"]
+    big = c["big_gap_large"]["inputs"]["val_gap"]
+    below = c["big_unscaled_entropy_collapses"]["inputs"]["first_step_below_0.01"]
+    jac = c["big_unscaled_jacobian_drops"]["inputs"]
+    jac_start = [d * e for d, e in zip(jac["drop"], jac["end"])]  # drop = step-0 ‖J‖ / last-50-step mean
+    jb = c["big_unscaled_jacobian_drops"]["book"]
+    return [
+        (
+            "d_head 32 验证 loss 差距（不缩放 − 缩放）/ small gap",
+            f"{pm(small)}（{len(small)} 个种子 / seeds）",
+            f"{c['small_gap_small']['book']:g}",
+        ),
+        ("d_head 256 差距 / big gap", f"{pm(big)}（{len(big)} 个种子 / seeds）", f"{c['big_gap_large']['book']:g}"),
+        (
+            "不缩放大模型：权重熵跌破 0.01 / entropy below 0.01",
+            f"第 {span(below)} 步 / steps（{len(below)} 个种子 / seeds）",
+            f"约 {c['big_unscaled_entropy_collapses']['book']['step']} 步",
+        ),
+        (
+            "不缩放大模型：雅可比范数 / Jacobian norm",
+            f"{sig(statistics.fmean(jac_start))} → {pm(jac['end'])}（末 50 步 / last 50 steps）",
+            f"{num(jb['start'])} → {num(jb['end'])}",
+        ),
+    ]
+
+
+def case_readme_block(case: dict) -> str:
+    rows = case_results_rows(case)
+    return "\n".join(
+        ["| | 本次 / ours（均值 ± 种子间 sd）| 书中 / book |", "|---|---|---|"]
+        + [f"| {q} | {ours} | {book} |" for q, ours, book in rows]
+    )
+
+
+def case_runs_block(case: dict) -> str:
+    """How many runs the committed case holds, and the command that trains them."""
+    st = case["config"]["settings"]
+    n, big, unscaled = len(st["seeds"]), st["big_seeds"], st.get("big_unscaled_seeds") or st["big_seeds"]
+    wd, wd_seeds = st.get("wd_values") or [], st.get("wd_seeds") or 1
+    runs = 2 * n + big + unscaled + 2 * len(wd) * wd_seeds
+    wds = " 与 ".join(f"{w:g}" for w in wd)
+    return (
+        f"仓库里提交的 `data/ch1_case.json`、图与报告来自完整的 {st['steps']} 步运行：{runs} 个运行（小模型一对 × {n} 个种子、"
+        f"大模型一对 × {big} 个种子、不缩放大模型共 {unscaled} 个种子、大模型一对在权重衰减 {wds} 下各 {wd_seeds} 个种子；"
+        f"`attnlab case --seeds {n} --big-seeds {big} --big-unscaled-seeds {unscaled} --wd-seeds {wd_seeds}`）。"
+        f" *The committed results come from full {st['steps']}-step runs: {runs} runs ({n} small pairs, {big} big pairs, "
+        f"the unscaled big member on {unscaled} seeds, the big pair at weight decay {' and '.join(f'{w:g}' for w in wd)} "
+        f"on {wd_seeds} seeds each).*"
+    )
+
+
+def case_table_block(case: dict) -> str:
+    c = _claims(case)
+    small = c["small_gap_not_zero"]["inputs"]["val_gap"]
+    big = c["big_gap_large"]["inputs"]["val_gap"]
+    rows = case_results_rows(case)
+    every = "–".join(num(x) for x in c["small_gap_over_seeds"]["book"])
+    rows[0] = (rows[0][0], f"{rows[0][1]}：{seeds_list(small)}", f"{rows[0][2]}（每个种子 / every seed {every}）")
+    cost = c["small_gap_not_zero"]
+    lo, hi = cost["interval"]
+    rows.insert(
+        1,
+        (
+            "d_head 32 去掉缩放的代价（同种子配对）/ the cost of removing the scale at d_head 32, paired",
+            f"{sig(statistics.fmean(small), 2)}，95% 区间 / CI [{sig(lo, 2)}, {sig(hi, 2)}]：**{V.verdict_of(cost)}**",
+            f"{c['small_gap_small']['book']:g}",
+        ),
+    )
+    rows[2] = (rows[2][0], f"{rows[2][1]}：{seeds_list(big)}", rows[2][2])
+    jac = c["big_unscaled_jacobian_drops"]["inputs"]
+    rows[4] = (rows[4][0], f"{rows[4][1]}，降 {pm(jac['drop'])} 倍 / a {pm(jac['drop'])}× drop", rows[4][2])
+    logits = c["big_unscaled_logits_explode"]["inputs"]["logit_std_last_20_steps"]
+    by_wd = C.by_weight_decay(case, "unscaled_logit_std_end")
+    default = case["pairs"]["big_scaled"]["config"]["weight_decay"]
+    others = "；".join(
+        f"权重衰减 {w:g} 下 {pm(v)}，{len(v)} 个种子 / at weight decay {w:g}"
+        for w, v in sorted(by_wd.items())
+        if w != default
+    )
+    rows.append(
+        (
+            "不缩放大模型：训练后 logits 标准差（训练批，末 20 步）/ logit std after",
+            f"{pm(logits)}（{len(logits)} 个种子 / seeds）" + (f"（{others}）" if others else ""),
+            f"{c['big_unscaled_logits_explode']['book']:g}",
+        )
+    )
+    init = c["init_std_table"]
+    ks = list(init["inputs"])
+    rows.append(
+        (
+            f"初始化 logits 标准差 d_head {ks[0][1:]} … {ks[-1][1:]} / init logit std",
+            f"{sig(init['inputs'][ks[0]])} … {sig(init['inputs'][ks[-1]], 3)}",
+            f"{num(init['book'][0])} … {num(init['book'][-1])}",
+        )
+    )
+    rows.append(
+        (
+            "初始化 logits 标准差，d_model 固定 512 / init std with d_model fixed at 512",
+            f"斜率 / slope {c['fixed_d_model_slope_half']['inputs']['slope']:.2f}",
+            "正文 / text: 0.5",
+        )
+    )
+    rows.append(("论断 / claims", V.count_line(case["claims"]), "—"))
+    return "\n".join(
+        ["| | 本次 / ours（均值 ± 种子间 sd）| 书中 / book |", "|---|---|---|"]
+        + [f"| {q} | {ours} | {book} |" for q, ours, book in rows]
+    )
+
+
+def fails_block(claims: list[dict]) -> str:
+    """Every FAIL, its category and its reason, as the claim records them."""
+    lines = ["| 节 / section | 论断 / claim | 原因 / why |", "|---|---|---|"]
+    for c in claims:
+        if V.verdict_of(c) != "FAIL":
+            continue
+        r = c.get("reason") or {}
+        cat = CATEGORY.get(r.get("category", ""), r.get("category", "") or "—")
+        text = (r.get("text") or "（未写原因 / no reason recorded）").replace("|", "/").replace("\n", " ")
+        lines.append(f"| {c['section']} | `{c['id']}`：{c['statement'].replace('|', '/')} | **{cat}**：{text} |")
+    return "\n".join(lines)
+
+
+# (outcome key, label, the book's number, significant digits)
+WD_ROWS = (
+    ("unscaled_logit_std_end", "不缩放：训练后 logits 标准差（训练批）/ unscaled logit std", "5477"),
+    ("q_growth_unscaled", "不缩放：q 增长倍数 / unscaled q growth", "17.3"),
+    ("W_qkv_after_unscaled", "不缩放：训练后 ‖W_qkv‖ / unscaled ‖W_qkv‖", "29.23"),
+    ("unscaled_jacobian_end", "不缩放：塌缩后 ‖J‖（末 50 步）/ collapsed ‖J‖", "0.00008"),
+    ("scaled_entropy_end", "缩放：权重熵（末 50 步）/ scaled entropy", "0.57–0.68"),
+)
+
+
+def wd_block(case: dict) -> str:
+    default = case["pairs"]["big_scaled"]["config"]["weight_decay"]
+    per = {key: C.by_weight_decay(case, key) for key, _, _ in WD_ROWS}
+    wds = sorted({w for v in per.values() for w in v})
+    head = [f"wd {w:g}" + ("（默认 / default）" if w == default else "") for w in wds]
+    lines = ["| 量 / quantity | 书中 / book | " + " | ".join(head) + " |", "|---|---|" + "---|" * len(wds)]
+    for key, label, book in WD_ROWS:
+        cells = [f"{pm(per[key][w])}（n={len(per[key][w])}）" if per[key].get(w) else "—" for w in wds]
+        lines.append(f"| {label} | {book} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the plan
+def _plans():
+    """The case's and the book's plans with nothing on disk, costed from the committed records."""
+    import tempfile
+
+    from attnlab.experiments.book_runs import Scale
+    from attnlab.experiments.case import CaseSettings, case_stages
+    from attnlab.experiments.plan import book_plan, case_plan
+    from attnlab.lab import EXPERIMENTS
+
+    records = ROOT / "data" / "lab_book"
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = CaseSettings(steps=1500)
+        case = case_plan(settings, Path(tmp), EXPERIMENTS, executor="serial", records_dir=records)
+        book = book_plan(EXPERIMENTS, Path(tmp), Scale.make(False), EXPERIMENTS, executor="serial", records_dir=records)
+        quick = book_plan(EXPERIMENTS, Path(tmp), Scale.make(True), EXPERIMENTS, executor="serial", records_dir=records)
+    first = {r.name for r in case_stages(settings)[0][1]}
+    return case, book, quick, first
+
+
+def _minutes(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
+
+
+def case_plan_block(plans) -> str:
+    from attnlab.experiments.plan import pack
+
+    case, _, _, first = plans
+    secs = {c.run.name: c.seconds for c in case.costs}
+    t_first = pack([secs[n] for n in first], 2)
+    t_all = pack(list(secs.values()), 2)
+    core = sum(secs.values()) / 3600
+    return (
+        f"时间 / time：`attnlab case --plan --workers 2` 按仓库提交的计时记录估计（两个单线程 worker，不含安装）："
+        f"第一份报告（{len(first)} 个运行）约 {_minutes(t_first)}，完整案例 {len(secs)} 个运行、{core:.2f} 核时，约 "
+        f"{_minutes(t_all)}。 *The plan (two one-thread workers, setup not included): the first report after about "
+        f"{_minutes(t_first)}, the whole case ({len(secs)} runs, {core:.2f} core-hours) after about {_minutes(t_all)}.*"
+    )
+
+
+# (where, how many runs at once)
+BOOK_PLAN_ROWS = (
+    ("2 核笔记本 / 2-core laptop (`local`, 2 workers)", 2),
+    ("8 核笔记本 / 8-core laptop (`local`, 8 workers)", 8),
+    ("Ray 集群 32 CPU 或 SLURM 数组并行 32 / a Ray cluster of 32 CPUs, or SLURM array parallelism 32", 32),
+    ("SLURM 数组并行 64 / SLURM, array parallelism 64", 64),
+)
+
+
+def book_plan_block(plans) -> str:
+    from attnlab.experiments.plan import pack
+
+    _, book, quick, _ = plans
+    secs = [c.seconds for c in book.costs]
+    core = sum(secs) / 3600
+    lines = [
+        f"全书 / the full book：{len(secs)} 个运行 / runs（`--quick`：{len(quick.costs)} 个极小的运行 / tiny runs）。",
+        "",
+        "| 在哪里 / where | 同时运行 / at once | 核时 / core-h | 墙钟 / wall |",
+        "|---|---|---|---|",
+    ]
+    for where, slots in BOOK_PLAN_ROWS:
+        lines.append(f"| {where} | {slots} | {core:.2f} | ≈ {_minutes(pack(secs, slots))} |")
+    lines += [
+        "",
+        f"再多的 CPU 也快不过最长的一个运行（约 {_minutes(max(secs))}，单线程）。*No number of CPUs beats the longest "
+        f"single run (about {_minutes(max(secs))} on one thread).*",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- other results
+def bench_executors_block() -> str:
+    b = _json("data/bench_executors.json")
+    same = "逐位相同 / bit-identical" if b["identical"] else "不逐位相同 / not bit-identical"
+    return (
+        f"`attnlab bench executors` 在同一次运行里计时两者（`data/bench_executors.json`：{len(b['runs'])} 个运行 × "
+        f"{b['steps']} 步，{b['machine']['cpu_count']} 核；local 用时是 serial 的 {b['local_over_serial']:.3f} 倍，结果{same}）。"
+        f" *`attnlab bench executors`: {len(b['runs'])} runs × {b['steps']} steps, local took "
+        f"{b['local_over_serial']:.3f}× serial's time.*"
+    )
+
+
+def other_results_block() -> str:
+    fs, hp = _json("data/failure_symptoms.json"), _json("data/head_portrait.json")
+    ent = _claims(fs)["bug4_entropy_uniform"]["inputs"]
+    n_seeds = 1 + len(hp.get("other_seeds", []))
+    return (
+        f"`data/failure_symptoms.json`（§1.11.7 的症状表，`attnlab failures`；与书中表格并列、每条论断的判定见 "
+        f"`reports/failure_symptoms.md`：{V.count_line(fs['claims'])}；例如 ④ 的熵是 {pm(ent['entropy_divide_by_d_k'])}，"
+        f"调试器“> {ent['alarm']:g}”的警报不会响）、`data/head_portrait.json` 与 `figures/attention_maps.png`（案例中 d_head 32 "
+        f"缩放模型的头部画像，`attnlab heads`；§1.8.5/§1.8.6 的论断按 {n_seeds} 个种子判定：{V.count_line(hp['claims'])}）。"
+    )
+
+
+def corpus_block() -> str:
+    """The shipped corpus's counts (what `attnlab corpus-stats` prints) beside the book's."""
+    from attnlab.corpus import DEFAULT_CORPUS, corpus_stats, load_corpus, poem_count
+
+    st = corpus_stats(load_corpus(None), top=(1198,))
+    return "\n".join(
+        [
+            "| | 书中 / book | 本仓库 / this repo |",
+            "|---|---|---|",
+            f"| 诗 / poems | 4003 | {poem_count(DEFAULT_CORPUS):,} |",
+            f"| 字符 / characters | 约 25.5 万 / ~255k | {st['chars']:,}（含换行 / incl. newlines） |",
+            f"| 不同字符 / distinct | 4,977 | {st['distinct']:,}（不含换行 / excl. newline） |",
+            f"| 前 1198 字覆盖率 / coverage of top 1198 | 87.6% | {st['coverage'][1198]:.1%} |",
+        ]
+    )
+
+
+def long_run_block() -> str:
+    st = _json("data/lab_book/statements.json")
+    c = _claims(st)["gap_after_10000_steps"]
+    r = next(v for v in st["results"]["per_seed"].values() if "long_gap" in v)
+    book = "–".join(f"{x:.1f}" for x in c["book"])
+    return (
+        f"§1.22.2“继续训 {r['long_steps']} 步，差距稳定在 {book}、不会消失”（一个种子，按一次运行说）：{V.verdict_of(c)}。"
+        f"缩放的大模型把训练集背了下来（训练 loss {r['long_train_scaled']:.2f}，验证 loss {r['long_val_scaled']:.2f}），"
+        f"注意力死掉的那个背不下来（{r['long_train_unscaled']:.2f} / {r['long_val_unscaled']:.2f}）：验证集上的差距 "
+        f"{sig(r['long_gap'], 3)}，训练集上的差距 {sig(r['long_train_unscaled'] - r['long_train_scaled'], 3)}。"
+        f" *After {r['long_steps']} steps (one seed): train / validation loss {r['long_train_scaled']:.2f} / "
+        f"{r['long_val_scaled']:.2f} scaled, {r['long_train_unscaled']:.2f} / {r['long_val_unscaled']:.2f} unscaled; the "
+        f"validation gap {sig(r['long_gap'], 3)}, the training gap {sig(r['long_train_unscaled'] - r['long_train_scaled'], 3)}.*"
+    )
+
+
+# ---------------------------------------------------------------------------- pages
+def _block(name: str, body: str) -> str:
+    return f"<!-- {name}:start -->\n{body}\n<!-- {name}:end -->"
+
+
+def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
+    """Every generated block: page -> [(marker name, what goes between the markers)]."""
+    book = _json("data/lab_book.json")
+    case = _json("data/ch1_case.json")
+    plans: list = []
+
+    def plan():
+        if not plans:
+            plans.append(_plans())
+        return plans[0]
+
+    def strip(block: str) -> str:  # the lab-book functions write their own markers
+        return "\n".join(block.splitlines()[1:-1])
+
+    return {
+        README: [
+            ("case-readme", lambda: case_readme_block(case)),
+            ("case-plan-readme", lambda: case_plan_block(plan())),
+            ("lab-book-readme", lambda: strip(readme_block(book))),
+        ],
+        PAGE: [
+            ("lab-book-summary", lambda: strip(summary_block(book))),
+            ("decide-table", lambda: strip(decide_block())),
+            ("long-run", long_run_block),
+        ],
+        DOCS / "case.md": [
+            ("case-runs", lambda: case_runs_block(case)),
+            ("case-table", lambda: case_table_block(case)),
+            ("case-fails", lambda: fails_block(case["claims"])),
+            ("case-wd", lambda: wd_block(case)),
+        ],
+        DOCS / "scale-out.md": [("book-plan", lambda: book_plan_block(plan()))],
+        DOCS / "speed.md": [("bench-executors", bench_executors_block)],
+        DOCS / "commands.md": [("corpus-stats", corpus_block)],
+        DOCS / "layout.md": [("other-results", other_results_block)],
+    }
+
+
+def render_page(page: str, where: Path, blocks: list[tuple[str, Callable[[], str]]]) -> str:
+    for name, fn in blocks:
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        page = _replace(page, start, end, _block(name, fn()), where)
     return page
-
-
-def render_readme(page: str, book: dict) -> str:
-    return _replace(page, README_START, README_END, readme_block(book), README)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when docs/lab-book.md is stale")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a page is stale")
     args = ap.parse_args(argv)
-    book = json.loads((ROOT / "data" / "lab_book.json").read_text(encoding="utf-8"))
-    pages = {PAGE: render, README: render_readme}
     stale = []
-    for path, fn in pages.items():
+    for path, blocks in pages().items():
         page = path.read_text(encoding="utf-8")
-        new = fn(page, book)
+        new = render_page(page, path.relative_to(ROOT), blocks)
         if new != page:
             stale.append(path)
             if not args.check:
-                path.write_text(new, encoding="utf-8")
+                tmp = path.with_suffix(path.suffix + ".tmp")
+                tmp.write_text(new, encoding="utf-8")
+                tmp.replace(path)
     if args.check:
         for path in stale:
-            print(f"{path} is stale: run `python scripts/docs_lab_book.py`", file=sys.stderr)
+            print(f"{path.relative_to(ROOT)} is stale: run `python scripts/docs_lab_book.py`", file=sys.stderr)
         return 1 if stale else 0
-    print(book["summary"]["count_line"])
+    for path in stale:
+        print(f"rewrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -1,5 +1,7 @@
 """The README is a front door and the docs stay true: every relative link resolves, the
-README stays small, and the book-style code snippet in docs/commands.md runs as printed."""
+README stays small, the book-style code snippet in docs/commands.md runs as printed, the commands
+the docs give train what they say, and every number about results, times and costs sits in a block
+that scripts/docs_lab_book.py generates from the committed JSON and the plan."""
 
 import re
 from pathlib import Path
@@ -33,6 +35,8 @@ def test_commands_snippet_runs():
     assert blocks, "docs/commands.md lost its code snippet"
     scope: dict = {}
     exec(compile(blocks[0], "docs/commands.md", "exec"), scope)  # noqa: S102 - our own docs
+    cfg = scope["cfg"]  # the book's collapsing model: d_head 256, unscaled
+    assert (cfg.d_model // cfg.n_head, cfg.scaled) == (256, False)
     diag = scope["model"].blocks[0].attn.last_diag
     assert set(diag) >= {"weight_entropy", "jacobian_fro", "logit_std"}
     assert 0.0 < diag["weight_entropy"] <= 1.0
@@ -47,3 +51,79 @@ def test_lab_book_page_matches_the_committed_book():
         [sys.executable, str(ROOT / "scripts" / "docs_lab_book.py"), "--check"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_lab_book", ROOT / "scripts" / "docs_lab_book.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_collapsing_model_command_trains_d_head_256():
+    """The README's "书中塌缩的那个模型" is the case's big preset, unscaled (d_head 256), not d_head 128."""
+    from attnlab.config import PRESETS, Config
+
+    line = next(l for l in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if "书中塌缩的那个模型" in l)
+    cfg = Config.from_overrides(re.findall(r"--set (\S+)", line))
+    big = Config().replace(**PRESETS["big"])
+    assert (cfg.d_model, cfg.n_head, cfg.scaled) == (big.d_model, big.n_head, False)
+    assert cfg.d_model // cfg.n_head == 256
+    commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    example = re.search(r"例如书中塌缩的那个大模型[^`]*`([^`]+)`", commands).group(1)
+    cfg = Config.from_overrides(re.findall(r"--set (\S+)", example))
+    assert (cfg.d_model // cfg.n_head, cfg.scaled) == (256, False)
+
+
+def test_readme_says_how_to_get_the_command():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for needle in (
+        "source .venv/bin/activate",
+        ".venv/bin/attnlab",
+        "python3 -m venv .venv",
+        "pip install -e '.[web]'",
+    ):
+        assert needle in text, needle
+    assert "pip install ." in text  # the package from anywhere
+
+
+def test_generated_blocks_follow_the_data():
+    """A block is a function of the data: change a number in the JSON and the page goes stale."""
+    import copy
+    import json
+
+    gen = _generator()
+    case = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    block = gen.case_readme_block(case)
+    steps = next(c for c in case["claims"] if c["id"] == "big_unscaled_entropy_collapses")["inputs"]
+    lo, hi = min(steps["first_step_below_0.01"]), max(steps["first_step_below_0.01"])
+    assert f"第 {lo}–{hi} 步" in block  # every seed's first step below 0.01, not a typed range
+    moved = copy.deepcopy(case)
+    c = next(c for c in moved["claims"] if c["id"] == "big_unscaled_entropy_collapses")
+    c["inputs"]["first_step_below_0.01"] = [x + 1 for x in c["inputs"]["first_step_below_0.01"]]
+    assert gen.case_readme_block(moved) != block
+    page = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert block in page
+    with pytest.raises(SystemExit, match="markers"):
+        gen.render_page("no markers here", Path("README.md"), [("case-readme", lambda: block)])
+
+
+def test_numbers_the_docs_once_had_wrong_are_gone():
+    """Drifts found by reading the docs against the data: none of them may come back as prose."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
+    for stale in ("113–142", "0.00098", "140 条论断", "12.3 |", "≈ 6.1 h", "约 34 分钟"):
+        assert stale not in text, stale
+
+
+def test_readme_plan_times_are_the_plans():
+    """The README's case times are `attnlab case --plan`'s, on two workers, from the committed records."""
+    from attnlab.experiments.plan import pack
+
+    gen = _generator()
+    case, _, _, first = gen._plans()
+    secs = [c.seconds for c in case.costs]
+    page = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"完整案例 {len(secs)} 个运行、{sum(secs) / 3600:.2f} 核时，约 {gen._minutes(pack(secs, 2))}" in page
+    assert f"第一份报告（{len(first)} 个运行）" in page
