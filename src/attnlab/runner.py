@@ -373,12 +373,32 @@ _worker_queue = None
 _worker_halt = None
 
 
-def _worker_init(queue, threads: int, halt=None) -> None:
+PARENT_POLL_S = 0.5  # how often a local worker looks whether its parent is still there
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker at once when ``parent`` is no longer its parent (killed, OOM-killed): a
+    worker left behind would hold the parent's stdout and stderr open and wait on a dead pool."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="attnlab-parent-watch", daemon=True).start()
+
+
+def _worker_init(queue, threads: int, halt=None, parent: int | None = None) -> None:
     """In each local worker: die with the parent, take Ctrl-C only from the parent."""
     global _worker_queue, _worker_halt
     from .runtime import die_with_parent, keep_freed_memory
 
-    die_with_parent()
+    # SIGKILL, not SIGTERM: training catches SIGTERM like Ctrl-C, checkpoints and returns into the
+    # dead pool, where the worker would wait for the next task forever. The watcher is the same rule
+    # where no death signal exists (not Linux) or the parent died before it was asked for.
+    die_with_parent(signal.SIGKILL)
+    if parent is not None:
+        _watch_parent(parent)
     os.setsid()  # the terminal's Ctrl-C goes to the parent, which forwards it once
     keep_freed_memory()
     _worker_queue = queue
@@ -421,7 +441,10 @@ def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **
     drainer.start()
     interrupted = False
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, threads, halt)
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_worker_init,
+        initargs=(queue, threads, halt, os.getpid()),
     )
     futures = {pool.submit(_worker_run, {**t, "threads": threads}): t for t in tasks}
 
