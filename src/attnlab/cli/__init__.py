@@ -7,66 +7,62 @@ in :mod:`attnlab.cli.common`. Every error meant for the user is an
 :class:`~attnlab.errors.AttnlabError` and becomes one line on stderr,
 ``attnlab: error: ...``, with exit status 2; nothing else prints errors.
 
-To add a command: one module here with ``add_parser`` and ``main``, one entry
-in ``COMMANDS``.
+To add a command: one module here with ``add_parser`` and ``main``, its name in
+one group of ``GROUPS``. A command module imports nothing heavy at its top
+(torch, numpy, matplotlib, scipy, fastapi go inside ``main``): ``--help``
+builds every parser, and tests/test_cli_help.py checks it loads none of them.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
+import importlib
 import sys
 
 from ..errors import AttnlabError
-from . import (
-    ablate,
-    bench,
-    book,
-    build_corpus,
-    case,
-    corpus_stats,
-    failures,
-    generate,
-    heads,
-    info,
-    memory,
-    precision,
-    report,
-    serve,
-    sweep,
-    train,
-)
 from .common import Parser
 
-# in the order `attnlab --help` lists them
-COMMANDS = [
-    train,
-    generate,
-    info,
-    corpus_stats,
-    build_corpus,
-    case,
-    report,
-    book,
-    heads,
-    failures,
-    ablate,
-    sweep,
-    bench,
-    precision,
-    memory,
-    serve,
-]
+# the groups `attnlab --help` lists, in a reader's order; a command's module is its name with _ for -
+GROUPS = (
+    ("开始 / start", ("case", "serve")),
+    ("训练与生成 / train and sample", ("train", "generate", "info")),
+    ("实验与报告 / experiments and reports", ("book", "report", "heads", "failures", "ablate", "sweep")),
+    ("语料 / corpus", ("corpus-stats", "build-corpus")),
+    ("公式与速度 / formulas and speed", ("memory", "precision", "bench")),
+)
+COMMANDS = tuple(name for _, names in GROUPS for name in names)
+
+
+def command_module(name: str):
+    """The module of command ``name``, imported now (each is light; its ``main`` imports the rest)."""
+    return importlib.import_module(f".{name.replace('-', '_')}", __name__)
 
 
 def build_parser() -> Parser:
     parser = Parser(
-        prog="attnlab", description="注意力实验室 / attnlab: the chapter's experiments on scaled dot-product attention"
+        prog="attnlab",
+        description="注意力实验室：第 1 章缩放点积注意力的全部实验——训练、权重熵、雅可比范数、消融与报告。"
+        "\nattnlab: the chapter's experiments on scaled dot-product attention: training, weight entropy, "
+        "Jacobian norm, ablations and reports.",
+        epilog="每个命令的选项：attnlab COMMAND --help；新读者从 attnlab case --quick 开始。"
+        "\neach command's options: attnlab COMMAND --help; new here? start with attnlab case --quick.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in COMMANDS:
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser, help="命令 / the command")
+    for name in COMMANDS:
+        module = command_module(name)
         p = module.add_parser(sub)
         p.set_defaults(func=module.main)
+    _group_commands(parser, sub)
     return parser
+
+
+def _group_commands(parser: Parser, sub: argparse._SubParsersAction) -> None:
+    """List the commands under the titles of ``GROUPS`` (argparse lists them in one block)."""
+    listed = {a.dest: a for a in sub._choices_actions}  # one line per command: its name and help
+    parser._positionals._group_actions.remove(sub)  # the usage line keeps COMMAND
+    for title, names in GROUPS:
+        parser.add_argument_group(title)._group_actions.extend(listed[n] for n in names if n in listed)
 
 
 def _tolerant_output() -> None:

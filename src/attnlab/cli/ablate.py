@@ -6,26 +6,45 @@ from pathlib import Path
 
 from . import common
 
+# = attnlab.experiments.ablate.CHANGES (which imports torch; tests/test_cli_help.py keeps them equal)
+CHANGES = (
+    "baseline",
+    "no_scaling",
+    "no_residual",
+    "no_layernorm",
+    "untied",
+    "no_positions",
+    "no_warmup",
+    "no_clipping",
+)
+
 
 def add_parser(sub):
-    from ..experiments.ablate import CHANGES
-
     p = sub.add_parser(
         "ablate",
-        help="the ablation checklist of §1.13.4 / 逐要素消融",
-        description="Baseline and one-variable changes (no scaling, no residual, no "
-        "LayerNorm, untied weights, no positions, no warmup, no clipping), "
-        "same seed and batches; Δ validation loss and divergence.",
+        help="§1.13.4 的消融清单：一次去掉一个设计要素 / the ablation checklist of §1.13.4",
+        description="基线和一次只改一个要素的变体（不缩放、无残差连接、无 LayerNorm、不共享权重、无位置编码、"
+        "无 warmup、无梯度裁剪），同一种子与批次；报告验证损失的变化与是否发散。"
+        "\nBaseline and one-variable changes (no scaling, no residual, no LayerNorm, untied weights, no "
+        "positions, no warmup, no clipping), same seed and batches; Δ validation loss and divergence.",
     )
     common.add_corpus(p)
     common.add_set(p)
     p.add_argument(
-        "--steps", type=common.positive_steps, default=None, help="training steps per run (default max_steps)"
+        "--steps",
+        type=common.positive_steps,
+        default=None,
+        metavar="N",
+        help="每次运行的训练步数（默认：max_steps）/ training steps per run (default max_steps)",
     )
-    p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(CHANGES)}")
+    p.add_argument(
+        "--only",
+        default=None,
+        help=f"逗号分隔的子集（默认：全部）/ comma-separated subset (default: all) of: {', '.join(CHANGES)}",
+    )
     common.add_executor(p)
     common.add_runs(p)
-    common.add_out(p, "runs/ablate/ablate.json", "result JSON (default runs/ablate/ablate.json)")
+    common.add_out(p, "runs/ablate/ablate.json", "结果 JSON / result JSON")
     return p
 
 

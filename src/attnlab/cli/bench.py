@@ -4,59 +4,154 @@ from __future__ import annotations
 
 from . import common
 
+# = the names of attnlab.experiments.bench.CONFIGS (which imports torch; tests/test_cli_help.py keeps them equal)
+CONFIGS = ("small", "big")
+THREADS = common.int_range(1, 1024, "a thread count")
+
 
 def add_parser(sub):
-    from ..experiments.bench import CONFIGS
+    p = sub.add_parser(
+        "bench",
+        help="速度测量：训练步与注意力 / speed: training steps and attention",
+        description="测速度：train 量训练步，attention 比较三种注意力实现随序列长度 n 的耗时，"
+        "executors 比较串行与本机多进程跑案例。"
+        "\nMeasure speed: train times training steps, attention compares three attention implementations "
+        "over the sequence length n, executors runs the case serially and with local workers.",
+    )
+    bench = p.add_subparsers(dest="bench_cmd", required=True, parser_class=type(p), help="要测的 / what to time")
 
-    p = sub.add_parser("bench", help="speed: training steps and attention / 速度测量")
-    bench = p.add_subparsers(dest="bench_cmd", required=True, parser_class=type(p))
-
-    t = bench.add_parser("train", help="ms/step, tokens/s and GFLOP/s of training steps")
-    t.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    t = bench.add_parser(
+        "train",
+        help="训练步的 ms/步、tokens/s 与 GFLOP/s / ms/step, tokens/s and GFLOP/s of training steps",
+        description="训练步的耗时（ms/步）、吞吐（tokens/s）与 GFLOP/s，各变体交替计时、取中位数。"
+        "\nms/step, tokens/s and GFLOP/s of training steps; the variants are timed in interleaved rounds "
+        "and the median is reported.",
+    )
+    t.add_argument(
+        "--configs",
+        nargs="+",
+        choices=list(CONFIGS),
+        default=list(CONFIGS),
+        help="要计时的预设模型 / the preset models to time",
+    )
     t.add_argument(
         "--records",
         nargs="+",
         type=common.nonneg_int,
         default=[1, 0],
         metavar="N",
-        help="record_every values (default 1 0)",
+        help="要比较的 record_every 取值（0 = 不记录）/ record_every values to compare (0 = no records)",
     )
-    t.add_argument("--repeats", type=common.positive_int, default=5, help="interleaved rounds (median reported)")
-    t.add_argument("--warmup", type=common.nonneg_int, default=2, help="untimed steps per variant first")
-    t.add_argument("--no-reference", action="store_true")
-    t.add_argument("--no-snapshots", action="store_true", help="do not time attention snapshots")
-    common.add_set(t, help="override a Config field of every timed model, e.g. --set batch_size=8")
-    t.add_argument("--matmul-sizes", nargs="+", type=common.int_range(1, 16384, "a matrix size"), default=[1024, 2048])
+    t.add_argument(
+        "--repeats",
+        type=common.positive_int,
+        default=5,
+        metavar="N",
+        help="交替计时的轮数（报告中位数）/ interleaved rounds (the median is reported)",
+    )
+    t.add_argument(
+        "--warmup",
+        type=common.nonneg_int,
+        default=2,
+        metavar="N",
+        help="每个变体先跑的不计时步数 / untimed steps per variant first",
+    )
+    t.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="不计时参照实现 ReferenceGPT / do not time the reference implementation (ReferenceGPT)",
+    )
+    t.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="不计时注意力快照 / do not time attention snapshots",
+    )
+    common.add_set(
+        t,
+        help="改每个被计时模型的配置字段，可重复 / override a Config field of every timed model (repeatable), "
+        "e.g. --set batch_size=8",
+    )
+    t.add_argument(
+        "--matmul-sizes",
+        nargs="+",
+        type=common.int_range(1, 16384, "a matrix size"),
+        default=[1024, 2048],
+        metavar="N",
+        help="量本机矩阵乘峰值用的方阵边长 / square matrix sizes that measure this machine's matmul speed",
+    )
     common.add_device(t)
     t.add_argument(
         "--threads",
-        type=common.int_range(1, 1024, "a thread count"),
+        type=THREADS,
         default=None,
-        help="torch CPU threads (default: torch's choice; 1 on a busy shared machine)",
+        metavar="N",
+        help="torch 的 CPU 线程数（默认：torch 自定；繁忙的共享机器上用 1）"
+        " / torch CPU threads (default: torch's choice; 1 on a busy shared machine)",
     )
-    t.add_argument("--json", default=None, metavar="PATH", help="also write the result as JSON")
+    t.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        help="同时把结果写成 JSON（默认：不写）/ also write the result as JSON (default: none)",
+    )
 
-    a = bench.add_parser("attention", help="SDPA vs explicit vs blocked attention over n (§1.14.2)")
-    a.add_argument(
-        "--n", nargs="+", type=common.int_range(1, 1 << 20, "a sequence length"), default=[512, 1024, 2048, 4096, 8192]
+    a = bench.add_parser(
+        "attention",
+        help="SDPA、显式与分块注意力随 n 的耗时（§1.14.2）/ SDPA vs explicit vs blocked attention over n (§1.14.2)",
+        description="在不同序列长度 n 上比较 PyTorch 的 SDPA、显式 softmax(QKᵀ/√d)V 与分块注意力的耗时（§1.14.2）。"
+        "\nTime PyTorch's SDPA, explicit softmax(QKᵀ/√d)V and blocked attention over the sequence length n "
+        "(§1.14.2).",
     )
-    a.add_argument("--heads", type=common.int_range(1, 1024, "a head count"), default=8)
-    a.add_argument("--d-head", type=common.int_range(1, 65536, "a head size"), default=64)
-    a.add_argument("--repeats", type=common.positive_int, default=10)
-    a.add_argument("--warmup", type=common.nonneg_int, default=3)
+    a.add_argument(
+        "--n",
+        nargs="+",
+        type=common.int_range(1, 1 << 20, "a sequence length"),
+        default=[512, 1024, 2048, 4096, 8192],
+        metavar="N",
+        help="序列长度 / sequence lengths",
+    )
+    a.add_argument(
+        "--heads", type=common.int_range(1, 1024, "a head count"), default=8, metavar="N", help="头数 / heads"
+    )
+    a.add_argument(
+        "--d-head",
+        type=common.int_range(1, 65536, "a head size"),
+        default=64,
+        metavar="N",
+        help="头维度 d_head / head size d_head",
+    )
+    a.add_argument("--repeats", type=common.positive_int, default=10, metavar="N", help="计时次数 / timed repeats")
+    a.add_argument(
+        "--warmup", type=common.nonneg_int, default=3, metavar="N", help="先跑的不计时次数 / untimed runs first"
+    )
     a.add_argument(
         "--budget",
         type=common.float_range(0.0, open_lo=True),
         default=60.0,
-        help="seconds for the whole sweep (default 60)",
+        metavar="SECONDS",
+        help="整次扫描的秒数上限 / seconds for the whole sweep",
     )
-    a.add_argument("--block-size", type=common.positive_int, default=256, help="key block of blocked_attention")
     a.add_argument(
-        "--methods", nargs="+", choices=["sdpa", "explicit", "blocked"], default=["sdpa", "explicit", "blocked"]
+        "--block-size",
+        type=common.positive_int,
+        default=256,
+        metavar="N",
+        help="blocked_attention 每块的键数 / key block of blocked_attention",
+    )
+    a.add_argument(
+        "--methods",
+        nargs="+",
+        choices=["sdpa", "explicit", "blocked"],
+        default=["sdpa", "explicit", "blocked"],
+        help="要计时的实现 / the implementations to time",
     )
     common.add_device(a)
     a.add_argument(
-        "--threads", type=common.int_range(1, 1024, "a thread count"), default=None, help="torch CPU threads"
+        "--threads",
+        type=THREADS,
+        default=None,
+        metavar="N",
+        help="torch 的 CPU 线程数（默认：torch 自定）/ torch CPU threads (default: torch's choice)",
     )
     a.add_argument(
         "--out",
@@ -64,24 +159,50 @@ def add_parser(sub):
         dest="figure",
         default=None,
         metavar="PNG",
-        help="write the timing figure here (default: none; nothing is written unless asked)",
+        help="把计时图写到这里（默认：不写；不要求就什么都不写）"
+        " / write the timing figure here (default: none; nothing is written unless asked)",
     )
-    a.add_argument("--json", default=None, metavar="PATH")
+    a.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        help="同时把结果写成 JSON（默认：不写）/ also write the result as JSON (default: none)",
+    )
 
     e = bench.add_parser(
-        "executors", help="the case's runs serially and with local workers: time ratio and equal results"
+        "executors",
+        help="案例的运行串行与本机多进程各跑一遍：时间比与结果相同 / the case's runs serially and with local "
+        "workers: time ratio and equal results",
+        description="把案例的运行串行跑一遍、用本机工作进程再跑一遍，报告时间比并核对两次结果相同。"
+        "\nRun the case's runs serially and again with local workers; report the time ratio and check that "
+        "the results are equal.",
     )
-    e.add_argument("--steps", type=common.positive_steps, default=100, help="steps per run (default 100)")
-    e.add_argument("--workers", type=common.positive_int, default=None, help="local workers (default: cores)")
-    e.add_argument("--seeds", type=common.positive_int, default=3, help="seeds of the case (default 3)")
-    e.add_argument("--device", default="cpu")
+    e.add_argument(
+        "--steps", type=common.positive_steps, default=100, metavar="N", help="每次运行的步数 / steps per run"
+    )
+    e.add_argument(
+        "--workers",
+        type=common.positive_int,
+        default=None,
+        metavar="N",
+        help="本机工作进程数（默认：核数）/ local workers (default: cores)",
+    )
+    e.add_argument("--seeds", type=common.positive_int, default=3, metavar="N", help="案例的种子数 / seeds of the case")
+    common.add_device(e, default="cpu")
     e.add_argument(
         "--threads",
-        type=common.int_range(1, 1024, "a thread count"),
+        type=THREADS,
         default=None,
-        help="torch CPU threads of the serial run",
+        metavar="N",
+        help="串行那一遍的 torch CPU 线程数（默认：torch 自定）/ torch CPU threads of the serial run "
+        "(default: torch's choice)",
     )
-    e.add_argument("--json", default=None, metavar="PATH")
+    e.add_argument(
+        "--json",
+        default=None,
+        metavar="PATH",
+        help="同时把结果写成 JSON（默认：不写）/ also write the result as JSON (default: none)",
+    )
     return p
 
 

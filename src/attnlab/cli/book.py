@@ -5,73 +5,115 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..experiments.labbook import BookError, Scale, run_book, select
 from . import common
 
 
-def add_parser(sub) -> None:
-    from ..runner import EXECUTORS
-
+def add_parser(sub):
     p = sub.add_parser(
         "book",
-        help="the lab book: every experiment of the chapter / 实验手册",
-        description="Run every experiment of the chapter (or --only some), reusing every "
-        "finished run, and write data/lab_book.json, data/lab_book/*.json, "
-        "figures/lab_book/ and reports/lab_book.{md,html}. Interrupt and rerun "
-        "to resume.",
+        help="实验手册：本章的全部实验 / the lab book: every experiment of the chapter",
+        description="运行本章的每个实验（或用 --only 选几个），复用已完成的运行，写出 data/lab_book.json、"
+        "data/lab_book/*.json、figures/lab_book/ 和 reports/lab_book.{md,html}；中断后重跑即续跑。"
+        "\nRun every experiment of the chapter (or --only some), reusing every finished run, and write "
+        "data/lab_book.json, data/lab_book/*.json, figures/lab_book/ and reports/lab_book.{md,html}. "
+        "Interrupt and rerun to resume.",
     )
     p.add_argument(
         "--quick",
         action="store_true",
-        help="tiny runs of every experiment (what the tests run); writes under quick/book/ (git-ignored) unless --out",
+        help="每个实验都用很小的运行（测试跑的就是它）；未给 --out 时写到 quick/book/（git 忽略）"
+        " / tiny runs of every experiment (what the tests run); writes under quick/book/ (git-ignored) unless --out",
     )
     p.add_argument(
         "--only",
         nargs="+",
         metavar="SECTION",
         default=None,
-        help="experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9",
+        help="只跑这些实验 id 或章节，如 --only §1.7.8 markov 1.9（默认：全部）"
+        " / experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9 (default: all)",
     )
-    p.add_argument("--executor", choices=EXECUTORS, default="serial")
-    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
-    p.add_argument("--ray-address", default=None, help="Ray cluster address (default RAY_ADDRESS or a local Ray)")
+    p.add_argument(
+        "--executor",
+        choices=common.EXECUTORS,
+        default="serial",
+        help="怎样执行各次运行：serial 本进程依次跑，local 本机多进程，ray 或 slurm 集群"
+        " / how the runs are executed: serial (this process), local (worker processes), ray or slurm",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="本机工作进程数（默认：每核一个）/ local worker processes (default: one per core)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="Ray 集群地址（默认：RAY_ADDRESS，否则本机 Ray）/ Ray cluster address (default RAY_ADDRESS or a local Ray)",
+    )
     p.add_argument(
         "--no-train",
         action="store_true",
-        help="train nothing: analyze the runs already on disk, the rest shows as not run yet",
+        help="不训练：只分析磁盘上已有的运行，其余显示为尚未运行"
+        " / train nothing: analyze the runs already on disk, the rest shows as not run yet",
     )
-    p.add_argument("--render", action="store_true", help="only rebuild reports/lab_book.* from the JSON")
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="只由 JSON 重建 reports/lab_book.* / only rebuild reports/lab_book.* from the JSON",
+    )
     p.add_argument(
         "--out",
         default=None,
-        help="root for data/, figures/, reports/ and runs/ "
+        help="data/、figures/、reports/ 和 runs/ 的根目录（默认：当前目录；--quick 时 quick/book，"
+        "小运行绝不碰全尺寸的）/ root for data/, figures/, reports/ and runs/ "
         "(default: here; with --quick quick/book, so tiny runs never touch full-size ones)",
     )
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace a data/lab_book.json made at a larger scale (more steps or seeds); refused without it",
+        help="允许替换更大规模（更多步数或种子）得到的 data/lab_book.json，否则拒绝"
+        " / replace a data/lab_book.json made at a larger scale (more steps or seeds); refused without it",
     )
     p.add_argument(
         "--decide",
         action="store_true",
-        help="train the seeds that INCONCLUSIVE claims need (cheapest verdict first), then judge again",
+        help="为 INCONCLUSIVE 的断言补训所需的种子（先做最便宜的判定），再重新判定"
+        " / train the seeds that INCONCLUSIVE claims need (cheapest verdict first), then judge again",
     )
-    p.add_argument("--budget", default=None, help="with --decide: wall time to spend, e.g. 2h, 90m (default: no limit)")
-    p.add_argument("--dry-run", action="store_true", help="with --decide: print the plan, train nothing")
+    p.add_argument(
+        "--budget",
+        default=None,
+        metavar="TIME",
+        help="配合 --decide：可花的墙钟时间，如 2h、90m（默认：不限）"
+        " / with --decide: wall time to spend, e.g. 2h, 90m (default: no limit)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="配合 --decide：只打印计划，不训练 / with --decide: print the plan, train nothing",
+    )
     p.add_argument(
         "--plan",
         action="store_true",
-        help="train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
+        help="不训练：列出要训练的运行、已完成的运行、核时与此执行方式下的墙钟时间"
+        " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
     common.add_slurm(p)
-    p.add_argument("--corpus", default=None)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--corpus",
+        default=None,
+        metavar="FILE",
+        help="UTF-8 语料文本（默认：随包附带的唐诗语料）/ UTF-8 text file (default: the Tang-poem corpus shipped with attnlab)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
     return p
 
 
 def main(args) -> int:
     from ..corpus import load_corpus
+    from ..experiments.labbook import BookError, Scale, select
     from ..lab import EXPERIMENTS
     from ..outputs import output_root
     from ..report.lab_book import build_book_report
@@ -113,6 +155,7 @@ def main(args) -> int:
 
 
 def _book(args, chosen, text, root, scale) -> int:
+    from ..experiments.labbook import run_book
     from ..lab import EXPERIMENTS
     from ..report.lab_book import build_book_report, summary_line
 
@@ -168,7 +211,7 @@ def _plan_kw(args) -> dict:
     }
 
 
-def _check_not_smaller(root: Path, scale: Scale, overwrite: bool) -> None:
+def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
     """Refuse to replace a lab book recorded at more steps or seeds (one line), unless ``overwrite``."""
     import json
 
@@ -187,6 +230,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
     import os
 
     from ..experiments.decide import parse_duration, run_decide
+    from ..experiments.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
     budget = parse_duration(args.budget) if args.budget else None

@@ -11,10 +11,19 @@ def add_parser(sub):
     from ..corpus import DEFAULT_CORPUS
 
     p = sub.add_parser(
-        "build-corpus", help="build the corpus (default: the one attnlab ships) from the chinese-poetry JSON files"
+        "build-corpus",
+        help="由 chinese-poetry 的 JSON 文件构建语料 / build the corpus from the chinese-poetry JSON files",
+        description="从 chinese-poetry 的《全唐诗》JSON 文件构建语料文本（默认写到随包附带的那一份）及其 JSON 说明。"
+        "\nBuild the corpus text (by default the one attnlab ships) and its JSON description from the "
+        "chinese-poetry Tang-poem JSON files.",
     )
-    p.add_argument("--source", default="../shared/data/chinese-poetry")
-    common.add_out(p, str(DEFAULT_CORPUS), f"corpus text to write (default {DEFAULT_CORPUS})")
+    p.add_argument(
+        "--source",
+        default="../shared/data/chinese-poetry",
+        metavar="DIR",
+        help="chinese-poetry 仓库的文件夹 / the folder of the chinese-poetry repository",
+    )
+    common.add_out(p, str(DEFAULT_CORPUS), "要写的语料文本 / corpus text to write")
     return p
 
 

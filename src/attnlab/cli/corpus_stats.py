@@ -8,14 +8,22 @@ from . import common
 
 
 def add_parser(sub):
-    p = sub.add_parser("corpus-stats", help="poems, characters, distinct characters, coverage")
+    p = sub.add_parser(
+        "corpus-stats",
+        help="语料统计：诗数、字数、不同字数、覆盖率 / poems, characters, distinct characters, coverage",
+        description="统计语料的诗数、字符数、行数、不同字符数，以及最常见的 N 个字覆盖了多少文本。"
+        "\nCount a corpus's poems, characters, lines and distinct characters, and how much of the text "
+        "the N most frequent characters cover.",
+    )
     common.add_corpus(p)
     p.add_argument(
         "--top",
         type=common.positive_int,
         nargs="+",
         default=[1198],
-        help="coverage of the N most frequent characters (default 1198 = vocab 1200 - 2)",
+        metavar="N",
+        help="最常见的 N 个字的覆盖率，可给多个（1198 = 词表 1200 - 2）"
+        " / coverage of the N most frequent characters, one or more (1198 = vocab 1200 - 2)",
     )
     return p
 

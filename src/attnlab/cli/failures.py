@@ -8,32 +8,51 @@ from . import common
 
 
 def add_parser(sub):
-    from ..experiments.failures import VARIANTS
+    from ..config import BUGS
 
     p = sub.add_parser(
         "failures",
-        help="train the four injected bugs of §1.11.7 / 注入 bug 的症状表",
-        description="Train the correct attention and each injected bug (same seed, "
-        "same batches) and tabulate the symptoms beside the book's.",
+        help="训练 §1.11.7 的四个注入 bug，列出症状 / train the four injected bugs of §1.11.7",
+        description="用同一种子、同一批次训练正确的注意力和每个注入的 bug，把症状与书中的并排列表。"
+        "\nTrain the correct attention and each injected bug (same seed, same batches) and tabulate the "
+        "symptoms beside the book's.",
     )
     common.add_corpus(p)
     common.add_set(p)
-    p.add_argument("--steps", type=common.positive_steps, default=300, help="training steps per variant (book: 300)")
+    p.add_argument(
+        "--steps",
+        type=common.positive_steps,
+        default=300,
+        metavar="N",
+        help="每个变体的训练步数（书中 300）/ training steps per variant (book: 300)",
+    )
     p.add_argument(
         "--seeds",
         type=common.positive_int,
         default=3,
-        help="seeds per variant (the loss and entropy claims are judged over them; default 3)",
+        metavar="N",
+        help="每个变体的种子数（损失与权重熵的断言在这些种子上判定）"
+        " / seeds per variant (the loss and entropy claims are judged over them)",
     )
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
+    p.add_argument(
+        "--variants",
+        default=",".join(("correct",) + BUGS),
+        help="逗号分隔的子集 / comma-separated subset",
+    )
     common.add_executor(p)
     common.add_runs(p)
-    common.add_out(p, "data/failure_symptoms.json", "result JSON (default data/failure_symptoms.json)")
-    p.add_argument("--report", default="reports/failure_symptoms.md", help="Markdown table and claims")
+    common.add_out(p, "data/failure_symptoms.json", "结果 JSON / result JSON")
+    p.add_argument(
+        "--report",
+        default="reports/failure_symptoms.md",
+        metavar="MD",
+        help="Markdown 表格与断言 / Markdown table and claims",
+    )
     p.add_argument(
         "--rejudge",
         action="store_true",
-        help="train nothing: re-judge the claims of the --out JSON, write them into it and rewrite the report",
+        help="不训练：重新判定 --out JSON 的断言，写回它并重写报告"
+        " / train nothing: re-judge the claims of the --out JSON, write them into it and rewrite the report",
     )
     return p
 

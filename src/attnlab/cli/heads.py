@@ -10,41 +10,76 @@ from . import common
 def add_parser(sub):
     p = sub.add_parser(
         "heads",
-        help="head portrait, ablation, attention maps, dynamics / 注意力头画像",
-        description="Head portrait of a checkpoint (§1.8.5): entropy, diagonal, "
-        "previous-token weight, distance and its spread, ablation Δloss; "
-        "--maps draws heatmaps; --dynamics trains once and follows the "
+        help="注意力头画像、头消融、热力图与训练动态 / head portrait, ablation, attention maps, dynamics",
+        description="检查点的注意力头画像（§1.8.5）：权重熵、对角权重、前一个字的权重、注意距离及其离散度、"
+        "消融后的 Δloss；--maps 画热力图；--dynamics 训练一次并跟踪画像随步数的变化（§1.12.4）。"
+        "\nHead portrait of a checkpoint (§1.8.5): weight entropy, diagonal, previous-token weight, distance "
+        "and its spread, ablation Δloss; --maps draws heatmaps; --dynamics trains once and follows the "
         "portrait across steps (§1.12.4).",
     )
-    p.add_argument("checkpoint", nargs="?", help="attnlab checkpoint, run directory or bare state_dict")
     p.add_argument(
-        "--text", action="append", default=None, help="analyse this text instead of the validation poems (repeatable)"
+        "checkpoint",
+        nargs="?",
+        help="attnlab 检查点、运行文件夹或裸 state_dict / attnlab checkpoint, run directory or bare state_dict",
+    )
+    p.add_argument(
+        "--text",
+        action="append",
+        default=None,
+        help="分析这段文字而不是验证集的诗，可重复 / analyse this text instead of the validation poems (repeatable)",
     )
     common.add_corpus(p)
-    common.add_set(p, help="config of a bare state_dict, or of the --dynamics run")
-    common.add_out(p, None, "result JSON (default next to the checkpoint)")
-    p.add_argument("--maps", default=None, metavar="PNG", help="also draw attention heatmaps")
-    p.add_argument("--no-ablate", action="store_true", help="skip the head ablation")
-    p.add_argument("--ablate-batches", type=common.positive_int, default=8)
+    common.add_set(
+        p,
+        help="裸 state_dict 或 --dynamics 运行的配置，可重复 / config of a bare state_dict, or of the --dynamics run "
+        "(repeatable)",
+    )
+    common.add_out(p, None, "结果 JSON（默认：检查点旁边）/ result JSON (default: next to the checkpoint)")
+    p.add_argument(
+        "--maps",
+        default=None,
+        metavar="PNG",
+        help="同时画注意力热力图（默认：不画）/ also draw attention heatmaps (default: none)",
+    )
+    p.add_argument("--no-ablate", action="store_true", help="跳过头消融 / skip the head ablation")
+    p.add_argument(
+        "--ablate-batches",
+        type=common.positive_int,
+        default=8,
+        metavar="N",
+        help="头消融用的验证批数 / validation batches of the head ablation",
+    )
     p.add_argument(
         "--rejudge",
         default=None,
         metavar="JSON",
-        help="train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and write them into it",
+        help="不训练、不分析：重新判定一个 heads JSON 的 §1.8.5/§1.8.6 断言并写回"
+        " / train and analyse nothing: re-judge the §1.8.5/§1.8.6 claims of a heads JSON and write them into it",
     )
     p.add_argument(
         "--also",
         action="append",
         default=[],
         metavar="CHECKPOINT",
-        help="the same model trained on another seed (repeatable): claims are judged over all",
+        help="同一模型换种子训练的检查点，可重复；断言在全部种子上判定"
+        " / the same model trained on another seed (repeatable): claims are judged over all",
     )
-    p.add_argument("--dynamics", action="store_true", help="train and follow the heads across --steps")
-    p.add_argument("--steps", default="100,500,1500", help="snapshot steps for --dynamics")
+    p.add_argument(
+        "--dynamics",
+        action="store_true",
+        help="训练并在 --steps 各步跟踪注意力头 / train and follow the heads across --steps",
+    )
+    p.add_argument(
+        "--steps",
+        default="100,500,1500",
+        help="--dynamics 的快照步数，逗号分隔 / snapshot steps for --dynamics, comma-separated",
+    )
     p.add_argument(
         "--ckpt-dir",
         default="runs/dynamics",
-        help="where the --dynamics run goes (DIR/dynamics; rerun to resume or reuse it)",
+        metavar="DIR",
+        help="--dynamics 运行放在 DIR/dynamics；重跑即续跑或复用"
+        " / where the --dynamics run goes (DIR/dynamics; rerun to resume or reuse it)",
     )
     return p
 

@@ -6,7 +6,13 @@ from . import common
 
 
 def add_parser(sub):
-    p = sub.add_parser("info", help="parameter table of a config / 参数账")
+    p = sub.add_parser(
+        "info",
+        help="一个配置的参数账（不分配内存）/ parameter table of a config (nothing allocated)",
+        description="列出一个配置各部件的参数量与占比；模型只在 meta 设备上计数，不分配内存。"
+        "\nThe parameter count and share of every part of a config; the model is counted on the meta "
+        "device, nothing is allocated.",
+    )
     common.add_set(p)
     return p
 

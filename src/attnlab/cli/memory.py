@@ -9,37 +9,61 @@ from __future__ import annotations
 import json
 import sys
 
-from attnlab.attention import memory as M
 from attnlab.errors import UsageError
+
+# = attnlab.attention.memory.LLAMA2_70B (attnlab.attention imports torch; tests/test_cli_help.py keeps them equal)
+LLAMA2_70B = {"n_layer": 80, "n_head": 64, "d_head": 128}
 
 
 def add_parser(subparsers):
     p = subparsers.add_parser(
         "memory",
         help="KV 缓存与注意力矩阵的显存 / KV-cache and attention-matrix memory (§1.8.7, §1.13.5)",
+        description="按书中的公式算显存：KV 缓存（式 1.20）、n × n 注意力矩阵（式 1.45），或重算书中全部显存数字；"
+        "MB = 10⁶ B、GB = 10⁹ B，旁注 MiB/GiB。"
+        "\nMemory by the chapter's formulas: the KV cache (eq. 1.20), the n x n attention matrices (eq. 1.45), "
+        "or every memory figure of the chapter again; MB = 10^6 B, GB = 10^9 B, with MiB/GiB alongside.",
     )
-    sub = p.add_subparsers(dest="memory_cmd", required=True, parser_class=type(p))
+    sub = p.add_subparsers(dest="memory_cmd", required=True, parser_class=type(p), help="要算的 / what to compute")
 
-    kv = sub.add_parser("kv-cache", help="KV 缓存 (式 1.20) / KV cache (eq. 1.20); defaults: Llama-2 70B")
-    kv.add_argument("--n-layer", type=int, default=M.LLAMA2_70B["n_layer"], help="层数 / layers")
+    kv = sub.add_parser(
+        "kv-cache",
+        help="KV 缓存 (式 1.20) / KV cache (eq. 1.20); defaults: Llama-2 70B",
+        description="KV 缓存 = 2 × 层数 × KV 头数 × 每头维度 × 序列长度 × 字节数 × 批大小（式 1.20）；默认值为 Llama-2 70B。"
+        "\nKV cache = 2 x n_layer x n_kv_head x d_head x seq_len x bytes_per x batch (eq. 1.20); the defaults "
+        "are Llama-2 70B's.",
+    )
+    kv.add_argument("--n-layer", type=int, default=LLAMA2_70B["n_layer"], metavar="N", help="层数 / layers")
     kv.add_argument(
         "--n-kv-head",
         type=int,
-        default=M.LLAMA2_70B["n_head"],
-        help="KV 头数：MHA=n_head，GQA=组数，MQA=1 / key-value heads",
+        default=LLAMA2_70B["n_head"],
+        metavar="N",
+        help="KV 头数：MHA=n_head，GQA=组数，MQA=1 / key-value heads: MHA n_head, GQA groups, MQA 1",
     )
-    kv.add_argument("--d-head", type=int, default=M.LLAMA2_70B["d_head"], help="每头维度 / head size")
-    kv.add_argument("--seq-len", type=int, default=4096, help="序列长度 / tokens")
-    kv.add_argument("--bytes-per", type=int, default=2, help="每个数的字节数（fp16=2）/ bytes per number")
-    kv.add_argument("--batch", type=int, default=1, help="批大小 / batch size")
+    kv.add_argument("--d-head", type=int, default=LLAMA2_70B["d_head"], metavar="N", help="每头维度 / head size")
+    kv.add_argument("--seq-len", type=int, default=4096, metavar="N", help="序列长度 / tokens")
+    kv.add_argument(
+        "--bytes-per", type=int, default=2, metavar="N", help="每个数的字节数（fp16=2）/ bytes per number (fp16 2)"
+    )
+    kv.add_argument("--batch", type=int, default=1, metavar="N", help="批大小 / batch size")
 
-    at = sub.add_parser("attention", help="注意力矩阵 (式 1.45) / n x n score matrices (eq. 1.45)")
-    at.add_argument("--n", type=int, default=4096, help="序列长度 / sequence length")
-    at.add_argument("--n-head", type=int, default=32, help="头数 / heads")
-    at.add_argument("--n-layer", type=int, default=32, help="层数 / layers")
-    at.add_argument("--bytes-per", type=int, default=2, help="每个数的字节数 / bytes per number")
+    at = sub.add_parser(
+        "attention",
+        help="注意力矩阵 (式 1.45) / n x n score matrices (eq. 1.45)",
+        description="注意力矩阵显存 ≈ n² × 头数 × 层数 × 字节数（式 1.45）。"
+        "\nThe memory of the attention matrices ≈ n^2 x n_head x n_layer x bytes_per (eq. 1.45).",
+    )
+    at.add_argument("--n", type=int, default=4096, metavar="N", help="序列长度 / sequence length")
+    at.add_argument("--n-head", type=int, default=32, metavar="N", help="头数 / heads")
+    at.add_argument("--n-layer", type=int, default=32, metavar="N", help="层数 / layers")
+    at.add_argument("--bytes-per", type=int, default=2, metavar="N", help="每个数的字节数 / bytes per number")
 
-    sub.add_parser("book", help="重算书中所有显存数字 / recompute every memory figure in the chapter")
+    sub.add_parser(
+        "book",
+        help="重算书中所有显存数字 / recompute every memory figure in the chapter",
+        description="重算书中所有显存数字，并与书中的值并列。\nRecompute every memory figure of the chapter, beside the book's value.",
+    )
 
     for q in (kv, at, p):
         q.add_argument("--json", action="store_true", help="输出 JSON / print JSON")
@@ -47,10 +71,14 @@ def add_parser(subparsers):
 
 
 def _sizes(nbytes: int) -> dict:
+    from attnlab.attention import memory as M
+
     return {"bytes": nbytes, "MB": M.mb(nbytes), "GB": M.gb(nbytes), "MiB": M.mib(nbytes), "GiB": M.gib(nbytes)}
 
 
 def collect(args) -> dict:
+    from attnlab.attention import memory as M
+
     if args.memory_cmd == "kv-cache":
         total = M.kv_cache_bytes(args.n_layer, args.n_kv_head, args.d_head, args.seq_len, args.bytes_per, args.batch)
         per_token = M.kv_cache_bytes(args.n_layer, args.n_kv_head, args.d_head, 1, args.bytes_per, args.batch)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import sys
 
-from attnlab.attention import precision as P
-
 SECTIONS = ("limits", "overflow", "bf16", "mask", "all")
 
 
@@ -19,15 +17,23 @@ def add_parser(subparsers):
         "precision",
         help="数值格式的范围与注意力的溢出 / float formats and attention overflow (§1.17)",
         description="float32/float16/bfloat16 的上限、exp 溢出门槛、机器精度，以及加性掩码的失效。"
-        " / Limits, exp overflow threshold and epsilon of float32/float16/bfloat16, and where additive masks fail.",
+        "\nLimits, exp overflow threshold and epsilon of float32/float16/bfloat16, and where additive masks fail.",
     )
-    p.add_argument("--section", choices=SECTIONS, default="all", help="只看某一部分 / show one part only")
+    p.add_argument(
+        "--section",
+        choices=SECTIONS,
+        default="all",
+        help="只看某一部分：limits 范围，overflow 溢出，bf16 精度，mask 加性掩码"
+        " / show one part only: limits, overflow, bf16 precision, additive mask",
+    )
     p.add_argument("--json", action="store_true", help="输出 JSON 而不是表格 / print JSON instead of tables")
     return p
 
 
 def collect(section: str = "all") -> dict:
     """The data behind the command, keyed by section."""
+    from attnlab.attention import precision as P
+
     out = {}
     if section in ("limits", "all"):
         out["limits"] = P.format_limits()

@@ -13,15 +13,38 @@ from pathlib import Path
 
 def add_parser(sub):
     p = sub.add_parser(
-        "report", help="re-judge every claim from the JSON and rebuild figures and reports / 由 JSON 重新判定并重建报告"
+        "report",
+        help="由 JSON 重新判定每条断言并重建图表与报告 / re-judge every claim from the JSON and rebuild figures and reports",
+        description="不加载模型、不需要运行文件夹：案例（data/ch1_case.json）和实验手册的每一项（data/lab_book/<id>.json）"
+        "都由其存下的数字重新判定，判定写回 JSON，再重建图表与报告。"
+        "\nNo model is loaded and no run folder is needed: the case (data/ch1_case.json) and every lab-book "
+        "entry (data/lab_book/<id>.json) are re-judged from the numbers they store, the verdicts are written "
+        "back into the JSON, and the figures and reports are rebuilt.",
     )
-    p.add_argument("json", nargs="?", default=None, help="the case JSON (default: DATA/ch1_case.json)")
-    p.add_argument("--data", default=None, help="the data folder to judge (default: data/, or the JSON's folder)")
-    p.add_argument("--out", default=None, help="root for figures/ and reports/ (default: the folder above the data)")
+    p.add_argument(
+        "json",
+        nargs="?",
+        default=None,
+        help="案例 JSON（默认：DATA/ch1_case.json）/ the case JSON (default: DATA/ch1_case.json)",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DATA",
+        help="要判定的数据文件夹（默认：data/，或 JSON 所在的文件夹）"
+        " / the data folder to judge (default: data/, or the JSON's folder)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="figures/ 和 reports/ 的根目录（默认：数据文件夹的上一级）"
+        " / root for figures/ and reports/ (default: the folder above the data)",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="write figures of a smaller case (e.g. --quick) over those of the larger one in OUT/data",
+        help="允许用更小的案例（如 --quick）的图表覆盖 OUT/data 里更大案例的图表"
+        " / write figures of a smaller case (e.g. --quick) over those of the larger one in OUT/data",
     )
     return p
 

@@ -17,38 +17,49 @@ def port(text: str) -> int:
 def add_parser(sub):
     p = sub.add_parser(
         "serve",
-        help="interactive attention playground in the browser (local only)",
-        description="Serve the attention playground. Listens on 127.0.0.1 unless --host says otherwise; "
-        "answers only requests addressed to 127.0.0.1:PORT, localhost:PORT or --host.",
+        help="在浏览器里打开注意力实验台（默认只限本机）/ interactive attention playground in the browser (local only)",
+        description="启动注意力实验台。除非 --host 另有指定，只监听 127.0.0.1；只回答发给 127.0.0.1:PORT、"
+        "localhost:PORT 或 --host 的请求。"
+        "\nServe the attention playground. Listens on 127.0.0.1 unless --host says otherwise; answers only "
+        "requests addressed to 127.0.0.1:PORT, localhost:PORT or --host.",
     )
-    p.add_argument("--port", type=port, default=8000)
+    p.add_argument("--port", type=port, default=8000, help="监听的端口 / port to listen on")
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="interface to listen on (default 127.0.0.1; anything else exposes the server)",
+        help="监听的网络接口（其他任何值都会把服务暴露出去）"
+        " / interface to listen on (anything else exposes the server)",
     )
     p.add_argument(
         "--checkpoint",
         default=None,
-        help="checkpoint (or run folder) for experiment 1-2; default: the case's small scaled run "
+        help="实验 1-2 用的检查点（或运行文件夹）；默认：案例的小模型缩放运行（runs/case/small_scaled_s20261014）"
+        "或 --runs-dir 下另一个带 ckpt.pt 的运行，可在页面上选"
+        " / checkpoint (or run folder) for experiment 1-2; default: the case's small scaled run "
         "(runs/case/small_scaled_s20261014) or another run with a ckpt.pt under --runs-dir, selectable on the page",
     )
     p.add_argument(
         "--runs-dir",
         default=None,
-        help="运行目录 / directory whose run folders the pages list (default: runs/, plus mine/runs and "
+        metavar="DIR",
+        help="页面列出其中运行文件夹的目录（默认：runs/，存在时加上 mine/runs 和 quick/case/runs；随包附带的案例模型总会列出）"
+        " / directory whose run folders the pages list (default: runs/, plus mine/runs and "
         "quick/case/runs when present; the case models that ship with attnlab are always listed)",
     )
     p.add_argument(
         "--case-json",
         default=None,
-        help="案例数据 / the case JSON the Runs page draws (default: data/ch1_case.json here, else the copy "
+        metavar="JSON",
+        help="运行页画图用的案例数据（默认：此处的 data/ch1_case.json，否则随包附带的那一份）"
+        " / the case JSON the Runs page draws (default: data/ch1_case.json here, else the copy "
         "that ships with attnlab)",
     )
     p.add_argument(
         "--book-html",
         default=None,
-        help="全章实验 / the lab book served at /book (default: reports/lab_book.html here, else the copy "
+        metavar="HTML",
+        help="在 /book 提供的全章实验手册（默认：此处的 reports/lab_book.html，否则随包附带的那一份）"
+        " / the lab book served at /book (default: reports/lab_book.html here, else the copy "
         "that ships with attnlab)",
     )
     return p

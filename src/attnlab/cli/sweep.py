@@ -10,26 +10,40 @@ from . import common
 def add_parser(sub):
     p = sub.add_parser(
         "sweep",
-        help="grid sweep, e.g. the critical head size / 临界维度扫描",
-        description="Train every point of a grid (× seeds), locally or on Ray; rerunning "
-        "skips finished trials and resumes interrupted ones. Default grid: "
-        "d_head 32..256 × scaled on/off (exercise 2).",
+        help="网格扫描，如临界头维度 / grid sweep, e.g. the critical head size",
+        description="训练网格上的每个点（× 种子），本机或在 Ray 上；重跑时跳过已完成的试验、续跑中断的。"
+        "默认网格：d_head 32..256 × 缩放开/关（练习 2）。"
+        "\nTrain every point of a grid (× seeds), locally or on Ray; rerunning skips finished trials and "
+        "resumes interrupted ones. Default grid: d_head 32..256 × scaled on/off (exercise 2).",
     )
     p.add_argument(
         "--grid",
         action="append",
         default=[],
         metavar="KEY=V1,V2,...",
-        help="a Config field or d_head (sets n_head=1, d_model=d_head); repeatable",
+        help="一个配置字段或 d_head（此时 n_head=1、d_model=d_head），可重复（默认：上面的网格）"
+        " / a Config field or d_head (sets n_head=1, d_model=d_head); repeatable (default: the grid above)",
     )
-    p.add_argument("--seeds", type=common.int_range(1, 1000, "a seed count"), default=1)
     p.add_argument(
-        "--steps", type=common.positive_steps, default=None, help="training steps per trial (default max_steps)"
+        "--seeds",
+        type=common.int_range(1, 1000, "a seed count"),
+        default=1,
+        metavar="N",
+        help="每个网格点的种子数 / seeds per grid point",
     )
-    common.add_set(p, help="base config shared by every trial")
+    p.add_argument(
+        "--steps",
+        type=common.positive_steps,
+        default=None,
+        metavar="N",
+        help="每个试验的训练步数（默认：max_steps）/ training steps per trial (default max_steps)",
+    )
+    common.add_set(p, help="每个试验共用的基础配置，可重复 / base config shared by every trial (repeatable)")
     common.add_corpus(p)
     common.add_executor(p, default="local")
-    common.add_out(p, None, "sweep directory (one subdirectory per trial)", required=True)
+    common.add_out(
+        p, None, "扫描文件夹（每个试验一个子文件夹）/ sweep directory (one subdirectory per trial)", required=True
+    )
     return p
 
 

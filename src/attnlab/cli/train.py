@@ -8,29 +8,41 @@ from . import common
 
 
 def add_parser(sub):
-    p = sub.add_parser("train", help="train the tiny GPT / 训练模型")
+    p = sub.add_parser(
+        "train",
+        help="训练小 GPT，写入运行文件夹 / train the tiny GPT into a run folder",
+        description="训练本章的小 GPT（默认：缩放的注意力、唐诗语料），把指标、摘要和检查点写进 --out 运行文件夹。"
+        "\nTrain the chapter's tiny GPT (by default scaled attention on the Tang-poem corpus) and write its "
+        "metrics, summary and checkpoint into the --out run folder.",
+    )
     common.add_corpus(p)
     common.add_set(p)
-    common.add_out(p, "runs/default", "run folder (default runs/default)")
+    common.add_out(p, "runs/default", "运行文件夹 / run folder")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
-        "--resume", action="store_true", help="continue the run in OUT from OUT/ckpt.pt (a larger max_steps extends it)"
+        "--resume",
+        action="store_true",
+        help="从 OUT/ckpt.pt 接着训练 OUT 里的运行（更大的 max_steps 会延长它）"
+        " / continue the run in OUT from OUT/ckpt.pt (a larger max_steps extends it)",
     )
     mode.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run in OUT (its files are replaced once the first step succeeds)",
+        help="替换 OUT 里的运行（第一步成功后才替换其文件）"
+        " / replace the run in OUT (its files are replaced once the first step succeeds)",
     )
     p.add_argument(
         "--debug",
         action="store_true",
-        help="attach the AttentionDebugger (warnings on entropy, logit scale, Jacobian, NaN)",
+        help="挂上 AttentionDebugger：权重熵、logit 尺度、雅可比范数异常或出现 NaN 时警告"
+        " / attach the AttentionDebugger: warnings on weight entropy, logit scale, Jacobian norm, NaN",
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
     p.add_argument(
         "--tensorboard",
         action="store_true",
-        help="also write TensorBoard event files to OUT (needs the tensorboard extra)",
+        help="同时把 TensorBoard 事件文件写进 OUT（需要 tensorboard 扩展）"
+        " / also write TensorBoard event files to OUT (needs the tensorboard extra)",
     )
     return p
 
