@@ -373,8 +373,14 @@ def run_case(
     tensorboard: bool = False,
     slurm=None,
     on_stage: Callable[[dict, dict], None] | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
+
+    A result that holds less than the one already there (:func:`holds_less`: fewer runs measured,
+    a claim judged on fewer seeds, fewer steps) goes beside it, to ``ch1_case.partial.json``, until
+    it holds as much; with ``overwrite`` a smaller result replaces it once it is complete.
+    ``on_stage``'s ``info["data"]`` is the file written.
 
     The runs train in batches (:func:`case_stages`): the book's own protocol first, then the other
     seeds and the weight-decay pairs. After each batch the result of everything finished so far is
@@ -689,10 +695,10 @@ def run_case(
                 "pending": pending,
             }
         result["claims"] = check_claims(result)
-        write_json(out / "data" / "ch1_case.json", result)
+        written = write_result(out, result, overwrite=overwrite, log=log)
         if on_stage is not None:
             nxt = stages[k + 1][0] if k + 1 < len(stages) else None
-            on_stage(result, {"batch": k + 1, "batches": len(stages), "next": nxt})
+            on_stage(result, {"batch": k + 1, "batches": len(stages), "next": nxt, "data": written})
     return result
 
 
@@ -823,6 +829,66 @@ def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False
     except (CaseError, KeyError, TypeError):
         return
     refuse_smaller(path, old, settings_scale(settings), overwrite)
+
+
+def partial_path(path: Path) -> Path:
+    """Where a result holding less than the one at ``path`` goes: beside it, ``NAME.partial.json``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
+
+
+def result_holds(res: dict) -> dict:
+    """What a case result actually holds (not what it planned): steps per run, runs measured, and
+    the seeds each claim was judged on."""
+    claims = {}
+    for c in res.get("claims") or []:
+        if isinstance(c, dict) and isinstance(c.get("id"), str):
+            n = c.get("n")
+            ok = isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n)
+            claims[c["id"]] = n if ok else 0
+    return {"steps": res["config"]["settings"]["steps"], "runs": len(stored_runs(res)), "claims": claims}
+
+
+def holds_less(new: dict, old: dict) -> list[str]:
+    """What ``old`` holds that ``new`` does not, one phrase each; empty when ``new`` is at least as
+    large in every respect. A claim only one of them judges (the claims changed) counts for neither."""
+    a, b = result_holds(new), result_holds(old)
+    less = []
+    if a["steps"] < b["steps"]:
+        less.append(f"{a['steps']} steps per run < {b['steps']}")
+    if a["runs"] < b["runs"]:
+        less.append(f"{a['runs']} runs measured < {b['runs']}")
+    fewer = [(k, a["claims"][k], n) for k, n in b["claims"].items() if k in a["claims"] and a["claims"][k] < n]
+    if fewer:
+        some = ", ".join(f"{k} {x} < {y}" for k, x, y in fewer[:3])
+        less.append(f"{len(fewer)} claims judged on fewer seeds ({some}{', ...' if len(fewer) > 3 else ''})")
+    return less
+
+
+def write_result(out: Path, result: dict, overwrite: bool = False, log: Callable[[str], None] = print) -> Path:
+    """Write ``result`` to ``out/data/ch1_case.json``, or beside it (:func:`partial_path`) when the
+    result there holds more (:func:`holds_less`), unless ``overwrite`` and ``result`` is complete.
+    Writing the main file removes a partial one beside it (it holds less). Returns the path written.
+    An unreadable file there is replaced."""
+    path = Path(out) / "data" / "ch1_case.json"
+    aside = partial_path(path)
+    less: list[str] = []
+    if path.is_file():
+        try:
+            less = holds_less(result, read_case_json(path))
+        except (CaseError, KeyError, TypeError, AttributeError):
+            less = []
+    complete = (result.get("progress") or {}).get("complete", True)
+    if less and not (overwrite and complete):
+        write_json(aside, result)
+        log(
+            f"{path} 比这次的结果完整，保持不动；这次的写到 {aside}，直到它同样完整 / {path} holds more than "
+            f"this result ({'; '.join(less)}): kept it, wrote this one to {aside} until it holds as much"
+        )
+        return aside
+    write_json(path, result)
+    aside.unlink(missing_ok=True)
+    return path
 
 
 def seeds_summary(rows: list[dict]) -> dict:

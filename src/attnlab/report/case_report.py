@@ -922,15 +922,36 @@ code {{ background: #f5f5f5; padding: 0 0.2em; }}"""
     )
 
 
-def build_report(res: dict, out: Path) -> list[Path]:
-    """Write figures/ and reports/ch1_case.{md,html} under ``out``; return their paths."""
+def report_paths(out: Path, name: str = "ch1_case") -> tuple[Path, Path, Path]:
+    """(figures folder, markdown, page) of the report ``name`` under ``out``: ch1_case's figures in
+    figures/, any other's (ch1_case.partial) in figures/NAME/, so neither overwrites the other's."""
     out = Path(out)
-    figs = case_figures(res, out / "figures")
-    reports = out / "reports"
+    figs = out / "figures" if name == "ch1_case" else out / "figures" / name
+    return figs, out / "reports" / f"{name}.md", out / "reports" / f"{name}.html"
+
+
+def drop_partial_report(out: Path) -> None:
+    """Remove the partial report (ch1_case.partial's page, markdown and figures) under ``out``: the
+    complete result that replaced it holds at least as much."""
+    import shutil
+
+    fig_dir, md, page = report_paths(out, "ch1_case.partial")
+    md.unlink(missing_ok=True)
+    page.unlink(missing_ok=True)
+    if fig_dir.is_dir() and not fig_dir.is_symlink():
+        shutil.rmtree(fig_dir)
+
+
+def build_report(res: dict, out: Path, name: str = "ch1_case") -> list[Path]:
+    """Write figures/ and reports/ch1_case.{md,html} under ``out`` (another ``name``: see
+    :func:`report_paths`); return their paths."""
+    fig_dir, md_path, page_path = report_paths(out, name)
+    figs = case_figures(res, fig_dir)
+    reports = md_path.parent
     reports.mkdir(parents=True, exist_ok=True)
-    fig_rel = os.path.relpath(out / "figures", reports)
+    fig_rel = os.path.relpath(fig_dir, reports)
     blocks = build_blocks(res, fig_rel)
-    md = write_text(reports / "ch1_case.md", to_markdown(blocks))
+    md = write_text(md_path, to_markdown(blocks))
     font_url = os.path.relpath(FONT_FILE, reports)
-    page = write_text(reports / "ch1_case.html", to_html(blocks, font_url))
+    page = write_text(page_path, to_html(blocks, font_url))
     return [*figs, md, page]
