@@ -13,19 +13,41 @@ seed_count = common.int_range(1, MAX_SEEDS, "a number of seeds")
 
 
 def add_parser(sub):
-    p = sub.add_parser("case", help="reproduce the chapter's case study / 复现第 1 章案例")
-    p.add_argument("--steps", type=common.positive_steps, default=None, help="training steps per run (default 1500)")
+    p = sub.add_parser(
+        "case",
+        help="复现第 1 章案例：缩放与不缩放的对照 / reproduce the chapter's case study",
+        description="复现本章的案例：缩放与不缩放的小模型和大模型对照（多个种子），量权重熵、雅可比范数与损失，"
+        "写出 data/、figures/、reports/；中断后重跑即续跑。"
+        "\nReproduce the chapter's case study: the small and big pairs with and without scaling (over "
+        "several seeds), measuring weight entropy, Jacobian norm and loss, and write data/, figures/ and "
+        "reports/; interrupt and rerun to resume.",
+    )
+    p.add_argument(
+        "--steps",
+        type=common.positive_steps,
+        default=None,
+        metavar="N",
+        help="每次运行的训练步数（默认 1500；--quick 250）/ training steps per run (default 1500; 250 with --quick)",
+    )
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a few hundred steps, one seed (what the tests run); writes under quick/case/ (git-ignored) "
+        help="几百步、一个种子（测试跑的就是它）；未给 --out 时写到 quick/case/（git 忽略），"
+        "绝不写进 data/、figures/、reports/ 或 runs/case/"
+        " / a few hundred steps, one seed (what the tests run); writes under quick/case/ (git-ignored) "
         "unless --out is given, never into data/, figures/, reports/ or runs/case/",
     )
-    common.add_out(p, None, "root for data/, figures/, reports/ and runs/ (default: here; with --quick quick/case)")
+    common.add_out(
+        p,
+        None,
+        "data/、figures/、reports/ 和 runs/ 的根目录（默认：当前目录；--quick 时 quick/case）"
+        " / root for data/, figures/, reports/ and runs/ (default: here; with --quick quick/case)",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace a data/ch1_case.json made at a larger scale (more steps or seeds); refused without it",
+        help="允许替换更大规模（更多步数或种子）得到的 data/ch1_case.json，否则拒绝"
+        " / replace a data/ch1_case.json made at a larger scale (more steps or seeds); refused without it",
     )
     common.add_corpus(p)
     common.add_device(p)
@@ -34,18 +56,21 @@ def add_parser(sub):
     p.add_argument(
         "--plan",
         action="store_true",
-        help="train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
+        help="不训练：列出要训练的运行、已完成的运行、核时与此执行方式下的墙钟时间"
+        " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
     p.add_argument(
         "--tensorboard",
         action="store_true",
-        help="each run also writes TensorBoard event files (needs the tensorboard extra)",
+        help="每次运行同时写 TensorBoard 事件文件（需要 tensorboard 扩展）"
+        " / each run also writes TensorBoard event files (needs the tensorboard extra)",
     )
     p.add_argument(
         "--reuse-json",
         action="store_true",
-        help="train nothing: keep everything the existing data/ch1_case.json holds and add the runs "
+        help="不训练：保留现有 data/ch1_case.json 的全部内容，加入 runs/case 下已完成的所需种子的运行"
+        " / train nothing: keep everything the existing data/ch1_case.json holds and add the runs "
         "of the requested seeds found finished under runs/case",
     )
     p.add_argument(
@@ -53,24 +78,31 @@ def add_parser(sub):
         type=seed_count,
         default=None,
         metavar="N",
-        help="the small pair on N seeds 20261014, 20261015, ... (default 3; 1 with --quick)",
+        help="小模型对照跑 N 个种子 20261014、20261015……（默认 3；--quick 时 1）"
+        " / the small pair on N seeds 20261014, 20261015, ... (default 3; 1 with --quick)",
     )
     p.add_argument(
-        "--big-seeds", type=seed_count, default=None, metavar="N", help="the big pair on the first N seeds (default 3)"
+        "--big-seeds",
+        type=seed_count,
+        default=None,
+        metavar="N",
+        help="大模型对照跑前 N 个种子（默认 3）/ the big pair on the first N seeds (default 3)",
     )
     p.add_argument(
         "--big-unscaled-seeds",
         type=seed_count,
         default=None,
         metavar="N",
-        help="the big unscaled member alone on the first N seeds (default: --big-seeds)",
+        help="不缩放的大模型单独跑前 N 个种子（默认：同 --big-seeds）"
+        " / the big unscaled member alone on the first N seeds (default: --big-seeds)",
     )
     p.add_argument(
         "--wd-seeds",
         type=seed_count,
         default=None,
         metavar="N",
-        help="the weight-decay pairs on the first N seeds (default 1; --quick has none)",
+        help="权重衰减对照跑前 N 个种子（默认 1；--quick 没有）"
+        " / the weight-decay pairs on the first N seeds (default 1; --quick has none)",
     )
     return p
 
