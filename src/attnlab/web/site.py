@@ -1,0 +1,555 @@
+"""The static site: ``attnlab site --out DIR`` writes the playground as plain files.
+
+A folder any static host serves (GitHub Pages, ``python -m http.server``) with no Python
+behind it: the soft lookup, 实验 1-1, 实验 1-2 on the four case models that ship with attnlab,
+the big pair's timeline, the training curves, the case report and the lab book.
+
+How it stays the same site as ``attnlab serve``:
+
+* the pages are the server's own (``web/static``), their absolute links (``/lookup``,
+  ``/static/x.js``) rewritten to relative ones so a sub-path host works;
+* one script, ``site_static/site.js``, answers the pages' ``fetch('/api/...')`` in the
+  browser: ``POST /api/attention`` runs the model with onnxruntime-web (vendored in
+  ``web/vendor``, no CDN) and converts simplified input with opencc-js, as
+  :func:`attnlab.chinese.prepare` does; every other answer (``/api/info``, ``/api/live``,
+  ``/api/timeline/<run>``, ``/api/case``...) is a JSON file this module dumps at build
+  time by calling the server's own route functions, so it is the server's JSON;
+* the model graphs are ONNX files exported by ``scripts/export_onnx.py`` and committed
+  (``data/case_onnx``) *without* their weights: each keeps its initializers as external
+  data, and the build writes that ``weights.bin`` from the shipped ``ckpt.pt`` (float16
+  or float32, as float32, exactly as the server loads it). The manifest records the
+  sha256 of the checkpoint and of the weights each graph was exported and checked with;
+  a checkpoint that changed since is refused with the command that re-exports it.
+
+What it deliberately leaves out: anything that needs the server at run time (training,
+a run of the reader's own, the live table's "running" state: a static copy is a
+snapshot, so a run is never "running" there). The SVG export outlines only the
+characters of the pages and the shipped data; other characters stay text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import AttnlabError, CheckpointError, OutputError
+from ..io import _umask
+
+PACKAGE = Path(__file__).resolve().parents[1]
+WEB = Path(__file__).resolve().parent
+STATIC = WEB / "static"
+SITE_STATIC = WEB / "site_static"
+VENDOR = WEB / "vendor"
+SHIPPED_RUNS = PACKAGE / "data" / "case_runs"  # runs/case/<name> of the case's first seed
+ONNX_DIR = PACKAGE / "data" / "case_onnx"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "attnlab-onnx-v1"
+WEIGHTS_FILE = "weights.bin"  # the external-data location every exported graph names
+CASE_RUNS = (  # the four models of the case's first seed, in the order the pages list them
+    "case/small_scaled_s20261014",
+    "case/small_unscaled_s20261014",
+    "case/big_scaled",
+    "case/big_unscaled",
+)
+MARK = ".attnlab-site.json"  # in every site this module writes: an --out holding it may be replaced
+SITE_FORMAT = "attnlab-site-v1"
+# route -> file in the site; every absolute link of the pages must be one of these
+SITE_PAGES = {
+    "/": "index.html",
+    "/lookup": "lookup.html",
+    "/exp1-1": "exp1-1.html",
+    "/exp1-2": "exp1-2.html",
+    "/runs": "runs.html",
+    "/timeline": "timeline.html",
+    "/book": "book.html",
+}
+CASE_PAGE = "case.html"
+REPORT_FILES = {"book": ("reports/lab_book.html", "lab_book.html"), "case": ("reports/ch1_case.html", "ch1_case.html")}
+CASE_JSON = ("data/ch1_case.json", "ch1_case.json")
+VENDORED = {  # vendor folder -> the files a site needs from it (the rest is licences and notes)
+    "onnxruntime-web": ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm", "LICENSE"),
+    "opencc-js": ("cn2t.js", "LICENSE", "THIRD_PARTY_LICENSES.md"),
+}
+GLYPH_CHUNK = 700  # characters per call of the server's glyph function (it stops at 800)
+
+
+class SiteError(AttnlabError):
+    """A site that cannot be built: a shipped file missing or changed, an --out in the way."""
+
+
+# ------------------------------------------------------------------ weights for a graph
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def weights_blob(state: dict, tensors: list[dict]) -> bytes:
+    """The external data of an exported graph, from a checkpoint's state_dict.
+
+    ``tensors``: the manifest's list of {"name", "key", "shape", "offset", "length"}; each
+    initializer is ``state[key]`` as little-endian float32 (a float16 checkpoint is widened
+    exactly as ``load_state_dict`` widens it into the float32 model), at its offset.
+    """
+    size = max((t["offset"] + t["length"] for t in tensors), default=0)
+    out = bytearray(size)
+    for t in tensors:
+        value = state.get(t["key"])
+        if value is None:
+            raise CheckpointError(f"the checkpoint has no tensor {t['key']!r} that the ONNX graph needs")
+        arr = value.detach().float().cpu().numpy().astype("<f4", copy=False)
+        if list(arr.shape) != list(t["shape"]) or arr.nbytes != t["length"]:
+            raise CheckpointError(
+                f"tensor {t['key']!r} has shape {list(arr.shape)} in the checkpoint, {t['shape']} in the ONNX graph"
+            )
+        out[t["offset"] : t["offset"] + t["length"]] = arr.tobytes()
+    return bytes(out)
+
+
+def read_manifest(onnx_dir: str | os.PathLike = ONNX_DIR) -> dict:
+    """The ONNX manifest, checked for the fields the build reads."""
+    path = Path(onnx_dir) / MANIFEST
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SiteError(
+            f"the ONNX export of the case models is missing ({path}); reinstall attnlab, or in a checkout "
+            "run `python scripts/export_onnx.py`"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise SiteError(f"{path} cannot be read ({e}); run `python scripts/export_onnx.py` again") from None
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if doc.get("format") != MANIFEST_FORMAT or not isinstance(runs, dict):
+        raise SiteError(f"{path} is not an attnlab ONNX manifest ({MANIFEST_FORMAT}); run scripts/export_onnx.py")
+    for name, entry in runs.items():
+        keys = ("onnx", "onnx_sha256", "ckpt_sha256", "weights_sha256", "tensors", "outputs")
+        if not isinstance(entry, dict) or any(k not in entry for k in keys):
+            raise SiteError(f"{path}: the entry of {name!r} lacks one of {', '.join(keys)}; re-export")
+    return doc
+
+
+# ------------------------------------------------------------------------ the server's JSON
+def _route(app, path: str, method: str = "GET"):
+    for r in app.routes:
+        if getattr(r, "path", None) == path and method in (getattr(r, "methods", None) or ()):
+            return r.endpoint
+    raise SiteError(f"the server has no route {method} {path}; attnlab's site and server are out of step")
+
+
+def _answer(fn, *args, **kw) -> dict:
+    """{"status", "body"} of one route function call, an HTTPException as its status and detail."""
+    from fastapi import HTTPException
+
+    try:
+        return {"status": 200, "body": fn(*args, **kw)}
+    except HTTPException as e:
+        return {"status": e.status_code, "body": {"detail": e.detail}}
+
+
+def frozen(run: dict) -> dict:
+    """A run's state as a static copy shows it: nothing trains behind a site, and "updated N s ago"
+    would be the age at build time."""
+    run = dict(run)
+    if run.get("state") == "running":
+        run["state"] = "stopped"
+    if "updated_s_ago" in run:
+        run["updated_s_ago"] = None
+    return run
+
+
+def server_data(runs_root: Path, case_json: Path | None, names: list[str]) -> dict:
+    """Every GET answer of the server the site replays, computed by the server's own route functions
+    (``create_app`` on the shipped runs), plus each model's /api/model description."""
+    from .server import ModelRequest, create_app
+
+    app = create_app(
+        runs_dir=str(runs_root),
+        case_json=str(case_json) if case_json else str(runs_root / "no-case.json"),
+        book_html=str(runs_root / "no-book.html"),
+    )
+    info = _answer(_route(app, "/api/info"))
+    if info["status"] != 200 or not info["body"].get("checkpoint"):
+        raise SiteError(f"the server loads no model from {runs_root}: {info['body'].get('detail') or info['body']}")
+    models = {n: _answer(_route(app, "/api/model", "POST"), ModelRequest(run=n)) for n in names}
+    for n, m in models.items():
+        if m["status"] != 200:
+            raise SiteError(f"the server cannot load the case model {n}: {m['body'].get('detail')}")
+    live = _answer(_route(app, "/api/live"))
+    runs = _answer(_route(app, "/api/runs"))
+    listed = [r["name"] for r in live["body"].get("runs", [])] if live["status"] == 200 else []
+    timeline = {n: _answer(_route(app, "/api/timeline/{name:path}"), name=n) for n in listed}
+    timeline = {n: {**a, "body": frozen(a["body"])} if a["status"] == 200 else a for n, a in timeline.items()}
+    details = {}
+    if runs["status"] == 200:
+        details = {n: _answer(_route(app, "/api/runs/{name}"), name=n) for n in runs["body"].get("runs", [])}
+    if live["status"] == 200:
+        live = {**live, "body": {**live["body"], "runs": [frozen(r) for r in live["body"].get("runs", [])]}}
+    return {
+        "app": app,
+        "info": info,
+        "models": models,
+        "live": live,
+        "runs": runs,
+        "runs_detail": details,
+        "timeline": timeline,
+        "case": _answer(_route(app, "/api/case")),
+    }
+
+
+def glyphs(app, text: str) -> dict:
+    """The server's glyph outlines (POST /api/glyphs) of every distinct character of ``text``."""
+    from .server import GlyphRequest
+
+    fn = _route(app, "/api/glyphs", "POST")
+    chars = "".join(dict.fromkeys(c for c in text if c.strip()))
+    out: dict[str, Any] = {"glyphs": {}, "missing": []}
+    for i in range(0, len(chars), GLYPH_CHUNK):
+        got = fn(GlyphRequest(text=chars[i : i + GLYPH_CHUNK]))
+        out.update({k: v for k, v in got.items() if k not in ("glyphs", "missing")})
+        out["glyphs"].update(got["glyphs"])
+        out["missing"] += got["missing"]
+    return out
+
+
+# ------------------------------------------------------------------------------ the pages
+_HTML_LINK = re.compile(r'(?P<attr>\b(?:href|src)=")/(?P<path>[^"]*)"')
+_JS_LINK = re.compile(r"""(?P<q>["'`])/(?P<name>[a-z][a-z0-9-]*)(?P<end>[/?#"'`])""")
+
+
+def _site_path(path: str, where: str) -> str:
+    """The site's relative path for an absolute path of the server ("lookup?x" -> "lookup.html?x")."""
+    base, rest = re.match(r"([^?#]*)(.*)", path, re.S).groups()
+    if base.startswith("static/"):
+        return base + rest
+    route = "/" + base
+    if route == "/case":
+        return CASE_PAGE + rest
+    if route not in SITE_PAGES:
+        raise SiteError(f"{where} links to /{base}, which the static site has no page for")
+    return SITE_PAGES[route] + rest
+
+
+def relative_links(text: str, where: str, script: bool = False) -> str:
+    """Absolute links of a page (``href="/lookup"``, ``src="/static/x.js"``) or of a script's strings
+    (`` `/timeline?run=` ``) made relative to the site's root, so a sub-path host works; ``"/api/..."``
+    stays (site.js answers it). An absolute link to anything else is an error, so a new page cannot
+    ship a link that breaks on the static site."""
+    if not script:
+        return _HTML_LINK.sub(lambda m: m["attr"] + _site_path(m["path"], where) + '"', text)
+
+    def fix(m: re.Match) -> str:
+        if m["name"] == "api":
+            return m.group(0)
+        if m["name"] == "static" and m["end"] == "/":
+            return m["q"] + "static/"
+        if m["end"] == "/":
+            raise SiteError(f"{where} links to /{m['name']}/…, which the static site has no page for")
+        return m["q"] + _site_path(m["name"], where) + m["end"]
+
+    return _JS_LINK.sub(fix, text)
+
+
+def site_header(route: str) -> str:
+    """The server's page header with the case report added to its links."""
+    from .server import page_header
+
+    header = page_header(route)
+    here = ' class="here"' if route == "/case" else ""
+    link = f'    <a{here} href="/case">案例报告 <span class="en">Case report</span></a>\n  </nav>'
+    return header.replace("\n  </nav>", "\n" + link, 1)
+
+
+SITE_SCRIPT = '<script src="static/site.js"></script>\n</head>'
+
+
+def page_html(route: str, name: str) -> str:
+    """One playground page as the site serves it: header, relative links, site.js before the page's scripts."""
+    from .server import HEADER_MARK
+
+    html = (STATIC / name).read_text(encoding="utf-8").replace(HEADER_MARK, site_header(route), 1)
+    html = relative_links(html, name)
+    if "</head>" not in html:
+        raise SiteError(f"{name} has no </head>: site.js cannot be put before its scripts")
+    html = html.replace("</head>", SITE_SCRIPT, 1)
+    if route == "/":
+        html = html.replace("</ul>", _index_extra() + "  </ul>", 1)
+    return html
+
+
+def _index_extra() -> str:
+    return (
+        f'  <li><a href="{CASE_PAGE}">案例报告</a> — 本章案例的结果与方法（缩放与不缩放，d_head 32 与 256）。\n'
+        '      <span class="en">The case study\'s report: results first, then the method.</span></li>\n'
+        f'    <li><a href="{SITE_PAGES["/book"]}">全章实验</a> — 书中每个论断的检验与判定。\n'
+        '      <span class="en">The lab book: every claim of the chapter, tested and judged.</span></li>\n'
+        '    <li class="note">这是静态版：模型在浏览器里运行（onnxruntime-web），不连接任何服务器。\n'
+        '      <span class="en">This is the static edition: the model runs in your browser (onnxruntime-web); '
+        "nothing is sent anywhere.</span></li>\n"
+    )
+
+
+_LOCAL_REF = re.compile(r"""(?P<pre>\bsrc=["']|url\(["']?)(?P<ref>(?!data:|#|https?:|mailto:)[^"')]+)""")
+MIME = {".png": "image/png", ".svg": "image/svg+xml", ".otf": "font/otf", ".woff2": "font/woff2", ".ttf": "font/ttf"}
+
+
+def self_contained(html: str, base: Path, where: str) -> str:
+    """A report with every local file it references (figures, fonts) embedded as a data: URI, so it
+    works copied alone; a referenced file that is missing is an error naming it."""
+    import base64
+
+    def embed(m: re.Match) -> str:
+        ref = m["ref"]
+        path = (base / ref).resolve()
+        mime = MIME.get(path.suffix.lower())
+        if mime is None:
+            raise SiteError(f"{where} references {ref}, which the site cannot embed")
+        if not path.is_file():
+            raise SiteError(f"{where} references {ref}, which is missing ({path}); rebuild the report")
+        return m["pre"] + f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+    return _LOCAL_REF.sub(embed, html)
+
+
+# ------------------------------------------------------------------------------- finding files
+def shipped_file(here: str, name: str) -> Path | None:
+    """A committed file: the checkout's own (``here`` from the repository root) when attnlab runs
+    from one, else the copy in the package (``data/published/<name>``); None when neither exists."""
+    from ..corpus import REPO_ROOT
+
+    for p in (REPO_ROOT / here, PACKAGE / "data" / "published" / name):
+        if p.is_file():
+            return p
+    return None
+
+
+# ------------------------------------------------------------------------------ the build
+@dataclass
+class SiteResult:
+    out: Path
+    runs: list[str]
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    replaced: bool = False
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes by top folder (models, static, data, pages)
+
+
+def check_out(out: Path) -> bool:
+    """Refuse an --out that is not a new folder, an empty one or an earlier site; True when it is an
+    earlier site (or empty) to replace."""
+    if out.is_symlink():
+        raise OutputError(f"--out {out} is a link; give the folder itself")
+    if not out.exists():
+        return False
+    if not out.is_dir():
+        raise OutputError(f"--out {out} is a file; give a new folder, an empty one or an earlier attnlab site")
+    try:
+        names = os.listdir(out)
+    except OSError as e:
+        raise OutputError(f"--out {out} cannot be read ({e.strerror}); choose another folder") from None
+    if names and MARK not in names:
+        raise OutputError(
+            f"--out {out} holds other files and is not an earlier attnlab site; give a new or empty folder"
+        )
+    cwd = Path.cwd().resolve()
+    if cwd == out.resolve() or out.resolve() in cwd.parents:
+        raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
+    return True
+
+
+def build_site(
+    out: str | os.PathLike,
+    runs_root: str | os.PathLike = SHIPPED_RUNS,
+    onnx_dir: str | os.PathLike = ONNX_DIR,
+    case_json: str | os.PathLike | None = None,
+    reports: dict[str, str | os.PathLike] | None = None,
+) -> SiteResult:
+    """Write the static site to ``out`` (a new folder, an empty one or an earlier site, replaced whole).
+
+    The site is written into a temporary folder beside ``out`` and renamed into place, so an
+    interrupted build leaves ``out`` as it was. ``runs_root``, ``onnx_dir``, ``case_json`` and
+    ``reports`` ({"book": path, "case": path}) default to what ships with attnlab.
+    """
+    started = time.perf_counter()
+    out = Path(out)
+    replace = check_out(out)
+    runs_root, onnx_dir = Path(runs_root), Path(onnx_dir)
+    manifest = read_manifest(onnx_dir)
+    names = [n for n in CASE_RUNS if n in manifest["runs"]] + sorted(set(manifest["runs"]) - set(CASE_RUNS))
+    for n in names:
+        ckpt = runs_root / n / "ckpt.pt"
+        if not ckpt.is_file():
+            raise SiteError(
+                f"the case model {n} that ships with attnlab is missing ({ckpt}); reinstall attnlab, or in a "
+                "checkout restore src/attnlab/data/case_runs (git checkout)"
+            )
+    if case_json is None:
+        case_json = shipped_file(*CASE_JSON)
+    found = {k: (Path(v) if v else None) for k, v in (reports or {}).items()}
+    for key, (here, name) in REPORT_FILES.items():
+        if key not in found:
+            found[key] = shipped_file(here, name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".site-tmp", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a web server must read the site
+        result = _write(tmp, runs_root, onnx_dir, manifest, names, case_json and Path(case_json), found)
+        _swap(tmp, out, replace)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.out, result.replaced = out, replace
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _swap(tmp: Path, out: Path, replace: bool) -> None:
+    """tmp becomes out; an earlier site at out is moved aside first and removed after."""
+    old = None
+    if replace:
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.rename(out, old)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        if old is not None:
+            os.rename(old, out)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _dump(path: Path, obj: Any) -> int:
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return len(text.encode("utf-8"))
+
+
+def _write(
+    dest: Path,
+    runs_root: Path,
+    onnx_dir: Path,
+    manifest: dict,
+    names: list[str],
+    case_json: Path | None,
+    reports: dict[str, Path | None],
+) -> SiteResult:
+    from .. import __version__
+    from ..checkpoint import read_checkpoint
+
+    data = server_data(runs_root, case_json, names)
+    # ---- models: the committed graph, its weights from the shipped checkpoint
+    models = {}
+    for i, n in enumerate(names):
+        entry = manifest["runs"][n]
+        ckpt = runs_root / n / "ckpt.pt"
+        digest = sha256_file(ckpt)
+        if digest != entry["ckpt_sha256"]:
+            raise SiteError(
+                f"the ONNX graph of {n} was exported from another ckpt.pt (sha256 {entry['ckpt_sha256'][:12]}…, "
+                f"now {digest[:12]}…); re-export with `python scripts/export_onnx.py`"
+            )
+        graph = onnx_dir / entry["onnx"]
+        if not graph.is_file() or sha256_file(graph) != entry["onnx_sha256"]:
+            raise SiteError(f"{graph} is missing or not the file the manifest names; re-export the ONNX graphs")
+        payload = read_checkpoint(ckpt)
+        blob = weights_blob(payload["model"], entry["tensors"])
+        if hashlib.sha256(blob).hexdigest() != entry["weights_sha256"]:
+            raise SiteError(f"the weights of {n} do not match its ONNX export; re-export the ONNX graphs")
+        folder = dest / "models" / str(i)
+        folder.mkdir(parents=True)
+        shutil.copyfile(graph, folder / "model.onnx")
+        (folder / WEIGHTS_FILE).write_bytes(blob)
+        info = data["models"][n]["body"]
+        _dump(folder / "model.json", {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info})
+        models[n] = f"models/{i}/"
+    # ---- the server's answers
+    files: dict[str, str] = {}
+
+    def put(kind: str, key: str, answer: dict) -> dict:
+        """Large answers go to their own file, small ones stay in the index."""
+        if answer["status"] != 200 or len(json.dumps(answer["body"])) < 4096:
+            return answer
+        rel = f"data/{kind}-{len(files)}.json"
+        files[rel] = key
+        _dump(dest / rel, answer["body"])
+        return {"status": 200, "file": rel}
+
+    index = {
+        "format": SITE_FORMAT,
+        "default": data["info"]["body"]["run"],
+        "info": data["info"],
+        "models": models,
+        "model_info": {n: data["models"][n] for n in names},
+        "live": data["live"],
+        "runs": data["runs"],
+        "runs_detail": {n: put("run", n, a) for n, a in data["runs_detail"].items()},
+        "timeline": {n: put("timeline", n, a) for n, a in data["timeline"].items()},
+        "case": put("case", "case", data["case"]),
+    }
+    # ---- pages, scripts, styles, fonts, vendored runtimes
+    shutil.copytree(STATIC, dest / "static", ignore=shutil.ignore_patterns("*.html"))
+    for js in (dest / "static").glob("*.js"):
+        js.write_text(relative_links(js.read_text(encoding="utf-8"), js.name, script=True), encoding="utf-8")
+    shutil.copyfile(SITE_STATIC / "site.js", dest / "static" / "site.js")
+    for folder, wanted in VENDORED.items():
+        (dest / "static" / "vendor" / folder).mkdir(parents=True)
+        for f in wanted:
+            shutil.copyfile(VENDOR / folder / f, dest / "static" / "vendor" / folder / f)
+    from .server import PAGES
+
+    page_text = ""
+    for route, name in PAGES.items():
+        html = page_html(route, name)
+        (dest / SITE_PAGES[route]).write_text(html, encoding="utf-8")
+        page_text += html
+    for key, file in (("book", SITE_PAGES["/book"]), ("case", CASE_PAGE)):
+        src = reports.get(key)
+        if src is None or not src.is_file():
+            html = _missing_report(key)
+        else:
+            html = self_contained(src.read_text(encoding="utf-8"), src.parent, src.name)
+        (dest / file).write_text(html, encoding="utf-8")
+    # ---- glyphs for the SVG export: the pages' own text, run names and the probes' characters
+    texts = [page_text, *(p.read_text(encoding="utf-8") for p in (dest / "static").glob("*.js"))]
+    texts.append(json.dumps(index, ensure_ascii=False))
+    texts += [(dest / rel).read_text(encoding="utf-8") for rel in files if rel.startswith("data/timeline")]
+    texts.append("".join(chr(c) for c in range(0x20, 0x7F)))
+    index["glyphs"] = put("glyphs", "glyphs", {"status": 200, "body": glyphs(data["app"], "".join(texts))})
+    _dump(dest / "data" / "site.json", index)
+    (dest / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
+    mark = {"format": SITE_FORMAT, "generator": "attnlab site", "attnlab": __version__, "runs": names}
+    _dump(dest / MARK, mark)
+    result = SiteResult(dest, names)
+    for p in dest.rglob("*"):
+        if p.is_file():
+            size = p.stat().st_size
+            result.files += 1
+            result.bytes += size
+            top = p.relative_to(dest).parts[0] if len(p.relative_to(dest).parts) > 1 else "pages"
+            result.sizes[top] = result.sizes.get(top, 0) + size
+    return result
+
+
+def _missing_report(key: str) -> str:
+    zh, en, cmd = {
+        "book": ("全章实验", "lab book", "attnlab book"),
+        "case": ("案例报告", "case report", "attnlab case"),
+    }[key]
+    return (
+        '<!DOCTYPE html>\n<html lang="zh-CN"><head><meta charset="utf-8"><title>attnlab</title></head>'
+        f"<body><p>这个静态网站生成时没有{zh}（先运行 <code>{cmd}</code>）。 "
+        f"This site was built without the {en} (run <code>{cmd}</code> first).</p>"
+        '<p><a href="index.html">返回 Back</a></p></body></html>\n'
+    )

@@ -1,0 +1,461 @@
+"""The static site (attnlab.web.site, ``attnlab site``): its files, its links, the ONNX export that
+stands for the shipped checkpoints, the command's errors; and, in headless Chromium, a site served
+by a plain ``http.server`` whose in-browser model (onnxruntime-web) gives the server's attention
+weights to 1e-4 on 20 texts.
+
+The site is built once per module (``site`` fixture) from what ships with attnlab.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from attnlab.web.site import (
+    CASE_RUNS,
+    MARK,
+    ONNX_DIR,
+    SHIPPED_RUNS,
+    VENDOR,
+    SiteError,
+    build_site,
+    read_manifest,
+    relative_links,
+    sha256_file,
+)
+from test_web_browser import browser, page  # noqa: F401  (fixtures: Chromium, a page whose requests stay local)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = (
+    "index.html",
+    "lookup.html",
+    "exp1-1.html",
+    "exp1-2.html",
+    "runs.html",
+    "timeline.html",
+    "book.html",
+    "case.html",
+)
+VENDOR_SHA256 = {  # as published on npm (onnxruntime-web 1.30.0, opencc-js 1.4.2); see web/vendor/README.md
+    "onnxruntime-web/ort.wasm.min.js": "faece07e84faa9001f5104bbe4e5c70861d06cb2376a0dea1fa0ad33a67adc81",
+    "onnxruntime-web/ort-wasm-simd-threaded.mjs": "e13f7f94fc51b4ca72b12faeb1ee95f4ace6dfbc8939bc718aabdc0a27c4299b",
+    "onnxruntime-web/ort-wasm-simd-threaded.wasm": "3398c10d07d229bd91b364548e130e0e51a8e5704b88c7c083ebbeb78842dee2",
+    "opencc-js/cn2t.js": "d66d920069ab526db08c6f2bc15fcf6feb7d07de3cf98e7e27c0aaf7d136baee",
+}
+shipped = pytest.mark.skipif(
+    not all((SHIPPED_RUNS / n / "ckpt.pt").is_file() for n in CASE_RUNS), reason="the case models are not shipped yet"
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if not all((SHIPPED_RUNS / n / "ckpt.pt").is_file() for n in CASE_RUNS):
+        pytest.skip("the case models are not shipped yet")
+    out = tmp_path_factory.mktemp("site") / "site"
+    result = build_site(out)
+    return out, result
+
+
+def site_files(out: Path) -> list[Path]:
+    return [p for p in out.rglob("*") if p.is_file()]
+
+
+# ------------------------------------------------------------------------- contents
+def test_the_site_holds_every_page_model_and_runtime(site):
+    out, result = site
+    for name in PAGES:
+        assert (out / name).is_file(), name
+    assert json.loads((out / MARK).read_text())["runs"] == list(CASE_RUNS)
+    index = json.loads((out / "data" / "site.json").read_text())
+    assert index["default"] == "case/small_scaled_s20261014"
+    assert sorted(index["models"]) == sorted(CASE_RUNS)
+    for name, folder in index["models"].items():
+        for f in ("model.onnx", "weights.bin", "model.json"):
+            assert (out / folder / f).stat().st_size > 0, (name, f)
+        meta = json.loads((out / folder / "model.json").read_text())
+        assert meta["run"] == name and meta["itos"][:2] == ["<pad>", "<unk>"]
+    assert {"case/big_unscaled", "case/big_scaled"} <= set(index["timeline"])
+    for rel in VENDOR_SHA256:
+        assert (out / "static" / "vendor" / rel).is_file(), rel
+    assert result.files == len(site_files(out)) and result.bytes == sum(p.stat().st_size for p in site_files(out))
+
+
+def test_vendored_runtimes_are_the_published_files_with_their_licences():
+    for rel, digest in VENDOR_SHA256.items():
+        assert sha256_file(VENDOR / rel) == digest, f"{rel} differs from the npm release named in vendor/README.md"
+    for folder in ("onnxruntime-web", "opencc-js"):
+        assert "MIT License" in (VENDOR / folder / "LICENSE").read_text()
+    assert "Apache License" in (VENDOR / "opencc-js" / "THIRD_PARTY_LICENSES.md").read_text()
+    readme = (VENDOR / "README.md").read_text()
+    assert all(d in readme for d in VENDOR_SHA256.values()) and "1.30.0" in readme and "1.4.2" in readme
+
+
+# a resource load: what a browser fetches by itself (not a link the reader may follow)
+LOADS = [
+    re.compile(r"<(?:script|img|iframe|source|audio|video|embed)\b[^>]*\bsrc\s*=\s*[\"']?([^\"'\s>]+)", re.I),
+    re.compile(r"<link\b[^>]*\bhref\s*=\s*[\"']?([^\"'\s>]+)", re.I),
+    re.compile(r"url\(\s*[\"']?([^\"')]+)", re.I),
+    re.compile(r"@import\s+[\"']([^\"']+)", re.I),
+    re.compile(r"\b(?:fetch|import)\(\s*[\"'`]([^\"'`]+)", re.I),
+]
+
+
+def loads(text: str) -> list[str]:
+    return [m.group(1) for rx in LOADS for m in rx.finditer(text)]
+
+
+def test_no_page_loads_anything_from_another_host(site):
+    out, _ = site
+    remote = {}
+    for p in site_files(out):
+        if p.suffix in (".html", ".js", ".mjs", ".css"):
+            found = [u for u in loads(p.read_text(encoding="utf-8")) if re.match(r"(?i)(https?:)?//", u)]
+            if found:
+                remote[str(p.relative_to(out))] = found[:3]
+    assert not remote, remote
+
+
+def test_every_local_file_a_page_references_exists(site):
+    out, _ = site
+    broken = []
+    for p in site_files(out):
+        if p.suffix != ".html":
+            continue
+        html = p.read_text(encoding="utf-8")
+        refs = loads(html) + re.findall(r"<a\b[^>]*\bhref=\"([^\"]+)\"", html)
+        for ref in refs:
+            if re.match(r"(?i)(data:|#|mailto:|https?:|javascript:)", ref):
+                continue
+            target = (p.parent / ref.split("#")[0].split("?")[0]).resolve()
+            if not target.is_file():
+                broken.append(f"{p.name} -> {ref}")
+    for js in (out / "static").glob("*.js"):  # script-built links and the runtimes site.js loads
+        text = js.read_text(encoding="utf-8")
+        for ref in re.findall(r"[\"'`]((?:vendor|static)/[^\"'`$]+|[a-z0-9-]+\.html)", text):
+            target = (out / "static" if ref.startswith("vendor/") else out) / ref.split("?")[0]
+            if not (target.is_dir() if ref.endswith("/") else target.is_file()):
+                broken.append(f"{js.name} -> {ref}")
+    assert not broken, broken
+    assert not re.search(r"(href|src)=\"/(?!/)", "".join((out / p).read_text(encoding="utf-8") for p in PAGES))
+
+
+def test_links_become_relative_and_an_unknown_absolute_link_is_refused():
+    assert (
+        relative_links('<a href="/lookup">x</a> <a href="/">h</a>', "t")
+        == '<a href="lookup.html">x</a> <a href="index.html">h</a>'
+    )
+    assert relative_links('<script src="/static/a.js"></script>', "t") == '<script src="static/a.js"></script>'
+    js = 'href: `/timeline?run=${n}`, x.split("/"), json("/api/info"), "/runs"'
+    assert (
+        relative_links(js, "t", script=True)
+        == 'href: `timeline.html?run=${n}`, x.split("/"), json("/api/info"), "runs.html"'
+    )
+    with pytest.raises(SiteError, match="/nowhere"):
+        relative_links('<a href="/nowhere">', "page.html")
+    with pytest.raises(SiteError, match="/settings"):
+        relative_links('go("/settings")', "x.js", script=True)
+
+
+# ---------------------------------------------------------------------- the ONNX export
+@shipped
+def test_the_onnx_manifest_matches_the_shipped_checkpoints():
+    manifest = read_manifest()
+    assert sorted(manifest["runs"]) == sorted(CASE_RUNS)
+    for name, entry in manifest["runs"].items():
+        assert sha256_file(SHIPPED_RUNS / name / "ckpt.pt") == entry["ckpt_sha256"], (
+            f"{name}: ckpt.pt changed since its ONNX export; run scripts/export_onnx.py"
+        )
+        assert sha256_file(ONNX_DIR / entry["onnx"]) == entry["onnx_sha256"], entry["onnx"]
+        assert (ONNX_DIR / entry["onnx"]).stat().st_size < 200_000  # the graph only: weights come from ckpt.pt
+        assert entry["checked"]["max_abs_diff"] <= 1e-5
+
+
+def test_the_site_s_weights_are_those_the_export_was_checked_with(site):
+    out, _ = site
+    manifest = read_manifest()
+    index = json.loads((out / "data" / "site.json").read_text())
+    for name, folder in index["models"].items():
+        data = (out / folder / "weights.bin").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == manifest["runs"][name]["weights_sha256"]
+
+
+def test_the_site_replays_the_server_s_json(site):
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import create_app
+
+    out, _ = site
+    index = json.loads((out / "data" / "site.json").read_text())
+    client = TestClient(create_app(runs_dir=str(SHIPPED_RUNS)), base_url="http://127.0.0.1")
+
+    def stored(a):
+        return json.loads((out / a["file"]).read_text()) if "file" in a else a["body"]
+
+    def static(run: dict) -> dict:  # a site is a snapshot: never "running", no "updated N s ago"
+        assert run["state"] != "running" and run["updated_s_ago"] is None
+        return {k: v for k, v in run.items() if k not in ("state", "updated_s_ago")}
+
+    def live(run: dict) -> dict:
+        return {k: v for k, v in run.items() if k not in ("state", "updated_s_ago")}
+
+    assert stored(index["info"]) == client.get("/api/info").json()
+    for name in ("case/big_unscaled", "case/big_scaled"):
+        assert static(stored(index["timeline"][name])) == live(client.get(f"/api/timeline/{name}").json())
+    served = {r["name"]: r for r in client.get("/api/live").json()["runs"]}
+    assert [static(r) for r in stored(index["live"])["runs"]] == [
+        live(served[r["name"]]) for r in stored(index["live"])["runs"]
+    ]
+    assert sorted(r["name"] for r in stored(index["live"])["runs"]) == sorted(served)
+
+
+# ----------------------------------------------------------------- errors of the command
+def run_cli(*argv) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "attnlab.cli", "site", *argv], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_an_out_that_is_not_an_earlier_site_is_refused(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    (tmp_path / "file").write_text("x")
+    for out, words in ((tmp_path / "mine", "not an earlier attnlab site"), (tmp_path / "file", "is a file")):
+        code, text = run_cli("--out", str(out))
+        assert code == 2, text
+        assert text.startswith("attnlab: error:") and words in text and len(text.strip().splitlines()) == 1, text
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+@shipped
+def test_a_missing_shipped_model_is_named(tmp_path):
+    with pytest.raises(SiteError, match="case/small_scaled_s20261014 .*missing"):
+        build_site(tmp_path / "site", runs_root=tmp_path / "nowhere")
+    assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
+
+
+@shipped
+def test_a_checkpoint_that_changed_since_its_export_is_refused(tmp_path):
+    import shutil
+
+    (tmp_path / "onnx").mkdir()
+    manifest = read_manifest()
+    name = next(iter(manifest["runs"]))
+    manifest["runs"][name]["ckpt_sha256"] = "0" * 64
+    (tmp_path / "onnx" / "manifest.json").write_text(json.dumps(manifest))
+    for entry in manifest["runs"].values():
+        shutil.copy(ONNX_DIR / entry["onnx"], tmp_path / "onnx")
+    with pytest.raises(SiteError, match=f"{name}.*another ckpt.pt.*export_onnx.py"):
+        build_site(tmp_path / "site", onnx_dir=tmp_path / "onnx")
+    assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
+
+
+@shipped
+def test_a_failed_build_leaves_an_earlier_site_as_it_was(tmp_path, monkeypatch):
+    import attnlab.web.site as S
+
+    earlier = tmp_path / "site"
+    earlier.mkdir()
+    (earlier / MARK).write_text("{}")
+    (earlier / "index.html").write_text("earlier")
+
+    def broken(dest, *a, **k):
+        (dest / "half.html").write_text("half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(S, "_write", broken)
+    with pytest.raises(OSError):
+        build_site(earlier)
+    assert (earlier / "index.html").read_text() == "earlier" and not (earlier / "half.html").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+# ------------------------------------------------------------------------ in Chromium
+class Static:
+    """A plain http.server on 127.0.0.1 serving the site folder, in a daemon thread."""
+
+    def __init__(self, folder: Path):
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Quiet, directory=str(folder))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    with Static(site[0]) as url:
+        yield url
+
+
+def texts(block_size: int) -> list[str]:
+    """20 texts: the corpus's poems, simplified input, unknown characters, 1 character, block_size."""
+    poem = "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。"
+    return [
+        "床前明月光，疑是地上霜。举头望明月，低头思故乡。",  # simplified where the corpus is traditional
+        "秦川雄帝宅，函谷壯皇居。",  # the probe of the snapshots
+        poem,
+        "白日依山盡，黃河入海流。欲窮千里目，更上一層樓。",
+        "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。",
+        "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。",
+        "理发店里的头发，后来云里的山峰。",  # s2t's phrases (头发 -> 頭髮) and characters the corpus keeps
+        "干燥的天气，面条与面孔。",
+        "Hello, world! 😀",  # nothing of it in the vocabulary
+        "𠀀𠀁古",  # CJK Extension B: two UTF-16 units per character in the browser
+        "こんにちは、月。",
+        "2026年，春天。",
+        "床前明月光，\n疑是地上霜。",
+        "  明月  光 \u3000",
+        "月",
+        "😀",
+        (poem * 8)[:block_size],  # exactly block_size
+        ("举头望明月，低头思故乡。" * 8)[:block_size],  # block_size, simplified
+        "君不見黃河之水天上來，奔流到海不復回。",
+        "独在异乡为异客，每逢佳节倍思亲。",
+    ]
+
+
+def server_answers(runs: list[str], block_size: int) -> dict:
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import create_app
+
+    client = TestClient(create_app(runs_dir=str(SHIPPED_RUNS)), base_url="http://127.0.0.1")
+    out = {}
+    for run in runs:
+        for t in texts(block_size):
+            r = client.post("/api/attention", json={"text": t, "run": run})
+            assert r.status_code == 200, (run, t, r.text)
+            out[run, t] = r.json()
+    return out
+
+
+def max_gap(a, b) -> float:
+    """Largest |Δ| between two numbers, or nested lists of numbers of the same shape (None = NaN on both)."""
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b)
+        return max((max_gap(x, y) for x, y in zip(a, b)), default=0.0)
+    if a is None or b is None:
+        assert a is None and b is None, (a, b)
+        return 0.0
+    return abs(a - b)
+
+
+@pytest.mark.browser
+def test_the_browser_model_gives_the_server_s_attention_on_20_texts(served, page):  # noqa: F811
+    """window.attnlab.attention equals POST /api/attention on 20 texts and the four models: tokens,
+    conversion and messages exactly, weights and head metrics to 1e-4 (both round to 4 decimals, so
+    they differ by one rounding step at most). Unrounded ({exact: true}), the weights of
+    onnxruntime-web's float32 kernels equal torch's attention_patterns to 1e-5."""
+    import torch
+
+    from attnlab.checkpoint import load_checkpoint
+
+    page.goto(f"{served}exp1-2.html")
+    page.get_by_test_id("map-L0H0").wait_for(timeout=120_000)
+    info = page.evaluate("window.attnlab.info()")
+    ts = texts(info["block_size"])
+    assert len(ts) == 20 and len(ts[16]) == info["block_size"]
+    want = server_answers(list(CASE_RUNS), info["block_size"])
+    worst = {"weights": 0.0, "metrics": 0.0, "unrounded weights": 0.0}
+    keys = ("entropy", "diag", "prev", "distance")
+    for run in CASE_RUNS:
+        got = page.evaluate("([ts, run]) => Promise.all(ts.map((t) => window.attnlab.attention(t, run)))", [ts, run])
+        exact = page.evaluate(
+            "([ts, run]) => Promise.all(ts.map((t) => window.attnlab.attention(t, run, {exact: true})))", [ts, run]
+        )
+        model, tok, _ = load_checkpoint(SHIPPED_RUNS / run / "ckpt.pt")
+        for t, g, e in zip(ts, got, exact):
+            w = want[run, t]
+            assert {k: v for k, v in g.items() if k != "layers"} == {k: v for k, v in w.items() if k != "layers"}, t
+            assert [len(L["heads"]) for L in g["layers"]] == [len(L["heads"]) for L in w["layers"]]
+            patterns = model.attention_patterns(torch.tensor([tok.encode(w["converted_text"])]))
+            for gl, wl, el, p in zip(g["layers"], w["layers"], e["layers"], patterns):
+                for gh, wh in zip(gl["heads"], wl["heads"]):
+                    worst["weights"] = max(worst["weights"], max_gap(gh["weights"], wh["weights"]))
+                    metrics = [gh["metrics"][k] for k in keys], [wh["metrics"][k] for k in keys]
+                    worst["metrics"] = max(worst["metrics"], max_gap(*metrics))
+                got_p = [h["weights"] for h in el["heads"]]
+                worst["unrounded weights"] = max(worst["unrounded weights"], max_gap(got_p, p[0].tolist()))
+    print(
+        f"max |Δ| over {len(ts)} texts x {len(CASE_RUNS)} models: "
+        + ", ".join(f"{k} {v:.2e}" for k, v in worst.items())
+    )
+    assert worst["weights"] <= 1e-4 + 1e-9 and worst["metrics"] <= 1e-4 + 1e-9, worst
+    assert worst["unrounded weights"] <= 1e-5, worst
+
+
+@pytest.mark.browser
+def test_the_browser_refuses_what_the_server_refuses(served, page):  # noqa: F811
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import create_app
+
+    client = TestClient(create_app(runs_dir=str(SHIPPED_RUNS)), base_url="http://127.0.0.1")
+    page.goto(f"{served}exp1-2.html")
+    block = page.evaluate("window.attnlab.info()")["block_size"]
+    ask = (
+        "async (b) => { const r = await fetch('/api/attention', {method: 'POST', body: JSON.stringify(b)});"
+        " return [r.status, (await r.json()).detail]; }"
+    )
+    for body in ({"text": "  \n"}, {"text": "月" * (block + 1)}, {"text": "月", "run": "case/nothing"}):
+        want = client.post("/api/attention", json=body)
+        assert page.evaluate(ask, body) == [want.status_code, want.json()["detail"]], body
+
+
+@pytest.mark.browser
+def test_experiment_1_2_draws_a_map_and_switches_model(served, page):  # noqa: F811
+    page.goto(f"{served}exp1-2.html")
+    page.get_by_test_id("map-L0H0").wait_for(timeout=120_000)
+    assert "case/small_scaled_s20261014" in page.get_by_test_id("run-name").inner_text()
+    page.get_by_test_id("run-select").select_option("case/big_unscaled")
+    page.get_by_test_id("run-name").filter(has_text="case/big_unscaled").wait_for()
+    page.get_by_test_id("text-input").fill("举头望明月，低头思故乡。")
+    page.get_by_test_id("converted-text").filter(has_text="舉頭望明月").wait_for()
+    page.get_by_test_id("map-L0H0").wait_for()
+    assert not page.get_by_test_id("attn-message").inner_text()
+
+
+@pytest.mark.browser
+def test_the_timeline_shows_the_big_pair(served, page):  # noqa: F811
+    page.goto(f"{served}timeline.html")
+    page.get_by_test_id("twin-map-L0H0").wait_for(timeout=60_000)
+    assert page.get_by_test_id("timeline-run").input_value() == "case/big_unscaled"
+    assert page.get_by_test_id("timeline-twin").input_value() == "case/big_scaled"
+    page.get_by_test_id("timeline-slider").fill("5")
+    assert page.get_by_test_id("timeline-step").get_attribute("data-step") not in (None, "0")
+    assert not page.get_by_test_id("timeline-msg").inner_text()
+
+
+@pytest.mark.browser
+def test_the_other_pages_work_without_a_server(served, page):  # noqa: F811
+    page.goto(f"{served}lookup.html")
+    assert page.get_by_test_id("out-2-0").inner_text() == "1.203"
+    page.goto(f"{served}runs.html")
+    page.get_by_test_id("chart-loss").wait_for()
+    page.get_by_test_id("live-link-case/big_unscaled").click()
+    page.get_by_test_id("twin-map-L0H0").wait_for(timeout=60_000)
+    assert page.url.split("/")[-1].startswith("timeline.html?run=case")
+    page.goto(f"{served}index.html")
+    for link in ("case.html", "book.html", "exp1-2.html"):
+        assert page.locator(f'a[href="{link}"]').count() >= 1
