@@ -84,16 +84,16 @@ def error_line(e: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..runtime import keep_freed_memory
-
     _tolerant_output()
-    keep_freed_memory()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 1
+        from ..runtime import keep_freed_memory  # after parsing: --help needs no ctypes nor ldconfig
+
+        keep_freed_memory()
         return int(args.func(args) or 0)
     except AttnlabError as e:
         print(error_line(e), file=sys.stderr)
