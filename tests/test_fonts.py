@@ -14,6 +14,7 @@ FIGURE_MODULES = [
     "experiments/plots.py",
     "experiments/sweep.py",
     "experiments/heads.py",
+    "lab/sinks.py",  # draws its own figure (Experiment.draw)
 ]
 
 

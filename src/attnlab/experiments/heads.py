@@ -503,9 +503,25 @@ def analyze(
 
 # ---------------------------------------------------------------------- attention maps
 @torch.no_grad()
-def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str) -> dict:
-    """Attention weights of every layer and head for ``text``, as nested lists (JSON-able)."""
+def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str, source: dict | None = None) -> dict:
+    """Attention weights of every layer and head for ``text``, as nested lists (JSON-able), with the
+    model they are of (its shape, scaling and seed; from ``source``, load_model's info, the run's
+    checkpoint and step) so a figure of them can say which model and step it shows."""
     check_text(text, model.cfg)
+    cfg = model.cfg
+    about = {
+        "d_model": cfg.d_model,
+        "n_head": cfg.n_head,
+        "n_layer": cfg.n_layer,
+        "scaled": cfg.scaled,
+        "seed": cfg.seed,
+    }
+    if source and source.get("checkpoint"):
+        ckpt = Path(source["checkpoint"])
+        about["run"] = (ckpt.parent if ckpt.name == "ckpt.pt" else ckpt).name
+        about["checkpoint"] = str(source["checkpoint"])
+    if source and source.get("step") is not None:
+        about["step"] = int(source["step"])
     device = next(model.parameters()).device
     idx = torch.tensor([tok.encode(text)], dtype=torch.long, device=device)
     patterns = model.attention_patterns(idx)
@@ -514,6 +530,7 @@ def attention_maps(model: TinyGPT, tok: CharTokenizer, text: str) -> dict:
         "text": text,
         "chars": list(text),
         "unknown_chars": "".join(tok.unknown_chars(text)),
+        "model": about,
         "layers": [
             [[[round(float(v), 6) for v in row] for row in p[0, h]] for h in range(p.shape[1])] for p in patterns
         ],

@@ -433,6 +433,9 @@ WHY = {
 
 
 # --------------------------------------------------------------------------------- figure
+TAG_LABEL = {"scaled": "缩放 / scaled", "unscaled": "不缩放 / unscaled"}
+
+
 def draw(res: dict) -> dict:
     """Sink share vs step, one line per run (scaled blue, unscaled red): the mean over heads above,
     the strongest head beneath, one column per head size; the uniform baseline and the threshold."""
@@ -457,7 +460,7 @@ def draw(res: dict) -> dict:
                         color=color[tag],
                         alpha=0.75,
                         linewidth=1.1,
-                        label=f"{tag}" if k == 0 else None,
+                        label=TAG_LABEL[tag] if k == 0 else None,
                     )
             ax.axhline(res["baseline"], color="0.45", linestyle="--", linewidth=1, label="均匀 / uniform")
             ax.axhline(

@@ -116,16 +116,61 @@ def positions(r: dict) -> dict:
 
 
 def dynamics(r: dict) -> dict:
+    """Layer 0's largest previous-token and diagonal weight at each kept step: one thin line per seed,
+    the mean over seeds bold, the book's previous-token head and an order-blind head for reference;
+    the steps themselves on a linear axis, the legend beside the data, not over it."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for p in r["seeds"]:
-        ax.plot(r["steps"], p["prev"], "o-", label=f"seed {p['seed']} prev")
-        ax.plot(r["steps"], p["diag"], "s--", alpha=0.6, label=f"seed {p['seed']} diag")
-    ax.set_xscale("log")
+    fig, ax = plt.subplots(figsize=(8.2, 4.2))
+    steps = r["steps"]
+    kinds = (
+        ("prev", "前一位权重 / previous-token weight", "#2456a6", "o"),
+        ("diag", "对角权重 / diagonal weight", "#d9822b", "s"),
+    )
+    for key, label, color, marker in kinds:
+        per_seed = [p[key] for p in r["seeds"] if len(p.get(key) or []) == len(steps)]
+        for i, ys in enumerate(per_seed):
+            ax.plot(
+                steps,
+                ys,
+                "-",
+                color=color,
+                lw=0.8,
+                alpha=0.35,
+                label=f"{label}：每个种子 / each seed" if i == 0 else None,
+            )
+        if per_seed:
+            mean = [_mean([ys[j] for ys in per_seed]) for j in range(len(steps))]
+            ax.plot(
+                steps,
+                mean,
+                marker + "-",
+                color=color,
+                lw=2.2,
+                ms=6,
+                label=f"{label}：{len(per_seed)} 个种子的均值 / mean",
+            )
+    if r.get("book_prev_head") is not None:
+        ax.axhline(
+            r["book_prev_head"],
+            color="#2456a6",
+            ls="--",
+            lw=1,
+            label=f"书中的前一位头 / the book's prev head {r['book_prev_head']:.2f}",
+        )
+    if r.get("uniform_prev") is not None:
+        ax.axhline(
+            r["uniform_prev"],
+            color="0.45",
+            ls=":",
+            lw=1,
+            label=f"不看顺序的头 / order-blind head {r['uniform_prev']:.2f}",
+        )
+    ax.set_xticks(steps, [str(s) for s in steps])
+    ax.set_xlim(0, max(steps) * 1.04)
     ax.set_xlabel("训练步数 / step")
-    ax.set_ylabel("层 0 最大权重 / layer-0 max")
+    ax.set_ylabel("层 0 各头中的最大值 / layer 0, largest over heads")
     ax.set_title("头部特化的过程 / heads specialising")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
     ax.grid(alpha=0.3)
     return {"prev.png": fig}
 
@@ -238,8 +283,8 @@ def markov(r: dict) -> dict:
     fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(models) + 1)))
     ys = list(range(len(models)))
     vals = [m["val_loss"] for m in models]
-    ax.barh(ys, vals, color="#2463a6")  # bars from 0: a bar's length is its loss
-    ax.set_yticks(ys, [m["model"] for m in models], fontsize=7)
+    ax.barh(ys, vals, color=[_markov_color(m["model"]) for m in models])  # bars from 0: a bar's length is its loss
+    ax.set_yticks(ys, [markov_label(m["model"]) for m in models], fontsize=7)
     for y, v in zip(ys, vals):
         ax.text(v + 0.03, y, f"{v:.2f}", va="center", fontsize=6.5, bbox={"fc": "white", "ec": "none", "pad": 0.3})
     lines = (
@@ -255,6 +300,33 @@ def markov(r: dict) -> dict:
     ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3)
     return {"floor.png": fig}
+
+
+_SIZE = {"small": "小模型 d_head 32 / small", "big": "大模型 d_head 256 / big"}
+
+
+def markov_label(name: str) -> str:
+    """A model of the Markov-floor table in Chinese first, English beside: "case small_scaled seed 20261014"
+    is 案例 小模型 d_head 32 · 缩放 · 种子 20261014 / case small, scaled, seed 20261014; a name of another
+    form is kept as it is."""
+    words = name.split()
+    tag = lambda t: "缩放 / scaled" if t == "scaled" else "不缩放 / unscaled"  # noqa: E731
+    if len(words) == 4 and words[0] == "case" and words[2] == "seed" and "_" in words[1]:
+        size, scaled = words[1].split("_", 1)
+        if size in _SIZE and scaled in ("scaled", "unscaled"):
+            return f"案例 / case · {_SIZE[size]} · {tag(scaled)} · 种子 / seed {words[3]}"
+    if (
+        len(words) == 3
+        and words[0] == "sweep"
+        and words[1].startswith("d_head=")
+        and words[2] in ("scaled", "unscaled")
+    ):
+        return f"扫描 / sweep · d_head {words[1].split('=', 1)[1]} · {tag(words[2])}"
+    return name
+
+
+def _markov_color(name: str) -> str:
+    return "#c8372d" if name.split()[-1] == "unscaled" or "_unscaled" in name else "#2456a6"
 
 
 FIGURES: dict[str, Callable[[dict], dict]] = {
