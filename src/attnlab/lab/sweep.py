@@ -69,8 +69,8 @@ def measure(ctx: Context) -> Outcome:
         results=res,
         figures=figs,
         notes=[
-            "一个种子、d_model = d_head（图中未标注）；三种子版本见练习二 / one seed, d_model = d_head; "
-            "the 3-seed version is the exercise-2 entry"
+            "一个种子、n_head 1、d_model = d_head；图上与练习二的每个种子并列，多种子版本见练习二 / one seed, n_head 1, "
+            "d_model = d_head; drawn beside every seed of exercise 2, the multi-seed version is the exercise-2 entry"
         ],
     )
 
