@@ -495,18 +495,27 @@ def corpus_block() -> str:
 
 
 def long_run_block() -> str:
+    """§1.22.2's 10000-step pair in words that follow its numbers: "memorised" only when the scaled
+    model's validation loss is a nat above its training loss (the rule lab/statements.py words it by)."""
     st = _json("data/lab_book/statements.json")
     c = _claims(st)["gap_after_10000_steps"]
     r = next(v for v in st["results"]["per_seed"].values() if "long_gap" in v)
     book = "–".join(f"{x:.1f}" for x in c["book"])
+    ts, vs, tu, vu = r["long_train_scaled"], r["long_val_scaled"], r["long_train_unscaled"], r["long_val_unscaled"]
+    memorised = vs - ts > 1.0
+    scaled = (
+        f"缩放的大模型把训练集背了下来（训练 loss {ts:.2f}，验证 loss {vs:.2f}）"
+        if memorised
+        else f"缩放的大模型训练 loss {ts:.2f}、验证 loss {vs:.2f}"
+    )
+    gap_word = "反过来" if r["long_gap"] < 0 else ""
     return (
         f"§1.22.2“继续训 {r['long_steps']} 步，差距稳定在 {book}、不会消失”（一个种子，按一次运行说）：{V.verdict_of(c)}。"
-        f"缩放的大模型把训练集背了下来（训练 loss {r['long_train_scaled']:.2f}，验证 loss {r['long_val_scaled']:.2f}），"
-        f"注意力死掉的那个背不下来（{r['long_train_unscaled']:.2f} / {r['long_val_unscaled']:.2f}）：验证集上的差距 "
-        f"{sig(r['long_gap'], 3)}，训练集上的差距 {sig(r['long_train_unscaled'] - r['long_train_scaled'], 3)}。"
-        f" *After {r['long_steps']} steps (one seed): train / validation loss {r['long_train_scaled']:.2f} / "
-        f"{r['long_val_scaled']:.2f} scaled, {r['long_train_unscaled']:.2f} / {r['long_val_unscaled']:.2f} unscaled; the "
-        f"validation gap {sig(r['long_gap'], 3)}, the training gap {sig(r['long_train_unscaled'] - r['long_train_scaled'], 3)}.*"
+        f"{scaled}，注意力死掉的那个 {tu:.2f} / {vu:.2f}：验证集上的差距{gap_word} {sig(r['long_gap'], 3)}，"
+        f"训练集上的差距 {sig(tu - ts, 3)}。"
+        f" *After {r['long_steps']} steps (one seed): train / validation loss {ts:.2f} / {vs:.2f} scaled"
+        f"{' (memorised)' if memorised else ''}, {tu:.2f} / {vu:.2f} unscaled; the validation gap "
+        f"{sig(r['long_gap'], 3)}, the training gap {sig(tu - ts, 3)}.*"
     )
 
 
