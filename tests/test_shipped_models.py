@@ -1,0 +1,202 @@
+"""The case's trained models ship: a reader with nothing trained (a fresh clone, or a wheel installed
+in an empty folder) opens `attnlab serve` on the small scaled model, can choose all four, sees the big
+pair's collapse on the timeline, and reads the lab book and the case curves.
+
+The shipped folders are made by scripts/ship_case_models.py from a full-size `attnlab case`; its
+manifest records, per model, the float16 check (largest |Δ attention weight| against float32).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from attnlab.cli import build_parser  # noqa: E402
+from attnlab.cli.serve import make_app  # noqa: E402
+from attnlab.web.sources import PUBLISHED, SHIPPED_RUNS  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ("small_scaled_s20261014", "small_unscaled_s20261014", "big_scaled", "big_unscaled")
+SHIPPED = [f"shipped:case/{n}" for n in NAMES]
+MANIFEST = json.loads((SHIPPED_RUNS / "manifest.json").read_text(encoding="utf-8"))
+POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+BUDGET_BYTES = 40 * 2**20  # what the shipped runs may add to the repository and the wheel
+
+
+def client(*argv: str) -> TestClient:
+    args = build_parser().parse_args(["serve", *argv])
+    return TestClient(make_app(args), base_url="http://127.0.0.1:8000")
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """An empty folder: no runs/, mine/, quick/, data/ or reports/."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_manifest_describes_the_files_that_ship():
+    assert set(MANIFEST["runs"]) == set(NAMES)
+    total = 0
+    for name, run in MANIFEST["runs"].items():
+        folder = SHIPPED_RUNS / "case" / name
+        assert sorted(p.name for p in folder.iterdir()) == sorted(run["files"]), name
+        for fname, f in run["files"].items():
+            data = (folder / fname).read_bytes()
+            assert len(data) == f["bytes"] and hashlib.sha256(data).hexdigest() == f["sha256"], (name, fname)
+            total += len(data)
+        assert run["step"] == 1500
+    assert total == MANIFEST["total_bytes"] <= BUDGET_BYTES
+
+
+def test_float16_is_used_only_where_the_attention_maps_stay_within_tolerance():
+    """The manifest's measurement decides: float16 only with every measured |Δ attention weight| at most
+    headroom × 1e-3 (so texts nobody measured stay within 1e-3), else float32."""
+    for name, run in MANIFEST["runs"].items():
+        payload = torch.load(SHIPPED_RUNS / "case" / name / "ckpt.pt", weights_only=True)
+        dtypes = {v.dtype for v in payload["model"].values() if v.is_floating_point()}
+        assert dtypes == {getattr(torch, run["weights_dtype"])}, name
+        assert payload["weights_dtype"] == run["weights_dtype"]
+        limit = MANIFEST["headroom"] * MANIFEST["tolerance"]
+        assert MANIFEST["tolerance"] == 1e-3 and 0 < MANIFEST["headroom"] <= 1
+        if run["weights_dtype"] == "float16":
+            assert run["max_attention_gap_float16"] <= limit, name
+        else:
+            assert run["max_attention_gap_float16"] > limit, name
+        assert not {"optimizer", "history", "gen_state"} & set(payload), name  # serving weights only
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs git and a checkout")
+def test_a_clone_has_them():
+    """What git does not track does not exist for a reader: every shipped file is committed or staged."""
+    tracked = set(
+        subprocess.run(["git", "ls-files", "src/attnlab/data"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    )
+    for name, run in MANIFEST["runs"].items():
+        for fname in run["files"]:
+            assert f"src/attnlab/data/case_runs/case/{name}/{fname}" in tracked
+    assert "src/attnlab/data/case_runs/manifest.json" in tracked
+    for f in ("ch1_case.json", "lab_book.html", "ch1_case.html"):
+        assert f"src/attnlab/data/published/{f}" in tracked and (PUBLISHED / f).is_file()
+
+
+def test_serve_with_no_argument_in_an_empty_folder_opens_on_the_small_scaled_model(elsewhere):
+    c = client()
+    info = c.get("/api/info").json()
+    assert info["run"] == "shipped:case/small_scaled_s20261014" and info["step"] == 1500
+    assert set(SHIPPED) <= set(info["runs"])
+    data = c.post("/api/attention", json={"text": POEM}).json()
+    assert data["converted_text"] == "牀前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。" and data["n_unk"] == 0
+    for layer in data["layers"]:
+        for head in layer["heads"]:
+            assert all(abs(sum(row) - 1) < 1e-3 for row in head["weights"])  # rows of a softmax
+    big = c.post("/api/attention", json={"text": POEM, "run": "shipped:case/big_unscaled"}).json()
+    assert big["run"] == "shipped:case/big_unscaled" and len(big["layers"][0]["heads"]) == 1
+
+
+def test_the_timeline_shows_the_big_pairs_collapse(elsewhere):
+    c = client()
+    live = {r["name"]: r for r in c.get("/api/live").json()["runs"]}
+    assert live["shipped:case/big_unscaled"]["snapshots"] and live["shipped:case/big_scaled"]["snapshots"]
+    ent = {}
+    for tag in ("unscaled", "scaled"):
+        t = c.get(f"/api/timeline/shipped:case/big_{tag}").json()
+        snap = t["snapshots"]
+        i = snap["metric_names"].index("entropy")
+        ent[tag] = [step[0][0][i] for step in snap["metrics"]]  # layer 0, head 0, per snapshot
+        assert snap["steps"][-1] >= 1400 and t["state"] == "finished"
+    # the chapter's collapse: the unscaled big model's weights end near one-hot, the scaled one's do not
+    assert ent["unscaled"][-1] < 0.05 < 0.5 < ent["scaled"][-1]
+    assert ent["unscaled"][0] > 10 * ent["unscaled"][-1]  # it was spread at the start
+
+
+def test_the_lab_book_and_the_case_curves_are_served_from_the_package(elsewhere):
+    c = client()
+    book = c.get("/book")
+    assert book.status_code == 200 and "<html" in book.text[:2000].lower()
+    case = c.get("/api/case")
+    assert case.status_code == 200 and {"small_scaled", "big_unscaled"} <= set(case.json()["pairs"])
+
+
+def test_serve_finds_make_case_and_quick_runs_without_flags(elsewhere):
+    src = SHIPPED_RUNS / "case" / "small_scaled_s20261014"
+    for where in ("mine/runs/case", "quick/case/runs/case"):
+        shutil.copytree(src, elsewhere / where / "small_scaled_s20261014")
+    info = client().get("/api/info").json()
+    assert {"mine:case/small_scaled_s20261014", "quick:case/small_scaled_s20261014"} <= set(info["runs"])
+    assert info["run"] == "mine:case/small_scaled_s20261014"  # make case's own model before the shipped one
+    assert set(SHIPPED) <= set(info["runs"])
+    explicit = client("--runs-dir", str(elsewhere / "mine" / "runs")).get("/api/info").json()
+    assert "case/small_scaled_s20261014" in explicit["runs"] and set(SHIPPED) <= set(explicit["runs"])
+    assert not any(r.startswith("quick:") for r in explicit["runs"])  # --runs-dir replaces the user roots
+
+
+def test_a_damaged_shipped_model_is_one_clear_message(elsewhere, monkeypatch, tmp_path):
+    bad = tmp_path / "pkg" / "case" / "small_scaled_s20261014"
+    shutil.copytree(SHIPPED_RUNS / "case" / "small_scaled_s20261014", bad)
+    data = (bad / "ckpt.pt").read_bytes()
+    (bad / "ckpt.pt").write_bytes(data[: len(data) // 2])  # truncated
+    monkeypatch.setattr("attnlab.web.sources.SHIPPED", ("shipped", tmp_path / "pkg", "shipped"))
+    info = client().get("/api/info").json()
+    assert info["checkpoint"] is None and "corrupt" in info["hint"] and "shipped:case/small_scaled" in info["hint"]
+
+
+@pytest.fixture(scope="module")
+def wheel_env(tmp_path_factory):
+    """The wheel installed in a new venv (no dependencies downloaded: the venv sees this interpreter's
+    site-packages through a .pth file appended after its own)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    def run(cmd, cwd):
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"{cmd}: {r.stdout[-2000:]}{r.stderr[-2000:]}"
+        return r.stdout
+
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp)]
+    run([*pip_wheel, str(REPO)], tmp)
+    wheel = next(tmp.glob("attnlab-*.whl"))
+    run([str(Path(sys.base_prefix) / "bin" / "python3"), "-m", "venv", str(tmp / "venv")], tmp)
+    py = tmp / "venv" / "bin" / "python"
+    purelib = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp).strip()
+    ours = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
+    (Path(purelib) / "zz_attnlab_test_deps.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+    run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], tmp)
+    work = tmp / "elsewhere"
+    work.mkdir()
+    return wheel, py, work, run
+
+
+def test_the_wheel_ships_the_models_the_book_and_the_case(wheel_env):
+    wheel, py, work, run = wheel_env
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name, r in MANIFEST["runs"].items():
+        assert {f"attnlab/data/case_runs/case/{name}/{f}" for f in r["files"]} <= names
+    assert {f"attnlab/data/published/{f}" for f in ("ch1_case.json", "lab_book.html", "ch1_case.html")} <= names
+    probe = (
+        "import json, attnlab; from fastapi.testclient import TestClient; from attnlab.cli import build_parser;"
+        "from attnlab.cli.serve import make_app;"
+        "c = TestClient(make_app(build_parser().parse_args(['serve'])), base_url='http://127.0.0.1:8000');"
+        "i = c.get('/api/info').json();"
+        "print(json.dumps({'file': attnlab.__file__, 'run': i['run'], 'runs': i['runs'],"
+        " 'book': c.get('/book').status_code, 'case': c.get('/api/case').status_code,"
+        " 'map': len(c.post('/api/attention', json={'text': '明月'}).json()['layers'])}))"
+    )
+    got = json.loads(run([str(py), "-c", probe], work).strip().splitlines()[-1])
+    assert str(REPO) not in got["file"]  # the wheel's attnlab, not the checkout's
+    assert got["run"] == "shipped:case/small_scaled_s20261014" and set(SHIPPED) <= set(got["runs"])
+    assert got["book"] == 200 and got["case"] == 200 and got["map"] >= 1

@@ -1,0 +1,96 @@
+"""Run roots behind one naming scheme (attnlab.web.sources): prefixes, shadowing, a folder swapped for a
+link between listing and loading, unreadable folders named and skipped, a bounded and cached listing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from attnlab.web import sources as src_mod  # noqa: E402
+from attnlab.web.runfiles import RunsRoot  # noqa: E402
+from attnlab.web.server import create_app  # noqa: E402
+from attnlab.web.sources import SHIPPED_RUNS, Source, Sources  # noqa: E402
+
+LOCAL = "http://127.0.0.1"
+SMALL = SHIPPED_RUNS / "case" / "small_scaled_s20261014"
+
+
+def run_copy(dest: Path) -> Path:
+    shutil.copytree(SMALL, dest)
+    return dest
+
+
+def two_roots(tmp_path) -> Sources:
+    run_copy(tmp_path / "runs" / "a")
+    run_copy(tmp_path / "other" / "case" / "b")
+    return Sources([Source("", tmp_path / "runs", "yours"), Source("mine", tmp_path / "other", "mine")], ttl_s=0)
+
+
+def test_names_carry_their_root_and_are_only_looked_up(tmp_path):
+    s = two_roots(tmp_path)
+    listing = s.listing()
+    assert set(listing.runs) == {"a", "mine:case/b"} == set(listing.checkpoints)
+    assert s.resolve("mine:case/b")[1] == ("case", "b") and s.resolve("case/b") is None
+    assert s.resolve("mine:../runs/a") is None and s.resolve("nope:case/b") is None
+
+
+def test_a_folder_in_the_first_root_cannot_pose_as_another_roots_run(tmp_path):
+    s = two_roots(tmp_path)
+    run_copy(tmp_path / "runs" / "mine:case")  # would read as mine:case/... in a naive listing
+    assert "mine:case" not in s.listing().runs and set(s.listing().runs) == {"a", "mine:case/b"}
+
+
+def test_a_run_swapped_for_a_link_after_listing_is_refused_not_followed(tmp_path):
+    s = two_roots(tmp_path)
+    outside = run_copy(tmp_path / "outside")
+    (outside / "marker").write_text("outside")
+    s.ttl_s = 3600  # the listing is kept: the swap happens between listing and loading
+    client = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(tmp_path / "runs"), sources=s))
+    assert client.get("/api/info").json()["run"] == "a"  # the default; mine:case/b listed, not yet loaded
+    assert "mine:case/b" in client.get("/api/info").json()["runs"]
+    victim = tmp_path / "other" / "case" / "b"
+    shutil.rmtree(victim)
+    os.symlink(outside, victim)
+    r = client.post("/api/model", json={"run": "mine:case/b"})
+    assert r.status_code == 422 and "ckpt.pt cannot be opened" in r.json()["detail"]
+    assert str(tmp_path) not in r.json()["detail"]  # names relative to the runs root, no server paths
+    assert client.post("/api/attention", json={"text": "明月", "run": "mine:case/b"}).status_code == 422
+    shutil.rmtree(tmp_path / "runs" / "a")  # the model already loaded keeps answering; nothing outside is read
+    assert client.post("/api/attention", json={"text": "明月"}).json()["run"] == "a"
+
+
+def test_an_unreadable_folder_is_named_and_skipped_and_the_server_starts(tmp_path, monkeypatch):
+    s = two_roots(tmp_path)
+    run_copy(tmp_path / "runs" / "locked" / "r")
+    real = RunsRoot.try_listdir
+
+    def deny(self, rel=()):
+        return None if tuple(rel) == ("locked",) else real(self, rel)
+
+    monkeypatch.setattr(RunsRoot, "try_listdir", deny)  # as root, chmod 000 would not stop us
+    client = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(tmp_path / "runs"), sources=s))
+    info = client.get("/api/info").json()
+    assert info["skipped"] == ["locked"] and info["checkpoint"] in ("a", "mine:case/b")
+    assert client.get("/api/live").json()["skipped"] == ["locked"]
+
+
+def test_the_listing_is_bounded_and_cached(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    for i in range(12):  # listing reads names only: empty files will do
+        (root / f"r{i:02d}").mkdir(parents=True)
+        (root / f"r{i:02d}" / "metrics.jsonl").touch()
+        (root / f"r{i:02d}" / "ckpt.pt").touch()
+    monkeypatch.setattr(src_mod, "MAX_LISTED", 5)
+    s = Sources.single(root)
+    first = s.listing()
+    assert len(first.runs) == 5 and len(first.checkpoints) <= 5
+    shutil.rmtree(root / "r00")
+    assert s.listing() is first  # within the TTL: no new walk of the tree
+    s.forget()
+    assert "r00" not in s.listing().runs
