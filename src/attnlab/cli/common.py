@@ -271,7 +271,7 @@ def add_set(p: argparse.ArgumentParser, help: str | None = None) -> None:
         default=[],
         metavar="KEY=VALUE",
         help=help
-        or "改一个配置字段，可重复 / override a Config field (repeatable), e.g. --set scaled=false --set n_head=1",
+        or "改一个配置字段，可重复 / override a Config field (repeatable), e.g. --set scaled=false --set d_model=256 --set n_head=1 (the book's d_head 256)",
     )
 
 

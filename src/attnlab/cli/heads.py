@@ -193,8 +193,8 @@ def main(args) -> int:
     if args.maps:
         from ..experiments.plots import plot_attention_maps
 
-        model, tok, _, _ = load_model(args.checkpoint, cfg=cfg, corpus=args.corpus)
-        maps = attention_maps(model, tok, result["eval"]["texts"][0])
+        model, tok, _, info = load_model(args.checkpoint, cfg=cfg, corpus=args.corpus)
+        maps = attention_maps(model, tok, result["eval"]["texts"][0], source=info)  # the figure names its step
         maps_json = Path(args.maps).with_suffix(".json")
         write_json(maps_json, maps)
         plot_attention_maps(maps, args.maps)
