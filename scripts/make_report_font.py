@@ -13,6 +13,7 @@ Re-run after adding Chinese labels:
 from __future__ import annotations
 
 import sys
+import unicodedata
 from pathlib import Path
 
 from fontTools import subset
@@ -36,14 +37,24 @@ def gb2312_chars() -> set[str]:
     return out
 
 
+# numbering and notation the chapter and the reports use: ①–⑳, super- and subscript digits
+NUMBERING = "".join(map(chr, range(0x2460, 0x2474))) + "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻₀₁₂₃₄₅₆₇₈₉"
+
+
 def wanted_chars() -> str:
     chars = set((ROOT / "src" / "attnlab" / "data" / "corpus.txt").read_text(encoding="utf-8"))
     for p in (ROOT / "src" / "attnlab").rglob("*.py"):  # every label, title and message
         chars |= set(p.read_text(encoding="utf-8"))
+    # the committed results the reports show (claims, notes, samples): the HTML reports embed
+    # this font cut to each page's text (attnlab.report.selfcontained)
+    for p in [*(ROOT / "data").glob("*.json"), *(ROOT / "data" / "lab_book").glob("*.json")]:
+        chars |= set(p.read_text(encoding="utf-8"))
     chars |= gb2312_chars()  # what readers type: simplified Chinese
     chars |= {chr(c) for c in range(0x20, 0x7F)}
-    chars |= set("—–−×·…√∞←→‖²³Σ≈≤≥「」（）：；，。、！？“”‘’①②③④⑤")
-    return "".join(sorted(c for c in chars if c.isprintable()))
+    chars |= set("—–−×·…√∞←→‖²³Σ≈≤≥「」（）：；，。、！？“”‘’") | set(NUMBERING)
+    # every character but controls and unassigned ones (the ideographic space U+3000 of the
+    # headings included: str.isprintable() would drop it)
+    return "".join(sorted(c for c in chars if unicodedata.category(c)[0] != "C"))
 
 
 FAMILY = "Attnlab CJK TC"

@@ -47,7 +47,7 @@ def test_book_page(built, browser):  # noqa: F811
     assert all(scheme == "data" or host == "127.0.0.1" for scheme, host in hosts), hosts
     assert not errors, errors
     assert images and all(ok and w > 100 for _, ok, w in images), images
-    assert ["BookCJK", "loaded"] in [[f.strip("'\""), s] for f, s in fonts], fonts
+    assert ["ReportCJK", "loaded"] in [[f.strip("'\""), s] for f, s in fonts], fonts
     cjk = {c for c in text if "\u4e00" <= c <= "\u9fff"}
     assert len(cjk) > 50 and not missing_glyphs("".join(cjk))
     book = json.loads((built / "data" / "lab_book.json").read_text(encoding="utf-8"))
@@ -55,22 +55,62 @@ def test_book_page(built, browser):  # noqa: F811
     assert sorted(toc) == sorted(f"#{s}" for s in sections)
 
 
-@pytest.mark.parametrize("report", ["ch1_case.html", "lab_book.html"])
-def test_committed_reports_fit_a_1280_px_screen(browser, report):  # noqa: F811
-    """No sideways scrolling: long claim ids and numbers wrap inside their table cells."""
+# every word (letters, digits and underscores, a decimal number with its point) inside a table
+# must lie on one line: a table that fits only by breaking words mid-word does not count
+WORDS_AND_TABLES = r"""() => {
+  const vw = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll('table')]
+    .map(t => [t.rows[0] ? t.rows[0].innerText.slice(0, 60) : '', Math.round(t.getBoundingClientRect().right)])
+    .filter(([, right]) => right > vw);
+  const broken = [];
+  const word = /[A-Za-z0-9_]+(?:[.][A-Za-z0-9_]+)*/g;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (!n.parentElement.closest('table')) continue;
+    for (const m of n.data.matchAll(word)) {
+      if (m[0].length < 2) continue;
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      const lines = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+      if (lines.size > 1) broken.push(m[0]);
+    }
+  }
+  return {width: document.documentElement.scrollWidth, wide, broken};
+}"""
+
+
+def _today(report: str) -> str:
+    """The report rendered now from the committed JSON with today's code (figures as committed)."""
     from pathlib import Path
 
-    from attnlab.report.case_report import build_blocks, to_html
+    root = Path(__file__).resolve().parents[1]
+    if report == "ch1_case.html":
+        from attnlab.report.case_report import build_blocks, to_html
+
+        res = json.loads((root / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+        return to_html(build_blocks(res, "../figures"), root / "figures")
+    from attnlab.report.lab_book import load_book, render_html
+
+    book, docs = load_book(root)
+    return render_html(book, docs, root)
+
+
+@pytest.mark.parametrize("source", ["committed", "today"])
+@pytest.mark.parametrize("report", ["ch1_case.html", "lab_book.html"])
+def test_reports_fit_a_1280_px_screen_without_breaking_words(browser, report, source):  # noqa: F811
+    """No sideways scrolling, no table wider than the window, and no word broken mid-word to get
+    there: long claim ids and numbers wrap at spaces, or move to a line of their own."""
+    from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    if report == "ch1_case.html":  # rendered from the committed JSON with today's style
-        res = json.loads((root / "data" / "ch1_case.json").read_text(encoding="utf-8"))
-        html = to_html(build_blocks(res, "../figures"), "")
-    else:
-        html = (root / "reports" / report).read_text(encoding="utf-8")
+    html = (root / "reports" / report).read_text(encoding="utf-8") if source == "committed" else _today(report)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_content(html, wait_until="load")
-    width = page.evaluate("document.documentElement.scrollWidth")
+    page.evaluate("document.fonts.ready.then(() => true)")  # measured in the embedded fonts
+    got = page.evaluate(WORDS_AND_TABLES)
     context.close()
-    assert width <= 1280, f"{report} is {width} px wide at a 1280 px window"
+    assert got["width"] <= 1280, f"{report} is {got['width']} px wide at a 1280 px window"
+    assert not got["wide"], f"{report}: tables wider than the window: {got['wide']}"
+    assert not got["broken"], f"{report}: words broken mid-word: {got['broken'][:20]}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 from pathlib import Path
 
 from .. import stats
@@ -17,9 +18,9 @@ from .. import verdicts as V
 from ..book import book_values
 from ..experiments import claims as C
 from ..experiments.common import fmt
-from ..fonts import FONT_FILE
 from ..io import write_text
 from .figures import case_figures
+from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
 
 def verdict(book: float | None, ours: float | None) -> str:
@@ -57,7 +58,72 @@ def verdict_label(claim: dict | None) -> str:
     if claim is None:
         return "—"
     v = V.verdict_of(claim)
-    return {stats.PASS: "✅ PASS", stats.FAIL: "❌ FAIL", stats.INCONCLUSIVE: "❔ INCONCLUSIVE"}.get(v, v)
+    return {stats.PASS: "✓ PASS", stats.FAIL: "✗ FAIL", stats.INCONCLUSIVE: "？ INCONCLUSIVE"}.get(v, v)
+
+
+def claim_verdict(by_id: dict, cid: str, note: str = "") -> str:
+    """A claim's verdict where it stands beside numbers: it names the claim it belongs to (and,
+    with ``note``, what that claim judges when the row shows something else)."""
+    c = by_id.get(cid)
+    if c is None:
+        return "—"
+    return f"{verdict_label(c)}（论断 / claim `{cid}`{'；' + note if note else ''}）"
+
+
+HEADLINE = (  # the chapter's headline claims, in its order: what the report opens with
+    "small_gap_small",
+    "small_gap_not_zero",
+    "big_gap_large",
+    "big_gap_several_times_small",
+    "big_unscaled_entropy_collapses",
+    "big_unscaled_jacobian_drops",
+    "big_unscaled_logits_explode",
+    "big_scaled_entropy_band",
+    "init_std_slope_sqrt",
+)
+
+
+def _numbers(v) -> list[float] | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return [float(v)]
+    if isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        return [float(x) for x in v]
+    return None
+
+
+def judged_quantity(c: dict) -> tuple[str, list[float]] | None:
+    """The quantity a claim is judged on (its first input that is a number per seed), with its values."""
+    for name, v in (c.get("inputs") or {}).items() if isinstance(c.get("inputs"), dict) else ():
+        xs = _numbers(v)
+        if xs is not None:
+            return name, xs
+    return None
+
+
+def headline_rows(res: dict, by_id: dict) -> list[list[str]]:
+    """One row per headline claim: the book's words and number, ours (the quantity the claim is
+    judged on, mean ± sd over seeds), and the verdict with the claim it belongs to. A ratio the
+    claim only reports gets its own row, its verdict cell saying which claim judges what."""
+    rows = []
+    for cid in HEADLINE:
+        c = by_id.get(cid)
+        if c is None:
+            continue
+        q = judged_quantity(c)
+        ours = f"{q[0]}: {pm(q[1], 4)}" if q else str(c.get("measured", "—"))
+        rows.append([c["statement"], fmt(c.get("book")), ours, claim_verdict(by_id, cid)])
+        ratio = (c.get("inputs") or {}).get("ratio_reported") if isinstance(c.get("inputs"), dict) else None
+        if _numbers(ratio) and q:
+            rows.append(
+                [
+                    "放大倍数 / the gap ratio big ÷ small（同一种子 / seed for seed）",
+                    fmt((c.get("book") or {}).get("ratio")) if isinstance(c.get("book"), dict) else "—",
+                    f"ratio: {pm(_numbers(ratio), 3)}",
+                    f"只报告，不判定 / reported, not judged（论断 / claim `{cid}` 判的是上一行的 {q[0]} / judges "
+                    f"{q[0]}, the row above）",
+                ]
+            )
+    return rows
 
 
 def needs_text(claim: dict) -> str:
@@ -97,7 +163,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     blocks: list[tuple] = []
     h = lambda level, text: blocks.append(("h", level, text))
     p = lambda text: blocks.append(("p", text))
-    table = lambda head, rows: blocks.append(("table", head, rows))
+    table = lambda head, rows, detail=(): blocks.append(("table", head, rows, tuple(detail)))
     img = lambda name, alt: blocks.append(("img", f"{fig_rel}/{name}", alt))
 
     claims = res["claims"]
@@ -106,13 +172,6 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     count = V.count_line(claims)
     big_n = len(C.runs(res, "big_scaled"))
     h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
-    p(
-        "本报告由 `attnlab report` 从 `data/ch1_case.json` 生成，每个论断都从 JSON 里的数字重新判定（不抄存下的结论）。"
-        "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以数值表的判定分三档：±10% 以内为一致，"
-        "3 倍以内为同量级，其余为不同（✗），每个 ✗ 都写了原因。 / Every number comes from a real run; every claim is "
-        "re-judged from the JSON's numbers. Table verdicts: within 10 % = matches, within ×3 = same order, else "
-        "differs (✗, each with its reason); the claims themselves are judged by the rules below."
-    )
     p(
         f"**{count}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
         f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
@@ -129,7 +188,62 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "still to train, claims that need their seeds are INCONCLUSIVE until then, and the report is "
             "rewritten after each batch."
         )
+    # results first: the headline claims, then every claim
+    h(2, "结果 / results")
+    p(
+        "书中的主要论断：书中的话与数字、本次的数字（论断据以判定的那个量，种子均值 ± sd）、判定及其所属论断。"
+        " / The chapter's headline claims: the book's words and number, ours (the quantity the claim is judged "
+        "on, mean ± sd over seeds), and the verdict with the claim it belongs to."
+    )
+    table(
+        ["书中 / the book says", "书中数字 / book", "本次 / ours", "判定（所属论断）/ verdict (whose)"],
+        headline_rows(res, by_id),
+    )
+    h(3, "全部论断 / every claim")
+    p(
+        "每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
+        "每个 INCONCLUSIVE 都写了需要多少个种子。判定规则见下文“判定方法”。 / Each FAIL says why (a finding about "
+        "the book with evidence, a protocol difference with the experiment, our specification, scale, or "
+        "unexplained); each INCONCLUSIVE names the seeds it needs; the rules are under 'method' below."
+    )
+    table(
+        [
+            "id",
+            "类 / kind",
+            "节 / section",
+            "书中原话 / the book's words",
+            "书中数字 / book",
+            "实测（每个种子；均值 ± sd；区间）/ measured",
+            "判定规则 / rule",
+            "结果 / verdict",
+            "n / 所需 / needed",
+            "原因 / why",
+        ],
+        [
+            [
+                c["id"],
+                c["kind"],
+                c["section"],
+                c["statement"],
+                fmt(c.get("book")),
+                c["measured"] if isinstance(c.get("measured"), str) else fmt(c.get("measured")),
+                _rule_text(c),
+                verdict_label(c),
+                f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
+                reason_text(c) or c.get("detail", ""),
+            ]
+            for c in claims
+        ],
+        detail=(5, 6, 9),  # in the HTML, the long columns go on a second line under the claim's row
+    )
     h(2, "判定方法 / method")
+    p(
+        "本报告由 `attnlab report` 从 `data/ch1_case.json` 生成，每个论断都从 JSON 里的数字重新判定（不抄存下的结论）。"
+        "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以数值表的判定分三档：±10% 以内为一致，"
+        "3 倍以内为同量级，其余为不同（✗），每个 ✗ 都写了原因。 / Every number comes from a real run; every claim is "
+        "re-judged from the JSON's numbers. Table verdicts: within 10 % = matches, within ×3 = same order, else "
+        "differs (✗, each with its reason); the claims themselves are judged by the rules below."
+    )
     p(stats.METHOD)
     p(
         f"本案例的容差 / this case's tolerances: 书中一次运行给出的数（value）必须落在我们单次运行的 95% 预测区间内，"
@@ -217,7 +331,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "首个种子 / first seed",
             "均值 ± sd / over seeds",
             "训练基准 / train basis (first seed)",
-            "判定 / claim",
+            "判定（所属论断）/ verdict (whose)",
         ],
         [
             [
@@ -226,7 +340,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 fmt(gs1[0]),
                 pm(gs1),
                 fmt(C.small_seed_gaps(res, "train")[0]),
-                _pf(by_id, "small_gap_small"),
+                claim_verdict(by_id, "small_gap_small"),
             ],
             [
                 "差距 d_head=256 / gap big",
@@ -234,7 +348,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 fmt(gb1[0]),
                 pm(gb1),
                 fmt(C.big_seed_gaps(res, "train")[0]),
-                _pf(by_id, "big_gap_large"),
+                claim_verdict(by_id, "big_gap_large"),
             ],
             [
                 "放大倍数 / ratio big ÷ small：同一种子 / seed for seed",
@@ -242,7 +356,12 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 fmt(gb1[0] / gs1[0]),
                 pm([b / s for b, s in zip(gb1, gs1)], 3),
                 fmt(C.big_seed_gaps(res, "train")[0] / C.small_seed_gaps(res, "train")[0]),
-                _pf(by_id, "big_gap_several_times_small"),
+                claim_verdict(
+                    by_id,
+                    "big_gap_several_times_small",
+                    "判的是差距之差 big − small，比值只报告 / it judges the difference big − small; the ratio is "
+                    "reported",
+                ),
             ],
             [
                 "放大倍数 / ratio：均值 ÷ 均值 / mean over mean",
@@ -250,7 +369,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 "—",
                 fmt(C.spread(gb1)["mean"] / C.spread(gs1)["mean"], 3),
                 "—",
-                "—",
+                "只报告，不判定 / reported, not judged",
             ],
         ],
     )
@@ -428,12 +547,12 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     p(
         f"- 不缩放一侧 888 / 1480 步的权重熵（书 0.0001，本次窗口均值 {fmt(ent_end, 3)}）：两者都低于 0.001，都是“彻底饱和”；"
         f"书中自己在 §1.7.7 给同一次运行的最终熵是 0.0004。比值判定对接近 0 的数不适用，论断 "
-        f"big_unscaled_entropy_collapses 按书中原话判定：{_pf(by_id, 'big_unscaled_entropy_collapses')}。 / Unscaled "
+        f"big_unscaled_entropy_collapses 按书中原话判定：{verdict_label(by_id.get('big_unscaled_entropy_collapses'))}。 / Unscaled "
         f"entropy at 888/1480: both below 0.001 (fully saturated); the book's own §1.7.7 gives 0.0004 for this run."
     )
     p(
         "- 不缩放一侧 888 / 1480 步的 ‖J‖（书 0.0002 / 0.00008）："
-        + (why("big_unscaled_jacobian_drops") or _pf(by_id, "big_unscaled_jacobian_drops"))
+        + (why("big_unscaled_jacobian_drops") or claim_verdict(by_id, "big_unscaled_jacobian_drops"))
     )
     p("书中区间与本次的差别（缩放一侧）/ the scaled side against the book's bands:")
     for cid in (
@@ -444,7 +563,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         "big_unscaled_logits_explode",
         "big_unscaled_entropy_collapses",
     ):
-        p(f"- {cid}: " + (why(cid) or _pf(by_id, cid)))
+        p(f"- {cid}: " + (why(cid) or verdict_label(by_id.get(cid))))
     p(
         "不缩放一侧塌缩后 logits 标准差在几百到几千之间：书中 444 步 3176 对本次窗口值的差别也属于单步噪声与协议的混合，"
         "没有单独的论断。 / After the collapse the unscaled logit std spans hundreds to thousands; single-step "
@@ -565,7 +684,16 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "每一项的增长倍数对照书中的倍数（只报告，不计入判定；判定是“都涨了”）/ each entry's growth against the "
             "book's factor (reported, not judged; the verdict is 'all grow'):"
         )
-        table(["论断 / claim", "项 / entry", "书中倍数 / book", "本次每个种子 / ours per seed", "value"], entries)
+        table(
+            [
+                "论断 / claim",
+                "项 / entry",
+                "书中倍数 / book",
+                "本次每个种子 / ours per seed",
+                "这一项按数值判（只报告，不计入论断）/ this entry by value (reported, not the claim's verdict)",
+            ],
+            entries,
+        )
     mx = res["qk_scale"]["big_unscaled"]["after"][0]["logit_absmax"]
     p(
         f"最大 |logit|（d_head=256 不缩放，训练后）：书中 {bq['big_unscaled_max_abs_logit']}，本次 {fmt(mx)}"
@@ -639,44 +767,6 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     p(
         "书中也说，小模型的样本差异不足以作为主要证据；硬证据是 loss 差距和雅可比范数。 / As the book says, "
         "samples are not the evidence; the loss gap and the Jacobian norm are."
-    )
-
-    # claims
-    h(2, "论断检查 / claims")
-    p(
-        f"**{count}。** 每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
-        f"每个 INCONCLUSIVE 都写了需要多少个种子。 / Each FAIL says why (a finding about the book with evidence, a "
-        f"protocol difference with the experiment, our specification, scale, or unexplained); each INCONCLUSIVE "
-        f"names the seeds it needs."
-    )
-    table(
-        [
-            "id",
-            "类 / kind",
-            "节 / section",
-            "书中原话 / the book's words",
-            "书中数字 / book",
-            "实测（每个种子；均值 ± sd；区间）/ measured",
-            "判定规则 / rule",
-            "结果 / verdict",
-            "n / 所需 / needed",
-            "原因 / why",
-        ],
-        [
-            [
-                c["id"],
-                c["kind"],
-                c["section"],
-                c["statement"],
-                fmt(c.get("book")),
-                c["measured"] if isinstance(c.get("measured"), str) else fmt(c.get("measured")),
-                _rule_text(c),
-                verdict_label(c),
-                f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
-                reason_text(c) or c.get("detail", ""),
-            ]
-            for c in claims
-        ],
     )
 
     # timings
@@ -820,10 +910,6 @@ def _rule_text(c: dict) -> str:
     return expected if not rule or expected.startswith(rule) else f"{rule}: {expected}"
 
 
-def _pf(by_id: dict, cid: str) -> str:
-    return verdict_label(by_id.get(cid))
-
-
 def wd_summary(res: dict, rows: list[dict]) -> str:
     """Which weight decay brings each quantity closest to the book (computed, not written)."""
     targets = {
@@ -883,14 +969,53 @@ def to_markdown(blocks: list[tuple]) -> str:
 
 
 def _inline(text: str) -> str:
-    import re
-
     s = html.escape(text)
     s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", s)
 
 
-def to_html(blocks: list[tuple], font_url: str) -> str:
+_VERDICT_SPAN = re.compile(r"(✓ PASS|✗ FAIL|？ INCONCLUSIVE)")
+
+
+def _cell(text: str) -> str:
+    return _VERDICT_SPAN.sub(lambda m: f'<span class="{m.group(1).split()[1]}">{m.group(1)}</span>', _inline(text))
+
+
+def _html_table(head: list, rows: list[list], detail: tuple[int, ...] = ()) -> str:
+    """A table; the ``detail`` columns (long text) go on a second line under each row, one cell
+    across the whole table, each labelled with its header: the row stays within the page."""
+    main = [i for i in range(len(head)) if i not in detail]
+    out = ["<table><thead><tr>" + "".join(f"<th>{_inline(str(head[i]))}</th>" for i in main) + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{_cell(str(row[i]))}</td>" for i in main) + "</tr>")
+        if detail:
+            parts = "".join(
+                f"<div><span class=label>{_inline(str(head[i]))}：</span> {_cell(str(row[i]))}</div>"
+                for i in detail
+                if str(row[i]).strip()
+            )
+            out.append(f'<tr class=detail><td colspan="{len(main)}">{parts}</td></tr>')
+    return "".join(out) + "</tbody></table>"
+
+
+CSS = f"""
+body {{ font-family: {SANS_STACK}; max-width: 1200px; margin: 2em auto;
+       padding: 0 1em; line-height: 1.55; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.86em; max-width: 100%; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; }}
+th {{ background: #f3f3f3; }}
+tr.detail td {{ border-top: none; background: #fafafa; font-size: 0.95em; }}
+tr.detail .label {{ color: #555; }}
+.PASS {{ color: #1b7a2e; font-weight: bold; }} .FAIL {{ color: #b02a1a; font-weight: bold; }}
+.INCONCLUSIVE {{ color: #8a6d00; font-weight: bold; }}
+img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555; font-size: 0.9em; }}
+code {{ font-family: {MONO_STACK}; background: #f5f5f5; padding: 0 0.2em; }}"""
+TITLE = "第 1 章案例复现报告 / Chapter 1 case report"
+
+
+def to_html(blocks: list[tuple], fig_dir: Path | None = None) -> str:
+    """One self-contained page: the figures under ``fig_dir`` embedded as data: URIs, the fonts
+    cut to the page's own characters (see :mod:`attnlab.report.selfcontained`)."""
     body = []
     for b in blocks:
         if b[0] == "h":
@@ -898,27 +1023,24 @@ def to_html(blocks: list[tuple], font_url: str) -> str:
         elif b[0] == "p":
             body.append(f"<p>{_inline(b[1])}</p>")
         elif b[0] == "img":
+            src = image_uri(Path(fig_dir) / Path(b[1]).name) if fig_dir is not None else None
             body.append(
-                f'<figure><img src="{html.escape(b[1])}" alt="{html.escape(b[2])}">'
+                f'<figure><img src="{src}" alt="{html.escape(b[2])}">'
                 f"<figcaption>{html.escape(b[2])}</figcaption></figure>"
+                if src
+                else f"<p>图缺失 / figure missing: {html.escape(Path(b[1]).name)}</p>"
             )
         elif b[0] == "table":
-            head = "".join(f"<th>{_inline(str(c))}</th>" for c in b[1])
-            rows = "".join("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in row) + "</tr>" for row in b[2])
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    style = f"""
-@font-face {{ font-family: "AttnlabCJK"; src: url("{font_url}") format("opentype"); }}
-body {{ font-family: "AttnlabCJK", "Noto Sans CJK SC", sans-serif; max-width: 1200px; margin: 2em auto;
-       padding: 0 1em; line-height: 1.55; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.86em; max-width: 100%; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; overflow-wrap: anywhere; }}
-th {{ background: #f3f3f3; }}
-img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555; font-size: 0.9em; }}
-code {{ background: #f5f5f5; padding: 0 0.2em; }}"""
+            body.append(_html_table(b[1], b[2], b[3] if len(b) > 3 else ()))
+    main = "\n".join(body)
+    text, code = page_text(f"<title>{TITLE}</title>" + main)
+    fonts, missing = font_css(text, code)
+    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
     return (
         '<!doctype html>\n<html lang="zh"><head><meta charset="utf-8">'
-        "<title>第 1 章案例复现报告 / Chapter 1 case report</title>"
-        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{TITLE}</title>\n{FONT_NOTICE}{note}\n"
+        f"<style>{fonts}{CSS}</style></head><body>\n" + main + "\n</body></html>\n"
     )
 
 
@@ -952,6 +1074,5 @@ def build_report(res: dict, out: Path, name: str = "ch1_case") -> list[Path]:
     fig_rel = os.path.relpath(fig_dir, reports)
     blocks = build_blocks(res, fig_rel)
     md = write_text(md_path, to_markdown(blocks))
-    font_url = os.path.relpath(FONT_FILE, reports)
-    page = write_text(page_path, to_html(blocks, font_url))
+    page = write_text(page_path, to_html(blocks, fig_dir))
     return [*figs, md, page]

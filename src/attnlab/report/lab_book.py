@@ -3,17 +3,15 @@
 One page in the chapter's order: a summary line, a table of contents with the
 PASS/FAIL count of each section, then per section the chapter's statement, the
 command that reproduces it, the tables, the figures and the claims (book |
-ours | verdict) with the reason of every FAIL. The HTML is self-contained: the
-figures are embedded as PNG data and the CJK font as a subset of the shipped
-Noto Sans CJK holding exactly the page's characters, so it opens from file://
-with no network.
+ours | verdict) with the reason of every FAIL. The HTML is one self-contained
+file (:mod:`attnlab.report.selfcontained`): the figures are embedded as data:
+URIs and the fonts as subsets holding exactly the page's characters, so it
+opens alone from file:// with no network.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 from .. import verdicts as V
 from ..io import write_text
 from ..stats import METHOD
+from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
 NOT_RUN = "未运行 / not run yet"
 STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run": NOT_RUN}
@@ -211,17 +210,17 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------ html
 CSS = """
-body{font-family:'BookCJK',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.55;color:#222}
-h1,h2,h3{font-family:'BookCJK',sans-serif} h2{border-bottom:2px solid #2463a6;padding-bottom:.2em;margin-top:2em}
+body{font-family:SANS;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.55;color:#222}
+h2{border-bottom:2px solid #2463a6;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em;width:100%} td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}
 th{background:#eef3f9} .PASS{color:#1b7a2e;font-weight:bold} .FAIL{color:#b02a1a;font-weight:bold}
 blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background:#f6f7fb}
-code,pre{background:#f3f3f3;padding:.1em .3em;font-family:monospace} img{max-width:100%}
+code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:100%}
 .badge{display:inline-block;padding:.05em .5em;border-radius:.6em;background:#ddd;font-size:.85em}
 .done{background:#cfe9d4} .partial{background:#f6e3b5} .not_run{background:#f3c7c1}
 .INCONCLUSIVE{color:#8a6d00;font-weight:bold} .NA,.REPORTED{color:#555}
-.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{min-width:16em;overflow-wrap:anywhere;font-variant-numeric:tabular-nums;font-size:.92em}
-"""
+.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{min-width:16em;font-variant-numeric:tabular-nums;font-size:.92em}
+""".replace("SANS", SANS_STACK).replace("MONO", MONO_STACK)
 
 
 def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
@@ -260,17 +259,20 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
         )
         + "</p>"
     )
-    main = "".join(parts)
-    head_text = "实验手册 / The lab book" + summary_line(book) + main
-    font = _font_face(head_text + CSS)
-    return (
-        "<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
-        "<meta name=viewport content='width=device-width,initial-scale=1'>"
-        f"<title>实验手册 / The lab book</title><style>{font}{CSS}</style></head><body>"
+    title = "<title>实验手册 / The lab book</title>"
+    body = (
         "<h1>实验手册 / The lab book</h1>"
         "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
         "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
-        f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>{main}</body></html>\n"
+        f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>" + "".join(parts)
+    )
+    text, code = page_text(title + body)  # the fonts hold exactly what the page shows
+    fonts, missing = font_css(text, code)
+    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
+    return (
+        "<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"{title}\n{FONT_NOTICE}{note}\n<style>{fonts}{CSS}</style></head><body>{body}</body></html>\n"
     )
 
 
@@ -334,32 +336,13 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
 
 
 def _image(root: Path, rel: str) -> str | None:
+    """A figure of the book as a data: URI (PNG or SVG, the shorter), from ``root`` or the repository."""
     from ..corpus import REPO_ROOT
 
     for base in (Path(root), REPO_ROOT):
-        p = base / rel
-        if p.is_file():
-            return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+        if (base / rel).is_file():
+            return image_uri(base / rel)
     return None
-
-
-def _font_face(text: str) -> str:
-    """@font-face with the shipped CJK font cut to the characters of ``text`` (WOFF, base64)."""
-    from fontTools import subset
-
-    from ..fonts import FONT_FILE
-
-    opts = subset.Options()
-    opts.flavor = "woff"
-    opts.layout_features = ["*"]
-    font = subset.load_font(str(FONT_FILE), opts)
-    sub = subset.Subsetter(opts)
-    sub.populate(text="".join(sorted(set(text))))
-    sub.subset(font)
-    buf = io.BytesIO()
-    subset.save_font(font, buf, opts)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f"@font-face{{font-family:'BookCJK';src:url(data:font/woff;base64,{data}) format('woff')}}"
 
 
 def build_book_report(root: Path) -> list[Path]:
