@@ -1,27 +1,20 @@
 """Take the README's screenshots of the playground pages (docs/screenshots/*.png).
 
-Starts the server on a free 127.0.0.1 port in this process and drives Debian's
-Chromium with Playwright. Experiment 1-2 needs a checkpoint: pass one with
---checkpoint, otherwise a tiny model is trained on src/attnlab/data/corpus.txt for a few
-hundred steps (about a minute on a CPU) in a temporary folder.
+Starts the server on a free 127.0.0.1 port in this process, as `attnlab serve` does with no
+argument in an empty folder (the shipped case models; experiment 1-2 opens on the small scaled
+one, the timeline on the big pair), and drives Debian's Chromium with Playwright:
 
-    .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt]
+    .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt] [--runs-dir runs]
 
-The timeline shots (timeline-before/during/after.png) need the d_head 256 pair
-trained with snapshots under the runs directory; --only timeline takes just
-those (no checkpoint needed):
-
-    attnlab train --set d_model=256 --set n_head=1 --set scaled=false --out runs/big_unscaled
-    attnlab train --set d_model=256 --set n_head=1 --set scaled=true --out runs/big_scaled
-    .venv/bin/python scripts/screenshots.py --only timeline
+--only timeline takes just the timeline shots (timeline-before/during/after.png, the shipped
+big pair unless --run/--twin name others).
 
 --only nocjk takes experiment 1-2 the way a reader without CJK fonts sees it: Chromium
 is started with a fontconfig that knows only DejaVu Sans (no CJK font at all), a
 simplified-Chinese line is typed (converted to traditional on the page), and one map is
-enlarged (exp1-2-simplified-nocjk.png, exp1-2-enlarged.png). With --runs-dir and no
---checkpoint the server picks the case's small scaled run, as `attnlab serve` does:
+enlarged (exp1-2-simplified-nocjk.png, exp1-2-enlarged.png):
 
-    .venv/bin/python scripts/screenshots.py --only nocjk --runs-dir runs
+    .venv/bin/python scripts/screenshots.py --only nocjk
 """
 
 from __future__ import annotations
@@ -45,32 +38,10 @@ ARGS = [
 ]
 
 
-def tiny_checkpoint(out: Path, steps: int) -> Path:
-    from attnlab import Config, train
-
-    corpus = ROOT / "src" / "attnlab" / "data" / "corpus.txt"
-    text = corpus.read_text(encoding="utf-8")[:200_000]
-    cfg = Config(
-        n_layer=2,
-        n_head=4,
-        d_model=64,
-        block_size=32,
-        vocab_size=600,
-        max_steps=steps,
-        batch_size=16,
-        warmup=20,
-        eval_every=0,
-        device="cpu",
-    )
-    train(text, cfg, out_dir=out)
-    return out / "ckpt.pt"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="screenshots of the playground pages")
     ap.add_argument("--checkpoint", default=None)
-    ap.add_argument("--steps", type=int, default=300, help="training steps when no checkpoint is given")
-    ap.add_argument("--runs-dir", default=str(ROOT / "runs"))
+    ap.add_argument("--runs-dir", default=None, help="a runs directory listed before the shipped models (default none)")
     ap.add_argument("--case-json", default=str(ROOT / "data" / "ch1_case.json"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
@@ -81,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         help="only the playground pages, only the timeline, or only experiment 1-2 without CJK fonts "
         "(default: pages and timeline)",
     )
-    ap.add_argument("--run", default="big_unscaled", help="timeline run (beside its twin --twin)")
-    ap.add_argument("--twin", default="big_scaled")
+    ap.add_argument("--run", default="shipped:case/big_unscaled", help="timeline run (beside its twin --twin)")
+    ap.add_argument("--twin", default="shipped:case/big_scaled")
     ap.add_argument("--text", default="床前明月光，疑是地上霜。举头望明月，低头思故乡。", help="the nocjk shots' input")
     ap.add_argument(
         "--steps-shown", default="0,75,200", help="snapshot steps for the before/during/after shots (default 0,75,200)"
@@ -93,11 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     from attnlab.web.server import create_app
+    from attnlab.web.sources import Sources
 
     tmp = tempfile.TemporaryDirectory()
     pages = args.only in (None, "pages")
-    ckpt = args.checkpoint or (str(tiny_checkpoint(Path(tmp.name) / "tiny", args.steps)) if pages else None)
-    app = create_app(ckpt, runs_dir=args.runs_dir, case_json=args.case_json)
+    runs_dir = args.runs_dir or str(Path(tmp.name) / "runs")  # none of this machine's runs unless asked
+    sources = Sources.default(runs_dir, user_roots=False)
+    app = create_app(args.checkpoint, runs_dir=runs_dir, case_json=args.case_json, sources=sources)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -180,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
             page.get_by_test_id("dk-slider").fill("8")
             shot("exp1-1")
             page.goto(f"{base}/exp1-2")
-            page.get_by_test_id("text-input").fill("秦川雄帝宅，函谷壯皇居。")
-            page.get_by_test_id("run-attention").click()
             page.get_by_test_id("map-L0H0").wait_for()
+            page.get_by_test_id("text-input").fill(args.text)
+            page.get_by_test_id("run-attention").click()
+            page.get_by_test_id("converted-text").wait_for()
             page.wait_for_timeout(300)
             shot("exp1-2")
             page.goto(f"{base}/runs")
