@@ -519,6 +519,35 @@ def long_run_block() -> str:
     )
 
 
+def timeline_block() -> str:
+    """docs/playground.md's numbers under the timeline screenshots, read from the shipped big pair's
+    snapshots (what the screenshots show): layer 0 on the probe at steps 0, 75 and 200."""
+    from attnlab.snapshots import read_snapshots
+    from attnlab.web.sources import SHIPPED_RUNS
+
+    def at(tag: str) -> dict[str, list[float]]:
+        snap = read_snapshots(SHIPPED_RUNS / "case" / f"big_{tag}" / "snapshots.npz")
+        names, steps = snap.meta["metrics"], list(snap.steps)
+        rows = [snap.metrics[steps.index(k), 0, 0] for k in (0, 75, 200)]
+        return {m: [float(r[names.index(m)]) for r in rows] for m in ("entropy", "jacobian_fro", "logit_std")}
+
+    u, s = at("unscaled"), at("scaled")
+
+    def arrow(xs, f) -> str:
+        return " → ".join(f(x) for x in xs)
+
+    ent = lambda xs: arrow(xs, lambda x: f"{x:.3f}" if x == 0 or x >= 0.001 else f"{x:.0e}")  # noqa: E731
+    jac = lambda xs: arrow(xs, lambda x: f"{x:.2g}")  # noqa: E731
+    std = lambda xs: arrow(xs, lambda x: f"{x:.3g}")  # noqa: E731
+    return (
+        f"探针上第 0 层（随包附带的一对，`shipped:case/big_*`）：不缩放的权重熵 {ent(u['entropy'])}（雅可比范数 "
+        f"{jac(u['jacobian_fro'])}，logits 标准差 {std(u['logit_std'])}）；缩放 {ent(s['entropy'])}（雅可比范数 "
+        f"{jac(s['jacobian_fro'])}）。\n*Layer 0 on the probe (the shipped pair): unscaled weight entropy "
+        f"{ent(u['entropy'])} (Jacobian norm {jac(u['jacobian_fro'])}, logit std {std(u['logit_std'])}); scaled "
+        f"{ent(s['entropy'])} (Jacobian norm {jac(s['jacobian_fro'])}).*"
+    )
+
+
 # ---------------------------------------------------------------------------- pages
 def _block(name: str, body: str) -> str:
     return f"<!-- {name}:start -->\n{body}\n<!-- {name}:end -->"
@@ -559,6 +588,7 @@ def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
         DOCS / "speed.md": [("bench-executors", bench_executors_block)],
         DOCS / "commands.md": [("corpus-stats", corpus_block)],
         DOCS / "layout.md": [("other-results", other_results_block)],
+        DOCS / "playground.md": [("timeline-numbers", timeline_block)],
     }
 
 
