@@ -208,3 +208,48 @@ def test_a_copied_report_opens_from_file_with_every_image_and_font(report, brows
     assert all(ok and width > 0 for _, ok, width in state["images"]), state["images"]
     if report.name in RENDERED:
         assert len(state["images"]) >= 3
+
+
+# ------------------------------------------------------------------------- the case's order
+def _case_blocks():
+    from attnlab.experiments.claims import check_claims
+    from attnlab.report.case_report import build_blocks
+
+    res = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    res["claims"] = check_claims(res)
+    return res, build_blocks(res, "../figures")
+
+
+def test_the_case_report_opens_with_its_results_and_the_method_after():
+    res, blocks = _case_blocks()
+    heads = [b[2] for b in blocks if b[0] == "h"]
+    assert heads[1].startswith("结果 / results") and heads.index("判定方法 / method") == 3, heads[:5]
+    tables = [i for i, b in enumerate(blocks) if b[0] == "table"]
+    method = next(i for i, b in enumerate(blocks) if b[0] == "h" and b[2] == "判定方法 / method")
+    headline, every = blocks[tables[0]], blocks[tables[1]]
+    assert tables[1] < method
+    assert {row[0] for row in every[2]} == {c["id"] for c in res["claims"]}  # every claim, before the method
+    assert len(headline[2]) >= 8  # the headline claims, each with the book's number and ours
+
+
+def test_every_claim_verdict_beside_a_number_names_its_claim():
+    """A verdict in a table row names the claim it belongs to (the row of the claims table itself
+    starts with the id); a ratio that no claim judges says so and whose claim judges what."""
+    from attnlab.report.case_report import verdict_label
+
+    res, blocks = _case_blocks()
+    ids = {c["id"] for c in res["claims"]}
+    labels = {verdict_label(c) for c in res["claims"]} - {"—"}
+    assert labels >= {"✓ PASS", "✗ FAIL"}
+    unnamed = []
+    for b in (b for b in blocks if b[0] == "table"):
+        for row in b[2]:
+            for cell in map(str, row):
+                if any(label in cell for label in labels):
+                    named = re.findall(r"`([a-z0-9_]+)`", cell)
+                    if not (row[0] in ids or (named and set(named) <= ids)):
+                        unnamed.append((row[0], cell))
+    assert not unnamed, unnamed
+    ratio = [row for b in blocks if b[0] == "table" for row in b[2] if "ratio" in str(row[0])]
+    assert ratio and all(str(row[-1]) not in ("—", "") for row in ratio)  # every ratio row says whose verdict
+    assert any("reported, not judged" in str(row[-1]) for row in ratio)

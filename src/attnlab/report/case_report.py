@@ -91,13 +91,16 @@ def _numbers(v) -> list[float] | None:
     return None
 
 
-def judged_quantity(c: dict) -> tuple[str, list[float]] | None:
-    """The quantity a claim is judged on (its first input that is a number per seed), with its values."""
-    for name, v in (c.get("inputs") or {}).items() if isinstance(c.get("inputs"), dict) else ():
-        xs = _numbers(v)
-        if xs is not None:
-            return name, xs
-    return None
+def judged_quantities(c: dict) -> list[tuple[str, list[float]]]:
+    """The quantities a claim is judged on, with their values: its first input that is a number
+    per seed, or for a claim made of parts (all_of) every per-seed input but reported ones."""
+    inputs = c.get("inputs") if isinstance(c.get("inputs"), dict) else {}
+    found = [(k, xs) for k, v in inputs.items() if (xs := _numbers(v)) is not None]
+    if c.get("rule") == "all_of":
+        parts = [(k, xs) for k, xs in found if len(xs) > 1 and not k.endswith("_reported")]
+        if parts:
+            return parts
+    return found[:1]
 
 
 def headline_rows(res: dict, by_id: dict) -> list[list[str]]:
@@ -109,11 +112,12 @@ def headline_rows(res: dict, by_id: dict) -> list[list[str]]:
         c = by_id.get(cid)
         if c is None:
             continue
-        q = judged_quantity(c)
-        ours = f"{q[0]}: {pm(q[1], 4)}" if q else str(c.get("measured", "—"))
+        qs = judged_quantities(c)
+        ours = "; ".join(f"{k}: {pm(xs, 4)}" for k, xs in qs) if qs else str(c.get("measured", "—"))
         rows.append([c["statement"], fmt(c.get("book")), ours, claim_verdict(by_id, cid)])
         ratio = (c.get("inputs") or {}).get("ratio_reported") if isinstance(c.get("inputs"), dict) else None
-        if _numbers(ratio) and q:
+        if _numbers(ratio) and qs:
+            q = qs[0]
             rows.append(
                 [
                     "放大倍数 / the gap ratio big ÷ small（同一种子 / seed for seed）",
