@@ -254,9 +254,12 @@ def test_book_route_and_links(tmp_path):
 
     client = TestClient(base_url="http://127.0.0.1", app=create_app(book_html=str(tmp_path / "missing.html")))
     r = client.get("/book")
-    assert r.status_code == 404 and "attnlab book" in r.json()["detail"]
+    assert r.status_code == 404 and "attnlab book" in r.text  # a page, not raw JSON
     for route in PAGES:
         assert 'href="/book"' in client.get(route).text, route
+    missing = TestClient(base_url="http://127.0.0.1", app=create_app(book_html=str(tmp_path / "none.html")))
+    r = missing.get("/book")  # followed from the nav: a page saying what to run, never raw JSON
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html") and "attnlab book" in r.text
     (tmp_path / "b.html").write_text("<!DOCTYPE html><p>书</p>", encoding="utf-8")
     r = TestClient(base_url="http://127.0.0.1", app=create_app(book_html=str(tmp_path / "b.html"))).get("/book")
     assert r.status_code == 200 and "书" in r.text

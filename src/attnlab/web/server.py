@@ -498,21 +498,34 @@ def create_app(
     @app.get("/book", include_in_schema=False)
     def lab_book():
         # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
+        # A missing or unreadable book is a page that says so (a reader followed a link), not raw JSON.
         path = Path(book_html)
         if not path.is_file():
-            raise HTTPException(
-                404, "还没有全章实验：先运行 `attnlab book`。 No lab book yet: run `attnlab book` first."
+            return book_problem(
+                404,
+                "还没有全章实验：先运行 `attnlab book`（或 `attnlab report` 从提交的数据重写）。",
+                "No lab book yet: run `attnlab book` (or `attnlab report` to rewrite it from the committed data).",
             )
         try:
             html = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             why = "它不是 UTF-8 文本 it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
-            raise HTTPException(
+            return book_problem(
                 422,
-                f"全章实验文件无法读取（{why}）：重新运行 `attnlab book --render`。 "
+                f"全章实验文件无法读取（{why}）：重新运行 `attnlab book --render`。",
                 f"The lab book cannot be read ({why}): run `attnlab book --render` again.",
-            ) from None
+            )
         return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
+
+    def book_problem(status: int, zh: str, en: str) -> HTMLResponse:
+        import html as _html
+
+        body = (
+            '<!doctype html><html lang="zh"><meta charset="utf-8"><title>全章实验 / Lab book</title>'
+            f'<body style="font-family:sans-serif;max-width:40em;margin:3em auto"><p>{_html.escape(zh)}</p>'
+            f'<p lang="en">{_html.escape(en)}</p><p><a href="/">← attnlab</a></p></body></html>'
+        )
+        return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
     def run_list() -> list[str]:
