@@ -15,15 +15,18 @@ stored as ONNX external data (location ``weights.bin``, an offset and a length r
 manifest), and ``attnlab site`` writes that file from the shipped ``ckpt.pt``
 (:func:`attnlab.web.site.weights_blob`), so the package carries each model's weights once. The
 manifest records the sha256 of the checkpoint, of the graph and of the weights each graph was
-checked with: before anything is written, onnxruntime (CPU) runs the graph on those weights and
-its patterns must equal torch's within 1e-4 on the probe, a one-character text, a text of
-block_size characters and random ids. tests/test_site.py fails when a shipped checkpoint drifts
-from its export.
+checked with: before anything is written, onnxruntime (CPU) runs the graph on those weights on
+the probe, the poem, a one-character text, a text of block_size characters and random ids, and
+its patterns must be as close to the float64 model as torch's float32 patterns are (:func:`check`;
+the distances are recorded). tests/test_site.py fails when a shipped checkpoint drifts from its
+export.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import hashlib
 import io
 import json
@@ -48,7 +51,9 @@ from attnlab.web.site import (  # noqa: E402
 )
 
 OPSET = 17
-TOLERANCE = 1e-4  # what the site promises: the float32 kernels of two runtimes, a rounding step of the JSON
+FLOOR = 1e-5  # onnxruntime this close to the float64 model always passes ...
+FACTOR = 2.0  # ... else it may be at most this many times as far from it as torch's float32 is
+POEM = "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。"
 ALIGN = 64  # each tensor's offset in weights.bin
 
 
@@ -60,6 +65,26 @@ def load(ckpt: Path):
     return payload, model.eval(), tok, cfg
 
 
+@contextlib.contextmanager
+def float64_scores():
+    """While tracing: the attention core (q·kᵀ times the scale, the causal mask, the softmax) in float64.
+
+    The unscaled d_head 256 model's logits have a standard deviation of thousands: a float32
+    q·kᵀ is off by ~1e-3 there, and its saturated softmax turns that into ~1e-4 changes of a weight,
+    differently in every float32 runtime (onnxruntime-web's WebAssembly kernels have no FMA). In
+    float64 this step adds no error of its own; q, k and v stay the model's float32 values, and
+    so does everything else (LayerNorm, the projections, the MLP).
+    """
+    import attnlab.model as M
+
+    original = M.scaled_scores
+    M.scaled_scores = lambda q, k, cfg, scale: original(q.double(), k.double(), cfg, scale)
+    try:
+        yield
+    finally:
+        M.scaled_scores = original
+
+
 def trace(model, cfg) -> bytes:
     """The TorchScript exporter's graph of the attention patterns (weights inline, as exported)."""
     import torch
@@ -69,13 +94,13 @@ def trace(model, cfg) -> bytes:
             super().__init__()
             self.model = model
 
-        def forward(self, ids):  # (1, T) -> n_layer x (1, nh, T, T)
-            return tuple(self.model.attention_patterns(ids))
+        def forward(self, ids):  # (1, T) -> n_layer x (1, nh, T, T), float32
+            return tuple(p.float() for p in self.model.attention_patterns(ids))
 
     outputs = [f"pattern_{i}" for i in range(cfg.n_layer)]
     example = torch.arange(2, 2 + min(8, cfg.block_size)).remainder(cfg.vocab_size).view(1, -1)
     buf = io.BytesIO()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), float64_scores():
         warnings.simplefilter("ignore")  # TracerWarnings about the block_size check, the exporter's deprecation
         torch.onnx.export(
             Patterns(model),
@@ -124,36 +149,56 @@ def externalize(graph_bytes: bytes, state: dict) -> tuple[bytes, list[dict]]:
 
 
 def check(graph: bytes, blob: bytes, model, cfg, itos) -> dict:
-    """onnxruntime's patterns against torch's on test texts; raises when they differ by more than TOLERANCE."""
+    """onnxruntime's patterns on test texts against the same model computed in float64 by torch,
+    beside torch's own float32 patterns (what the server shows). Passes when onnxruntime is as close
+    to float64 as torch's float32 is: within FLOOR, or at most FACTOR times torch's distance. For a
+    well-conditioned model both are ~1e-6 away; the unscaled d_head 256 model's saturated softmax
+    amplifies float32 rounding in its second layer to ~1e-4 in either runtime (measured, recorded).
+    The distances are maxima over all the texts: on one text either runtime may round luckily."""
     import numpy as np
     import onnxruntime as ort
     import torch
 
     stoi = {c: i for i, c in enumerate(itos)}
     probe = [stoi.get(c, 1) for c in cfg.probe][: cfg.block_size]
+    poem = [stoi.get(c, 1) for c in POEM][: cfg.block_size]
     gen = torch.Generator().manual_seed(0)
     cases = {
         "probe": probe,
+        "poem": poem,
         "one character": probe[:1],
         "block_size characters": (probe * cfg.block_size)[: cfg.block_size],
         "random ids": torch.randint(0, len(itos), (cfg.block_size // 2 + 1,), generator=gen).tolist(),
     }
+    exact = copy.deepcopy(model).double()
+    gap = {"onnxruntime_vs_torch": 0.0, "onnxruntime_vs_float64": 0.0, "torch_vs_float64": 0.0}
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "model.onnx").write_bytes(graph)
         (Path(d) / WEIGHTS_FILE).write_bytes(blob)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # as site.js runs it
         session = ort.InferenceSession(str(Path(d) / "model.onnx"), opts, providers=["CPUExecutionProvider"])
-        worst = 0.0
         for what, ids in cases.items():
             x = torch.tensor([ids])
-            want = [p.numpy() for p in model.attention_patterns(x)]
+            f32 = [p.numpy() for p in model.attention_patterns(x)]
+            f64 = [p.numpy() for p in exact.attention_patterns(x)]
             got = session.run(None, {"ids": x.numpy()})
-            diff = max(float(np.abs(g - w).max()) for g, w in zip(got, want))
-            if diff > TOLERANCE or any(g.shape != w.shape for g, w in zip(got, want)):
-                raise SystemExit(f"onnxruntime differs from torch by {diff:.2e} on the {what} ({len(ids)} tokens)")
-            worst = max(worst, diff)
-    return {"texts": list(cases), "max_abs_diff": worst, "tolerance": TOLERANCE}
+            if [g.shape for g in got] != [w.shape for w in f32]:
+                raise SystemExit(f"onnxruntime's patterns have shapes {[g.shape for g in got]} on the {what}")
+            here = {
+                "onnxruntime_vs_torch": max(float(np.abs(g - w).max()) for g, w in zip(got, f32)),
+                "onnxruntime_vs_float64": max(float(np.abs(g - w).max()) for g, w in zip(got, f64)),
+                "torch_vs_float64": max(float(np.abs(g - w).max()) for g, w in zip(f32, f64)),
+            }
+            gap = {k: max(v, here[k]) for k, v in gap.items()}
+    # over all texts: on one text either runtime may happen to round luckily
+    if gap["onnxruntime_vs_float64"] > max(FLOOR, FACTOR * gap["torch_vs_float64"]):
+        raise SystemExit(
+            f"onnxruntime is up to {gap['onnxruntime_vs_float64']:.2e} from the float64 model, torch's float32 "
+            f"{gap['torch_vs_float64']:.2e}: the graph is not the model"
+        )
+    return {"texts": list(cases), **gap, "floor": FLOOR, "factor": FACTOR}
 
 
 def export_run(runs: Path, name: str) -> tuple[str, bytes, dict]:
@@ -237,9 +282,11 @@ def main(argv=None) -> int:
     for name in names:
         file, graph, entry = export_run(args.runs, name)
         graphs[file], runs[name] = graph, entry
+        c = entry["checked"]
         print(
-            f"{name}: {len(graph):,} bytes of graph, {entry['weights_bytes']:,} of weights, "
-            f"max |onnxruntime - torch| {entry['checked']['max_abs_diff']:.1e}"
+            f"{name}: {len(graph):,} bytes of graph, {entry['weights_bytes']:,} of weights; max |Δ weight| "
+            f"onnxruntime vs torch {c['onnxruntime_vs_torch']:.1e}, vs float64 {c['onnxruntime_vs_float64']:.1e} "
+            f"(torch's float32 vs float64 {c['torch_vs_float64']:.1e})"
         )
     for file, graph in graphs.items():
         write_bytes(args.out / file, graph)

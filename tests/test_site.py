@@ -49,15 +49,10 @@ VENDOR_SHA256 = {  # as published on npm (onnxruntime-web 1.30.0, opencc-js 1.4.
     "onnxruntime-web/ort-wasm-simd-threaded.wasm": "3398c10d07d229bd91b364548e130e0e51a8e5704b88c7c083ebbeb78842dee2",
     "opencc-js/cn2t.js": "d66d920069ab526db08c6f2bc15fcf6feb7d07de3cf98e7e27c0aaf7d136baee",
 }
-shipped = pytest.mark.skipif(
-    not all((SHIPPED_RUNS / n / "ckpt.pt").is_file() for n in CASE_RUNS), reason="the case models are not shipped yet"
-)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if not all((SHIPPED_RUNS / n / "ckpt.pt").is_file() for n in CASE_RUNS):
-        pytest.skip("the case models are not shipped yet")
     out = tmp_path_factory.mktemp("site") / "site"
     result = build_site(out)
     return out, result
@@ -164,7 +159,6 @@ def test_links_become_relative_and_an_unknown_absolute_link_is_refused():
 
 
 # ---------------------------------------------------------------------- the ONNX export
-@shipped
 def test_the_onnx_manifest_matches_the_shipped_checkpoints():
     manifest = read_manifest()
     assert sorted(manifest["runs"]) == sorted(CASE_RUNS)
@@ -174,7 +168,8 @@ def test_the_onnx_manifest_matches_the_shipped_checkpoints():
         )
         assert sha256_file(ONNX_DIR / entry["onnx"]) == entry["onnx_sha256"], entry["onnx"]
         assert (ONNX_DIR / entry["onnx"]).stat().st_size < 200_000  # the graph only: weights come from ckpt.pt
-        assert entry["checked"]["max_abs_diff"] <= 1e-5
+        c = entry["checked"]  # onnxruntime (CPU) as close to the float64 model as torch's float32
+        assert c["onnxruntime_vs_float64"] <= max(c["floor"], c["factor"] * c["torch_vs_float64"]), (name, c)
 
 
 def test_the_site_s_weights_are_those_the_export_was_checked_with(site):
@@ -237,14 +232,12 @@ def test_an_out_that_is_not_an_earlier_site_is_refused(tmp_path):
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
-@shipped
 def test_a_missing_shipped_model_is_named(tmp_path):
     with pytest.raises(SiteError, match="case/small_scaled_s20261014 .*missing"):
         build_site(tmp_path / "site", runs_root=tmp_path / "nowhere")
     assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
 
 
-@shipped
 def test_a_checkpoint_that_changed_since_its_export_is_refused(tmp_path):
     import shutil
 
@@ -260,7 +253,6 @@ def test_a_checkpoint_that_changed_since_its_export_is_refused(tmp_path):
     assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
 
 
-@shipped
 def test_a_failed_build_leaves_an_earlier_site_as_it_was(tmp_path, monkeypatch):
     import attnlab.web.site as S
 
@@ -361,12 +353,23 @@ def max_gap(a, b) -> float:
     return abs(a - b)
 
 
+ROUNDING = 1e-4 + 1e-9  # both sides round to 4 decimals: at most one rounding step apart
+ILL_CONDITIONED = 5e-5  # a layer whose float32 weights (the server's) are this far from float64 ...
+FACTOR = 2.0  # ... is matched when the browser is at most this many times as far from float64
+
+
 @pytest.mark.browser
 def test_the_browser_model_gives_the_server_s_attention_on_20_texts(served, page):  # noqa: F811
-    """window.attnlab.attention equals POST /api/attention on 20 texts and the four models: tokens,
-    conversion and messages exactly, weights and head metrics to 1e-4 (both round to 4 decimals, so
-    they differ by one rounding step at most). Unrounded ({exact: true}), the weights of
-    onnxruntime-web's float32 kernels equal torch's attention_patterns to 1e-5."""
+    """window.attnlab.attention equals POST /api/attention on 20 texts and all four models: tokens,
+    conversion and messages exactly; weights and head metrics to 1e-4 (both round to 4 decimals).
+
+    One exception, measured rather than assumed: a layer where the server's own float32 weights are
+    more than ILL_CONDITIONED from the same model in float64 (the unscaled d_head 256 model's second
+    layer, whose saturated softmax turns float32 rounding upstream into ~1e-4 changes of a weight).
+    Two float32 runtimes cannot agree there to 1e-4; the browser must then be as close to float64 as
+    the server is (within FACTOR). The default model must meet 1e-4 everywhere."""
+    import copy
+
     import torch
 
     from attnlab.checkpoint import load_checkpoint
@@ -377,32 +380,52 @@ def test_the_browser_model_gives_the_server_s_attention_on_20_texts(served, page
     ts = texts(info["block_size"])
     assert len(ts) == 20 and len(ts[16]) == info["block_size"]
     want = server_answers(list(CASE_RUNS), info["block_size"])
-    worst = {"weights": 0.0, "metrics": 0.0, "unrounded weights": 0.0}
     keys = ("entropy", "diag", "prev", "distance")
+    report = {}
     for run in CASE_RUNS:
+        model, tok, cfg = load_checkpoint(SHIPPED_RUNS / run / "ckpt.pt")
+        model64 = copy.deepcopy(model).double()
+        gaps = [{"json": 0.0, "metrics": 0.0, "browser_vs_f64": None, "server_vs_f64": 0.0} for _ in range(cfg.n_layer)]
+        p64 = {}
+        for t in ts:  # how far the server's float32 weights are from float64, per layer
+            ids = torch.tensor([tok.encode(want[run, t]["converted_text"])])
+            p64[t] = [p[0].tolist() for p in model64.attention_patterns(ids)]
+            for gap, p32, p_64 in zip(gaps, model.attention_patterns(ids), p64[t]):
+                gap["server_vs_f64"] = max(gap["server_vs_f64"], max_gap(p32[0].tolist(), p_64))
         got = page.evaluate("([ts, run]) => Promise.all(ts.map((t) => window.attnlab.attention(t, run)))", [ts, run])
-        exact = page.evaluate(
-            "([ts, run]) => Promise.all(ts.map((t) => window.attnlab.attention(t, run, {exact: true})))", [ts, run]
-        )
-        model, tok, _ = load_checkpoint(SHIPPED_RUNS / run / "ckpt.pt")
-        for t, g, e in zip(ts, got, exact):
+        for t, g in zip(ts, got):
             w = want[run, t]
             assert {k: v for k, v in g.items() if k != "layers"} == {k: v for k, v in w.items() if k != "layers"}, t
             assert [len(L["heads"]) for L in g["layers"]] == [len(L["heads"]) for L in w["layers"]]
-            patterns = model.attention_patterns(torch.tensor([tok.encode(w["converted_text"])]))
-            for gl, wl, el, p in zip(g["layers"], w["layers"], e["layers"], patterns):
+            for gap, gl, wl in zip(gaps, g["layers"], w["layers"]):
                 for gh, wh in zip(gl["heads"], wl["heads"]):
-                    worst["weights"] = max(worst["weights"], max_gap(gh["weights"], wh["weights"]))
+                    gap["json"] = max(gap["json"], max_gap(gh["weights"], wh["weights"]))
                     metrics = [gh["metrics"][k] for k in keys], [wh["metrics"][k] for k in keys]
-                    worst["metrics"] = max(worst["metrics"], max_gap(*metrics))
-                got_p = [h["weights"] for h in el["heads"]]
-                worst["unrounded weights"] = max(worst["unrounded weights"], max_gap(got_p, p[0].tolist()))
-    print(
-        f"max |Δ| over {len(ts)} texts x {len(CASE_RUNS)} models: "
-        + ", ".join(f"{k} {v:.2e}" for k, v in worst.items())
-    )
-    assert worst["weights"] <= 1e-4 + 1e-9 and worst["metrics"] <= 1e-4 + 1e-9, worst
-    assert worst["unrounded weights"] <= 1e-5, worst
+                    gap["metrics"] = max(gap["metrics"], max_gap(*metrics))
+        if any(gap["server_vs_f64"] > ILL_CONDITIONED for gap in gaps):  # the browser's own distance to float64
+            exact = page.evaluate(
+                "([ts, run]) => Promise.all(ts.map((t) => window.attnlab.attention(t, run, {exact: true})))", [ts, run]
+            )
+            for gap in gaps:
+                gap["browser_vs_f64"] = 0.0
+            for t, e in zip(ts, exact):
+                for gap, el, p_64 in zip(gaps, e["layers"], p64[t]):
+                    gap["browser_vs_f64"] = max(
+                        gap["browser_vs_f64"], max_gap([h["weights"] for h in el["heads"]], p_64)
+                    )
+        report[run] = gaps
+    print("\nmax |Δ| over 20 texts, per model and layer (json: browser vs server, rounded as served):")
+    for run, gaps in report.items():
+        for li, gap in enumerate(gaps):
+            print(
+                f"  {run} layer {li}: " + ", ".join(f"{k} {'—' if v is None else f'{v:.1e}'}" for k, v in gap.items())
+            )
+    for run, gaps in report.items():
+        for li, gap in enumerate(gaps):
+            if gap["server_vs_f64"] > ILL_CONDITIONED and run != CASE_RUNS[0]:
+                assert gap["browser_vs_f64"] <= FACTOR * gap["server_vs_f64"], (run, li, gap)
+            else:
+                assert gap["json"] <= ROUNDING and gap["metrics"] <= ROUNDING, (run, li, gap)
 
 
 @pytest.mark.browser
@@ -459,3 +482,20 @@ def test_the_other_pages_work_without_a_server(served, page):  # noqa: F811
     page.goto(f"{served}index.html")
     for link in ("case.html", "book.html", "exp1-2.html"):
         assert page.locator(f'a[href="{link}"]').count() >= 1
+
+
+@pytest.mark.browser
+def test_a_site_missing_a_model_file_says_so_on_the_page(site, page, tmp_path):  # noqa: F811
+    import shutil
+
+    out = tmp_path / "site"
+    shutil.copytree(site[0], out)
+    index = json.loads((out / "data" / "site.json").read_text())
+    (out / index["models"][index["default"]] / "weights.bin").unlink()
+    page.on("console", lambda m: None)
+    with Static(out) as url:
+        page.goto(f"{url}exp1-2.html")
+        msg = page.get_by_test_id("attn-message")
+        msg.filter(has_text="weights.bin").wait_for(timeout=60_000)
+        assert "缺少文件" in msg.inner_text() and "attnlab site --out" in msg.inner_text()
+    page.errors.clear()  # the 404 of the missing file is the point of this test

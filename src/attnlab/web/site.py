@@ -19,7 +19,9 @@ How it stays the same site as ``attnlab serve``:
   data, and the build writes that ``weights.bin`` from the shipped ``ckpt.pt`` (float16
   or float32, as float32, exactly as the server loads it). The manifest records the
   sha256 of the checkpoint and of the weights each graph was exported and checked with;
-  a checkpoint that changed since is refused with the command that re-exports it.
+  a checkpoint that changed since is refused with the command that re-exports it. (The
+  graphs compute q·kᵀ and the softmax in float64: the collapsed unscaled model's saturated
+  softmax would otherwise turn the runtimes' different float32 rounding into ~1e-4 changes.)
 
 What it deliberately leaves out: anything that needs the server at run time (training,
 a run of the reader's own, the live table's "running" state: a static copy is a

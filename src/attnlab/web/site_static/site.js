@@ -23,6 +23,7 @@
     0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a,
     0x2028, 0x2029, 0x202f, 0x205f, 0x3000].map((c) => String.fromCodePoint(c)));
   const isSpace = (c) => SPACES.has(c);
+  const mark = (what) => { try { performance.mark(`attnlab:${what}`); } catch (e) { /* old browser */ } };
 
   class ApiError extends Error {
     constructor(status, detail) { super(detail); this.status = status; this.detail = detail; }
@@ -69,7 +70,7 @@
   // ------------------------------------------------- simplified -> traditional (attnlab.chinese)
   let s2tP = null;
   const s2t = () => (s2tP ??= script("vendor/opencc-js/cn2t.js")
-    .then(() => window.OpenCC.Converter({ from: "cn", to: "t" }))   // OpenCC's s2t
+    .then(() => { const c = window.OpenCC.Converter({ from: "cn", to: "t" }); mark("converter"); return c; })   // s2t
     .catch((e) => { s2tP = null; throw e; }));
 
   async function toTraditional(text, known) {
@@ -113,6 +114,7 @@
     ort.env.wasm.wasmPaths = new URL("vendor/onnxruntime-web/", HERE).href;
     ort.env.wasm.numThreads = 1;   // no SharedArrayBuffer on a plain static host
     ort.env.wasm.proxy = false;
+    mark("runtime script");
     return ort;
   }).catch((e) => { ortP = null; throw e; }));
 
@@ -133,13 +135,17 @@
       file(`${dir}model.json`), file(`${dir}model.onnx`, "bytes"), file(`${dir}weights.bin`, "bytes"), runtime()]);
     let session;
     try {
+      // no graph optimisation: it saves about a second of the first load (a two-layer graph has
+      // nothing worth fusing), and scripts/export_onnx.py checks the graph run the same way
       session = await ort.InferenceSession.create(graph, {
-        executionProviders: ["wasm"], externalData: [{ path: "weights.bin", data: weights }] });
+        executionProviders: ["wasm"], graphOptimizationLevel: "disabled",
+        externalData: [{ path: "weights.bin", data: weights }] });
     } catch (e) {
       throw new ApiError(503, `模型 ${name} 无法在浏览器里加载（${e.message}）；请重新生成网站。 ` +
         `The model ${name} cannot be loaded in the browser (${e.message}); build the site again.`);
     }
     const stoi = new Map(meta.itos.map((c, i) => [c, i]));
+    mark(`model ${name}`);
     return { name, meta, info: meta.info, itos: meta.itos, stoi, session, ort };
   }
 
@@ -148,6 +154,7 @@
       const feeds = { ids: new m.ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]) };
       try {
         const out = await m.session.run(feeds);
+        mark("forward");
         return m.meta.outputs.map((k) => out[k]);
       } catch (e) {
         throw new ApiError(500, `模型在浏览器里运行失败。 The model failed to run in the browser: ${e.message}`);
@@ -297,6 +304,17 @@
     if (url.origin === window.location.origin && url.pathname.startsWith("/api/")) return answer(url, init);
     return realFetch(input, init);
   };
+
+  // 实验 1-2: load the runtime, the page's model and the converter while the page still waits for its
+  // font and info (the WebAssembly compiles off the main thread meanwhile)
+  document.addEventListener("DOMContentLoaded", () => {
+    if (!document.getElementById("run-select")) return;
+    const quiet = () => {};   // the first request reports what went wrong
+    site().then((s) => {
+      const asked = new URL(window.location.href).searchParams.get("run");
+      return model(asked && s.models[asked] ? asked : s.default);
+    }).then(() => s2t()).catch(quiet);
+  });
 
   window.attnlab = {
     static: true,
