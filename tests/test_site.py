@@ -211,25 +211,29 @@ def test_the_site_replays_the_server_s_json(site):
 
 
 # ----------------------------------------------------------------- errors of the command
-def run_cli(*argv) -> tuple[int, str]:
-    import subprocess
-    import sys
+def run_cli(capsys, *argv) -> tuple[int, str]:
+    from attnlab.cli import main
 
-    p = subprocess.run(
-        [sys.executable, "-m", "attnlab.cli", "site", *argv], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    return p.returncode, p.stdout + p.stderr
+    code = main(["site", *argv])
+    out = capsys.readouterr()
+    return code, out.out + out.err
 
 
-def test_an_out_that_is_not_an_earlier_site_is_refused(tmp_path):
+def test_an_out_that_is_not_an_earlier_site_is_refused(tmp_path, capsys):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     (tmp_path / "file").write_text("x")
-    for out, words in ((tmp_path / "mine", "not an earlier attnlab site"), (tmp_path / "file", "is a file")):
-        code, text = run_cli("--out", str(out))
+    for out, words in (
+        (tmp_path / "mine", "not an earlier attnlab site"),
+        (tmp_path / "file", "is a file"),
+        (tmp_path / "file" / "site", "is a file, not a folder"),
+        (tmp_path / ("a" * 300), "File name too long"),
+    ):
+        code, text = run_cli(capsys, "--out", str(out))
         assert code == 2, text
-        assert text.startswith("attnlab: error:") and words in text and len(text.strip().splitlines()) == 1, text
+        assert text.startswith("attnlab: error: --out") and words in text and len(text.strip().splitlines()) == 1, text
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine"]  # nothing else was written
 
 
 def test_a_missing_shipped_model_is_named(tmp_path):

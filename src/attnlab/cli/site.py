@@ -38,6 +38,6 @@ def main(args) -> int:
     )
     print(
         f"本地预览 / preview: python -m http.server --directory {result.out} 8000  →  http://127.0.0.1:8000/\n"
-        "放到网上 / put it online: docs/teaching.md"
+        "放到网上 / put it online: docs/teaching.md（仓库里 / in the repository）"
     )
     return 0

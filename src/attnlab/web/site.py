@@ -347,18 +347,23 @@ class SiteResult:
 
 
 def check_out(out: Path) -> bool:
-    """Refuse an --out that is not a new folder, an empty one or an earlier site; True when it is an
-    earlier site (or empty) to replace."""
-    if out.is_symlink():
-        raise OutputError(f"--out {out} is a link; give the folder itself")
-    if not out.exists():
-        return False
-    if not out.is_dir():
-        raise OutputError(f"--out {out} is a file; give a new folder, an empty one or an earlier attnlab site")
+    """Refuse an --out that is not a new folder, an empty one or an earlier site (one line naming why);
+    True when there is a folder to replace."""
     try:
+        if out.is_symlink():
+            raise OutputError(f"--out {out} is a link; give the folder itself")
+        if not out.exists():
+            for parent in out.parents:  # a file where a folder of the path should be
+                if parent.exists() and not parent.is_dir():
+                    raise OutputError(f"--out {out}: {parent} is a file, not a folder; choose another path")
+            return False
+        if not out.is_dir():
+            raise OutputError(f"--out {out} is a file; give a new folder, an empty one or an earlier attnlab site")
         names = os.listdir(out)
+    except OutputError:
+        raise
     except OSError as e:
-        raise OutputError(f"--out {out} cannot be read ({e.strerror}); choose another folder") from None
+        raise _out_error(out, e) from None
     if names and MARK not in names:
         raise OutputError(
             f"--out {out} holds other files and is not an earlier attnlab site; give a new or empty folder"
@@ -367,6 +372,11 @@ def check_out(out: Path) -> bool:
     if cwd == out.resolve() or out.resolve() in cwd.parents:
         raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
     return True
+
+
+def _out_error(out: Path, e: OSError) -> OutputError:
+    why = e.strerror or type(e).__name__
+    return OutputError(f"--out {out} cannot be used ({why}); choose another folder")
 
 
 def build_site(
@@ -401,8 +411,11 @@ def build_site(
     for key, (here, name) in REPORT_FILES.items():
         if key not in found:
             found[key] = shipped_file(here, name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".site-tmp", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".attnlab-site-", suffix=".tmp", dir=out.parent))
+    except OSError as e:
+        raise _out_error(out, e) from None
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a web server must read the site
         result = _write(tmp, runs_root, onnx_dir, manifest, names, case_json and Path(case_json), found)
@@ -419,7 +432,7 @@ def _swap(tmp: Path, out: Path, replace: bool) -> None:
     """tmp becomes out; an earlier site at out is moved aside first and removed after."""
     old = None
     if replace:
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        old = out.with_name(f".attnlab-site-old-{os.getpid()}-{time.monotonic_ns()}")
         os.rename(out, old)
     try:
         os.rename(tmp, out)
