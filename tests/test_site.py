@@ -32,7 +32,6 @@ from attnlab.web.site import (
 )
 from test_web_browser import browser, page  # noqa: F401  (fixtures: Chromium, a page whose requests stay local)
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = (
     "index.html",
     "lookup.html",
