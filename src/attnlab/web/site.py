@@ -473,7 +473,8 @@ def _write(
         if digest != entry["ckpt_sha256"]:
             raise SiteError(
                 f"the ONNX graph of {n} was exported from another ckpt.pt (sha256 {entry['ckpt_sha256'][:12]}…, "
-                f"now {digest[:12]}…); re-export with `python scripts/export_onnx.py`"
+                f"now {digest[:12]}…): after retraining, re-export with `python scripts/export_onnx.py`; "
+                "otherwise the shipped model is damaged: reinstall attnlab (or git checkout src/attnlab/data)"
             )
         graph = onnx_dir / entry["onnx"]
         if not graph.is_file() or sha256_file(graph) != entry["onnx_sha256"]:
