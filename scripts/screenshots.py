@@ -6,6 +6,10 @@ one, the timeline on the big pair), and drives Debian's Chromium with Playwright
 
     .venv/bin/python scripts/screenshots.py [--checkpoint runs/x/ckpt.pt] [--runs-dir runs]
 
+--only site builds `attnlab site` into a temporary folder, serves it with Python's http.server (as
+`python -m http.server` does: no attnlab behind it) and takes site-exp1-2.png (the poem, the model
+running in the browser) and site-timeline.png.
+
 --only timeline takes just the timeline shots (timeline-before/during/after.png, the shipped
 big pair unless --run/--twin name others).
 
@@ -47,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument(
         "--only",
-        choices=["pages", "timeline", "nocjk"],
+        choices=["pages", "timeline", "nocjk", "site"],
         default=None,
         help="only the playground pages, only the timeline, or only experiment 1-2 without CJK fonts "
         "(default: pages and timeline)",
@@ -80,6 +84,22 @@ def main(argv: list[str] | None = None) -> int:
     while not server.started:
         time.sleep(0.05)
     base = f"http://127.0.0.1:{port}"
+    if args.only == "site":  # the static site, served by a plain file server instead
+        import functools
+        import http.server
+
+        from attnlab.web.site import build_site
+
+        build_site(Path(tmp.name) / "site")
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+        handler = functools.partial(Quiet, directory=str(Path(tmp.name) / "site"))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -129,6 +149,23 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_timeout(200)
             page.screenshot(path=str(out / "exp1-2-enlarged.png"), full_page=False)
             shots.append(out / "exp1-2-enlarged.png")
+        if args.only == "site":
+            page.goto(f"{base}/exp1-2.html")
+            page.get_by_test_id("map-L0H0").wait_for(timeout=60_000)
+            page.get_by_test_id("text-input").fill(args.text)
+            page.get_by_test_id("run-attention").click()
+            page.get_by_test_id("converted-text").wait_for()
+            page.wait_for_timeout(300)
+            shot("site-exp1-2")
+            page.goto(f"{base}/timeline.html?run=case/big_unscaled&twin=case/big_scaled")
+            page.get_by_test_id("twin-map-L0H0").wait_for(timeout=60_000)
+            last = int(page.get_by_test_id("timeline-slider").get_attribute("max"))
+            for i in range(last + 1):  # the first snapshot at step 200 or later: the collapse has happened
+                page.get_by_test_id("timeline-slider").fill(str(i))
+                if int(page.get_by_test_id("timeline-step").get_attribute("data-step")) >= 200:
+                    break
+            page.wait_for_timeout(300)
+            shot("site-timeline")
         if args.only in (None, "timeline"):
             steps = [int(x) for x in args.steps_shown.split(",")]
             page.goto(f"{base}/timeline?run={args.run}&twin={args.twin}")
