@@ -6,7 +6,8 @@ fetched from another host):
 * ``/lookup``  soft lookup of §1.5.3, computed entirely in the browser;
 * ``/exp1-1``  experiment 1-1 (random q, k; scaled vs unscaled), in the browser;
 * ``/exp1-2``  experiment 1-2, attention maps of the loaded checkpoint, via
-  ``POST /api/attention``;
+  ``POST /api/attention`` (computed in float64 from the checkpoint's float32 weights: a more
+  exact evaluation of the same model, equal to the static site's in-browser maps);
 * ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON, and a
   live table of every run (``GET /api/live``), refreshed while runs train;
 * ``/timeline`` attention snapshots of a run beside a twin, with its curves
@@ -36,7 +37,7 @@ import math
 import threading
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,19 @@ class Loaded:
     head_metrics: Callable[[Any], dict]
     run: str = ""  # the run folder as the page names it (case/small_scaled_s20261014)
     step: int | None = None
+    exact: Any = field(default=None, repr=False, compare=False)  # the float64 copy, once asked for
+
+    def float64(self) -> Any:
+        """The model in float64, made once per loaded model (callers hold the server's lock): the
+        same float32 weights, widened exactly, evaluated more exactly. ``/api/attention`` runs this
+        copy so that its maps are the static site's (whose ONNX graph computes in float64 too) to
+        ~1e-8 even where a saturated softmax turns float32 rounding into ~3e-4 changes of a weight;
+        training and every diagnostic keep the float32 model."""
+        if self.exact is None:
+            import copy
+
+            self.exact = copy.deepcopy(self.model).double().eval()
+        return self.exact
 
 
 CHECKPOINT_FILE = "ckpt.pt"
@@ -593,10 +607,11 @@ def create_app(
         device = next(loaded.model.parameters()).device
         idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
         with lock, torch.no_grad():
-            patterns = loaded.model.attention_patterns(idx)  # n_layer x (1, nh, T, T)
+            # float64: a more exact evaluation of the same float32 weights (Loaded.float64)
+            patterns = loaded.float64().attention_patterns(idx)  # n_layer x (1, nh, T, T)
             layers = []
             for li, p in enumerate(patterns):
-                p = p.float().cpu()
+                p = p.cpu()
                 with warnings.catch_warnings():  # one-token text: std over nothing
                     warnings.simplefilter("ignore", UserWarning)
                     m = loaded.head_metrics(p)

@@ -2,8 +2,9 @@
 // page's own scripts, it answers their fetch("/api/...") in the browser, so the pages are the
 // server's, unchanged:
 //   POST /api/attention  the model runs here: onnxruntime-web (vendored, WebAssembly, one thread) on
-//                        the ONNX export of the chosen case model; simplified input is converted with
-//                        opencc-js exactly as attnlab.chinese.prepare does on the server;
+//                        the ONNX export of the chosen case model, which computes in float64 like the
+//                        server's forward (the same float32 weights, the same maps to ~1e-8); simplified
+//                        input is converted with opencc-js exactly as attnlab.chinese.prepare does;
 //   GET  /api/info, /api/live, /api/runs[/<run>], /api/timeline/<run>, /api/case, POST /api/model and
 //        /api/glyphs: the JSON the server's own functions gave when the site was built (data/site.json).
 // Nothing leaves the browser: every file comes from this site's own folder.
@@ -155,7 +156,7 @@
       try {
         const out = await m.session.run(feeds);
         mark("forward");
-        return m.meta.outputs.map((k) => out[k]);
+        return m.meta.outputs.map((k) => out[k]);   // float64 (Float64Array data), one per layer
       } catch (e) {
         throw new ApiError(500, `模型在浏览器里运行失败。 The model failed to run in the browser: ${e.message}`);
       }
