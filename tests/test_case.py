@@ -3,8 +3,11 @@
 The full 1500-step case is opt-in (`pytest -m slow`); it is what `make case` runs.
 """
 
+import contextlib
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,11 +19,16 @@ from attnlab.cli import main
 from attnlab.experiments.case import CaseSettings, run_case
 from attnlab.experiments.claims import check_claims
 
+QUICK = CaseSettings.quick()
+PRINTED: dict[str, str] = {}  # what `attnlab case --quick` printed
+
 
 @pytest.fixture(scope="module")
 def quick_case(tmp_path_factory):
     out = tmp_path_factory.mktemp("case")
-    assert main(["case", "--quick", "--out", str(out), "--no-progress"]) == 0
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert main(["case", "--quick", "--out", str(out), "--no-progress"]) == 0
+    PRINTED["stdout"] = printed.getvalue()
     return out, json.loads((out / "data" / "ch1_case.json").read_text(encoding="utf-8"))
 
 
@@ -32,10 +40,10 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
         run = res["pairs"][name]
         assert {"loss_start", "loss_end", "val_loss_end", "trace"} <= set(run)
         tr = run["trace"]
-        assert len(tr["step"]) == len(tr["loss"]) == run["steps"] == 250
+        assert len(tr["step"]) == len(tr["loss"]) == run["steps"] == QUICK.steps
         assert len(tr["layers"]) == 2
-        assert len(tr["layers"][0]["weight_entropy"]) == 250  # diagnostics at every step
-        assert len(tr["layers"][0]["jacobian_fro"]) == len(tr["layers"][0]["logit_std"]) == 250
+        assert len(tr["layers"][0]["weight_entropy"]) == QUICK.steps  # diagnostics at every step
+        assert len(tr["layers"][0]["jacobian_fro"]) == len(tr["layers"][0]["logit_std"]) == QUICK.steps
     for f in (
         "figures/fig1_2_loss.png",
         "figures/fig1_3_logit_std.png",
@@ -50,13 +58,32 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
     assert res["kind"] == "ch1_case" and "created" in res
 
 
+def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
+    """No claim-by-claim list: a few lines, Chinese first, saying what ran, the headline, what a quick
+    verdict means and what `make case` adds, with its time as `case --plan` estimates it."""
+    from attnlab.experiments.plan import _duration, case_plan
+    from attnlab.lab import EXPERIMENTS
+
+    printed = PRINTED["stdout"].splitlines()
+    last = max(i for i, line in enumerate(printed) if "报告已写出 / report written" in line)
+    tail = printed[last + 1 :]
+    assert 6 <= len(tail) <= 12, tail
+    assert tail[0].startswith("快速试跑 / quick run") and tail[-1].startswith("结果 / results:")
+    assert not any(re.match(r"\s*(FAIL|INCONCLUSIVE|NA) \[", line) for line in printed)
+    text = "\n".join(tail)
+    assert "冒烟测试" in text and "not evidence" in text and "规模差异 / scale difference" in text
+    make = next(line for line in tail if "make case" in line)
+    plan = case_plan(CaseSettings(), Path("mine"), EXPERIMENTS, executor="local")
+    assert f"约 / about {_duration(plan.wall_s)}" in make and f"{len(plan.todo) + len(plan.finished)} 次训练" in make
+
+
 def test_quick_case_measures_book_steps_on_fixed_validation_batches(quick_case):
-    """The big runs kept their weights at 222 (of 250 steps): the diagnostics there and at init
+    """The big runs kept their weights at 222 (of 225 steps): the diagnostics there and at init
     are measured on the same fixed validation batches; at init the only difference between the
     pair is the scale, so the unscaled logit std is exactly sqrt(256) = 16 times the scaled one."""
     out, res = quick_case
     bs = res["book_steps"]
-    assert bs["batches"] == 8 and set(bs["runs"]) == {"big_unscaled", "big_scaled"}
+    assert bs["batches"] == QUICK.val_batches == 2 and set(bs["runs"]) == {"big_unscaled", "big_scaled"}
     u, s = bs["runs"]["big_unscaled"], bs["runs"]["big_scaled"]
     assert u["steps"] == s["steps"] == [0, 222]
     ratio = u["logit_std"]["mean"][0] / s["logit_std"]["mean"][0]
@@ -94,7 +121,14 @@ def test_quick_case_claims_are_checks(quick_case):
     for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "four_heads_std_near_0_2"):
         assert claims[cid]["verdict"] == "FAIL", claims[cid]
         assert claims[cid]["reason"]["category"] == "finding"
-    assert claims["late_training_slow"]["verdict"] == "NA"  # 250 steps: no step 1000 to 1500
+    assert claims["late_training_slow"]["verdict"] == "NA"  # 225 steps: no step 1000 to 1500
+    # no FAIL of the quick run is left unexplained: the ones its few steps cause are the scale's
+    fails = [c for c in claims.values() if c["kind"] == "book" and c["verdict"] == "FAIL"]
+    assert all(c["reason"]["category"] in ("finding", "protocol", "scale") for c in fails), fails
+    collapse = claims["big_unscaled_entropy_collapses"]
+    assert collapse["verdict"] == "FAIL" and collapse["reason"]["category"] == "scale"
+    first = collapse["inputs"]["first_step_below_0.01"][0]
+    assert first <= 222 and f"at step {first}, within the book's 222 steps" in collapse["reason"]["text"]
     # the claims are recomputed from the JSON alone, and can fail
     assert check_claims(res) == res["claims"]
     broken = json.loads(json.dumps(res))

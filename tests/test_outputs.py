@@ -44,7 +44,7 @@ def test_case_quick_defaults_to_its_own_root(monkeypatch, tmp_path):
     monkeypatch.setattr(case_mod, "run_case", fake_run_case)
     with pytest.raises(SystemExit):
         main(["case", "--quick", "--no-progress"])
-    assert seen == {"out": QUICK_ROOT / "case", "steps": 250}
+    assert seen == {"out": QUICK_ROOT / "case", "steps": CaseSettings.quick().steps}
 
 
 def test_scale_of_settings_and_of_a_result():

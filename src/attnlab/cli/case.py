@@ -27,7 +27,7 @@ def add_parser(sub):
         type=common.positive_steps,
         default=None,
         metavar="N",
-        help="每次运行的训练步数（默认 1500；--quick 250）/ training steps per run (default 1500; 250 with --quick)",
+        help="每次运行的训练步数（默认 1500；--quick 225）/ training steps per run (default 1500; 225 with --quick)",
     )
     p.add_argument(
         "--quick",
@@ -134,12 +134,39 @@ def seed_settings(args, settings):
     )
 
 
+def full_case_plan(args) -> dict | None:
+    """What ``make case`` (``attnlab case --out mine``) would train, costed as ``case --plan`` costs it,
+    for a quick run's summary; None where no estimate can be made."""
+    from ..errors import AttnlabError
+    from ..experiments.case import CaseSettings
+    from ..experiments.plan import _core, _duration, case_plan
+    from ..lab import EXPERIMENTS
+
+    settings = replace(CaseSettings(), executor=args.executor, workers=args.workers, ray_address=args.ray_address)
+    kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
+    try:
+        p = case_plan(settings, Path("mine"), EXPERIMENTS, slurm=common.slurm_options(args), **kw)
+    except (AttnlabError, OSError, ValueError):
+        return None
+    return {"runs": len(p.todo) + len(p.finished), "wall": _duration(p.wall_s), "core": _core(p.core_s)}
+
+
 def main(args) -> int:
-    from ..experiments.case import CaseSettings, check_not_smaller, claim_counts, read_case_json, run_case
+    import time
+
+    from ..experiments.case import (
+        CaseSettings,
+        check_not_smaller,
+        claim_counts,
+        read_case_json,
+        run_case,
+        summary_lines,
+    )
     from ..outputs import output_root
     from ..report.case_report import build_report, drop_partial_report, timing_lines
     from ..runfolder import OutputLock
 
+    started = time.perf_counter()
     common.check_device(args.device)
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
     settings = CaseSettings(
@@ -166,15 +193,18 @@ def main(args) -> int:
             check_not_smaller(out, settings, overwrite=args.overwrite)
         paths: list[Path] = []
         data = [out / "data" / "ch1_case.json"]  # the file the last batch was written to
+        report_s = [0.0]  # the reports' and figures' wall time, every batch together
 
         def stage_done(res: dict, info: dict) -> None:
             """After each batch: the report of what finished, and one line saying what it shows."""
+            t0 = time.perf_counter()
             data[:] = [info.get("data", data[0])]
             if data[0].name == "ch1_case.json":
                 paths[:] = build_report(res, out)
                 drop_partial_report(out)  # it held less than this one
             else:  # beside the complete result, its report and figures, which stay as they are
                 paths[:] = build_report(res, out, name="ch1_case.partial")
+            report_s[0] += time.perf_counter() - t0
             prog = res.get("progress") or {}
             where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
             line = (
@@ -196,8 +226,9 @@ def main(args) -> int:
             on_stage=stage_done,
             overwrite=args.overwrite,
         )
-    print(claim_counts(result["claims"]))
-    for c in result["claims"]:
+    if not args.quick:  # a full case's verdicts are evidence: each one that did not pass, in full
+        print(claim_counts(result["claims"]))
+    for c in result["claims"] if not args.quick else []:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
         if v in ("PASS", "REPORTED"):
             continue
@@ -209,7 +240,18 @@ def main(args) -> int:
         else:
             tail = f" — {why.get('category')}: {why.get('text')}" if why else ""
         print(f"  {v} [{c['kind']}] {c['section']} {c['id']}: measured {c['measured']}; rule {c['expected']}{tail}")
-    for line in timing_lines(result["timings"]):
+    for line in timing_lines(result["timings"]) if not args.quick else []:
+        print(line)
+    t = result["timings"]
+    phases = {  # this invocation's (--reuse-json keeps the earlier run's timings in the result)
+        "sweeps_s": 0.0 if base else t.get("init_sweep_s", 0.0) + t.get("init_sweep_fixed_s", 0.0),
+        "train_s": 0.0 if base else t.get("train_wall_s", 0.0),
+        "analysis_s": t.get("reuse_analysis_s", 0.0) if base else t.get("analysis_s", 0.0),
+        "report_s": report_s[0],
+    }
+    plan = full_case_plan(args) if args.quick else None
+    phases["total_s"] = time.perf_counter() - started
+    for line in summary_lines(result, phases, quick=args.quick, full_plan=plan):
         print(line)
     print("结果 / results: " + ", ".join(str(p) for p in [*data, *paths]))
     return 0

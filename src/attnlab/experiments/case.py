@@ -71,8 +71,23 @@ class CaseSettings:
 
     @classmethod
     def quick(cls, steps: int | None = None) -> CaseSettings:
-        """A few hundred steps, one seed, fewer init samples: what the default tests run."""
-        return cls(steps=steps or 250, seeds=(BOOK_SEED,), init_samples=40, init_samples_fixed=10, wd_values=())
+        """The smoke run (``attnlab case --quick``, what the default tests run), about 2 minutes on 2 cores.
+
+        It measures every part of the case once, small: the four runs of the book's protocol on the book's
+        seed for 225 steps (the book's warmup and schedule; 225 reaches the book's step 222, where the
+        unscaled big model has collapsed, and its weights there are measured on 2 fixed validation batches),
+        the §1.3 sweep with 8 initialisations per d_head and the d_model-512 sweep with 3. It leaves to the
+        full case (``make case``) the other seeds, the 1500 steps, the weight-decay pairs, 400 / 100 inits
+        and 8 validation batches: its FAILs that come from the smaller scale say so (claims.scale_reason).
+        """
+        return cls(
+            steps=steps or 225,
+            seeds=(BOOK_SEED,),
+            init_samples=8,
+            init_samples_fixed=3,
+            wd_values=(),
+            val_batches=2,
+        )
 
 
 # The weights entering these steps are kept beside every case run (checkpoint.KeepWeights):
@@ -88,6 +103,30 @@ class CaseError(AttnlabError):
 
 
 # ------------------------------------------------------------------------ init sweep
+class _Observed(Exception):
+    """Raised by a hook once the first layer's attention pattern is out: nothing after it is needed."""
+
+
+def _stop(module, args, output) -> None:
+    raise _Observed
+
+
+@torch.no_grad()
+def observe_first_attention(model: TinyGPT, x: torch.Tensor, taps: tuple[str, ...]) -> dict[str, list[torch.Tensor]]:
+    """What ``model.capture(*taps)`` records of ``model(x)`` in layer 0's attention, the forward pass
+    stopped right after that layer's pattern (the last of its taps): the projection, the MLP, later
+    layers and the head change none of these values, and they were most of the init sweep's time."""
+    with model.capture(*taps) as store:
+        stop = model.blocks[0].attn.tap_pattern.register_forward_hook(_stop)  # after capture's own hook
+        try:
+            model(x)
+        except _Observed:
+            pass
+        finally:
+            stop.remove()
+    return store
+
+
 @torch.no_grad()
 def init_sweep(
     d_heads=(32, 64, 128, 256, 512),
@@ -124,14 +163,14 @@ def init_sweep(
         dm = d if d_model is None else d_model
         cfg = Config(d_model=dm, n_head=dm // d, n_layer=1, vocab_size=300, block_size=32, scaled=False, device="cpu")
         seen: dict[str, list[torch.Tensor]] = {}
+        twin = TinyGPT(cfg.replace(scaled=True)).eval()  # built once: each sample reseeds before its model
         for s in range(samples):
             torch.manual_seed(seed + s)
             model = TinyGPT(cfg).eval()
-            twin = TinyGPT(cfg.replace(scaled=True)).eval()
-            twin.load_state_dict(model.state_dict())  # the same initialisation, divided by sqrt(d_head)
+            # the same initialisation, divided by sqrt(d_head): the twin takes the model's tensors themselves
+            twin.load_state_dict(model.state_dict(), assign=True)
             for name, m in (("unscaled", model), ("scaled", twin)):
-                with m.capture(*taps) as st:
-                    m(x)
+                st = observe_first_attention(m, x, taps)
                 for tap in taps:
                     seen.setdefault(f"{name}.{tap}", []).append(st[f"blocks.0.attn.{tap}"][0])
             if on_sample:
@@ -1055,12 +1094,106 @@ def claim_counts(claims: list[dict]) -> str:
     return count_line(claims)
 
 
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{int(s // 60)} min {s % 60:02.0f} s"
+
+
+def _entropy_at(res: dict, key: str, step: int) -> tuple[int, float] | None:
+    """Layer-0 weight entropy of pair member ``key`` at the book's ``step``: on the fixed validation
+    batches where the run kept that step's weights (book_steps), else the last-50-step training mean."""
+    from .claims import end_mean
+
+    d = (res.get("book_steps") or {}).get("runs", {}).get(res["pairs"][key]["run"])
+    if d and step in d["steps"]:
+        return step, d["weight_entropy"]["mean"][d["steps"].index(step)]
+    run = res["pairs"][key]
+    return (run["trace"]["step"][-1] + 1, end_mean(run, "weight_entropy")) if run["trace"]["step"] else None
+
+
+def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: dict | None = None) -> list[str]:
+    """What ``attnlab case`` ends with: a few lines, Chinese first, every number from ``res`` (and the
+    wall times in ``phases``; ``full_plan``: ``case --plan``'s estimate for the full case, which a quick
+    run names as what ``make case`` adds)."""
+    from ..book import book_values
+    from ..verdicts import REASON_LABELS, verdict_of
+    from .claims import big_seed_gaps, small_seed_gaps
+
+    S = res["config"]["settings"]
+    steps, n_seeds = S["steps"], len(res["seeds"]["runs"])
+    n_runs = len(stored_runs(res))
+    B = book_values()
+    dyn, loss = B["dynamics_big_1_12"], B["case_loss_1_2_and_1_4"]
+    lines = []
+    shown = [("初始化扫描 / init sweeps", phases.get("sweeps_s")), ("训练 / training", phases.get("train_s"))]
+    shown += [("分析 / analysis", phases.get("analysis_s")), ("报告 / report", phases.get("report_s"))]
+    other = phases["total_s"] - sum(v for _, v in shown if v is not None)
+    shown += [("其余 / other", other)] if other >= 0.5 else []
+    parts = " · ".join(f"{k} {_seconds(v)}" for k, v in shown if v is not None)
+    head = "快速试跑 / quick run" if quick else "本章案例 / the case"
+    lines.append(f"{head}：用时 / took {_seconds(phases['total_s'])}（{parts}）")
+    lines.append(
+        f"  训练了 / trained: {n_runs} 次 × {steps} 步，{n_seeds} 个种子 / {n_runs} runs × {steps} steps, "
+        f"{n_seeds} seed(s)（书中 / the book: 1500 steps）；初始化 / inits per d_head {S['init_samples']} + "
+        f"{S['init_samples_fixed']}"
+    )
+    ent = {k: _entropy_at(res, k, 222) for k in ("big_unscaled", "big_scaled")}
+    u_tr = res["pairs"]["big_unscaled"]["trace"]
+    e_u = u_tr["layers"][0]["weight_entropy"]
+    first = next((u_tr["step"][i] for i, e in enumerate(e_u) if e is not None and e < 0.01), None)
+    fell = (
+        f"，第 {first} 步跌破 0.01 / below 0.01 at step {first}"
+        if first is not None
+        else "，未跌破 0.01 / never below 0.01"
+    )
+    if ent["big_unscaled"] and ent["big_scaled"]:
+        (su, eu), (_, es) = ent["big_unscaled"], ent["big_scaled"]
+        e0u, e0s = e_u[0], res["pairs"]["big_scaled"]["trace"]["layers"][0]["weight_entropy"][0]
+        i222 = dyn["steps"].index(222)
+        lines.append(
+            f"  核心结论 / headline (§1.4): d_head 256 不缩放 / unscaled 权重熵 / weight entropy {e0u:.3f} → {eu:.4f}"
+            f"（第 {su} 步 / step {su}{fell}；书中 / book {dyn['unscaled']['weight_entropy'][0]} → "
+            f"{dyn['unscaled']['weight_entropy'][i222]} at step 222）；缩放 / scaled {e0s:.3f} → {es:.3f}（书中 / book "
+            f"{dyn['scaled']['weight_entropy'][i222]}）"
+        )
+    g_big, g_small = big_seed_gaps(res), small_seed_gaps(res)
+    lines.append(
+        f"  验证 loss 差距 / val-loss gap (unscaled − scaled): d_head 256 {sum(g_big) / len(g_big):.2f}（书中 / book "
+        f"{loss['gap_big']}），d_head 32 {sum(g_small) / len(g_small):.2f}（书中 / book {loss['gap_small']}）"
+    )
+    why: dict[str, int] = {}
+    for c in res["claims"]:
+        if c.get("kind") == "book" and verdict_of(c) == "FAIL":
+            cat = (c.get("reason") or {}).get("category", "unexplained")
+            why[cat] = why.get(cat, 0) + 1
+    lines.append(f"  论断 / claims: {claim_counts(res['claims'])}")
+    if why:
+        order = [k for k in REASON_LABELS if k in why] + sorted(k for k in why if k not in REASON_LABELS)
+        lines.append(
+            "  FAIL 的原因 / why they fail: " + "，".join(f"{REASON_LABELS.get(k, k)} {why[k]}" for k in order)
+        )
+    if quick:
+        lines.append(
+            f"  快速判定只是冒烟测试，不是证据 / a quick verdict is a smoke run, not evidence: {n_seeds} 个种子、{steps} "
+            f"步 / {n_seeds} seed(s), {steps} steps；FAIL（规模差异 / scale）= 这么短的运行检验不了 / too short to "
+            f"test，INCONCLUSIVE = 种子不够 / needs more seeds"
+        )
+        if full_plan:
+            full = CaseSettings()
+            wd = "、".join(f"{v:g}" for v in full.wd_values)
+            lines.append(
+                f"  make case 补上 / adds: {len(full.seeds)} 个种子 / seeds（大模型 / big {full.big_seeds}）、"
+                f"{full.steps} 步 / steps、权重衰减 / weight decay {wd} 对照：{full_plan['runs']} 次训练 / runs，"
+                f"约 / about {full_plan['wall']}（{full_plan['core']}；attnlab case --plan 的估计 / its estimate）"
+            )
+    return lines
+
+
 def read_case_json(path: Path) -> dict:
     """A case result read back for the report, its shape checked before anything uses it."""
     from ..io import read_json
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a FIFO, a folder or a loop: read_json names it
         raise CaseError(f"case results not found: {path} (run `attnlab case` first)")
     result = read_json(path, error=CaseError, hint="; run `attnlab case` again")
     if not isinstance(result, dict):

@@ -22,7 +22,9 @@ the result (``pairs``, ``seeds``, ``seed_runs``, ``qk_scale``, ``init_sweep`` ..
 so a hand-edited JSON gets the verdicts its numbers deserve (``attnlab report``).
 A failing book claim carries a reason (:func:`explain`): a finding about the book
 (with its evidence), a difference of protocol (which one, with the experiment that
-shows it), our own specification, or "unexplained".
+shows it), our own specification, the scale of a run smaller than the book's ("scale":
+``attnlab case --quick``'s few steps or inits, with the numbers that say so; never at
+full size), or "unexplained".
 
 ``near``, ``beyond_noise`` and ``in_range`` (the old seed-spread rules) are kept only
 for the modules not yet moved to :mod:`attnlab.stats`; no claim here uses them.
@@ -1160,6 +1162,12 @@ def _wd_evidence(
     while the default FAILS it. A decay with too few seeds to pass says so (INCONCLUSIVE, not a
     cause found); a difference of means alone is never taken for an explanation."""
     table = by_weight_decay(res, key)
+    planned = ((res.get("config") or {}).get("settings") or {}).get("wd_values")
+    if len(table) < 2 and planned == []:
+        return "unexplained", (
+            "not tested here: this run trains no weight-decay pairs (the full case trains 0 and 0.01 to test "
+            "whether the optimizer setting explains it)"
+        )
     if len(table) < 2:
         return "unexplained", (
             "not explained yet: the weight-decay runs (0 and 0.01) that would test whether "
@@ -1194,8 +1202,130 @@ def _in_band(lo: float, hi: float) -> Callable[[list[float]], stats.Judgement]:
     return lambda v: stats.band(v, lo, hi)
 
 
+# What each book claim reads, for the scale of a result smaller than the full case (scale_reason):
+# the §1.3 sweep (its inits per d_head), the d_model-512 sweep and §1.8.4's point, and step 0 of the
+# trained runs (no run length matters there). Every other book claim reads the training itself.
+INIT_SWEEP_CLAIMS = frozenset(
+    {
+        "init_std_table",
+        "init_entropy_table",
+        "init_std_below_theory",
+        "init_std_slope_sqrt",
+        "variance_formula",
+        "formula_misses_at_32",
+    }
+)
+FIXED_SWEEP_CLAIMS = frozenset({"four_heads_std_near_0_2", "fixed_d_model_slope_half"})
+AT_INIT_CLAIMS = frozenset(
+    {
+        "init_entropy_already_sharper",
+        "small_init_logit_std_176",
+        "small_init_logit_std_177",
+        "small_init_safe_zone",
+        "big_init_near_critical",
+    }
+)
+BOOK_RUN_STEPS = 1500  # the book's run (§1.4: 1500 steps); the full case trains exactly these
+
+
+def run_steps(res: dict) -> int:
+    """The steps the case's runs were planned for (a diverged run's shorter trace does not count): the
+    settings' steps, else the longest pair member's max_steps, else its steps run."""
+    planned = ((res.get("config") or {}).get("settings") or {}).get("steps")
+    if isinstance(planned, int) and not isinstance(planned, bool):
+        return planned
+    steps = [(v.get("config") or {}).get("max_steps") or v.get("steps") for v in res["pairs"].values()]
+    return max(int(s) for s in steps if isinstance(s, (int, float)) and not isinstance(s, bool))
+
+
+def _collapse_scale(res: dict, n: int, lim: int) -> str | None:
+    """The collapse claim in a short run: the scale explains its FAIL only when every seed's entropy
+    fell below 0.01 within the book's own 222 steps (or the run ended before step 222 without it)."""
+    firsts, finals = [], []
+    for u in runs(res, "big_unscaled"):
+        ent = series(u, "weight_entropy")
+        i = next((j for j, e in enumerate(ent) if e is not None and e < 0.01), None)
+        if i is None and n >= 222:
+            return None  # no collapse in the book's 222 steps: the run's length does not explain that
+        firsts.append(None if i is None else u["trace"]["step"][i])
+        finals.append(end_mean(u, "weight_entropy"))
+    warm = (res["pairs"]["big_unscaled"].get("config") or {}).get("warmup")
+    fell = [f for f in firsts if f is not None]
+    if fell and max(fell) > 222:
+        return None
+    when = (
+        f"The entropy fell below 0.01 at step {', '.join(str(f) for f in fell)}, within the book's 222 steps"
+        if fell
+        else f"The run ends at step {n}, before the book's step 222"
+    )
+    tail = f"; the last-{END_WINDOW}-step mean ({', '.join(f'{x:.2g}' for x in finals)}) ends at step {n}"
+    if fell:
+        tail += f", {n - max(fell)} steps after the collapse, the book's 0.0001–0.0004 some 1,200 steps after"
+    warmup = (
+        f", inside the {warm}-step learning-rate warmup (the book's, the same at any run length)"
+        if isinstance(warm, int) and lim < warm
+        else ""
+    )
+    return f"{when}; a {n}-step run maps the book's step 222 to step {lim}{warmup}{tail}"
+
+
+def scale_reason(cid: str, res: dict) -> str | None:
+    """Why a result smaller than the full case cannot test claim ``cid``, in its own numbers, or None
+    where the claim reads nothing smaller than the full case (then the scale explains nothing: a FAIL at
+    full size is never put down to it). Steps count for the claims that read the training, inits for
+    those that read the sweeps; step 0 of a run is the same at any length."""
+    from .case import CaseSettings  # the full case's sizes (case imports this module)
+
+    full = CaseSettings()
+    if cid in AT_INIT_CLAIMS:
+        return None
+    if cid in INIT_SWEEP_CLAIMS or cid in FIXED_SWEEP_CLAIMS:
+        fixed = cid in FIXED_SWEEP_CLAIMS
+        rows = (res.get("init_sweep_fixed_d_model") if fixed else res.get("init_sweep")) or []
+        if cid == "four_heads_std_near_0_2":
+            rows = [res.get("init_four_heads") or {}]
+        want = full.init_samples_fixed if fixed else full.init_samples
+        have = [r.get("samples") for r in rows if isinstance(r.get("samples"), int)]
+        if not have or min(have) >= want:
+            return None
+        return (
+            f"每个 d_head 只抽了 {min(have)} 次初始化，完整案例 {want} 次 / {min(have)} initialisations per d_head, "
+            f"the full case {want}: the sampling spread of so few can decide the rule's tolerance"
+        )
+    n = run_steps(res)
+    if n >= BOOK_RUN_STEPS:
+        return None
+    lim = round(222 * n / BOOK_RUN_STEPS)
+    if cid == "big_unscaled_entropy_collapses":
+        why = _collapse_scale(res, n, lim)
+        if why is None:
+            return None
+    else:
+        why = f"Its numbers are read from a {n}-step run, the book's from a {BOOK_RUN_STEPS}-step one"
+    seeds = len(res["seeds"]["runs"])
+    return (
+        f"本次 {n} 步、{seeds} 个种子，完整案例 {full.steps} 步、{len(full.seeds)} 个种子，这么短的运行检验不了这条论断 / "
+        f"this run: {n} steps, {seeds} seed(s); the full case: {full.steps} steps, {len(full.seeds)} seeds. {why}: a "
+        f"run this short does not test the claim, the full case does"
+    )
+
+
 def explain(cid: str, res: dict) -> dict:
-    """Why a book claim fails: a finding about the book, a protocol difference, ours, or unexplained."""
+    """Why a book claim fails: a finding about the book, a protocol difference, ours, the scale of a run
+    smaller than the full case, or unexplained.
+
+    A reason found in the numbers (a finding, a protocol difference) stands at any scale; one that is
+    not ("unexplained") becomes "scale" where the claim reads something smaller than the full case
+    (:func:`scale_reason`): fewer steps than the book's 1500, fewer inits than 400 / 100."""
+    reason = _explain(cid, res)
+    if reason["category"] == "unexplained":
+        why = scale_reason(cid, res)
+        if why is not None:
+            return {"category": "scale", "text": why}
+    return reason
+
+
+def _explain(cid: str, res: dict) -> dict:
     sweep = res["init_sweep"]
     fixed = res.get("init_sweep_fixed_d_model") or []
     if cid == "init_std_slope_sqrt":

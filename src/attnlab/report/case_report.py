@@ -269,9 +269,17 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
     if res["config"].get("reused_from_json"):
         p(f"来源 / provenance: {res['config']['reused_from_json']}.")
     if S["steps"] < 1500:
+        from ..experiments.case import CaseSettings
+
+        full = CaseSettings()
+        scale = sum(1 for c in claims if (c.get("reason") or {}).get("category") == "scale")
         p(
-            "注意：这是缩短的运行（--quick 或 --steps），书中的数字来自 1500 步。 / "
-            "Note: a shortened run; the book's numbers are from 1500 steps."
+            f"注意：这是缩短的运行（--quick 或 --steps，{S['steps']} 步），书中的数字来自 1500 步：这是冒烟测试，不是证据；"
+            f"{scale} 个 FAIL 归为{C.REASON_LABELS['scale'].split(' / ')[0]}（原因一栏写明本次与书中的步数），"
+            f"完整案例（attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。 / Note: a shortened run "
+            f"({S['steps']} steps); the "
+            f"book's numbers are from 1500 steps: a smoke run, not evidence. {scale} FAIL(s) are put down to the "
+            f"scale (the reason names this run's steps against the book's); the full case tests them."
         )
 
     # §1.2 / §1.4 losses
