@@ -20,8 +20,9 @@ How it stays the same site as ``attnlab serve``:
   or float32, as float32, exactly as the server loads it). The manifest records the
   sha256 of the checkpoint and of the weights each graph was exported and checked with;
   a checkpoint that changed since is refused with the command that re-exports it. (The
-  graphs compute q·kᵀ and the softmax in float64: the collapsed unscaled model's saturated
-  softmax would otherwise turn the runtimes' different float32 rounding into ~1e-4 changes.)
+  graphs compute in float64 throughout, as the server's /api/attention does: the collapsed
+  unscaled model's saturated softmax would otherwise turn the runtimes' different float32
+  rounding into several 1e-4 of difference.)
 
 What it deliberately leaves out: anything that needs the server at run time (training,
 a run of the reader's own, the live table's "running" state: a static copy is a
