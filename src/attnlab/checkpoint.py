@@ -109,6 +109,32 @@ def payload_problem(payload: dict) -> str | None:
         )
     ):
         return "'schedule' is not a list of schedule segments"
+    if payload.get("schedule"):
+        why = schedule_problem(payload["schedule"], payload.get("step"), (payload.get("config") or {}).get("max_steps"))
+        if why:
+            return f"'schedule' {why}"
+    return None
+
+
+def schedule_problem(schedule: list[dict], step: Any = None, max_steps: Any = None) -> str | None:
+    """What makes a run's learning-rate schedule (segments ``from_step``, ``max_steps``, one per
+    extension) impossible, or None: the first starts at step 0, each later one where the run had
+    got to (after the one before, no later than the checkpoint's step), every ``max_steps`` between
+    1 and MAX_STEPS and at least its own start, the last one the config's ``max_steps``."""
+    from .config import MAX_STEPS
+
+    starts = [x["from_step"] for x in schedule]
+    if starts[0] != 0:
+        return f"starts at step {starts[0]}, not 0"
+    if any(b <= a for a, b in zip(starts, starts[1:])):
+        return f"has segments out of order (from_step {starts})"
+    if _is_int(step) and starts[-1] > step:
+        return f"has a segment from step {starts[-1]}, after the checkpoint's step {step}"
+    for x in schedule:
+        if not 1 <= x["max_steps"] <= MAX_STEPS or x["max_steps"] < x["from_step"]:
+            return f"has a segment of max_steps {x['max_steps']} from step {x['from_step']}"
+    if _is_int(max_steps) and schedule[-1]["max_steps"] != max_steps:
+        return f"ends at max_steps {schedule[-1]['max_steps']} but the config says {max_steps}"
     return None
 
 

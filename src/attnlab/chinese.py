@@ -15,7 +15,26 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .errors import AttnlabError
+
 CONVERTED_NOTE = "已转换为繁体 / converted to traditional"
+
+
+class TextError(AttnlabError, ValueError):
+    """Text that cannot be UTF-8: bytes of another encoding, passed on by the shell."""
+
+
+def check_text(text: str, what: str = "the text") -> str:
+    """``text`` unchanged when it is valid Unicode; a :class:`TextError` naming the first bad
+    position otherwise (bytes that are not UTF-8 reach Python as lone surrogates, which OpenCC,
+    the tokenizer and every JSON writer refuse)."""
+    bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise TextError(
+            f"{what} holds bytes that are not UTF-8 (at character {bad + 1}: the terminal or the shell passed "
+            f"another encoding); type it as UTF-8 / 文本含有非 UTF-8 字节，请以 UTF-8 输入"
+        )
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -26,8 +45,8 @@ def _s2t():
 
 
 def s2t(text: str) -> str:
-    """OpenCC's simplified -> traditional conversion of ``text``."""
-    return _s2t().convert(text)
+    """OpenCC's simplified -> traditional conversion of ``text`` (valid Unicode: :func:`check_text`)."""
+    return _s2t().convert(check_text(text))
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,12 @@ class Config:
             v = getattr(self, f.name)
             if isinstance(v, float):
                 need(math.isfinite(v), f.name, "must be a finite number")
+            if isinstance(v, str):  # bytes of another encoding arrive from the shell as lone surrogates
+                need(
+                    not any("\ud800" <= c <= "\udfff" for c in v),
+                    f.name,
+                    "holds bytes that are not UTF-8 (the shell passed another encoding); type it as UTF-8",
+                )
         need(0 <= self.seed <= SEED_MAX, "seed", f"must be between 0 and 2**53 = {SEED_MAX}")
         for name, top in LIMITS.items():
             v = getattr(self, name)

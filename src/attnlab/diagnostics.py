@@ -157,7 +157,8 @@ def head_metrics(p: Tensor) -> dict[str, Tensor]:
         "diag": flat(diag).mean(-1),
         "prev": flat(prev).mean(-1),
         "distance": flat(dist).mean(-1),
-        "distance_std": flat(dist).std(-1),
+        # one position (a two-character text): no spread, 0 rather than torch's NaN and warning
+        "distance_std": flat(dist).std(-1) if flat(dist).shape[-1] > 1 else torch.zeros(p.shape[1], dtype=p.dtype),
     }
 
 

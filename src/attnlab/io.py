@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -127,7 +128,28 @@ def write_bytes(path, data: bytes) -> Path:
 
 
 def write_json(path, obj: Any, indent: int | None = 1) -> Path:
-    return write_text(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+    return write_text(path, json_text(obj, indent))
+
+
+def json_text(obj: Any, indent: int | None = 1) -> str:
+    """The text :func:`write_json` writes for ``obj``."""
+    return json.dumps(obj, ensure_ascii=False, indent=indent) + "\n"
+
+
+def write_json_if_changed(path, obj: Any, indent: int | None = 1) -> bool:
+    """Write ``obj`` as :func:`write_json` would, unless ``path`` already holds exactly that text
+    (then the file, its time stamp included, is left alone); returns whether it wrote."""
+    text = json_text(obj, indent)
+    data = text.encode("utf-8")
+    path = Path(path)
+    try:
+        if path.is_file() and not path.is_symlink() and path.stat().st_size == len(data):
+            if read_bounded(path, len(data)) == data:
+                return False
+    except (OSError, AttnlabError):
+        pass  # unreadable: written again
+    write_text(path, text)
+    return True
 
 
 def save_torch(path, obj: Any) -> Path:
@@ -177,6 +199,63 @@ def json_depth(obj: Any) -> int:
     return deepest
 
 
+def read_bounded(
+    path: str | os.PathLike, max_bytes: int, *, error: type[AttnlabError] = DataError, hint: str = ""
+) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``: opened without blocking and
+    checked on the open descriptor, so a FIFO, a device (``/dev/zero``) or a folder is refused in
+    one line instead of hanging or filling memory; ``error`` names the path and the problem."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise error(f"{path} not found{hint}") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a folder, not a file{hint}") from None
+    except OSError as e:
+        raise error(f"cannot read {path}: {e.strerror or type(e).__name__}{hint}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
+            raise error(f"{path} is {what}, not a regular file{hint}")
+        if st.st_size > max_bytes:
+            raise error(
+                f"{path} is {st.st_size / 1e6:,.1f} MB, more than the {max_bytes / 1e6:,.1f} MB such a file may have"
+                f"{hint}"
+            )
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(chunks)
+    except OSError as e:
+        raise error(f"cannot read {path}: {e.strerror or type(e).__name__}{hint}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:  # grew while read
+        raise error(f"{path} is more than the {max_bytes / 1e6:,.1f} MB such a file may have{hint}")
+    return raw
+
+
+def _first_nonfinite(obj: Any) -> str | None:
+    """The place (``a.b[3]``) of the first NaN or infinity in ``obj``, or None; no recursion."""
+    stack = [(obj, "")]
+    while stack:
+        x, where = stack.pop()
+        if isinstance(x, float):
+            if x != x or x in (float("inf"), float("-inf")):
+                return where or "the top level"
+        elif isinstance(x, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in reversed(list(x.items())))
+        elif isinstance(x, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(x))))
+    return None
+
+
 def read_json(
     path: str | os.PathLike,
     *,
@@ -184,25 +263,16 @@ def read_json(
     hint: str = "",
     max_bytes: int = JSON_MAX_BYTES,
     max_depth: int = JSON_MAX_DEPTH,
+    allow_nan: bool = False,
 ) -> Any:
-    """The JSON document in ``path``, read within bounds: a file that is missing, larger than
-    ``max_bytes``, not UTF-8, not JSON or nested deeper than ``max_depth`` raises ``error``
-    with one line naming the path and the problem, followed by ``hint`` (what to do, e.g.
-    "; rerun `attnlab book`"). Its shape is the caller's to check."""
+    """The JSON document in ``path``, read within bounds: a file that is missing, not a regular
+    file (a FIFO, a device, a folder: refused without blocking), larger than ``max_bytes``, not
+    UTF-8, not JSON, nested deeper than ``max_depth`` or (unless ``allow_nan``: a diverged run's
+    own summary) holding NaN or Infinity raises ``error`` with one line naming the path, the place
+    and the problem, followed by ``hint`` (what to do, e.g. "; rerun `attnlab book`"). Its shape
+    is checked by the caller, with :mod:`attnlab.schemas`."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if not path.is_file():
-            raise error(f"{path} is not a file{hint}")
-        if size > max_bytes:
-            raise error(
-                f"{path} is {size / 1e6:,.0f} MB, more than the {max_bytes / 1e6:,.0f} MB a JSON file may have{hint}"
-            )
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{path} not found{hint}") from None
-    except OSError as e:
-        raise error(f"cannot read {path}: {e.strerror or type(e).__name__}{hint}") from None
+    raw = read_bounded(path, max_bytes, error=error, hint=hint)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -217,4 +287,8 @@ def read_json(
         raise error(f"{path} is not valid JSON ({where}){hint}") from None
     if json_depth(obj) > max_depth:
         raise error(deep)
+    if not allow_nan:
+        where = _first_nonfinite(obj)
+        if where is not None:
+            raise error(f"{path}: {where} is NaN or infinite, not a number a result may hold{hint}")
     return obj

@@ -185,11 +185,16 @@ def _read_holder(fd: int) -> str:
 # ------------------------------------------------------------------------ training time
 def training_sessions(run_dir: str | os.PathLike) -> list[dict]:
     """The training sessions recorded in RUN/timing.json (none for runs trained before it existed)."""
-    try:
-        sessions = json.loads((Path(run_dir) / TIMING_FILE).read_text(encoding="utf-8"))["sessions"]
-    except (OSError, ValueError, KeyError, TypeError):
+    from .errors import AttnlabError
+    from .schemas import load
+
+    path = Path(run_dir) / TIMING_FILE
+    if not path.is_file():
         return []
-    return sessions if isinstance(sessions, list) else []
+    try:  # bounded and checked (attnlab.schemas.RunTiming): seconds are finite, not negative
+        return load("run_timing", path, max_bytes=10**7)["sessions"]
+    except AttnlabError:
+        return []
 
 
 def record_session(run_dir: str | os.PathLike, session: dict) -> None:

@@ -36,7 +36,6 @@ step 1 on (`attnlab bench executors` reports whether serial and local agreed).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -209,12 +208,12 @@ def folder_problem(run_dir: Path, cfg: Config) -> tuple[str, str] | None:
     if holder:
         return "busy", holder
     saved = None
-    try:
-        saved = Config.from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        pass
+    from .schemas import load
+
+    try:  # bounded and checked (attnlab.schemas): a FIFO in its place is refused, never waited on
+        saved = Config.from_dict(load("run_config", run_dir / "config.json", max_bytes=10**6))
     except (OSError, ValueError, TypeError, AttnlabError):
-        saved = None  # unreadable config.json: the checkpoint decides
+        saved = None  # missing or unreadable config.json: the checkpoint decides
     if saved is None and (run_dir / "ckpt.pt").is_file():
         try:
             saved = Config.from_dict(read_checkpoint(run_dir / "ckpt.pt")["config"])

@@ -22,7 +22,7 @@ the tests run.
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import os
 import re
 import shutil
@@ -45,6 +45,12 @@ except ImportError:  # pragma: no cover - exercised by a fresh install without t
     _Checkpointable = object
 
 CLUSTERS = ("slurm", "local", "debug")
+# sane maxima (a bigger value is a typo, and would be allocated: the plan packs runs onto that many slots)
+MAX_TIME_MIN = 366 * 1440  # a year per job
+MAX_CPUS = 4096
+MAX_PARALLELISM = 100_000
+MAX_MEM_GB = 1_000_000
+CONFIG_MAX_BYTES = 1_000_000  # --slurm-config: a small table
 LOG_DIR = "_slurm"  # under the runs root: submitit's pickles and logs, the corpus once
 
 
@@ -69,12 +75,17 @@ class SlurmOptions:
     def __post_init__(self):
         if self.cluster not in CLUSTERS:
             raise SlurmConfigError(f"slurm cluster {self.cluster!r}: use one of {', '.join(CLUSTERS)}")
-        for name in ("time_min", "cpus", "parallelism"):
+        for name, hi in (("time_min", MAX_TIME_MIN), ("cpus", MAX_CPUS), ("parallelism", MAX_PARALLELISM)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise SlurmConfigError(f"slurm {name} must be a whole number >= 1, got {v!r}")
-        if self.mem_gb is not None and not (isinstance(self.mem_gb, int | float) and self.mem_gb > 0):
-            raise SlurmConfigError(f"slurm mem_gb must be a positive number, got {self.mem_gb!r}")
+            if v > hi:
+                raise SlurmConfigError(f"slurm {name} {v:,} is more than the sane maximum of {hi:,}")
+        mem = self.mem_gb
+        if mem is not None and not (
+            isinstance(mem, int | float) and not isinstance(mem, bool) and math.isfinite(mem) and 0 < mem <= MAX_MEM_GB
+        ):
+            raise SlurmConfigError(f"slurm mem_gb must be a positive number of at most {MAX_MEM_GB:,}, got {mem!r}")
 
     @property
     def total_cpus(self) -> int:
@@ -84,6 +95,10 @@ class SlurmOptions:
 def parse_time(text: str | int) -> int:
     """SLURM's --time formats ('90', '1:30:00', '2-00:00:00', '2-12') or '2h', '90m' -> minutes."""
     t = str(text).strip().lower()
+    if len(t) > 20:  # SLURM's longest form is D-HH:MM:SS; thousands of digits are a typo
+        raise SlurmConfigError(
+            f"--slurm-time {t[:20]!r}… ({len(t):,} characters): give minutes (90), H:MM:SS (1:30:00), D-HH (2-12) or 2h"
+        )
     m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m(?:in)?)?", t)
     if t and m and any(m.groups()):
         minutes = int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
@@ -101,31 +116,42 @@ def parse_time(text: str | int) -> int:
         minutes = int(days) * 1440 + h * 60 + mi + (1 if s else 0)
     if minutes < 1:
         raise SlurmConfigError(f"--slurm-time {text!r}: must be at least one minute")
+    if minutes > MAX_TIME_MIN:
+        raise SlurmConfigError(f"--slurm-time {text!r}: more than a year per job; give a shorter limit")
     return minutes
 
 
 def read_config(path: str | os.PathLike) -> dict:
     """A small TOML (Python 3.11+) or JSON file: partition, time, cpus, parallelism, mem_gb,
-    max_requeues, folder, cluster, and [extra] sbatch options (account, qos, ...)."""
+    max_requeues, folder, cluster, and [extra] sbatch options (account, qos, ...). Read within
+    bounds (a FIFO or ``/dev/zero`` is refused, never waited on or read forever) and checked against
+    its schema (attnlab.schemas.SlurmConfig: types, ranges, known options) before any is used."""
+    from .io import read_bounded
+    from .schemas import check
+
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise SlurmConfigError(f"--slurm-config {p}: cannot read it ({e.strerror or e})") from None
-    try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(raw.decode("utf-8"))
-        else:
+    what = f"--slurm-config {p}"
+    if p.suffix.lower() == ".json":
+        from .io import read_json
+
+        data = read_json(p, error=SlurmConfigError, max_bytes=CONFIG_MAX_BYTES, hint="; give a small JSON table")
+    else:
+        raw = read_bounded(p, CONFIG_MAX_BYTES, error=SlurmConfigError, hint="; give a small TOML table")
+        try:
             import tomllib
 
             data = tomllib.loads(raw.decode("utf-8"))
-    except ImportError:
-        raise SlurmConfigError(f"--slurm-config {p}: TOML needs Python 3.11+; give a .json file") from None
-    except ValueError as e:  # json and tomllib errors are ValueErrors
-        raise SlurmConfigError(f"--slurm-config {p}: not valid {p.suffix.lstrip('.') or 'TOML'} ({e})") from None
+        except ImportError:
+            raise SlurmConfigError(f"{what}: TOML needs Python 3.11+; give a .json file") from None
+        except UnicodeDecodeError as e:
+            raise SlurmConfigError(f"{what}: not UTF-8 (byte {e.start})") from None
+        except RecursionError:
+            raise SlurmConfigError(f"{what}: nested too deeply to be a table of options") from None
+        except ValueError as e:  # tomllib's errors are ValueErrors
+            raise SlurmConfigError(f"{what}: not valid {p.suffix.lstrip('.') or 'TOML'} ({e})") from None
     if not isinstance(data, dict):
-        raise SlurmConfigError(f"--slurm-config {p}: expected a table of options")
-    return data
+        raise SlurmConfigError(f"{what}: expected a table of options")
+    return check("slurm_config", data, p, error=SlurmConfigError)
 
 
 def make_options(config: str | os.PathLike | None = None, **given: Any) -> SlurmOptions:
@@ -191,11 +217,14 @@ class RunJob(_Checkpointable):
 def _require(opts: SlurmOptions) -> None:
     if submitit is None:
         raise RunnerError("the slurm executor needs submitit: pip install 'attnlab[slurm]'")
-    if opts.cluster == "slurm" and shutil.which("sbatch") is None:
-        raise RunnerError(
-            "--executor slurm: no `sbatch` on PATH (not on a SLURM login node?); run attnlab there, "
-            "or use --executor local or ray"
-        )
+    if opts.cluster == "slurm":
+        missing = [c for c in ("sbatch", "srun") if shutil.which(c) is None]  # submitit runs each job with srun
+        if missing:
+            raise RunnerError(
+                f"--executor slurm: no `{missing[0]}` on PATH (not on a SLURM login node?"
+                + (" submitit starts every job with srun" if missing == ["srun"] else "")
+                + "); run attnlab there, or use --executor local or ray"
+            )
 
 
 def executor_for(opts: SlurmOptions, folder: Path):

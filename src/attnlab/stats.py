@@ -37,6 +37,7 @@ simulation, with the rules' false-positive rate and power).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -107,6 +108,8 @@ def _clean(values: Iterable[float | None]) -> list[float]:
     for v in values:
         if v is None:
             continue
+        if isinstance(v, bool) or type(v).__name__ == "bool_" or not isinstance(v, numbers.Real):
+            raise TypeError(f"a judged value is {type(v).__name__} ({v!r}), not a number")
         v = float(v)
         if not math.isfinite(v):
             raise ValueError(f"a judged value is not finite ({v}); a diverged run must be judged by its own claim")

@@ -73,9 +73,9 @@ class CharTokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> CharTokenizer:
-        from .io import read_json
+        from .schemas import load
 
-        data = read_json(path, hint="; save the tokenizer again")
+        data = load("tokenizer", path, max_bytes=10**8)  # bounded, checked: attnlab.schemas.TokenizerFile
         try:
             return cls.from_itos(data["itos"])
         except (OSError, ValueError, KeyError, TypeError) as e:

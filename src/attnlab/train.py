@@ -322,6 +322,12 @@ def train(
         raise ConfigError("resume and overwrite exclude each other: continue the run or replace it")
     if resume and out_dir is None:
         raise CheckpointError("--resume needs an output directory holding ckpt.pt")
+    ckpt = Path(out_dir) / "ckpt.pt" if out_dir is not None else None
+    if ckpt is not None and (ckpt.exists() or ckpt.is_symlink()) and not ckpt.is_file():
+        raise CheckpointError(
+            f"{ckpt} is not a checkpoint file (a folder, a FIFO or a broken link); move it away, "
+            f"or choose another --out"
+        )
     if resume and not (Path(out_dir) / "ckpt.pt").is_file() and not holds_run(out_dir):
         raise CheckpointError(
             f"nothing to resume in {out_dir}: it holds no run (no ckpt.pt, no metrics); start the run without --resume"
@@ -365,9 +371,14 @@ def _describe_run(out: Path) -> str:
 
 def _check_restartable(out: Path, cfg: Config, text: str, extend: bool) -> None:
     """--resume on a run folder without ckpt.pt: only the same run (config, corpus) starts again."""
-    try:
-        saved = Config.from_dict(json.loads((out / "config.json").read_text(encoding="utf-8")))
-    except FileNotFoundError:
+    from .errors import DataError
+    from .schemas import load
+
+    try:  # bounded and checked: a FIFO in its place is refused, never waited on
+        saved = Config.from_dict(load("run_config", out / "config.json", max_bytes=10**6))
+    except DataError as e:
+        if (out / "config.json").exists() or (out / "config.json").is_symlink():
+            raise RunFolderError(f"cannot resume {out}: {e}") from None
         saved = None
     except (OSError, ValueError, TypeError, AttnlabError):
         raise RunFolderError(
@@ -382,8 +393,9 @@ def _check_restartable(out: Path, cfg: Config, text: str, extend: bool) -> None:
             f"--overwrite replaces that run, or choose another --out"
         )
     try:
-        sha = json.loads((out / "summary.json").read_text(encoding="utf-8"))["fingerprint"]["corpus_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
+        summary = load("run_summary", out / "summary.json", allow_nan=True, max_bytes=10**7)
+        sha = (summary.get("fingerprint") or {}).get("corpus_sha256")
+    except AttnlabError:
         sha = None
     if sha is not None and sha != hashlib.sha256(text.encode("utf-8")).hexdigest():
         raise RunFolderError(

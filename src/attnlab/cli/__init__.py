@@ -83,6 +83,40 @@ def error_line(e: BaseException) -> str:
     return f"attnlab: error: {msg}"
 
 
+# what to do about an error of the file system, by errno
+_PATH_ADVICE = {
+    errno.ENOSPC: "free space or choose another --out",
+    errno.EDQUOT: "free space or choose another --out",
+    errno.EFBIG: "free space or choose another --out",
+    errno.EACCES: "check its permissions or choose another path",
+    errno.EPERM: "check its permissions or choose another path",
+    errno.EROFS: "the file system is read-only: choose another path",
+    errno.ENAMETOOLONG: "give a shorter path (each name at most 255 bytes, the whole path at most 4096)",
+    errno.ENOTDIR: "a file stands where a folder is expected: move it or choose another path",
+    errno.ELOOP: "symbolic links point in a loop there: fix the link or choose another path",
+    errno.EISDIR: "a folder stands where a file is expected: give a file path",
+    errno.ENOENT: "check the path",
+    errno.EEXIST: "something is already there: remove it or choose another path",
+}
+
+
+def _short_path(name) -> str:
+    text = str(name)
+    return text if len(text) <= 120 else f"{text[:60]}…{text[-40:]} ({len(text):,} characters)"
+
+
+def path_error(e: OSError) -> str | None:
+    """The one line for an error of the file system (a path too long, a file where a folder is
+    expected, no permission, a loop of links, a full disk ...), or None for another OSError."""
+    if e.errno not in _PATH_ADVICE and not e.filename:
+        return None
+    space = e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    where = f" {_short_path(e.filename)}" if e.filename else ""
+    todo = _PATH_ADVICE.get(e.errno, "check the path or choose another")
+    why = e.strerror or type(e).__name__
+    return f"cannot {'write' if space else 'use'}{where}: {why}; {todo}"
+
+
 def main(argv: list[str] | None = None) -> int:
     _tolerant_output()
     try:
@@ -99,9 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(e), file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:  # an optional extra that is not installed
-        extra = {"fastapi": "web", "uvicorn": "web", "ray": "ray", "starlette": "web", "pydantic": "web"}.get(
-            (e.name or "").split(".")[0]
-        )
+        extra = {"fastapi": "web", "uvicorn": "web", "ray": "ray", "starlette": "web"}.get((e.name or "").split(".")[0])
         if extra is None:
             raise
         print(error_line(AttnlabError(f"this command needs {e.name}: pip install 'attnlab[{extra}]'")), file=sys.stderr)
@@ -109,15 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `attnlab ... | head`
         return 0
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
+        line = path_error(e)
+        if line is None:
             raise
-        where = f" {e.filename}" if e.filename else ""
-        space = e.errno in (errno.ENOSPC, errno.EDQUOT)
-        todo = "free space or choose another --out" if space else "check its permissions or choose another path"
-        print(
-            error_line(AttnlabError(f"cannot {'write' if space else 'use'}{where}: {e.strerror}; {todo}")),
-            file=sys.stderr,
-        )
+        print(error_line(AttnlabError(line)), file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         msg = str(e) or "interrupted"

@@ -142,8 +142,12 @@ def main(args) -> int:
         raise BookError(f"--workers must be at least 1, got {args.workers}")
     scale = Scale.make(args.quick)
     _check_not_smaller(root, scale, args.overwrite)
-    if (args.budget or args.dry_run) and not args.decide:
+    if (args.budget is not None or args.dry_run) and not args.decide:
         raise BookError("--budget and --dry-run belong to --decide: add --decide")
+    if args.budget is not None:  # refused at the door: --budget '' is not "no budget"
+        from ..experiments.decide import parse_duration
+
+        args.budget_s = parse_duration(args.budget)
     if args.plan:
         from ..experiments.plan import book_plan, render
 
@@ -213,15 +217,17 @@ def _plan_kw(args) -> dict:
 
 def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
     """Refuse to replace a lab book recorded at more steps or seeds (one line), unless ``overwrite``."""
-    import json
-
+    from ..errors import AttnlabError
+    from ..io import read_json
     from ..outputs import refuse_smaller
 
     path = root / "data" / "lab_book.json"
-    try:
-        old = json.loads(path.read_text(encoding="utf-8")).get("scale") or {}
+    if not path.is_file():
+        return
+    try:  # bounded: a FIFO or a device in its place is never waited on
+        old = read_json(path).get("scale") or {}
         old = {"steps": int(old["steps"]), "seeds": int(old["seeds"])}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (AttnlabError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return  # nothing (readable) to protect
     refuse_smaller(path, old, {"steps": scale.steps, "seeds": scale.seeds}, overwrite)
 
@@ -229,11 +235,11 @@ def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
 def _decide(args, chosen, text, root, scale, registry) -> int:
     import os
 
-    from ..experiments.decide import parse_duration, run_decide
+    from ..experiments.decide import run_decide
     from ..experiments.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
-    budget = parse_duration(args.budget) if args.budget else None
+    budget = getattr(args, "budget_s", None) if args.budget is not None else None
     workers = args.workers or os.cpu_count() or 1
 
     def refresh(ids: set[str]) -> None:

@@ -262,6 +262,17 @@ def path_arg(text: str) -> str:
     return text
 
 
+def text_arg(text: str) -> str:
+    """Text typed by the reader (a prompt): valid Unicode, so OpenCC and the tokenizer can take it."""
+    bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(
+            f"holds bytes that are not UTF-8 (at character {bad + 1}: the terminal passed another encoding); "
+            "type it as UTF-8"
+        )
+    return text
+
+
 # ------------------------------------------------------------------ shared options
 def add_set(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument(

@@ -78,7 +78,10 @@ def main(args) -> int:
 
         hint = "; run `attnlab failures` without --rejudge"
         try:
-            result = rejudge(read_json(out, error=ExperimentError, hint=hint))
+            from ..schemas import check
+
+            doc = read_json(out, error=ExperimentError, hint=hint)
+            result = rejudge(check("failures", doc, out, error=ExperimentError))  # attnlab.schemas.FailuresResult
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ExperimentError(f"cannot re-judge {out}: {e}; run `attnlab failures` without --rejudge") from None
         write_json(out, result)  # the verdicts (and an overflow control it lacked) go back into the JSON

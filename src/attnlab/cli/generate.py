@@ -23,7 +23,7 @@ def add_parser(sub):
         help="检查点 ckpt.pt 或含有它的运行文件夹，如 runs/mine"
         " / a checkpoint (ckpt.pt) or a run folder that holds one, e.g. runs/mine",
     )
-    p.add_argument("--prompt", default="秦川雄帝宅", help="开头的提示 / the prompt to continue")
+    p.add_argument("--prompt", type=common.text_arg, default="秦川雄帝宅", help="开头的提示 / the prompt to continue")
     p.add_argument(
         "--max-new-tokens",
         type=common.int_range(0, 100_000, "a token count"),

@@ -25,6 +25,7 @@ def add_parser(sub):
     p.add_argument(
         "--text",
         action="append",
+        type=common.text_arg,
         default=None,
         help="分析这段文字而不是验证集的诗，可重复 / analyse this text instead of the validation poems (repeatable)",
     )
@@ -124,7 +125,9 @@ def main(args) -> int:
         path = Path(args.rejudge)
         hint = "; give a JSON written by `attnlab heads`"
         try:
-            result = read_json(path, error=ExperimentError, hint=hint)
+            from ..schemas import check
+
+            result = check("heads", read_json(path, error=ExperimentError, hint=hint), path, error=ExperimentError)
             result["claims"] = head_claims([result] + result.get("other_seeds", []))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ExperimentError(f"cannot re-judge {path}: {e}; give a JSON written by `attnlab heads`") from None

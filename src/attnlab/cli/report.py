@@ -3,6 +3,12 @@
 No model is loaded and no run folder is needed: the case (data/ch1_case.json) and every
 lab-book entry (data/lab_book/<id>.json) are re-judged from the numbers they store, the
 verdicts are written back into the JSON, and the reports are rebuilt.
+
+``--data DIR`` judges DIR's own files and writes the verdicts back into DIR. Every file is read
+and checked against its schema (attnlab.schemas) and every claim judged before anything is
+written; a lab-book entry the index records as measured but that is missing (or a FIFO) is
+refused, never dropped from a smaller book. A file whose content does not change is not written
+again, so a report on unchanged data leaves a checkout clean.
 """
 
 from __future__ import annotations
@@ -54,44 +60,48 @@ def main(args) -> int:
     from ..errors import AttnlabError
     from ..experiments.case import CaseError, read_case_json
     from ..experiments.claims import check_claims
-    from ..io import check_writable, write_json
+    from ..io import check_writable, write_json_if_changed
     from ..report.case_report import build_report
     from ..runfolder import OutputLock
 
     data = Path(args.data) if args.data else (Path(args.json).parent if args.json else Path("data"))
     path = Path(args.json) if args.json else data / "ch1_case.json"
     if args.data and not data.is_dir():
-        raise AttnlabError(f"--data {data}: no such folder; give the folder that holds ch1_case.json and lab_book/")
+        what = "is not a folder" if data.exists() else "no such folder"
+        raise AttnlabError(f"--data {data}: {what}; give the folder that holds ch1_case.json and lab_book/")
     out = Path(args.out) if args.out else data.resolve().parent
-    result = read_case_json(path)  # a bad input is refused before anything is written
-    if (data / "lab_book.json").is_file():  # and so is a damaged lab book beside it
-        from ..report.lab_book import load_book
+    index = data / "lab_book.json"
+    has_book = index.exists() or index.is_symlink()  # a FIFO or a damaged book is refused, not skipped
+    # everything is read, checked and judged before anything is written
+    result = read_case_json(path)
+    book, changed = None, {}
+    if has_book:
+        from ..experiments.labbook import rejudged_book
+        from ..lab import EXPERIMENTS
 
-        load_book(data.resolve().parent)
+        book, changed = rejudged_book(EXPERIMENTS, data.resolve().parent, data)
+    try:  # every verdict is re-judged from the numbers in the file, never copied from it
+        claims = check_claims(result)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError) as e:
+        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result") from None
     check_writable(out, "--out")
     _check_not_smaller(out, path, result, args.overwrite)
-    roots = dict.fromkeys([out.resolve(), data.resolve().parent])  # the case's root and the book's
+    result["claims"] = claims
+    roots = dict.fromkeys([out.resolve(), data.resolve().parent])  # the reports' root and the data's
     with ExitStack() as held:  # a book or case writing into the same root refuses this one, and back
         for root in roots:
             held.enter_context(OutputLock(root, "attnlab report"))
-        # every verdict is re-judged from the numbers in the file, never copied from it
-        try:
-            result["claims"] = check_claims(result)
-        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
-            raise CaseError(
-                f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result"
-            ) from None
-        write_json(path, result)
+        write_json_if_changed(path, result)  # unchanged data leaves the file (and the checkout) as it was
         for p in build_report(result, out):
             print(p)
         print("case:", V.count_line(result["claims"]))
-        if (data / "lab_book.json").is_file():  # the lab book is re-judged from its JSON too
-            from ..experiments.labbook import rejudge_book
-            from ..lab import EXPERIMENTS
+        if has_book:
             from ..report.lab_book import build_book_report
 
-            book = rejudge_book(EXPERIMENTS, data.resolve().parent, log=print)
-            for p in build_book_report(data.resolve().parent):
+            for p, doc in changed.items():
+                if write_json_if_changed(p, doc) and p.name != "lab_book.json":
+                    print(f"lab book: {p.stem}: re-judged ({V.count_line(doc['claims'])})")
+            for p in build_book_report(out, data):
                 print(p)
             print("lab book:", book["summary"]["count_line"])
     return 0

@@ -1201,22 +1201,9 @@ def read_case_json(path: Path) -> dict:
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
     if missing:
         raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
-    wrong = [
-        f"{k} is {type(result[k]).__name__}, not {t.__name__}"
-        for k, t in CASE_SHAPE.items()
-        if k in result and not isinstance(result[k], t)
-    ]
-    pairs = result["pairs"]
-    if not wrong and isinstance(pairs, dict):
-        wrong = [
-            f"pairs.{k} is not an object with a trace"
-            for k, v in pairs.items()
-            if not (isinstance(v, dict) and isinstance(v.get("trace"), dict))
-        ]
-    if not wrong and not all(isinstance(c, dict) for c in result["claims"]):
-        wrong = ["claims holds something other than objects"]
+    from ..schemas import problem
+
+    wrong = problem("case", result)  # the declared shape of a case result (attnlab.schemas.CaseResult)
     if wrong:
-        raise CaseError(
-            f"{path} does not have the shape of a case result ({'; '.join(wrong[:3])}); run `attnlab case` again"
-        )
+        raise CaseError(f"{path} does not have the shape of a case result ({wrong}); run `attnlab case` again")
     return result

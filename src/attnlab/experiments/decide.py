@@ -29,6 +29,7 @@ from ..runfolder import training_seconds
 from ..runner import Run, train_cost
 from .book_runs import BOOK_SEED
 
+MAX_BUDGET_S = 366 * 86400.0  # --budget: at most a year
 MAX_SEEDS = 30  # a question needing more seeds than this is reported, not planned
 # seconds per unit of runner.train_cost on one thread when no run on disk has a timing record:
 # the chapter's small model, 1500 steps, took ~110 s on one core of the 2-core development machine
@@ -66,7 +67,9 @@ class Plan:
 def parse_duration(text: str) -> float:
     """'2h', '90m', '1h30m', '3600s' or '3600' -> seconds (a clear error otherwise)."""
     t = str(text).strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", t) and float(t) > 0:
+    if len(t) > 40:
+        raise DecideError(f"--budget {text[:20]!r}…: give a duration such as 2h, 90m, 1h30m or 3600s")
+    if re.fullmatch(r"\d+(\.\d+)?", t) and 0 < float(t) <= MAX_BUDGET_S:
         return float(t)
     m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?", t)
     if not t or not m or not any(m.groups()):
@@ -75,6 +78,8 @@ def parse_duration(text: str) -> float:
     secs = h * 3600 + mi * 60 + s
     if secs <= 0:
         raise DecideError(f"--budget {text!r}: must be positive")
+    if secs > MAX_BUDGET_S:
+        raise DecideError(f"--budget {text!r}: more than a year ({MAX_BUDGET_S:,.0f} s); give a shorter duration")
     return secs
 
 
@@ -255,12 +260,11 @@ def run_decide(
 
 
 def _docs(root: Path, experiments: Sequence) -> dict[str, dict]:
-    out = {}
-    for e in experiments:
-        p = root / "data" / "lab_book" / f"{e.id}.json"
-        if p.is_file():
-            out[e.id] = read_json(p, hint=f"; delete it and rerun `attnlab book --only {e.id}`")
-    return out
+    """The stored entries the plan reads its claims from, each checked (attnlab.schemas.LabBookEntry:
+    verdicts, n, n_needed and seeds of the right types and ranges) before any is planned from."""
+    from ..experiments.labbook import read_entries
+
+    return read_entries(experiments, root / "data")
 
 
 def render_plan(p: Plan) -> str:

@@ -278,6 +278,13 @@ def judge(res: dict) -> list[dict]:
     def col(key):
         return [row[key] for row in table.values() if row.get(key) is not None]
 
+    def too_short(what: str, even: float, book_value: float) -> S.Judgement:
+        """NA: on a text this short an even spread already puts as much on ``what`` as the book's head."""
+        return S.na(
+            f"on this text an even spread already puts {even:.3f} on {what}, not below the book's {book_value}: "
+            "the text is too short to tell a head from an even spread; give a longer --text"
+        )
+
     def add(cid, section, statement, j, inputs, book_value=None, why=None, kind="book"):
         reason = None
         if j.verdict == S.FAIL:
@@ -296,7 +303,7 @@ def judge(res: dict) -> list[dict]:
         "self_head",
         "§1.8.5",
         "“层的 0 头 0 有 77% 的注意力给自己”：盯住自己——基本不往外看 / a layer-0 head keeps 0.769 on itself",
-        S.value(diag, b_diag, tol=tol),
+        S.value(diag, b_diag, tol=tol) if tol > 0 else too_short("itself", uni["diag"], b_diag),
         {"largest_layer0_diag": diag, "book": b_diag, "even_spread": uni["diag"], "tol": tol},
         book_value=b_diag,
         why={
@@ -315,7 +322,7 @@ def judge(res: dict) -> list[dict]:
         "§1.8.5",
         "“层 0 头 1 是一个非常明确的前一位头……45% 的注意力给了紧邻左边那一个位置” / a previous-token head "
         "with 0.45 on the left neighbour",
-        S.value(prev, b_prev, tol=half),
+        S.value(prev, b_prev, tol=half) if half > 0 else too_short("the previous token", uni["prev"], b_prev),
         {"largest_layer0_prev": prev, "book": b_prev, "even_spread": uni["prev"], "tol": half},
         book_value=b_prev,
     )
@@ -326,7 +333,8 @@ def judge(res: dict) -> list[dict]:
         "“这类头……是 Transformer 里最稳定出现的结构之一。我们用一个 42 万参数的模型……就复现出来了”：层 0 "
         "有一个前一位头，其前一位权重远高于均匀分布 / a previous-token head forms: its previous-token weight "
         "lies well above an even spread's",
-        S.effect(over, direction=+1, sesoi=half),  # half the book's effect (0.45 against an even spread)
+        # half the book's effect (0.45 against an even spread)
+        S.effect(over, direction=+1, sesoi=half) if half > 0 else too_short("the previous token", uni["prev"], b_prev),
         {"largest_layer0_prev_minus_even_spread": over, "even_spread": uni["prev"], "sesoi": half},
         book_value=b_prev,
     )

@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import verdicts as V
 from ..errors import AttnlabError
-from ..io import read_json, write_json
+from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from .book_runs import Scale
@@ -344,31 +344,100 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def rejudge_book(registry: Sequence[Experiment], root: Path, log: Callable[[str], None] = print) -> dict:
-    """Judge every lab-book entry again from its JSON (no run folder, no model) and rebuild
-    data/lab_book.json; timings and everything measured are kept as they are."""
-    root = Path(root)
+def read_entries(registry: Sequence[Experiment], data: Path) -> dict[str, dict]:
+    """Every entry of ``registry`` in ``data``/lab_book/, each read within bounds and checked against
+    its schema (attnlab.schemas.LabBookEntry): a damaged one, or a FIFO or folder in its place, is
+    a :class:`BookError` naming it. An entry with no file is absent."""
+    from ..schemas import load
+
+    docs = {}
     for e in registry:
-        p = root / DATA_DIR / f"{e.id}.json"
-        doc = _read(p) if p.is_file() else None
+        p = Path(data) / "lab_book" / f"{e.id}.json"
+        if p.exists() or p.is_symlink():
+            doc = load("lab_book_entry", p, error=BookError, id=e.id)
+            if doc["id"] != e.id:
+                raise BookError(
+                    f"{p} holds the entry {doc['id']!r}, not {e.id!r}; rebuild it with `attnlab book --only {e.id}`"
+                )
+            docs[e.id] = doc
+    return docs
+
+
+# keys of the index that record when and where it was written, not what it holds
+STAMPS = ("environment", "created", "attnlab", "torch", "python")
+
+
+def same_but_stamps(old: dict, new: dict) -> bool:
+    """Whether two documents differ at most in their stamps (when, on which machine)."""
+    return {k: v for k, v in old.items() if k not in STAMPS} == {k: v for k, v in new.items() if k not in STAMPS}
+
+
+def rejudged_book(
+    registry: Sequence[Experiment], root: Path, data: Path | None = None
+) -> tuple[dict, dict[Path, dict]]:
+    """The lab book judged again from its JSON, nothing written: (the index, {path: document} of
+    every file whose content would change). Everything is read and checked first: a damaged file,
+    an entry the index records as measured whose file is missing, or an index that would hold fewer
+    experiments done or fewer claims than the one on disk is refused (:class:`BookError`, one line).
+    ``data``: the folder holding lab_book.json and lab_book/ (default ``root``/data)."""
+    from ..schemas import load
+
+    root = Path(root)
+    data = Path(data) if data is not None else root / "data"
+    index = data / "lab_book.json"
+    old = load("lab_book", index, error=BookError) if index.exists() or index.is_symlink() else {}
+    docs = read_entries(registry, data)
+    ids = {e.id for e in registry}
+    lost = [eid for eid, st in (old.get("status") or {}).items() if st != "not_run" and eid in ids and eid not in docs]
+    if lost:
+        p = data / "lab_book" / f"{lost[0]}.json"
+        raise BookError(
+            f"{p} is missing but {index} records {lost[0]} as {old['status'][lost[0]]}"
+            + (f" (and {len(lost) - 1} more entries)" if len(lost) > 1 else "")
+            + f"; restore it (e.g. `git checkout {p}`) or rebuild it with `attnlab book --only {lost[0]}`"
+        )
+    changed: dict[Path, dict] = {}
+    for e in registry:
+        doc = docs.get(e.id)
         if doc is None or e.judge is None:
             continue
+        p = data / "lab_book" / f"{e.id}.json"
         try:
-            new = rejudge(e, doc, root)
-        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as err:
+            new = rejudge(e, doc, root, data=data)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, NotAvailable) as err:
             raise BookError(
                 f"{p} cannot be judged: {type(err).__name__} {err}; it is not a complete {e.id} result "
                 f"(rerun `{e.command}`)"
             ) from None
         if new != doc:
-            write_json(p, new)
-            log(f"lab book: {e.id}: re-judged ({V.count_line(new['claims'])})")
-    index = root / "data" / "lab_book.json"
-    old = _read(index) or {}
+            changed[p] = docs[e.id] = new
     scale = old.get("scale") or {}
-    book = build_index(registry, root, Scale(**scale) if scale else None)
+    scale = Scale(quick=scale["quick"], steps=scale["steps"], seeds=scale["seeds"]) if scale else None
+    book = build_index(registry, root, scale, docs=docs)
     book["timings"] = old.get("timings", {})
-    write_json(index, book)
+    if _more_complete(old, book):
+        raise BookError(
+            f"judged again, {index} would hold less than it does ({_completeness(book)} vs "
+            f"{_completeness(old)} experiments done and claims); rebuild it with `attnlab book --no-train`"
+        )
+    if old and same_but_stamps(old, book):
+        book = old  # unchanged: not stamped again
+    else:
+        changed[index] = book
+    return book, changed
+
+
+def rejudge_book(
+    registry: Sequence[Experiment], root: Path, log: Callable[[str], None] = print, data: Path | None = None
+) -> dict:
+    """Judge every lab-book entry again from its JSON (no run folder, no model) and rebuild
+    data/lab_book.json; timings and everything measured are kept as they are. Everything is
+    checked before anything is written (:func:`rejudged_book`); a file is written only when its
+    content changes."""
+    book, changed = rejudged_book(registry, root, data)
+    for p, doc in changed.items():
+        if write_json_if_changed(p, doc) and p.name != "lab_book.json":
+            log(f"lab book: {p.stem}: re-judged ({V.count_line(doc['claims'])})")
     return book
 
 
@@ -474,24 +543,33 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
     return outcome
 
 
-def judge_input(e: Experiment, root: Path, results: dict) -> dict:
+def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = None) -> dict:
     """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
-    (``source``, e.g. the case's data/ch1_case.json), that whole document."""
+    (``source``, e.g. the case's data/ch1_case.json), that whole document: from ``data`` when
+    given (the folder ``attnlab report --data`` judges), else from ``root``, else the repository's."""
     if e.source is None:
         return results
     from ..corpus import REPO_ROOT
 
-    for p in (Path(root) / e.source, REPO_ROOT / e.source):
-        if p.is_file():
+    if data is not None:
+        places = [Path(data) / Path(e.source).relative_to("data")]
+    else:
+        places = [Path(root) / e.source, REPO_ROOT / e.source]
+    for p in places:
+        if p.exists() or p.is_symlink():
+            if p.name == "ch1_case.json":
+                from ..schemas import load
+
+                return load("case", p, error=BookError)
             return read_json(p, error=BookError, hint=f"; rerun `{e.command}`")
-    raise NotAvailable(f"{e.source} not found: run `{e.command}` first")
+    raise NotAvailable(f"{places[0]} not found: run `{e.command}` first")
 
 
-def rejudge(e: Experiment, doc: dict, root: Path | None = None) -> dict:
+def rejudge(e: Experiment, doc: dict, root: Path | None = None, data: Path | None = None) -> dict:
     """The entry's JSON with its claims judged again from its results (nothing is measured)."""
     if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
         return doc
-    claims = e.judge(judge_input(e, root or Path("."), doc["results"]))
+    claims = e.judge(judge_input(e, root or Path("."), doc["results"], data))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
     return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
 
@@ -564,16 +642,16 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
 
 
 # ------------------------------------------------------------------------------ index
-def build_index(experiments: Sequence[Experiment], root: Path, scale: Scale | None = None) -> dict:
-    """data/lab_book.json from the experiments' JSON on disk (sections in the chapter's order)."""
+def build_index(
+    experiments: Sequence[Experiment], root: Path, scale: Scale | None = None, docs: dict[str, dict] | None = None
+) -> dict:
+    """data/lab_book.json from the experiments' JSON (``docs``, else read from disk under ``root``),
+    sections in the chapter's order."""
 
     import torch
 
-    docs = {}
-    for e in experiments:
-        p = Path(root) / DATA_DIR / f"{e.id}.json"
-        if p.is_file():
-            docs[e.id] = read_json(p, error=BookError, hint=_AGAIN.format(e.id))
+    if docs is None:
+        docs = read_entries(experiments, Path(root) / "data")
     sections: dict[str, dict] = {}
     for e in sorted(experiments, key=lambda x: x.key()):
         s = sections.setdefault(e.section, {"section": e.section, "title": e.title, "experiments": [], "claims": []})

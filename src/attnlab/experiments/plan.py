@@ -22,7 +22,6 @@ default rate. Per-run speed is that of one thread (the book's small models gain 
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -99,7 +98,7 @@ class Plan:
 def pack(seconds: Sequence[float], slots: int) -> float:
     """Wall time of running jobs of these durations on ``slots`` slots, longest first, each to the
     slot that frees first (the runner's order: longest first, next free worker)."""
-    loads = [0.0] * max(1, slots)
+    loads = [0.0] * max(1, min(slots, len(seconds)))  # more slots than jobs: the extra ones stay idle
     for s in sorted(seconds, reverse=True):
         heapq.heapreplace(loads, loads[0] + s)
     return max(loads)
@@ -109,13 +108,15 @@ def pack(seconds: Sequence[float], slots: int) -> float:
 def read_records(experiments: Sequence, records_dir: Path) -> list[Record]:
     """The timing record of every experiment with a JSON under ``records_dir`` that timed some runs;
     each record's runs at the scale it was measured at."""
+    from ..schemas import load
+
     out = []
     for e in experiments:
         p = Path(records_dir) / f"{e.id}.json"
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        if not (p.exists() or p.is_symlink()):
             continue
+        # read within bounds (a FIFO is refused, never waited on) and checked: attnlab.schemas.LabBookEntry
+        doc = load("lab_book_entry", p, error=PlanError, id=e.id)
         t = doc.get("timings") or {}
         timed, secs = t.get("timed_runs") or 0, t.get("compute_s") or 0.0
         runs = e.runs(Scale.make(bool((doc.get("scale") or {}).get("quick", False))))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +28,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from ..config import Config
-from ..io import write_json, write_text
+from ..io import read_json, write_json, write_text
+from ..schemas import load
 from .common import ExperimentError, provenance
 
 DEFAULT_GRID = {"d_head": ["32", "64", "96", "128", "192", "256"], "scaled": ["true", "false"]}
@@ -126,7 +126,8 @@ def _trial_row(trial: dict, out: Path) -> dict:
         "error": None,
     }
     if (d / "summary.json").is_file():
-        s = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        # bounded and checked (attnlab.schemas.RunSummary); a diverged trial's losses may be NaN
+        s = load("run_summary", d / "summary.json", error=ExperimentError, allow_nan=True, max_bytes=10**7)
         layers = s.get("final_layers") or []
         ent = [l["weight_entropy"] for l in layers]
         row.update(
@@ -138,7 +139,8 @@ def _trial_row(trial: dict, out: Path) -> dict:
             weight_entropy_end=sum(ent) / len(ent) if ent else None,
         )
     elif (d / "error.json").is_file():
-        row.update(status="failed", error=json.loads((d / "error.json").read_text(encoding="utf-8"))["error"])
+        err = read_json(d / "error.json", error=ExperimentError, max_bytes=10**6)
+        row.update(status="failed", error=str(err.get("error")) if isinstance(err, dict) else "unreadable error.json")
     elif (d / "ckpt.pt").is_file():
         row["status"] = "interrupted"
     return row

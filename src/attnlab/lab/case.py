@@ -13,7 +13,6 @@ numbers have one home and a hand-edited data/ch1_case.json is judged as edited.
 from __future__ import annotations
 
 import hashlib
-import json
 
 from ..book import book_values
 from ..config import Config
@@ -65,16 +64,20 @@ def table(doc: dict) -> list[list]:
     ]
 
 
-def _source_bytes(ctx: Context) -> bytes:
+def _source_bytes(ctx: Context) -> tuple:
+    from ..io import JSON_MAX_BYTES, read_bounded
+
     for p in (ctx.root / SOURCE, REPO_ROOT / SOURCE):
         if p.is_file():
-            return p.read_bytes()
+            return p, read_bounded(p, JSON_MAX_BYTES, hint="; rerun `attnlab case`")
     raise NotAvailable(f"{SOURCE} not found: run `attnlab case` first")
 
 
 def measure(ctx: Context) -> Outcome:
-    raw = _source_bytes(ctx)
-    doc = json.loads(raw.decode("utf-8"))
+    from ..schemas import load
+
+    path, raw = _source_bytes(ctx)
+    doc = load("case", path)  # bounded and checked (attnlab.schemas.CaseResult) before its numbers are used
     res = {"table": table(doc), "source": SOURCE, "source_sha256": hashlib.sha256(raw).hexdigest()}
     for name in sorted(stored_runs(doc)):  # the case's own runs: their training time is this entry's compute
         ctx.extra.setdefault(name, Run(name, Config(), group="case"))

@@ -30,11 +30,24 @@ def final_val(f: Finished) -> float | None:
     return val[-1][1] if val else None
 
 
+# the committed results an entry brings in, by the schema they are checked against (attnlab.schemas)
+COMMITTED_KINDS = {
+    "ch1_case.json": "case",
+    "head_portrait.json": "heads",
+    "sweep_critical_dimension.json": "sweep",
+    "failure_symptoms.json": "failures",
+}
+
+
 def committed(ctx: Context, name: str) -> dict:
     """A committed result: <root>/data/<name>, else the repository's data/<name>."""
+    from ..schemas import check
+
+    kind = COMMITTED_KINDS.get(name) or ("lab_book_entry" if name.startswith("lab_book/") else None)
     for p in (ctx.root / "data" / name, REPO_ROOT / "data" / name):
         if p.is_file():
-            return read_json(p, hint="; run its command again")
+            doc = read_json(p, hint="; run its command again", allow_nan=kind == "sweep")  # a diverged trial: NaN
+            return check(kind, doc, p) if kind else doc
     raise NotAvailable(f"data/{name} not found: run its command first")
 
 

@@ -25,14 +25,16 @@ NOT_RUN = "未运行 / not run yet"
 STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run": NOT_RUN}
 
 
-def load_book(root: Path) -> tuple[dict, dict[str, dict]]:
-    """data/lab_book.json and the entries it names, read within bounds and their shape checked:
-    a damaged file is a :class:`~attnlab.experiments.labbook.BookError` naming it."""
+def load_book(root: Path, data: Path | None = None) -> tuple[dict, dict[str, dict]]:
+    """data/lab_book.json and the entries it names (under ``data``, default ``root``/data), read
+    within bounds and checked against their schemas (attnlab.schemas): a damaged file is a
+    :class:`~attnlab.experiments.labbook.BookError` naming it, the field and the fix."""
     from ..experiments.labbook import BookError
     from ..io import read_json
+    from ..schemas import check, load
 
     root = Path(root)
-    index = root / "data" / "lab_book.json"
+    index = (Path(data) if data is not None else root / "data") / "lab_book.json"
     again = "; rebuild it with `attnlab book --no-train`"
     book = read_json(index, error=BookError, hint=again)
     sections = book.get("sections") if isinstance(book, dict) else None
@@ -42,12 +44,13 @@ def load_book(root: Path) -> tuple[dict, dict[str, dict]]:
         and all(isinstance(s, dict) and isinstance(s.get("experiments"), list) for s in sections)
     ):
         raise BookError(f"{index} is not a lab book (no summary and sections of experiments){again}")
+    check("lab_book", book, index, error=BookError)
     docs = {}
     for s in sections:
         for eid in s["experiments"]:
-            p = root / "data" / "lab_book" / f"{eid}.json"
-            if isinstance(eid, str) and p.is_file():
-                doc = read_json(p, error=BookError, hint=f"; delete it and rerun `attnlab book --only {eid}`")
+            p = index.parent / "lab_book" / f"{eid}.json"
+            if isinstance(eid, str) and (p.exists() or p.is_symlink()):  # a FIFO in its place: refused
+                doc = load("lab_book_entry", p, error=BookError, id=eid)
                 if not isinstance(doc, dict):
                     raise BookError(f"{p} holds a JSON {type(doc).__name__}, not a lab-book entry; delete it")
                 docs[eid] = doc
@@ -345,12 +348,13 @@ def _image(root: Path, rel: str) -> str | None:
     return None
 
 
-def build_book_report(root: Path) -> list[Path]:
-    """Write reports/lab_book.md and reports/lab_book.html under ``root``; returns the paths."""
+def build_book_report(root: Path, data: Path | None = None) -> list[Path]:
+    """Write reports/lab_book.md and reports/lab_book.html under ``root`` from the book in ``data``
+    (default ``root``/data); returns the paths."""
     from .lab_book_figures import draw_figures
 
     root = Path(root)
-    book, docs = load_book(root)
+    book, docs = load_book(root, data)
     markdown = render_markdown(book, docs)  # before anything is written: a damaged entry fails here
     for doc in docs.values():
         draw_figures(doc, root)

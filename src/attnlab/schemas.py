@@ -1,0 +1,502 @@
+"""The declared shape of every JSON file attnlab reads, checked at the door with pydantic.
+
+Every reader goes through :func:`load` (or :func:`check` on a document already read with
+:func:`attnlab.io.read_json`, which bounds its size and depth, refuses FIFOs and devices
+without blocking, and refuses NaN and Infinity): the document is checked against the schema
+of its kind *before* anything uses it or anything is written, and a document of the wrong
+shape is refused in one line naming the file, the field and the command that rebuilds it::
+
+    data/lab_book/markov.json: claims[3].verdict: 'MAYBE' is not one of 'PASS', 'FAIL', ...;
+    rebuild it with `attnlab book --only markov`
+
+The schemas check types strictly (a boolean is not a number, a string is not a mapping),
+ranges (a count is not negative, a probability lies in [0, 1], a verdict, a claim kind, a
+rule and a reason are named from their lists) and leave room for the keys a kind
+legitimately carries beyond them (``extra="allow"``). They validate and return the
+document unchanged: nothing is coerced, so what is read is what is written back.
+
+One schema per kind (:data:`KINDS`):
+
+  case              data/ch1_case.json (``attnlab case``)
+  lab_book          data/lab_book.json (``attnlab book``)
+  lab_book_entry    data/lab_book/<id>.json, with its timing record (``attnlab book --only <id>``)
+  heads             a head portrait, data/head_portrait.json (``attnlab heads``)
+  sweep             a sweep result, data/sweep_critical_dimension.json (``attnlab sweep``)
+  failures          data/failure_symptoms.json (``attnlab failures``)
+  run_config        RUN/config.json (and a checkpoint's config: :class:`attnlab.config.Config`)
+  run_summary       RUN/summary.json
+  run_timing        RUN/timing.json
+  tokenizer         RUN/tokenizer.json
+  slurm_config      ``--slurm-config`` (TOML or JSON)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictStr, ValidationError, model_validator
+
+from .config import MAX_STEPS
+from .errors import AttnlabError, DataError
+
+# ------------------------------------------------------------------ value types
+Num = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a finite number; never a boolean or a string
+NonNeg = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Prob = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
+Count = Annotated[int, Strict(), Field(ge=0)]
+Pos = Annotated[int, Strict(), Field(ge=1)]
+Steps = Annotated[int, Strict(), Field(ge=0, le=MAX_STEPS)]
+Str = StrictStr
+
+# the names a stored claim may use (copies: attnlab.stats imports scipy; tests/test_schemas.py keeps them equal)
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")  # attnlab.stats.VERDICTS
+CLAIM_KINDS = ("book", "sanity", "prediction", "beyond")  # attnlab.verdicts.KINDS
+REASONS = ("finding", "protocol", "ours", "scale", "unexplained")  # attnlab.verdicts.REASON_LABELS
+RULES = ("effect", "value", "band", "every", "equivalence", "exact", "reported", "na", "all_of")  # attnlab.stats
+STATUSES = ("done", "partial", "not_run")
+PAIRS = ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
+
+
+class _Open(BaseModel):
+    """A mapping with these fields checked and room for more (the kinds carry provenance, notes ...)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
+
+
+# ------------------------------------------------------------------ claims (every judged kind)
+class Reason(_Open):
+    category: Literal[REASONS]  # type: ignore[valid-type]
+    text: Str
+
+
+class Look(_Open):
+    """One look of a claim's sequential test (attnlab.sequential): its seeds, its p."""
+
+    n: Pos
+    p: Prob | None = None
+    verdict: Literal[VERDICTS] | None = None  # type: ignore[valid-type]
+    spent: Prob | None = None
+    nominal: Prob | None = None
+
+
+class Claim(_Open):
+    """One judged statement (attnlab.verdicts.claim; older ones carry only ``pass``)."""
+
+    id: Str
+    kind: Literal[CLAIM_KINDS] = "book"  # type: ignore[valid-type]
+    section: Str = ""
+    statement: Str = ""
+    rule: Literal[RULES] | None = None  # type: ignore[valid-type]
+    inputs: dict[Str, Any] = {}
+    verdict: Literal[VERDICTS] | None = None  # type: ignore[valid-type]
+    passed: StrictBool | None = Field(None, alias="pass")
+    interval: Annotated[list[Num | None], Field(min_length=2, max_length=2)] | None = None
+    n: Count | None = None
+    n_needed: Count | None = None
+    seeds: list[Count] | None = None
+    reason: Reason | None = None
+    p: Prob | None = None  # the test's p-value
+    seq: Literal[VERDICTS] | None = None  # type: ignore[valid-type]  # the sequential verdict over its looks
+    seq_n_needed: Count | None = None
+    looks: list[Look] = []
+    holm: Literal[VERDICTS] | None = None  # type: ignore[valid-type]  # the verdict after Holm within its family
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.verdict is not None and self.passed is not None and self.passed != (self.verdict == "PASS"):
+            raise ValueError(f"pass is {self.passed} but verdict is {self.verdict}")
+        lo, hi = self.interval or (None, None)
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"interval [{lo}, {hi}] has its ends the wrong way round")
+        return self
+
+
+Claims = list[Claim]
+
+
+# ------------------------------------------------------------------ the case
+class ModelConfig(_Open):
+    """A run's config as stored in a result: the fields a judge reads."""
+
+    n_layer: Pos
+    n_head: Pos
+    d_model: Pos
+    scaled: StrictBool
+    max_steps: Annotated[int, Strict(), Field(ge=1, le=MAX_STEPS)]
+    seed: Count
+    lr: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)] = 3e-3
+    weight_decay: NonNeg = 0.1
+    val_fraction: Prob = 0.1
+
+
+class Trace(_Open):
+    step: list[Steps]
+    loss: list[Num]
+    grad_norm: list[Num | None] = []
+    val_step: list[Steps] = []
+    val_loss: list[Num] = []
+    layers: list[dict[Str, list[Num | None]]] = []
+
+    @model_validator(mode="after")
+    def _aligned(self):
+        if len(self.step) != len(self.loss):
+            raise ValueError(f"step has {len(self.step)} entries but loss {len(self.loss)}")
+        if len(self.val_step) != len(self.val_loss):
+            raise ValueError(f"val_step has {len(self.val_step)} entries but val_loss {len(self.val_loss)}")
+        return self
+
+
+class QkRow(_Open):
+    layer: Count
+    q_std: NonNeg
+    k_std: NonNeg
+    logit_std: NonNeg
+
+
+class QkScale(_Open):
+    before: list[QkRow]
+    after: list[QkRow]
+
+
+class RunEntry(_Open):
+    """One trained run of the case (pairs.<pair>, seed_runs.<pair>[i], weight_decay.pairs[i].<side>)."""
+
+    run: Str = ""
+    config: ModelConfig
+    steps: Steps
+    loss_start: Num
+    loss_end: Num
+    val_loss_end: Num
+    loss_last: Num | None = None
+    diverged_at: Count | None = None
+    trace: Trace
+    qk: QkScale | None = None
+
+
+class SeedRow(_Open):
+    seed: Count
+    gap: Num
+
+
+class Seeds(_Open):
+    runs: list[SeedRow]
+
+
+class InitRow(_Open):
+    d_head: Pos
+    d_model: Pos
+    n_head: Pos
+    samples: Pos
+
+
+class WeightDecayPair(_Open):
+    weight_decay: NonNeg
+    seed: Count
+    unscaled: RunEntry
+    scaled: RunEntry
+
+
+class WeightDecay(_Open):
+    values: list[NonNeg]
+    pairs: list[WeightDecayPair]
+
+
+class CaseSettings(_Open):
+    steps: Annotated[int, Strict(), Field(ge=1, le=MAX_STEPS)]
+    seeds: list[Count]
+
+
+class CaseConfig(_Open):
+    settings: CaseSettings | None = None
+
+
+class CaseResult(_Open):
+    """data/ch1_case.json."""
+
+    kind: Literal["ch1_case"] = "ch1_case"
+    config: CaseConfig = CaseConfig()
+    init_sweep: list[InitRow]
+    init_sweep_fixed_d_model: list[InitRow] = []
+    pairs: dict[Literal[PAIRS], RunEntry]  # type: ignore[valid-type]
+    seeds: Seeds
+    seed_runs: dict[Literal[PAIRS], list[RunEntry]] = {}  # type: ignore[valid-type]
+    weight_decay: WeightDecay | None = None
+    qk_scale: dict[Literal[PAIRS], QkScale]  # type: ignore[valid-type]
+    samples: dict[Str, Any] = {}
+    timings: dict[Str, Any] = {}
+    claims: Claims
+
+
+# ------------------------------------------------------------------ the lab book
+class Scale(_Open):
+    quick: StrictBool
+    steps: Annotated[int, Strict(), Field(ge=1, le=MAX_STEPS)]
+    seeds: Pos
+
+
+class TimingRecord(_Open):
+    """An entry's "timings": what its runs cost (attnlab book --plan / case --plan read it)."""
+
+    analysis_s: NonNeg = 0.0
+    train_s: NonNeg = 0.0
+    compute_s: NonNeg = 0.0
+    runs: Count = 0
+    timed_runs: Count = 0
+    per_run: dict[Str, NonNeg] = {}
+
+
+class RunRef(_Open):
+    name: Str
+    group: Str = ""
+    done: StrictBool = False
+    status: Str = ""
+
+
+class LabBookEntry(_Open):
+    """data/lab_book/<id>.json: one experiment in the common envelope."""
+
+    kind: Literal["lab_book_experiment"] = "lab_book_experiment"
+    id: Str
+    section: Str = ""
+    status: Literal[STATUSES]  # type: ignore[valid-type]
+    scale: Scale | None = None
+    runs: list[RunRef] = []
+    results: dict[Str, Any] = {}
+    claims: Claims = []
+    figures: list[Str] = []
+    notes: list[Str] = []
+    timings: TimingRecord | None = None
+
+
+class BookSummary(_Open):
+    experiments: Count
+    done: Count = 0
+    partial: Count = 0
+    not_run: Count = 0
+    claims: Count = 0
+    passed: Count = Field(0, alias="pass")
+    fail: Count = 0
+    inconclusive: Count = 0
+
+
+class Section(_Open):
+    section: Str
+    title: Str = ""
+    experiments: list[Str]
+    claims: Claims = []
+
+
+class BookTimings(_Open):
+    experiments: dict[Str, TimingRecord] = {}
+    book: TimingRecord | None = None
+
+
+class LabBook(_Open):
+    """data/lab_book.json: the index of every entry, sections in the chapter's order."""
+
+    kind: Literal["lab_book"] = "lab_book"
+    summary: BookSummary
+    status: dict[Str, Literal[STATUSES]] = {}  # type: ignore[valid-type]
+    sections: list[Section]
+    scale: Scale | None = None
+    timings: BookTimings = BookTimings()
+
+
+# ------------------------------------------------------------------ other results
+class HeadRow(_Open):
+    layer: Count
+    head: Count
+    entropy: NonNeg
+    diag: Prob | None = None  # attention shares: on the diagonal, on the previous token
+    prev: Prob | None = None
+    distance: NonNeg | None = None
+
+
+class HeadsResult(_Open):
+    """A head portrait (attnlab heads): what ``heads --rejudge`` and the lab book judge again."""
+
+    heads: list[HeadRow] = []
+    claims: Claims = []
+    other_seeds: list[dict[Str, Any]] = []
+
+
+class SweepRow(_Open):
+    status: Str = "done"
+    seed: Count | None = None
+    d_head: Pos | None = None
+    scaled: StrictBool | None = None
+    steps: Steps | None = None
+    diverged_at: Count | None = None
+    loss_end: float | None = None  # NaN only where the trial diverged (checked below)
+    val_loss_end: float | None = None
+
+    @model_validator(mode="after")
+    def _nan_only_when_diverged(self):
+        for name in ("loss_end", "val_loss_end"):
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(v) and self.diverged_at is None:
+                raise ValueError(f"{name} is {v} but the trial did not diverge (diverged_at is null)")
+        return self
+
+
+class SweepResult(_Open):
+    """A sweep (attnlab sweep, data/sweep_critical_dimension.json): its trials and the gaps."""
+
+    trials: list[SweepRow] = []
+    gap: list[dict[Str, Any]] = []
+    claims: Claims = []
+
+
+class FailuresResult(_Open):
+    claims: Claims = []
+
+
+# ------------------------------------------------------------------ run folders
+class RunConfigFile(_Open):
+    """RUN/config.json (its fields are checked by :meth:`attnlab.config.Config.from_dict`)."""
+
+
+class ScheduleSegment(_Open):
+    from_step: Steps
+    max_steps: Annotated[int, Strict(), Field(ge=1, le=MAX_STEPS)]
+
+
+class Fingerprint(_Open):
+    corpus_sha256: Str | None = None
+
+
+class RunSummary(_Open):
+    """RUN/summary.json (a diverged run's losses may be NaN: read with allow_nan)."""
+
+    steps: Steps | None = None
+    diverged_at: Count | None = None
+    final_layers: list[dict[Str, Any]] = []
+    fingerprint: Fingerprint | None = None
+    schedule: list[ScheduleSegment] | None = None
+
+
+class Session(_Open):
+    seconds: NonNeg = 0.0
+
+
+class RunTiming(_Open):
+    """RUN/timing.json: one record per training session."""
+
+    sessions: list[Session]
+
+
+class TokenizerFile(_Open):
+    type: Literal["char"] = "char"
+    itos: list[Str]
+
+
+class SlurmConfig(BaseModel):
+    """--slurm-config: a small TOML or JSON table (attnlab.slurm_executor.SlurmOptions)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    partition: Str | None = None
+    time: Str | Annotated[int, Strict(), Field(ge=1, le=10**7)] | None = None
+    time_min: Annotated[int, Strict(), Field(ge=1, le=10**7)] | None = None
+    cpus: Annotated[int, Strict(), Field(ge=1, le=4096)] | None = None
+    parallelism: Annotated[int, Strict(), Field(ge=1, le=100_000)] | None = None
+    mem_gb: Annotated[float, Strict(), Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
+    max_requeues: Annotated[int, Strict(), Field(ge=0, le=1000)] | None = None
+    folder: Str | None = None
+    cluster: Literal["slurm", "local", "debug"] | None = None
+    extra: dict[Str, Str | int | float | bool] = {}
+
+
+# ------------------------------------------------------------------ kinds
+KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
+    # kind: (schema, the command that rebuilds such a file)
+    "case": (CaseResult, "attnlab case"),
+    "lab_book": (LabBook, "attnlab book --no-train"),
+    "lab_book_entry": (LabBookEntry, "attnlab book --only {id}"),
+    "heads": (HeadsResult, "attnlab heads"),
+    "sweep": (SweepResult, "attnlab sweep"),  # read with allow_nan: a diverged trial
+    "failures": (FailuresResult, "attnlab failures"),
+    "run_config": (RunConfigFile, "train the run again (attnlab train --overwrite)"),
+    "run_summary": (RunSummary, "train the run again (attnlab train --overwrite)"),
+    "run_timing": (RunTiming, "delete it (the run's training time is then unknown)"),
+    "tokenizer": (TokenizerFile, "train the run again (attnlab train --overwrite)"),
+    "slurm_config": (SlurmConfig, "fix the file (see `attnlab book --help`, --slurm-config)"),
+}
+
+
+class SchemaError(DataError):
+    """A JSON document of the wrong shape for its kind."""
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "literal[", "tuple[", "list[", "dict[", "union[", "nullable[")):
+            continue  # pydantic's names of the branches it tried
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "the top level"
+
+
+def _short(x: Any, n: int = 40) -> str:
+    r = repr(x) if not isinstance(x, (dict, list)) else f"a {type(x).__name__} of {len(x)}"
+    return r if len(r) <= n else r[: n - 1] + "…"
+
+
+def problem(kind: str, obj: Any) -> str | None:
+    """What is wrong with ``obj`` as a document of ``kind`` (``field: problem``), or None."""
+    schema = KINDS[kind][0]
+    try:
+        schema.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where, msg, typ = _where(err["loc"]), err["msg"], err["type"]
+        if typ == "missing":
+            return f"{where} is missing"
+        if typ == "model_type" or typ.endswith("_type"):
+            got = "a boolean" if isinstance(err["input"], bool) else type(err["input"]).__name__
+            want = {"model_type": "a mapping", "dict_type": "a mapping", "list_type": "a list"}.get(typ)
+            return f"{where} is {got} ({_short(err['input'])}), not {want or msg.replace('Input should be ', '')}"
+        if typ == "extra_forbidden":
+            return f"unknown option {where}; known: {', '.join(sorted(schema.model_fields))}"
+        msg = msg.replace("Input should be", "should be").replace("Value error, ", "")
+        return f"{where}: {_short(err['input'])} {msg}" if typ != "value_error" else f"{where}: {msg}"
+    return None
+
+
+def _hint(kind: str, fmt: dict) -> str:
+    """ "; rebuild it with `COMMAND`" (or the kind's own advice) for a file of ``kind``."""
+    again = KINDS[kind][1].format(**fmt) if "{" in KINDS[kind][1] else KINDS[kind][1]
+    return f"; rebuild it with `{again}`" if again.startswith("attnlab") else f"; {again}"
+
+
+def check(kind: str, obj: Any, path: str | os.PathLike, *, error: type[AttnlabError] = SchemaError, **fmt) -> Any:
+    """``obj`` unchanged when it has the shape of ``kind``; else ``error`` in one line naming
+    ``path``, the field and the command that rebuilds it (``fmt`` fills the command, e.g. id=)."""
+    why = problem(kind, obj)
+    if why is not None:
+        raise error(f"{path}: {why}{_hint(kind, {'id': Path(path).stem, **fmt})}")
+    return obj
+
+
+def load(
+    kind: str,
+    path: str | os.PathLike,
+    *,
+    error: type[AttnlabError] = SchemaError,
+    allow_nan: bool = False,
+    max_bytes: int | None = None,
+    **fmt,
+) -> Any:
+    """The JSON document of ``kind`` in ``path``, read within bounds (:func:`attnlab.io.read_json`)
+    and checked against its schema; one line naming the file, the field and the fix otherwise."""
+    from .io import JSON_MAX_BYTES, read_json
+
+    kw = {"max_bytes": max_bytes or JSON_MAX_BYTES}
+    obj = read_json(path, error=error, hint=_hint(kind, {"id": Path(path).stem, **fmt}), allow_nan=allow_nan, **kw)
+    return check(kind, obj, path, error=error, **fmt)

@@ -1,0 +1,317 @@
+"""Every JSON kind attnlab reads has one declared shape (attnlab.schemas), checked at the door.
+
+One table per kind: a valid document (the committed file, or the smallest one the kind allows)
+and the damage a hostile or careless hand can do to it: a wrong type (a boolean where a number
+is expected, a string where a mapping is), an impossible value (a negative count, a p outside
+[0, 1], an unknown verdict, rule or claim kind), a missing field. Each must be refused with one
+line that names the file, the field and the command that rebuilds it; the committed files must
+all pass, unchanged (validation returns the very document it was given).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from attnlab import schemas
+from attnlab.errors import AttnlabError
+from attnlab.io import read_json
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data"
+
+
+def _committed(name: str):
+    return json.loads((DATA / name).read_text(encoding="utf-8"))
+
+
+def _set(doc, where: str, value):
+    """``doc`` with the field at ``where`` (``a.b[0].c``; ``-`` deletes it) set to ``value``."""
+    doc = copy.deepcopy(doc)
+    parts = [int(p) if p.isdigit() else p for p in where.replace("[", ".").replace("]", "").split(".")]
+    x = doc
+    for p in parts[:-1]:
+        x = x[p]
+    if value == "-":
+        del x[parts[-1]]
+    else:
+        x[parts[-1]] = value
+    return doc
+
+
+CASE = _committed("ch1_case.json")
+BOOK = _committed("lab_book.json")
+ENTRY = _committed("lab_book/markov.json")
+TIMED = _committed("lab_book/exercise1.json")
+HEADS = _committed("head_portrait.json")
+SWEEP = _committed("sweep_critical_dimension.json")
+FAILS = _committed("failure_symptoms.json")
+RUN_SUMMARY = {"steps": 4, "diverged_at": None, "fingerprint": {"corpus_sha256": "ab"}, "schedule": []}
+RUN_SUMMARY["schedule"] = [{"from_step": 0, "max_steps": 4}]
+
+# (kind, a valid document, [(field, damaged value, phrase in the message)])
+TABLE = [
+    (
+        "case",
+        CASE,
+        [
+            ("pairs.small_scaled.val_loss_end", True, "pairs.small_scaled.val_loss_end is a boolean"),
+            ("pairs.small_scaled.val_loss_end", "4.0", "pairs.small_scaled.val_loss_end is str"),
+            ("pairs.small_scaled", "abc", "pairs.small_scaled is str"),
+            ("pairs.big_scaled.steps", -5, "pairs.big_scaled.steps: -5 should be greater than or equal to 0"),
+            ("pairs.small_scaled.trace.loss[3]", False, "pairs.small_scaled.trace.loss[3] is a boolean"),
+            ("pairs.small_scaled.trace.step", [0, 1], "step has 2 entries but loss"),
+            ("seeds.runs[1].gap", True, "seeds.runs[1].gap is a boolean"),
+            ("seeds.runs", {"a": 1}, "seeds.runs is dict"),
+            ("qk_scale.big_unscaled.before[0].q_std", -1.0, "q_std: -1.0 should be greater than or equal to 0"),
+            ("init_sweep[0].d_head", 0, "init_sweep[0].d_head: 0 should be greater than or equal to 1"),
+            ("pairs.small_scaled.config.n_head", 1.5, "config.n_head is float"),
+            ("claims[0]", "abc", "claims[0] is str"),
+            ("claims[0].verdict", "MAYBE", "claims[0].verdict: 'MAYBE' should be 'PASS'"),
+            ("claims[0].rule", "vibes", "claims[0].rule: 'vibes' should be 'effect'"),
+            ("claims[0].kind", "rumour", "claims[0].kind: 'rumour'"),
+            ("claims[0].n", -1, "claims[0].n: -1 should be greater than or equal to 0"),
+            ("claims[0].p", 1.5, "claims[0].p: 1.5 should be less than or equal to 1"),
+            ("claims[0].pass", "yes", "claims[0].pass is str"),
+            ("claims[0].interval", [2.0, 1.0], "the wrong way round"),
+            ("pairs", "-", "pairs is missing"),
+        ],
+    ),
+    (
+        "lab_book",
+        BOOK,
+        [
+            ("sections[0]", "abc", "sections[0] is str"),
+            ("summary", [1], "summary is list"),
+            ("summary.claims", -3, "summary.claims: -3"),
+            ("status.markov", "weird", "status.markov: 'weird' should be 'done', 'partial' or 'not_run'"),
+            ("sections[0].claims[0].verdict", "MAYBE", "sections[0].claims[0].verdict"),
+            ("scale.steps", True, "scale.steps is a boolean"),
+            ("timings.experiments.markov.compute_s", -1.0, "timings.experiments.markov.compute_s: -1.0"),
+        ],
+    ),
+    (
+        "lab_book_entry",
+        ENTRY,
+        [
+            ("status", "weird", "status: 'weird'"),
+            ("results", "abc", "results is str"),
+            ("claims", "abc", "claims is str"),
+            ("claims[0]", "abc", "claims[0] is str"),
+            ("claims[0].n_needed", -5, "claims[0].n_needed: -5"),
+            ("claims[0].seeds", ["a"], "claims[0].seeds[0] is str"),
+            ("claims[0].reason", {"category": "gossip", "text": "x"}, "claims[0].reason.category: 'gossip'"),
+            ("scale", "quick", "scale is str"),
+            ("id", 7, "id is int"),
+        ],
+    ),
+    (
+        "lab_book_entry",
+        TIMED,  # an entry's timing record: what book --plan and case --plan read
+        [
+            ("timings", [1, 2], "timings is list"),
+            ("timings.compute_s", True, "timings.compute_s is a boolean"),
+            ("timings.compute_s", "abc", "timings.compute_s is str"),
+            ("timings.compute_s", -100.0, "timings.compute_s: -100.0"),
+            ("timings.timed_runs", -3, "timings.timed_runs: -3"),
+            ("timings.per_run", {"x": "abc"}, "timings.per_run.x is str"),
+        ],
+    ),
+    (
+        "heads",
+        HEADS,
+        [
+            ("heads[0].prev", 1.5, "heads[0].prev: 1.5 should be less than or equal to 1"),
+            ("heads[0].entropy", True, "heads[0].entropy is a boolean"),
+            ("heads", "abc", "heads is str"),
+            ("claims[0].verdict", "MAYBE", "claims[0].verdict"),
+        ],
+    ),
+    (
+        "sweep",
+        SWEEP,
+        [
+            ("trials[0].val_loss_end", "4.4", "trials[0].val_loss_end is str"),
+            ("trials[0].val_loss_end", float("nan"), "but the trial did not diverge"),
+            ("trials[0].d_head", -32, "trials[0].d_head: -32"),
+            ("trials", {"a": 1}, "trials is dict"),
+        ],
+    ),
+    ("failures", FAILS, [("claims[0].verdict", "MAYBE", "claims[0].verdict"), ("claims", {}, "claims is dict")]),
+    (
+        "run_summary",
+        RUN_SUMMARY,
+        [
+            ("schedule[0].max_steps", 0, "schedule[0].max_steps: 0"),
+            ("schedule[0].from_step", "x", "schedule[0].from_step is str"),
+            ("fingerprint", "abc", "fingerprint is str"),
+            ("steps", -1, "steps: -1"),
+        ],
+    ),
+    (
+        "run_timing",
+        {"sessions": [{"seconds": 12.5, "pid": 3}]},
+        [
+            ("sessions[0].seconds", -1.0, "sessions[0].seconds: -1.0"),
+            ("sessions[0].seconds", True, "sessions[0].seconds is a boolean"),
+            ("sessions", "-", "sessions is missing"),
+        ],
+    ),
+    (
+        "tokenizer",
+        {"type": "char", "itos": ["<pad>", "<unk>", "春"]},
+        [("itos", "abc", "itos is str"), ("itos[2]", 3, "itos[2] is int"), ("type", "bpe", "type: 'bpe'")],
+    ),
+    (
+        "slurm_config",
+        {"partition": "gpu", "time": "2h", "cpus": 2, "parallelism": 8, "mem_gb": 4.0, "extra": {"account": "lab"}},
+        [
+            ("mem_gb", float("inf"), "mem_gb: inf should be a finite number"),
+            ("mem_gb", -1.0, "mem_gb: -1.0 should be greater than 0"),
+            ("parallelism", 10**18, "parallelism: 1000000000000000000 should be less than or equal to 100000"),
+            ("cpus", True, "cpus is a boolean"),
+            ("extra", "abc", "extra is str"),
+            ("colour", "red", "unknown option colour"),
+            ("cluster", "cloud", "cluster: 'cloud'"),
+        ],
+    ),
+]
+
+ROWS = [(kind, doc, where, value, phrase) for kind, doc, rows in TABLE for where, value, phrase in rows]
+
+
+@pytest.mark.parametrize("kind", sorted({k for k, _, _ in TABLE}))
+def test_the_valid_document_passes_unchanged(kind):
+    for k, doc, _ in TABLE:
+        if k == kind:
+            before = json.dumps(doc, sort_keys=True)
+            assert schemas.check(kind, doc, f"x/{kind}.json") is doc
+            assert json.dumps(doc, sort_keys=True) == before  # nothing coerced
+
+
+def test_every_kind_has_a_table():
+    assert {k for k, _, _ in TABLE} == set(schemas.KINDS) - {"run_config"}  # config.json: Config.from_dict
+
+
+@pytest.mark.parametrize(
+    "kind, doc, where, value, phrase", ROWS, ids=[f"{k}: {w}={str(v)[:20]}" for k, _, w, v, _ in ROWS]
+)
+def test_damage_is_refused_in_one_line_naming_file_field_and_fix(kind, doc, where, value, phrase, tmp_path):
+    bad = _set(doc, where, value)
+    path = tmp_path / "lab_book" / "markov.json"
+    with pytest.raises(AttnlabError) as e:
+        schemas.check(kind, bad, path, id="markov")
+    msg = str(e.value)
+    assert phrase in msg, msg
+    assert msg.startswith(f"{path}: ") and "\n" not in msg and not msg.rstrip().endswith(":")
+    fix = schemas.KINDS[kind][1].format(id="markov")
+    assert fix in msg, msg  # the command (or the advice) that rebuilds it
+
+
+def test_every_committed_json_has_its_declared_shape():
+    """The repository's own files pass (attnlab report reads them all); the wheel's copy too."""
+    from attnlab.corpus import REPO_ROOT
+
+    files = {"case": [DATA / "ch1_case.json"], "lab_book": [DATA / "lab_book.json"]}
+    files["lab_book_entry"] = sorted((DATA / "lab_book").glob("*.json"))
+    files["heads"] = [DATA / "head_portrait.json"]
+    files["sweep"] = [DATA / "sweep_critical_dimension.json"]
+    files["failures"] = [DATA / "failure_symptoms.json"]
+    published = REPO_ROOT / "src" / "attnlab" / "data" / "published" / "ch1_case.json"
+    if published.is_file():
+        files["case"].append(published)
+    assert len(files["lab_book_entry"]) >= 18
+    for kind, paths in files.items():
+        for p in paths:
+            assert schemas.problem(kind, read_json(p, allow_nan=kind == "sweep")) is None, p
+
+
+def test_the_names_a_claim_may_use_are_the_judges_own():
+    """schemas keeps copies (attnlab.stats imports scipy): they must equal the originals."""
+    from attnlab import stats, verdicts
+
+    assert schemas.VERDICTS == stats.VERDICTS
+    assert schemas.CLAIM_KINDS == verdicts.KINDS
+    assert set(schemas.REASONS) == set(verdicts.REASON_LABELS)
+    used = {c["rule"] for p in [DATA / "ch1_case.json", *(DATA / "lab_book").glob("*.json")] for c in _claims(p)}
+    assert used <= set(schemas.RULES)
+    assert {"effect", "value", "band", "every", "equivalence", "exact", "reported", "na", "all_of"} <= set(
+        schemas.RULES
+    )
+    for rule in ("effect", "value", "band", "every", "equivalence", "exact", "reported", "na", "all_of"):
+        assert callable(getattr(stats, rule)), rule
+
+
+def _claims(p: Path) -> list[dict]:
+    return json.loads(p.read_text(encoding="utf-8")).get("claims", [])
+
+
+# ---------------------------------------------------------------------------- reading at the door
+def test_read_json_refuses_fifos_devices_and_nan_without_blocking(tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(AttnlabError, match="is a FIFO, not a regular file"):
+        read_json(fifo)  # would block forever in open() or read()
+    with pytest.raises(AttnlabError, match="is a device, not a regular file"):
+        read_json("/dev/zero")  # would read forever
+    with pytest.raises(AttnlabError, match="is a folder"):
+        read_json(tmp_path)
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"a": {"b": [1.0, NaN]}}')
+    with pytest.raises(AttnlabError, match=r"nan.json: a\.b\[1\] is NaN or infinite"):
+        read_json(nan)
+    assert read_json(nan, allow_nan=True)["a"]["b"][0] == 1.0
+    (tmp_path / "inf.json").write_text('{"x": -Infinity}')
+    with pytest.raises(AttnlabError, match="x is NaN or infinite"):
+        read_json(tmp_path / "inf.json")
+
+
+def test_load_names_the_command_that_rebuilds_the_file(tmp_path):
+    p = tmp_path / "data" / "lab_book" / "kv_cache.json"
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps(_set(ENTRY, "claims[0].verdict", "MAYBE")))
+    with pytest.raises(AttnlabError, match=r"claims\[0\]\.verdict.*rebuild it with `attnlab book --only kv_cache`"):
+        schemas.load("lab_book_entry", p)
+    p.write_text("[" * 1000 + "]" * 1000)
+    with pytest.raises(AttnlabError, match="nested deeper.*attnlab book --only kv_cache"):
+        schemas.load("lab_book_entry", p)
+
+
+def test_write_json_if_changed_leaves_an_unchanged_file_alone(tmp_path):
+    from attnlab.io import write_json, write_json_if_changed
+
+    p = tmp_path / "x.json"
+    write_json(p, {"a": [1, 2]})
+    os.utime(p, (1_000_000, 1_000_000))
+    assert write_json_if_changed(p, {"a": [1, 2]}) is False and p.stat().st_mtime == 1_000_000
+    assert write_json_if_changed(p, {"a": [1, 3]}) is True and json.loads(p.read_text()) == {"a": [1, 3]}
+
+
+def test_a_judged_boolean_is_not_a_number():
+    """Booleans reach a verdict through no rule: True is not the number 1 (stats._clean)."""
+    from attnlab import stats
+
+    with pytest.raises(TypeError, match="bool"):
+        stats.effect([0.5, True, 0.4], sesoi=0.1)
+    with pytest.raises(TypeError, match="str"):
+        stats.value(["4.1", 4.2, 4.0], 4.0, tol=0.5)
+    assert stats.effect([0.5, 0.6, 0.4], sesoi=0.1).verdict == stats.PASS
+
+
+def test_a_garbage_resume_schedule_is_refused():
+    from attnlab.checkpoint import schedule_problem
+
+    good = [{"from_step": 0, "max_steps": 100}, {"from_step": 100, "max_steps": 300}]
+    assert schedule_problem(good, 150, 300) is None
+    for bad, phrase in [
+        ([{"from_step": 7, "max_steps": 100}], "starts at step 7"),
+        ([{"from_step": 0, "max_steps": 100}, {"from_step": 0, "max_steps": 200}], "out of order"),
+        ([{"from_step": 0, "max_steps": 100}, {"from_step": 200, "max_steps": 300}], "after the checkpoint's step"),
+        ([{"from_step": 0, "max_steps": 10**9}], "max_steps 1000000000"),
+        ([{"from_step": 0, "max_steps": 100}], "the config says 300"),
+    ]:
+        assert phrase in (schedule_problem(bad, 150, 300) or ""), bad
