@@ -29,6 +29,12 @@ The rules (every interval is a Student-t interval over seeds; alpha = 0.05):
       90% interval inside ±margin PASS, wholly outside it FAIL.
   exact(ok)                          deterministic arithmetic (formulas, byte counts).
 
+Every rule that tests a hypothesis also gives ``p``, the p-value of the test whose rejection is
+its PASS (each rule's docstring says which), and ``level``, the one-sided level that test is held
+to alone: PASS implies ``p <= level`` (effect, value, band: 0.025; equivalence: 0.05). ``every``,
+``exact``, ``reported`` and ``na`` test nothing (p None). :func:`holm` corrects a family of such
+p-values (attnlab.verdicts.with_holm); :mod:`attnlab.sequential` judges a claim over its looks.
+
 Seeds that disagree more widen every interval, so they can only move a verdict
 towards INCONCLUSIVE, never towards PASS (tests/test_stats.py checks this by
 simulation, with the rules' false-positive rate and power).
@@ -39,8 +45,9 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
+import numpy as np
 from scipy import stats as _st
 
 PASS, FAIL, INCONCLUSIVE, REPORTED, NA = "PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA"
@@ -50,6 +57,11 @@ POWER = 0.80
 MIN_SEEDS = 3  # the fewest seeds that estimate a spread worth an interval
 ONE_SEED = "one seed has no spread: at least 3 seeds to judge it"
 MAX_SEEDS = 1000  # n_needed beyond this is reported as None ("more seeds will not settle it")
+ONE_SIDED = ALPHA / 2  # the level of a one-sided test behind a two-sided 95% interval
+
+# levels(ks, full) -> the one-sided level a look at each of ``ks`` seeds is held to, for a test whose
+# level alone is ``full`` (the fixed rule: ``full`` itself; attnlab.sequential: what its spending allows)
+LevelOf = Callable[[np.ndarray, float], np.ndarray]
 
 METHOD = (
     "判定规则 / how verdicts are reached: 每条论断用每个种子的一个数。效应（effect）：种子配对差的均值的 95% t 区间"
@@ -80,6 +92,11 @@ class Judgement:
     interval: tuple[float, float] | None = None  # the interval the verdict rests on
     n_needed: int | None = None  # seeds for a decision at 80% power (INCONCLUSIVE only)
     detail: str = ""  # the rule in words, with its numbers
+    p: float | None = None  # p-value of the test whose rejection is this rule's PASS (None: no test)
+    level: float | None = None  # the one-sided level that test is held to alone (PASS implies p <= level)
+    # the rule again at other levels, for a look held to levels(...) (attnlab.sequential):
+    # at_levels(levels) -> (verdict, seeds a decision would need); never stored
+    at_levels: Callable[[LevelOf], tuple[str, int | None]] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -91,8 +108,9 @@ class Judgement:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        del d["at_levels"]
         d["interval"] = None if self.interval is None else [_r(self.interval[0]), _r(self.interval[1])]
-        for k in ("estimate", "sd"):
+        for k in ("estimate", "sd", "p"):
             d[k] = _r(d[k])
         return d
 
@@ -174,14 +192,125 @@ def _seeds_until(n: int, enough: Callable[[int], bool]) -> int | None:
     return next((k for k in range(n + 1, MAX_SEEDS) if enough(k)), None)
 
 
-def _one_seed(rule: str, xs: list[float]) -> Judgement:
-    """Fewer than two seeds: no spread to judge with; the fewest seeds that estimate one."""
-    return Judgement(INCONCLUSIVE, rule, len(xs), xs[0] if xs else None, None, None, MIN_SEEDS, ONE_SEED)
+def _one_seed(rule: str, xs: list[float], level: float = ONE_SIDED) -> Judgement:
+    """Fewer than two seeds: no spread to judge with; the fewest seeds that estimate one. Its test
+    cannot reject, so its p is 1."""
+    return Judgement(
+        INCONCLUSIVE,
+        rule,
+        len(xs),
+        xs[0] if xs else None,
+        None,
+        None,
+        MIN_SEEDS,
+        ONE_SEED,
+        p=1.0,
+        level=level,
+        at_levels=lambda levels: (INCONCLUSIVE, MIN_SEEDS),
+    )
+
+
+# ------------------------------------------------------------------------------ p-values
+def _z(x: float, se: float) -> float:
+    """x / se as a test statistic; with no spread (se 0) the data say x's sign for certain."""
+    if se > 0:
+        return x / se
+    return math.inf if x > 0 else -math.inf
+
+
+def _sf(t: float, n: int) -> float:
+    """P(T >= t) for Student's t with n - 1 degrees of freedom."""
+    return float(_st.t.sf(t, n - 1))
+
+
+def holm(ps: Sequence[float], level: float) -> list[bool]:
+    """Holm's step-down procedure (Holm 1979): which of the hypotheses with p-values ``ps`` are
+    rejected with the chance of rejecting any true one held to ``level``. The k-th smallest p is
+    compared with level / (m - k + 1); the first that is not below stops the rejections."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out = [False] * len(ps)
+    for k, i in enumerate(order):
+        if ps[i] > level / (len(ps) - k):
+            break
+        out[i] = True
+    return out
+
+
+def seed_schedule(start: int, stop: int = MAX_SEEDS) -> np.ndarray:
+    """The seed counts a price tries, as :func:`seeds_for` does: one by one to 50, then 10% steps."""
+    out, n = [], max(2, start)
+    while n <= stop:
+        out.append(n)
+        n = n + 1 if n < 50 else int(n * 1.1) + 1
+    return np.array(out, dtype=int)
+
+
+def effect_seeds(target, sd, ks: np.ndarray, levels: np.ndarray, power: float = POWER) -> np.ndarray:
+    """For each (target, sd): the first of ``ks`` seeds at which the effect rule's one-sided test,
+    held to ``levels`` (one per k), reaches ``power`` when the true mean is ``target``; 0 where none
+    does. Vectorised (numpy): the decide loop and its simulation call this same function."""
+    target = np.atleast_1d(np.asarray(target, dtype=float))
+    sd = np.atleast_1d(np.asarray(sd, dtype=float))
+    ks = np.asarray(ks, dtype=int)
+    if ks.size == 0:
+        return np.zeros(target.shape, dtype=int)
+    df = ks - 1
+    crit = _st.t.isf(np.asarray(levels, dtype=float), df)  # inf where nothing is left to spend
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(sd > 0, np.abs(target) / np.where(sd > 0, sd, 1.0), 0.0)
+    pw = 1 - _st.nct.cdf(crit[None, :], df[None, :], d[:, None] * np.sqrt(ks)[None, :])
+    ok = (pw >= power) & (target[:, None] > 0) & (sd[:, None] > 0) & np.isfinite(crit)[None, :]
+    out = np.where(ok.any(axis=1), ks[ok.argmax(axis=1)], 0)
+    return np.where((sd <= 0) & (target > 0), ks[0], out)
+
+
+def seeds_for_many(delta, sd, limit: int = MAX_SEEDS) -> np.ndarray:
+    """:func:`seeds_for` for arrays, searched up to ``limit`` seeds (0 for None): the fixed rule's
+    price, vectorised for the decide loop's simulation (tests check it equals seeds_for)."""
+    delta = np.atleast_1d(np.asarray(delta, dtype=float))
+    sd = np.atleast_1d(np.asarray(sd, dtype=float))
+    ks = seed_schedule(2, limit)
+    out = effect_seeds(delta, sd, ks, np.full(ks.shape, ONE_SIDED))
+    return np.where(sd <= 0, 2, np.where(delta <= 0, 0, out))
+
+
+CODES = (INCONCLUSIVE, PASS, FAIL)  # effect_decide's verdict codes 0, 1, 2
+
+
+def effect_decide(mean, sd, n: int, *, sesoi: float, level: float, ks: np.ndarray, ks_levels: np.ndarray, alpha=ALPHA):
+    """The effect rule on arrays of per-claim (mean, sd) of n seeds, direction applied, its PASS held
+    to the one-sided ``level``: (verdict codes of :data:`CODES`, p, seeds of a next look at one of
+    ``ks`` held to ``ks_levels`` for 80% power, 0 where none). FAIL is the fixed rule's (95%
+    interval wholly below the SESOI or 0). :func:`effect` judges a look through this function, and
+    the decide loop's simulation calls it on 10,000 claims at once."""
+    mean = np.atleast_1d(np.asarray(mean, dtype=float))
+    sd = np.atleast_1d(np.asarray(sd, dtype=float))
+    se = sd / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sd > 0, mean / np.where(sd > 0, se, 1.0), np.where(mean > 0, np.inf, -np.inf))
+    p = _st.t.sf(t, n - 1)
+    fail = mean + _st.t.isf(alpha / 2, n - 1) * se < sesoi
+    passed = ~fail & (p <= level)
+    code = np.where(passed, 1, np.where(fail, 2, 0))
+    need = np.zeros(mean.shape, dtype=int)
+    open_ = code == 0
+    if open_.any():
+        need[open_] = effect_seeds(np.maximum(mean[open_], sesoi), sd[open_], ks, ks_levels)
+    return code, p, need
+
+
+def _first(ks: np.ndarray, ok: np.ndarray) -> int | None:
+    return int(ks[ok.argmax()]) if ok.any() else None
 
 
 # ------------------------------------------------------------------------------ rules
 def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha: float = ALPHA) -> Judgement:
-    """Per-seed paired differences; the statement says their mean is > 0 (direction +1) or < 0 (-1)."""
+    """Per-seed paired differences; the statement says their mean is > 0 (direction +1) or < 0 (-1).
+
+    ``p``: the one-sided t test of the paired differences against 0 in the stated direction
+    (H0: mean <= 0), P(T >= mean / (sd / sqrt(n))) with n - 1 degrees of freedom; PASS is exactly
+    p < alpha / 2 (the 95% interval excludes 0) unless the interval lies wholly below the SESOI
+    (a FAIL). ``level`` alpha / 2 = 0.025."""
     if direction not in (+1, -1):
         raise ValueError("direction must be +1 or -1")
     if sesoi < 0:
@@ -189,35 +318,36 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
     xs = [direction * x for x in _clean(values)]
     n = len(xs)
     if n < 2:
-        return _one_seed("effect", [direction * x for x in xs])
+        return _one_seed("effect", [direction * x for x in xs], alpha / 2)
     m, sd = mean_sd(xs)
     lo, hi = mean_interval(xs, 1 - alpha)
+    p = _sf(_z(m, sd / math.sqrt(n)), n)
+
+    def judged(verdict: str, need: int | None, detail: str) -> Judgement:
+        def at_levels(levels: LevelOf) -> tuple[str, int | None]:
+            ks = seed_schedule(n + 1)
+            now = float(levels(np.array([n]), alpha / 2)[0])
+            code, _, need = effect_decide(
+                m, sd, n, sesoi=sesoi, level=now, ks=ks, ks_levels=levels(ks, alpha / 2), alpha=alpha
+            )
+            return CODES[int(code[0])], int(need[0]) or None if code[0] == 0 else None
+
+        return Judgement(
+            verdict, "effect", n, direction * m, sd, show, need, detail, p=p, level=alpha / 2, at_levels=at_levels
+        )
+
     words = "> 0" if direction > 0 else "< 0"
     show = (lo, hi) if direction > 0 else (-hi, -lo)
     base = f"mean {direction * m:+.3g}, 95% CI [{show[0]:+.3g}, {show[1]:+.3g}] over {n} seeds; stated {words}"
     if hi < 0:
-        return Judgement(FAIL, "effect", n, direction * m, sd, show, None, base + ": wholly on the wrong side")
+        return judged(FAIL, None, base + ": wholly on the wrong side")
     if hi < sesoi:
-        return Judgement(
-            FAIL,
-            "effect",
-            n,
-            direction * m,
-            sd,
-            show,
-            None,
-            base + f": wholly below the smallest effect of interest {sesoi:.3g}",
-        )
+        return judged(FAIL, None, base + f": wholly below the smallest effect of interest {sesoi:.3g}")
     if lo > 0:
-        return Judgement(PASS, "effect", n, direction * m, sd, show, None, base + ": excludes 0")
+        return judged(PASS, None, base + ": excludes 0")
     need = seeds_for(max(m, sesoi), sd, alpha)
-    return Judgement(
+    return judged(
         INCONCLUSIVE,
-        "effect",
-        n,
-        direction * m,
-        sd,
-        show,
         need,
         base + f": includes 0; {need if need else 'no number of'} seeds for 80% power at the effect "
         f"{max(m, sesoi):.3g}",
@@ -232,22 +362,43 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
     """The book's one run against our runs. FAIL when the book's value lies outside the 95% prediction
     interval for one run; PASS when that whole interval lies within book ± ``tol`` (so our runs pin a
     single run down to the precision the statement needs); otherwise INCONCLUSIVE. More spread can
-    only widen the interval: it can never turn FAIL or INCONCLUSIVE into PASS."""
+    only widen the interval: it can never turn FAIL or INCONCLUSIVE into PASS.
+
+    ``p``: the test behind the PASS: one run, predicted by the one-run predictive t distribution
+    (mean, scale sd·√(1+1/n), n - 1 degrees of freedom), lies inside book ± tol: the larger of
+    P(T >= (mean - (book - tol)) / scale) and P(T <= (mean - (book + tol)) / scale); PASS implies
+    p <= alpha / 2 = ``level``. (The FAIL's own test is the book's value under that same predictive
+    distribution, two-sided: FAIL is exactly that p below alpha.)"""
     if tol <= 0:
         raise ValueError("tol must be positive")
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        return _one_seed("value", xs)
+        return _one_seed("value", xs, alpha / 2)
     m, sd = mean_sd(xs)
     h = prediction_halfwidth(sd, n, alpha)
     pi = (m - h, m + h)
+    scale = sd * math.sqrt(1 + 1 / n)
+    p = max(_sf(_z(m - (book - tol), scale), n), _sf(_z((book + tol) - m, scale), n))
+    off = abs(m - book)
+
+    def judged(verdict: str, need: int | None, detail: str) -> Judgement:
+        def at_levels(levels: LevelOf) -> tuple[str, int | None]:
+            if verdict == FAIL:
+                return FAIL, None
+            if verdict == PASS and p <= float(levels(np.array([n]), alpha / 2)[0]):
+                return PASS, None
+            ks = seed_schedule(n + 1)
+            half = _st.t.isf(levels(ks, alpha / 2), ks - 1) * sd * np.sqrt(1 + 1 / ks)
+            return INCONCLUSIVE, _first(ks, off + half <= tol)
+
+        return Judgement(verdict, "value", n, m, sd, pi, need, detail, p=p, level=alpha / 2, at_levels=at_levels)
+
     base = f"book {book:.4g}; one-run 95% PI {m:.4g} ± {h:.3g} over {n} seeds"
     if not pi[0] <= book <= pi[1]:
-        return Judgement(FAIL, "value", n, m, sd, pi, None, base + ": the book's value lies outside")
-    off = abs(m - book)
+        return judged(FAIL, None, base + ": the book's value lies outside")
     if off + h <= tol:
-        return Judgement(PASS, "value", n, m, sd, pi, None, base + f": inside, and within the book's ± {tol:.3g}")
+        return judged(PASS, None, base + f": inside, and within the book's ± {tol:.3g}")
     need = None
     if off + t_crit(MAX_SEEDS) * sd <= tol:  # more seeds narrow the interval only down to ~1.96 sd
         need = _seeds_until(n, lambda k: off + prediction_halfwidth(sd, k, alpha) <= tol)
@@ -256,24 +407,43 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
         if need
         else f"the seed spread (sd {sd:.3g}) and offset {off:.3g} exceed ± {tol:.3g}: more seeds cannot pin one run down"
     )
-    return Judgement(
-        INCONCLUSIVE, "value", n, m, sd, pi, need, base + f": inside but wider than the book's ± {tol:.3g}; {why}"
-    )
+    return judged(INCONCLUSIVE, need, base + f": inside but wider than the book's ± {tol:.3g}; {why}")
 
 
 def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA) -> Judgement:
-    """The 95% interval of the mean against the book's band [lo, hi] (not widened)."""
+    """The 95% interval of the mean against the book's band [lo, hi] (not widened).
+
+    ``p``: two one-sided t tests that the mean lies above lo and below hi, the larger of
+    P(T >= (mean - lo) / se) and P(T <= (mean - hi) / se), se = sd / sqrt(n); PASS is exactly
+    p <= alpha / 2 = ``level``."""
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        return _one_seed("band", xs)
+        return _one_seed("band", xs, alpha / 2)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - alpha)
+    se = sd / math.sqrt(n)
+    p = max(_sf(_z(m - lo, se), n), _sf(_z(hi - m, se), n))
+
+    def judged(verdict: str, need: int | None, detail: str) -> Judgement:
+        def at_levels(levels: LevelOf) -> tuple[str, int | None]:
+            if verdict == FAIL:
+                return FAIL, None
+            if verdict == PASS and p <= float(levels(np.array([n]), alpha / 2)[0]):
+                return PASS, None
+            if not (lo <= m <= hi and sd > 0):  # outside the band: only a FAIL can come, priced as before
+                return INCONCLUSIVE, need
+            ks = seed_schedule(n + 1)
+            half = _st.t.isf(levels(ks, alpha / 2), ks - 1) * sd / np.sqrt(ks)
+            return INCONCLUSIVE, _first(ks, half <= min(m - lo, hi - m))
+
+        return Judgement(verdict, "band", n, m, sd, (a, b), need, detail, p=p, level=alpha / 2, at_levels=at_levels)
+
     base = f"mean {m:.4g}, 95% CI [{a:.4g}, {b:.4g}] over {n} seeds vs the book's [{lo:g}, {hi:g}]"
     if lo <= a and b <= hi:
-        return Judgement(PASS, "band", n, m, sd, (a, b), None, base + ": inside")
+        return judged(PASS, None, base + ": inside")
     if b < lo or a > hi:
-        return Judgement(FAIL, "band", n, m, sd, (a, b), None, base + ": wholly outside")
+        return judged(FAIL, None, base + ": wholly outside")
     need = None
     if lo <= m <= hi and sd > 0:  # the interval narrows around the mean
         room = min(m - lo, hi - m)
@@ -281,7 +451,7 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
     elif sd > 0:
         room = lo - m if m < lo else m - hi
         need = _seeds_until(n, lambda k: mean_halfwidth(sd, k) < room)
-    return Judgement(INCONCLUSIVE, "band", n, m, sd, (a, b), need, base + ": overlaps an edge")
+    return judged(INCONCLUSIVE, need, base + ": overlaps an edge")
 
 
 def every(values: Sequence[float], lo: float, hi: float) -> Judgement:
@@ -296,25 +466,46 @@ def every(values: Sequence[float], lo: float, hi: float) -> Judgement:
 
 
 def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA) -> Judgement:
-    """Two one-sided tests: the difference lies within ±margin ("几乎一样 / unchanged")."""
+    """Two one-sided tests: the difference lies within ±margin ("几乎一样 / unchanged").
+
+    ``p``: the TOST p-value, the larger of P(T >= (mean + margin) / se) and
+    P(T <= (mean - margin) / se), se = sd / sqrt(n); PASS is exactly p < alpha = ``level`` (0.05:
+    the 90% interval inside ±margin)."""
     if margin <= 0:
         raise ValueError("margin must be positive")
     xs = _clean(values)
     n = len(xs)
     if n < 2:
-        return _one_seed("equivalence", xs)
+        return _one_seed("equivalence", xs, alpha)
     m, sd = mean_sd(xs)
     a, b = mean_interval(xs, 1 - 2 * alpha)
+    se = sd / math.sqrt(n)
+    p = max(_sf(_z(m + margin, se), n), _sf(_z(margin - m, se), n))
+
+    def judged(verdict: str, need: int | None, detail: str) -> Judgement:
+        def at_levels(levels: LevelOf) -> tuple[str, int | None]:
+            if verdict == FAIL:
+                return FAIL, None
+            if verdict == PASS and p <= float(levels(np.array([n]), alpha)[0]):
+                return PASS, None
+            if not (margin - abs(m) > 0 and sd > 0):
+                return INCONCLUSIVE, None
+            ks = seed_schedule(n + 1)
+            half = _st.t.isf(levels(ks, alpha), ks - 1) * sd / np.sqrt(ks)
+            return INCONCLUSIVE, _first(ks, half < margin - abs(m))
+
+        return Judgement(verdict, "equivalence", n, m, sd, (a, b), need, detail, p=p, level=alpha, at_levels=at_levels)
+
     base = f"mean {m:+.3g}, 90% CI [{a:+.3g}, {b:+.3g}] over {n} seeds vs ±{margin:.3g}"
     if -margin < a and b < margin:
-        return Judgement(PASS, "equivalence", n, m, sd, (a, b), None, base + ": inside (equivalent)")
+        return judged(PASS, None, base + ": inside (equivalent)")
     if a >= margin or b <= -margin:
-        return Judgement(FAIL, "equivalence", n, m, sd, (a, b), None, base + ": wholly outside (a real difference)")
+        return judged(FAIL, None, base + ": wholly outside (a real difference)")
     need = None
     room = margin - abs(m)
     if room > 0 and sd > 0:
         need = _seeds_until(n, lambda k: mean_halfwidth(sd, k, 1 - 2 * alpha) < room)
-    return Judgement(INCONCLUSIVE, "equivalence", n, m, sd, (a, b), need, base + ": overlaps the margin")
+    return judged(INCONCLUSIVE, need, base + ": overlaps the margin")
 
 
 def exact(ok: bool, detail: str = "", estimate: float | None = None) -> Judgement:
@@ -331,7 +522,11 @@ def na(reason: str) -> Judgement:
 
 
 def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
-    """A statement made of several parts: FAIL if any part fails, PASS if all pass, else INCONCLUSIVE."""
+    """A statement made of several parts: FAIL if any part fails, PASS if all pass, else INCONCLUSIVE.
+
+    ``p``: the intersection-union test (Berger 1982): the statement holds only if every part does,
+    so its p is the largest p of the parts that test something (None when none does); ``level``
+    the smallest of theirs."""
     if not parts:
         raise ValueError("all_of needs at least one part")
     verdicts = [p.verdict for p in parts]
@@ -346,4 +541,30 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
     words = detail or "; ".join(f"{p.verdict}: {p.detail}" for p in parts)
     # the seeds the statement stands on: an exact part (arithmetic, n = 1) counts no seeds
     n = min([p.n for p in parts if p.rule != "exact"] or [p.n for p in parts])
-    return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words)
+    tested = [p for p in parts if p.p is not None]
+    if not tested:
+        return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words)
+
+    def at_levels(levels: LevelOf) -> tuple[str, int | None]:
+        each = [p.at_levels(levels) if p.at_levels else (p.verdict, p.n_needed) for p in parts]
+        vs = [x for x, _ in each]
+        if FAIL in vs:
+            return FAIL, None
+        if all(x == PASS for x in vs):
+            return PASS, None
+        needs = [k for x, k in each if x == INCONCLUSIVE]
+        return INCONCLUSIVE, None if not needs or any(k is None for k in needs) else max(needs)
+
+    return Judgement(
+        v,
+        "all_of",
+        n,
+        None,
+        None,
+        None,
+        need if v == INCONCLUSIVE else None,
+        words,
+        p=max(p.p for p in tested),
+        level=min(p.level for p in tested if p.level is not None),
+        at_levels=at_levels,
+    )

@@ -8,6 +8,11 @@ from the JSON alone and a reader can see why:
   rule, inputs                   the rule of attnlab.stats and its inputs: name -> per-seed
                                  numbers, plus scalars (the book's value, the margin ...)
   verdict, interval, n, n_needed PASS | FAIL | INCONCLUSIVE | REPORTED | NA, and its evidence
+  p                              the p-value of the test behind the rule's PASS (None: no test)
+  looks, seq, seq_n_needed       every judgement at a seed count, and the verdict over them
+                                 (attnlab.sequential.record, added by the lab book)
+  holm                           the verdict after Holm's correction in its family (:func:`with_holm`,
+                                 added to the lab book's index)
   measured, expected             the same in words: numbers per seed, mean ± sd, the interval;
                                  the rule with its numbers
   reason                         why a FAIL fails (or what an INCONCLUSIVE needs)
@@ -24,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .stats import FAIL, INCONCLUSIVE, NA, PASS, REPORTED, VERDICTS, Judgement, mean_sd
+from .stats import FAIL, INCONCLUSIVE, NA, ONE_SIDED, PASS, REPORTED, VERDICTS, Judgement, holm, mean_sd
 
 KINDS = ("book", "sanity", "prediction", "beyond")
 
@@ -80,6 +85,13 @@ def measured_text(inputs: Mapping[str, Any], j: Judgement) -> str:
     return "; ".join(parts)
 
 
+class Claim(dict):
+    """A claim record (a plain dict in JSON) that remembers the :class:`Judgement` it was made from,
+    so the lab book can judge it again at the levels of its looks (attnlab.sequential.record)."""
+
+    judgement: Judgement | None = None
+
+
 def claim(
     cid: str,
     section: str,
@@ -96,23 +108,27 @@ def claim(
     if kind not in KINDS:
         raise ValueError(f"claim kind must be one of {KINDS}, got {kind!r}")
     inputs = dict(inputs or {})
-    out = {
-        "id": cid,
-        "kind": kind,
-        "section": section,
-        "statement": statement,
-        "book": book,
-        "rule": judgement.rule,
-        "inputs": inputs,
-        "verdict": judgement.verdict,
-        "interval": judgement.to_dict()["interval"],
-        "n": judgement.n,
-        "n_needed": judgement.n_needed,
-        "measured": measured_text(inputs, judgement),
-        "expected": expected or judgement.detail,
-        "detail": judgement.detail,
-        "pass": judgement.verdict == PASS,
-    }
+    out = Claim(
+        {
+            "id": cid,
+            "kind": kind,
+            "section": section,
+            "statement": statement,
+            "book": book,
+            "rule": judgement.rule,
+            "inputs": inputs,
+            "verdict": judgement.verdict,
+            "interval": judgement.to_dict()["interval"],
+            "n": judgement.n,
+            "n_needed": judgement.n_needed,
+            "measured": measured_text(inputs, judgement),
+            "expected": expected or judgement.detail,
+            "detail": judgement.detail,
+            "pass": judgement.verdict == PASS,
+            "p": judgement.to_dict()["p"],
+        }
+    )
+    out.judgement = judgement
     if reason:
         out["reason"] = dict(reason)
     return out
@@ -135,8 +151,41 @@ def counts(claims: Iterable[Mapping[str, Any]]) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------ families
+# the families Holm corrects within: the chapter's statements, and our own predictions. Sanity checks
+# are in none (they test our measurement, not a finding; see report.lab_book's method text), nor
+# answers beyond the chapter (reported, not tested)
+FAMILIES = ("book", "prediction")
+FAMILY_LEVEL = ONE_SIDED  # the chance of any false PASS in a family: the level each claim has alone
+
+
+def with_holm(claims: Iterable[Mapping[str, Any]], level: float = FAMILY_LEVEL) -> list[dict]:
+    """Copies of ``claims``, each of a family (kind book or prediction) with ``holm``: its verdict
+    after Holm's step-down correction across the claims of its kind that test something (a ``p``).
+
+    holm is PASS when the verdict is PASS and Holm's procedure at ``level`` rejects the claim's
+    hypothesis (the k-th smallest of the family's m p-values at most level / (m - k + 1)); a PASS it
+    does not reject is INCONCLUSIVE (more seeds could still decide it); every other verdict, and
+    that of a claim with no test (exact arithmetic, every-seed checks, reported answers), is kept.
+    So the chance that any holm PASS of a family is false is at most ``level`` (Holm 1979), while
+    each verdict alone keeps its own level."""
+    out = [dict(c) for c in claims]
+    for kind in FAMILIES:
+        fam = [c for c in out if c.get("kind", "book") == kind]
+        tested = [c for c in fam if isinstance(c.get("p"), (int, float))]
+        keep = holm([float(c["p"]) for c in tested], level)
+        for c in fam:
+            c["holm"] = verdict_of(c)
+        for c, survives in zip(tested, keep):
+            if verdict_of(c) == PASS and not survives:
+                c["holm"] = INCONCLUSIVE
+    return out
+
+
 def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
-    """ "book claims: N PASS, M FAIL, K INCONCLUSIVE …; sanity …; predictions …" (empty verdicts left out)."""
+    """ "book claims: N PASS (Holm H, sequential S), M FAIL, K INCONCLUSIVE …; sanity …; predictions …"
+    (empty verdicts left out; Holm and sequential counts where the claims carry them)."""
+    claims = list(claims)
     c = counts(claims)
     names = {
         "book": "书中论断 / book claims",
@@ -152,5 +201,15 @@ def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
         shown = [f"{row[v]} {v}" for v in (PASS, FAIL, INCONCLUSIVE)] + [
             f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]
         ]
+        mine = [x for x in claims if x.get("kind", "book") == kind]
+        extra = []
+        if any("holm" in x for x in mine):
+            extra.append(f"Holm {sum(x.get('holm') == PASS for x in mine)}")
+        if any(x.get("seq") for x in mine):
+            # a claim that tests nothing has no sequential verdict: its verdict stands
+            seq = sum((x.get("seq") or verdict_of(x)) == PASS for x in mine)
+            extra.append(f"顺序 / sequential {seq}")
+        if extra:
+            shown[0] += f" ({', '.join(extra)})"
         parts.append(f"{label}: {', '.join(shown)}")
     return "; ".join(parts)

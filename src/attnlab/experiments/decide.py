@@ -1,7 +1,10 @@
 """``attnlab book --decide``: train the seeds that INCONCLUSIVE claims need, cheapest verdict first.
 
 Every INCONCLUSIVE claim whose rule named ``n_needed`` (the seeds for 80% power at the
-effect observed, attnlab.stats) is a question more seeds can settle. For each, the
+effect observed, attnlab.stats) is a question more seeds can settle. A claim that records its
+looks is asked by its sequential verdict and price (``seq``, ``seq_n_needed``,
+attnlab.sequential): each look spends part of the claim's level, so however many looks the loop
+takes its false-PASS rate stays at the level (:func:`simulate` measures it). For each, the
 planner lists the runs of the seeds it lacks (the experiment's ``seed_runs``), leaves
 out every run already finished on disk or already recorded in the committed JSON,
 estimates each run's training time from the runs' own timing records, and orders the
@@ -21,16 +24,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .. import verdicts as V
 from ..config import Config
 from ..errors import AttnlabError
 from ..io import read_json
 from ..runfolder import training_seconds
 from ..runner import Run, train_cost
+from ..sequential import N_MAX
 from .book_runs import BOOK_SEED
 
 MAX_BUDGET_S = 366 * 86400.0  # --budget: at most a year
-MAX_SEEDS = 30  # a question needing more seeds than this is reported, not planned
+MAX_SEEDS = N_MAX  # a question needing more seeds than this is reported, not planned (the design's maximum)
+ROUNDS = 3  # plan, train, judge again: at most this many times per invocation
 # seconds per unit of runner.train_cost on one thread when no run on disk has a timing record:
 # the chapter's small model, 1500 steps, took ~110 s on one core of the 2-core development machine
 DEFAULT_S_PER_COST = 110.0 / 1.378e12
@@ -83,13 +90,27 @@ def parse_duration(text: str) -> float:
     return secs
 
 
+def asked(c: Mapping) -> tuple[str, int | None]:
+    """The verdict and price the loop decides a claim by: its sequential ones where it records its
+    looks (attnlab.sequential.record), else (a claim judged before looks were kept) its own."""
+    if c.get("seq") is not None:
+        return c["seq"], c.get("seq_n_needed")
+    return V.verdict_of(c), c.get("n_needed")
+
+
+def next_look(verdict: str, need: int | None, n: int) -> int | None:
+    """The seed count of a claim's next look, or None: it is decided, or more seeds will not decide it.
+    (``plan`` then reports, not plans, a look beyond MAX_SEEDS.)"""
+    return need if verdict == "INCONCLUSIVE" and isinstance(need, int) and need > n else None
+
+
 def questions(docs: Mapping[str, dict]) -> list[Question]:
     """The INCONCLUSIVE claims of every experiment's JSON that name the seeds they need."""
     out = []
     for eid, doc in docs.items():
         for c in doc.get("claims", []):
-            need = c.get("n_needed")
-            if V.verdict_of(c) == "INCONCLUSIVE" and isinstance(need, int) and need > (c.get("n") or 0):
+            verdict, need = asked(c)
+            if next_look(verdict, need, c.get("n") or 0):
                 # a claim stands on its first n seeds (BOOK_SEED upward) unless it names them ("seeds")
                 seeds = tuple(int(s) for s in c.get("seeds") or ())
                 out.append(Question(eid, c["id"], int(c.get("n") or 0), need, seeds))
@@ -192,7 +213,7 @@ def run_decide(
     dry_run: bool = False,
     refresh: Callable[[set[str]], None],
     log: Callable[[str], None] = print,
-    rounds: int = 3,
+    rounds: int = ROUNDS,
     progress: bool = True,
 ) -> dict:
     """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans,
@@ -291,16 +312,87 @@ def summary(before: Mapping[str, dict], after: Mapping[str, dict]) -> list[str]:
     for eid, doc in before.items():
         now = {c["id"]: c for c in after.get(eid, {}).get("claims", [])}
         for c in doc.get("claims", []):
-            if V.verdict_of(c) != "INCONCLUSIVE":
+            if asked(c)[0] != "INCONCLUSIVE":
                 continue
             n = now.get(c["id"])
             if n is None:
                 continue
-            v = V.verdict_of(n)
+            v, need = asked(n)
             tail = (
                 ""
                 if v != "INCONCLUSIVE"
-                else (f" (needs ~{n['n_needed']} seeds)" if n.get("n_needed") else " (more seeds will not settle it)")
+                else (f" (needs ~{need} seeds)" if need else " (more seeds will not settle it)")
             )
             out.append(f"  {eid}.{c['id']}: INCONCLUSIVE ({c.get('n')} seeds) -> {v} ({n.get('n')} seeds){tail}")
     return out
+
+
+# ------------------------------------------------------------------------------ the loop, simulated
+def simulate(
+    effect: float,
+    *,
+    rule: str = "sequential",
+    reps: int = 10_000,
+    n0: int = 3,
+    sesoi: float = 0.0,
+    rounds: int = ROUNDS,
+    seed: int = 0,
+) -> dict:
+    """The decide loop on ``reps`` effect claims at once, each with seeds whose paired differences
+    are N(effect, 1): judged at ``n0`` seeds (the book's first look), then, while INCONCLUSIVE and
+    its next look is planned (:func:`next_look`, at most MAX_SEEDS), judged again at the seeds its
+    price names, ``rounds`` times at most, as :func:`run_decide` does with an unlimited budget.
+
+    rule "sequential": each look through :func:`attnlab.stats.effect_decide` at the nominal level
+    attnlab.sequential gives it after the claim's earlier looks, priced at the next look's level
+    (what a stored claim's ``seq`` and ``seq_n_needed`` are); "fixed": every look at the fixed
+    rule's 2.5 % and priced by its own ``n_needed`` (stats.seeds_for), the loop before sequential
+    verdicts. Returns the rates of PASS and FAIL, the mean seeds at the decision (or where the
+    loop stopped) and the mean number of looks."""
+    from .. import sequential as Q
+    from .. import stats as S
+
+    if rule not in ("sequential", "fixed"):
+        raise ValueError(f"rule must be sequential or fixed, got {rule!r}")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((reps, MAX_SEEDS)) + effect
+    cs, css = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+    n = np.full(reps, n0)
+    prior: list[tuple[int, ...]] = [()] * reps
+    code = np.zeros(reps, dtype=int)  # 0 open, 1 PASS, 2 FAIL, 3 stopped undecided
+    looks = np.zeros(reps, dtype=int)
+    for _ in range(rounds + 1):
+        groups: dict[tuple, list[int]] = {}
+        for i in np.flatnonzero(code == 0):
+            groups.setdefault((prior[i], int(n[i])), []).append(i)
+        for (ns, k), members in groups.items():
+            idx = np.array(members)
+            m = cs[idx, k - 1] / k
+            sd = np.sqrt(np.maximum(css[idx, k - 1] - k * m * m, 0) / (k - 1))
+            if rule == "sequential":
+                ks = np.arange(k + 1, MAX_SEEDS + 1)
+                now = Q.next_levels(ns, [k], S.ONE_SIDED)[0]
+                later = Q.next_levels((*ns, k), ks, S.ONE_SIDED)
+                c, _, need = S.effect_decide(m, sd, k, sesoi=sesoi, level=now, ks=ks, ks_levels=later)
+            else:
+                none = np.array([], dtype=int)
+                c, _, _ = S.effect_decide(m, sd, k, sesoi=sesoi, level=S.ONE_SIDED, ks=none, ks_levels=none)
+                need = np.where(c == 0, S.seeds_for_many(np.maximum(m, sesoi), sd, MAX_SEEDS), 0)
+            looks[idx] += 1
+            code[idx] = c
+            for i, v, q in zip(idx, c, need):
+                if v != 0:
+                    continue
+                nxt = next_look(S.CODES[v], int(q) or None, k)
+                if nxt is None or nxt > MAX_SEEDS:
+                    code[i] = 3  # not planned: reported as undecided
+                else:
+                    prior[i], n[i] = (*ns, k), nxt
+    code[code == 0] = 3  # rounds used up
+    return {
+        "pass": float(np.mean(code == 1)),
+        "fail": float(np.mean(code == 2)),
+        "seeds": float(np.mean(n)),
+        "looks": float(np.mean(looks)),
+        "reps": reps,
+    }

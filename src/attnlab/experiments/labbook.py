@@ -35,6 +35,7 @@ from ..errors import AttnlabError
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
+from ..sequential import record as record_looks
 from .book_runs import Scale
 from .common import environment, provenance
 
@@ -539,7 +540,10 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
             if isinstance(doc, dict) and doc.get("scale", {}).get("quick") is False:
                 ctx.previous = doc.get("results") or None
     outcome = e.measure(ctx)
-    outcome.claims = e.judge(judge_input(e, ctx.root, outcome.results))
+    # a judgement at a new seed count is a look: the claims keep the looks their stored JSON records
+    stored = _read(ctx.root / DATA_DIR / f"{e.id}.json") if not ctx.scale.quick else None
+    earlier = (stored or {}).get("claims") if (stored or {}).get("scale", {}).get("quick") is False else None
+    outcome.claims = record_looks(e.judge(judge_input(e, ctx.root, outcome.results)), earlier)
     return outcome
 
 
@@ -569,7 +573,7 @@ def rejudge(e: Experiment, doc: dict, root: Path | None = None, data: Path | Non
     """The entry's JSON with its claims judged again from its results (nothing is measured)."""
     if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
         return doc
-    claims = e.judge(judge_input(e, root or Path("."), doc["results"], data))
+    claims = record_looks(e.judge(judge_input(e, root or Path("."), doc["results"], data)), doc.get("claims"))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
     return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
 
@@ -658,7 +662,9 @@ def build_index(
         s["experiments"].append(e.id)
         s["claims"] += docs.get(e.id, {}).get("claims", [])
     secs = list(sections.values())
+    held = iter(V.with_holm([c for s in secs for c in s["claims"]]))  # Holm within each family of the book
     for s in secs:
+        s["claims"] = [next(held) for _ in s["claims"]]
         verdicts = [V.verdict_of(c) for c in s["claims"]]
         s["pass"] = verdicts.count("PASS")
         s["fail"] = verdicts.count("FAIL")

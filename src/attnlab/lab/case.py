@@ -88,7 +88,10 @@ def measure(ctx: Context) -> Outcome:
 # -------------------------------------------------------------------------------- judge
 def judge(doc: dict) -> list[dict]:
     """The case's own claims (check_claims), judged from the case document (``source``)."""
-    return [{**c, "kind": c.get("kind", "book")} for c in check_claims(doc)]
+    claims = check_claims(doc)
+    for c in claims:  # in place: a claim keeps the judgement it was made from (attnlab.sequential.record)
+        c.setdefault("kind", "book")
+    return claims
 
 
 EXPERIMENT = Experiment(

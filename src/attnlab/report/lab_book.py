@@ -3,7 +3,8 @@
 One page in the chapter's order: a summary line, a table of contents with the
 PASS/FAIL count of each section, then per section the chapter's statement, the
 command that reproduces it, the tables, the figures and the claims (book |
-ours | verdict) with the reason of every FAIL. The HTML is one self-contained
+ours | verdict, with its p, its verdict after Holm's correction in its family and its sequential
+verdict over its looks) with the reason of every FAIL. The HTML is one self-contained
 file (:mod:`attnlab.report.selfcontained`): the figures are embedded as data:
 URIs and the fonts as subsets holding exactly the page's characters, so it
 opens alone from file:// with no network.
@@ -22,6 +23,50 @@ from ..stats import METHOD
 from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
 NOT_RUN = "未运行 / not run yet"
+
+FAMILY_METHOD = (
+    "p 值与族 / p-values and families: 每条检验了假设的论断给出 p 值，即其 PASS 所依据的检验的 p："
+    "效应是种子配对差对 0 的单侧 t 检验，数值是一次运行落在书中值 ± 容差之内的预测 t 检验（书中值本身在单次运行预测分布下的"
+    "双侧 p 决定 FAIL），区间是均值在区间两端之内的两个单侧检验，等价是 TOST，组合论断取各部分中最大的 p（交并检验）。"
+    "单条论断各自的水平是单侧 2.5%（等价 5%）；论断越多，靠运气 PASS 的就越多。所以每条论断旁边还有 Holm 判定："
+    "在它所属的族里，按 Holm 逐步法把“族中任何一条 PASS 是假的”的机会控制在 2.5%；没有通过的 PASS 记为 "
+    "INCONCLUSIVE（更多种子仍可能定下来），FAIL 与 INCONCLUSIVE 不变（Holm 只约束假 PASS：FAIL 是单条论断自己的判定，"
+    "其 p 在表中可查）。族有两个：书中论断是一族——它们一起回答“书对不对”，读者按总数来读；我们自己的预测是另一族——"
+    "它们是我们的说法，不该与书的说法共用或稀释同一份错误预算。自检不进入任何族：它们检验的是我们的测量本身是否有意义"
+    "（起点 loss、掩码、对照），是测量成立的前提而不是发现，若不成立，该修的是测量；精确算术与逐种子检查（every）"
+    "不是带错误率的检验，没有 p，Holm 列照抄原判定。"
+    " / Every claim that tests a hypothesis carries its p, that of the test behind its PASS: for an effect the "
+    "one-sided t test of the per-seed paired differences against 0; for a value the one-run predictive t test "
+    "that one run lies within the book's value ± its tolerance (the book's value itself under that predictive "
+    "distribution, two-sided, decides the FAIL); for a band two one-sided tests against its ends; for an "
+    "equivalence the TOST p; for a claim of several parts the largest p of its parts (intersection-union). Alone, "
+    "each is held to one-sided 2.5% (equivalence 5%); the more claims, the more PASS by luck. So beside each "
+    "verdict stands its Holm verdict: within its family, Holm's step-down procedure holds the chance that any "
+    "PASS of the family is false to 2.5%; a PASS that does not survive reads INCONCLUSIVE (more seeds may still "
+    "decide it), FAIL and INCONCLUSIVE are kept (Holm guards against false PASSes; a FAIL is the claim's own "
+    "verdict, its p shown). Two families: the book's claims, read together as the answer to 'is the book right', "
+    "and our own predictions, our statements, which should neither share nor dilute the book's error budget. "
+    "Sanity checks are in no family: they test whether our measurement means anything (the starting loss, the "
+    "mask, the controls), a precondition rather than a finding, and one that fails calls for fixing the "
+    "measurement. Exact arithmetic and every-seed checks are not tests with an error rate: no p, and their Holm "
+    "column repeats the verdict."
+)
+
+SEQUENTIAL_METHOD = (
+    "顺序判定 / sequential verdicts: `attnlab book --decide` 会给未定的论断补种子再判，每判一次就是一次查看（look）。"
+    "每次都按 2.5% 判，运气越过线的机会就会累加（无效应时约 5–6%）。顺序判定把每条论断的 2.5% 分给它的各次查看："
+    "到 n 个种子时最多用掉 α(n/30)，α(t) = 2.5%·ln(1 + (e − 1)t)（Lan–DeMets 的 Pocock 型消耗函数，30 是一条论断"
+    "最多补到的种子数），每次查看的名义水平由此算出；一旦某次查看通过即为 PASS，FAIL 沿用原规则（不增加假 PASS）。"
+    "第一次查看也算：一条论断若可能被补种子，它在第一次查看时就只能用掉 α(n/30)。表中“顺序”一列是这个判定及各次查看的"
+    "种子数；主判定不变。"
+    " / `attnlab book --decide` adds seeds to an undecided claim and judges it again: each judgement is a look. "
+    "Judged at 2.5% every time, chance crosses the line more often (5-6% under no effect). The sequential verdict "
+    "shares each claim's 2.5% among its looks: by n seeds it may have spent at most alpha(n/30), alpha(t) = "
+    "2.5% ln(1 + (e - 1)t) (Lan-DeMets, Pocock type; 30 seeds is the most one claim is extended to), which sets "
+    "each look's nominal level; a look that crosses is a PASS that stands, FAIL is the fixed rule's (it adds no "
+    "false PASS). The first look counts too: a claim that may be extended can spend only alpha(n/30) there. The "
+    "sequential column shows that verdict and the seed counts of the looks; the main verdict is unchanged."
+)
 STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run": NOT_RUN}
 
 
@@ -80,6 +125,31 @@ def _measured_html(v: Any) -> str:
     only where they are short, so a long list of seeds wraps instead of widening the table."""
     parts = _fmt(v).split("; ")
     return "; ".join(f"<span class=q>{html.escape(p)}</span>" for p in parts)
+
+
+def families(book: dict) -> dict[str, dict]:
+    """Each claim of the book's index by id: it carries the verdict after Holm's correction (``holm``)."""
+    return {c["id"]: c for s in book.get("sections", []) for c in s.get("claims", []) if isinstance(c, dict)}
+
+
+def p_text(c: dict) -> str:
+    p = c.get("p")
+    return "—" if not isinstance(p, (int, float)) else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
+
+
+def holm_text(c: dict, index: dict[str, dict]) -> str:
+    return (index.get(c["id"]) or {}).get("holm") or "—"
+
+
+def seq_text(c: dict) -> str:
+    """The sequential verdict and the seed counts of the claim's looks ("—": it tests nothing)."""
+    v = c.get("seq")
+    if not v:
+        return "—"
+    need = c.get("seq_n_needed")
+    head = f"INCONCLUSIVE（需约 {need} / needs ~{need}）" if v == "INCONCLUSIVE" and need else v
+    ns = [str(x.get("n")) for x in c.get("looks") or []]
+    return f"{head} · {'→'.join(ns)} 种子 / seeds" if ns else head
 
 
 def verdict(c: dict) -> str:
@@ -152,11 +222,12 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
             f"| [{s['section']}](#{anchor(s['section'])}) | {s['title']} | {st} | {s['pass']} | {s['fail']} "
             f"| {s.get('inconclusive', 0)} |"
         )
-    out += ["", "## 判定规则 / How verdicts are reached", "", METHOD, ""]
+    out += ["", "## 判定规则 / How verdicts are reached", "", METHOD, "", FAMILY_METHOD, "", SEQUENTIAL_METHOD, ""]
+    index = families(book)
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
-            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix)
+            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index)
     env = book.get("environment", {})
     out += [
         "## 环境 / Environment",
@@ -169,7 +240,7 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
     return "\n".join(out) + "\n"
 
 
-def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
+def _md_experiment(eid: str, doc: dict | None, fig_prefix: str, index: dict[str, dict] | None = None) -> list[str]:
     if doc is None:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
     out = [
@@ -198,13 +269,15 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str) -> list[str]:
         out += [f"![{Path(f).name}]({fig_prefix}{f})", ""]
     if doc["claims"]:
         out += [
-            "| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict |",
-            "|---|---|---|---|---|",
+            "| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict | p "
+            "| Holm | 顺序 / sequential |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for c in doc["claims"]:
             out.append(
                 f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
-                f"{_fmt(c['measured'])} | **{verdict(c)}** |"
+                f"{_fmt(c['measured'])} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
+                f"| {seq_text(c)} |"
             )
         out.append("")
     out += [f"- {n}" for n in doc.get("notes", [])]
@@ -244,11 +317,15 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
         )
     nav.append("</table>")
     parts.append(f'<nav id="toc"><h2>目录 / Contents</h2>{"".join(nav)}</nav>')
-    parts.append(f"<h2>判定规则 / How verdicts are reached</h2><p>{html.escape(METHOD)}</p>")
+    parts.append(
+        f"<h2>判定规则 / How verdicts are reached</h2><p>{html.escape(METHOD)}</p>"
+        f"<p id=families>{html.escape(FAMILY_METHOD)}</p><p id=sequential>{html.escape(SEQUENTIAL_METHOD)}</p>"
+    )
+    index = families(book)
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
-            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root))
+            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index))
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
@@ -279,7 +356,7 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     )
 
 
-def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
+def _html_experiment(eid: str, doc: dict | None, root: Path, index: dict[str, dict] | None = None) -> str:
     e = html.escape
     if doc is None:
         return f"<h3>{e(eid)}</h3><p><span class='badge not_run'>{NOT_RUN}</span></p>"
@@ -323,14 +400,16 @@ def _html_experiment(eid: str, doc: dict | None, root: Path) -> str:
     if doc["claims"]:
         out.append(
             "<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
-            "<th>本次 / measured</th><th>判定 / verdict</th></tr>"
+            "<th>本次 / measured</th><th>判定 / verdict</th><th>p</th><th>Holm</th><th>顺序 / sequential</th></tr>"
         )
         for c in doc["claims"]:
             v = verdict(c)
+            h = holm_text(c, index or {})
             out.append(
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
-                f"<td class='{V.verdict_of(c)}'>{e(v)}</td></tr>"
+                f"<td class='{V.verdict_of(c)}'>{e(v)}</td><td>{e(p_text(c))}</td>"
+                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td></tr>"
             )
         out.append("</table>")
     if doc.get("notes"):
