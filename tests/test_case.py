@@ -155,7 +155,7 @@ def test_report_rejudges_an_edited_committed_json(tmp_path):
     ent = res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"]
     res["pairs"]["big_unscaled"]["trace"]["layers"][0]["weight_entropy"] = [ent[0]] + [0.9] * (len(ent) - 1)
     for c in res.get("claims", []):
-        c["pass"] = True  # stored verdicts are ignored
+        c["pass"], c["verdict"] = True, "PASS"  # stored verdicts (consistent, all PASS) are ignored
     (tmp_path / "data").mkdir()
     path = tmp_path / "data" / "ch1_case.json"
     path.write_text(json.dumps(res), encoding="utf-8")
