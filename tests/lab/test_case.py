@@ -18,6 +18,7 @@ from attnlab.experiments.book_runs import Scale
 from attnlab.experiments.claims import check_claims
 from attnlab.experiments.labbook import Context, judge_input, rejudge
 from attnlab.lab import case as C
+from attnlab.sequential import record
 
 SOURCE = json.loads((REPO_ROOT / C.SOURCE).read_text(encoding="utf-8"))
 
@@ -50,9 +51,9 @@ def test_an_edit_of_the_source_is_what_the_lab_book_judges(measured, tmp_path):
         u["val_loss_end"] = s["val_loss_end"]
     (tmp_path / C.SOURCE).write_text(json.dumps(doc), encoding="utf-8")
     entry = {"status": "done", "results": measured.results, "claims": [], "notes": []}
-    edited = rejudge(C.EXPERIMENT, entry, tmp_path)["claims"]
-    assert same(edited, C.judge(doc))
-    assert not same(edited, C.judge(SOURCE))
+    edited = rejudge(C.EXPERIMENT, entry, tmp_path)["claims"]  # with their looks (attnlab.sequential)
+    assert same(edited, record(C.judge(doc), []))
+    assert not same(edited, record(C.judge(SOURCE), []))
 
 
 def test_the_table_shows_each_seed(measured):
