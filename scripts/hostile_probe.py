@@ -50,6 +50,7 @@ def main() -> int:
     ap.add_argument("--memory-gb", type=float, default=6)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default=None, help="substring of the row ids to run")
+    ap.add_argument("--from-row", default=None, help="run the rows of the table from this row id on")
     ap.add_argument("--with-bad-inputs", action="store_true", help="also the table of tests/test_bad_inputs.py")
     args = ap.parse_args()
     import test_hostile_inputs as T
@@ -57,6 +58,8 @@ def main() -> int:
     d = Path(tempfile.mkdtemp(prefix="hostile-probe-"))
     holes = T.prepare(d)
     table = [(case_id, argv, phrase, holes, None) for case_id, argv, phrase in T.CASES]
+    if args.from_row:
+        table = table[[t[0] for t in table].index(args.from_row) :]
     if args.with_bad_inputs:
         import test_bad_inputs as B
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import socket
@@ -78,11 +79,47 @@ def prepare(d: Path) -> dict:
             (root / "lab_book" / "markov.json").write_text(good[: len(good) // 2])
         return str(d / name)
 
+    blocker = d / "blocker"
+    blocker.write_text("a file where a folder should be")
     good_book = (REPO / "data" / "lab_book.json").read_text(encoding="utf-8")
     case_root = d / "case_root" / "data"
     case_root.mkdir(parents=True)
     shutil.copy(REPO / "data" / "ch1_case.json", case_root / "ch1_case.json")
     (case_root / "lab_book.json").write_text(good_book[:1000])
+
+    # round three: timing records, stored claims, SLURM configs and run folders of the wrong shape
+    def entry_root(name: str, eid: str, change=None, text: str | None = None) -> str:
+        folder = d / name / "data" / "lab_book"
+        folder.mkdir(parents=True)
+        if text is not None:
+            (folder / f"{eid}.json").write_text(text)
+        else:
+            doc = json.loads((REPO / "data" / "lab_book" / f"{eid}.json").read_text(encoding="utf-8"))
+            change(doc)
+            (folder / f"{eid}.json").write_text(json.dumps(doc, allow_nan=True))
+        return str(d / name)
+
+    def first_open(doc: dict) -> dict:  # the first claim --decide would plan seeds for
+        return next(c for c in doc["claims"] if c.get("verdict") == "INCONCLUSIVE" and c.get("n_needed"))
+
+    (d / "rec_fifo" / "data" / "lab_book").mkdir(parents=True)
+    os.mkfifo(d / "rec_fifo" / "data" / "lab_book" / "exercise1.json")
+    os.mkfifo(d / "fifo.toml")
+    for name, text in [
+        ("inf.toml", "mem_gb = inf\n"),
+        ("par.toml", "parallelism = 1000000000000000000\n"),
+        ("time.toml", 'time = "' + "9" * 5000 + '"\n'),
+        ("extra.toml", 'extra = "abc"\n'),
+    ]:
+        (d / name).write_text(text)
+    shutil.copytree(run, d / "ckdir")  # a run whose ckpt.pt is a folder
+    (d / "ckdir" / "ckpt.pt").unlink()
+    (d / "ckdir" / "ckpt.pt").mkdir()
+    shutil.copytree(run, d / "sched")  # a run whose checkpoint holds an impossible schedule
+    torch.save(
+        dict(payload, schedule=[{"from_step": 7, "max_steps": 999_999}, {"from_step": 2, "max_steps": 3}]),
+        d / "sched" / "ckpt.pt",
+    )
     with socket.socket() as s:  # a free port, so that serve reaches the checkpoint
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -104,6 +141,22 @@ def prepare(d: Path) -> dict:
         "book_deep": book_root("book_deep", _deep(100_000)),
         "book_entry": book_root("book_entry", damage_entry=True),
         "case_json": str(case_root / "ch1_case.json"),
+        "rec_fifo": str(d / "rec_fifo"),
+        "rec_list": entry_root("rec_list", "exercise1", lambda e: e.__setitem__("timings", [1, 2])),
+        "rec_bool": entry_root("rec_bool", "exercise1", lambda e: e["timings"].__setitem__("compute_s", True)),
+        "rec_str": entry_root("rec_str", "exercise1", lambda e: e["timings"].__setitem__("compute_s", "abc")),
+        "rec_scale": entry_root("rec_scale", "exercise1", lambda e: e.__setitem__("scale", "quick")),
+        "rec_nan": entry_root("rec_nan", "exercise1", lambda e: e["timings"].__setitem__("compute_s", float("nan"))),
+        "rec_neg": entry_root("rec_neg", "exercise1", lambda e: e["timings"].__setitem__("compute_s", -100.0)),
+        "rec_deep": entry_root("rec_deep", "exercise1", text=_deep(100_000)),
+        "dec_str": entry_root("dec_str", "exercise1", lambda e: e.__setitem__("claims", "abc")),
+        "dec_elem": entry_root("dec_elem", "exercise1", lambda e: e["claims"].__setitem__(0, "abc")),
+        "dec_seeds": entry_root("dec_seeds", "exercise1", lambda e: first_open(e).__setitem__("seeds", ["a"])),
+        "dec_n": entry_root("dec_n", "exercise1", lambda e: first_open(e).__setitem__("n", "x")),
+        "dec_neg": entry_root("dec_neg", "exercise1", lambda e: first_open(e).__setitem__("n_needed", -5)),
+        "blocker": str(blocker),
+        "long": str(d / ("a" * 300)),
+        "longer": str(d / "/".join(["b" * 200] * 25)),
     }
 
 
@@ -120,6 +173,11 @@ def cases() -> list[tuple[str, list[str], str]]:
     """(id, argv with {placeholders}, phrase in the message)."""
     t = ["train", "--corpus", "{corpus}", "--no-progress", "--out", "{d}/new", *SMALL]
     sw = ["sweep", "--corpus", "{corpus}", "--out", "{d}/sw", "--executor", "serial", *SMALL]
+    sl = ["book", "--plan", "--executor", "slurm"]
+
+    def tr(out: str) -> list[str]:
+        return ["train", "--corpus", "{corpus}", "--no-progress", "--out", out, *SMALL]
+
     big = str(10**12)
     return [
         # sizes a command would build or allocate (item 6 and 3)
@@ -209,6 +267,62 @@ def cases() -> list[tuple[str, list[str], str]]:
             ["heads", "{bare}", "--corpus", "{corpus}", "--set", "n_layer=2"],
             "missing",
         ),
+        # round three (issue 34 items 3 and 5): plans, --decide and SLURM options read at the door
+        ("book --plan FIFO record", ["book", "--plan", "--out", "{rec_fifo}"], "is a FIFO"),
+        ("case --plan FIFO record", ["case", "--plan", "--out", "{rec_fifo}"], "is a FIFO"),
+        ("book --plan record timings a list", ["book", "--plan", "--out", "{rec_list}"], "timings is list"),
+        ("book --plan record compute_s a boolean", ["book", "--plan", "--out", "{rec_bool}"], "is a boolean"),
+        ("book --plan record compute_s a string", ["book", "--plan", "--out", "{rec_str}"], "compute_s is str"),
+        ("book --plan record scale a string", ["book", "--plan", "--out", "{rec_scale}"], "scale is str"),
+        ("book --plan record NaN", ["book", "--plan", "--out", "{rec_nan}"], "NaN or infinite"),
+        ("book --plan record negative", ["book", "--plan", "--out", "{rec_neg}"], "compute_s: -100.0"),
+        ("case --plan record deep", ["case", "--plan", "--out", "{rec_deep}"], "nested"),
+        ("book --decide claims a string", ["book", "--decide", "--dry-run", "--out", "{dec_str}"], "claims is str"),
+        ("book --decide claim a string", ["book", "--decide", "--dry-run", "--out", "{dec_elem}"], "claims[0] is str"),
+        ("book --decide seeds ['a']", ["book", "--decide", "--dry-run", "--out", "{dec_seeds}"], "seeds[0] is str"),
+        ("book --decide n 'x'", ["book", "--decide", "--dry-run", "--out", "{dec_n}"], ".n is str"),
+        ("book --decide n_needed -5", ["book", "--decide", "--dry-run", "--out", "{dec_neg}"], "n_needed: -5"),
+        ("book --budget ''", ["book", "--decide", "--dry-run", "--budget", "", "--out", "{dec_neg}"], "--budget"),
+        ("book --budget 400 digits", ["book", "--decide", "--dry-run", "--budget", "9" * 400], "--budget"),
+        ("--slurm-config deep", sl + ["--slurm-config", "{deep}"], "nested"),
+        ("--slurm-config /dev/zero", sl + ["--slurm-config", "/dev/zero"], "is a device"),
+        ("--slurm-config FIFO", sl + ["--slurm-config", "{d}/fifo.toml"], "is a FIFO"),
+        ("--slurm-config mem_gb inf", sl + ["--slurm-config", "{d}/inf.toml"], "mem_gb: inf"),
+        ("--slurm-config parallelism 10**18", sl + ["--slurm-config", "{d}/par.toml"], "parallelism"),
+        ("--slurm-config time of 5000 digits", sl + ["--slurm-config", "{d}/time.toml"], "--slurm-time"),
+        ("--slurm-config extra a string", sl + ["--slurm-config", "{d}/extra.toml"], "extra is str"),
+        ("--slurm-time of 5000 digits", sl + ["--slurm-time", "9" * 5000], "--slurm-time"),
+        ("--slurm-parallelism 10**18", sl + ["--slurm-parallelism", str(10**18)], "parallelism"),
+        (
+            "case --plan --slurm-parallelism 10**18",
+            ["case", "--plan", "--executor", "slurm", "--slurm-parallelism", str(10**18)],
+            "parallelism",
+        ),
+        # path errors: one line, exit 2 (a name or path too long, a file where a folder is expected)
+        ("train --out name too long", tr("{long}"), "File name too long"),
+        ("train --out path too long", tr("{longer}"), "File name too long"),
+        ("train --corpus name too long", ["train", "--corpus", "{long}.txt", "--out", "{d}/new"], "too long"),
+        ("heads --out name too long", ["heads", "{ckpt}", "--no-ablate", "--out", "{long}.json"], "too long"),
+        ("generate checkpoint name too long", ["generate", "{long}.pt"], "too long"),
+        ("ablate --out name too long", ["ablate", "--out", "{long}.json", "--steps", "1"], "too long"),
+        ("failures --out name too long", ["failures", "--out", "{long}.json", "--steps", "1"], "too long"),
+        (
+            "bench --json name too long",
+            ["bench", "attention", "--n", "8", "--json", "{long}.json", "--figure", ""],
+            "too long",
+        ),
+        ("build-corpus --out name too long", ["build-corpus", "--out", "{long}.txt"], "too long"),
+        ("corpus-stats --corpus name too long", ["corpus-stats", "--corpus", "{long}.txt"], "too long"),
+        ("report JSON name too long", ["report", "{long}.json"], "too long"),
+        ("report --data name too long", ["report", "--data", "{long}"], "too long"),
+        ("report --data a file", ["report", "--data", "{blocker}"], "is not a folder"),
+        ("heads --rejudge under a file", ["heads", "--rejudge", "{blocker}/h.json"], "Not a directory"),
+        # run folders and typed text
+        ("train --resume ckpt.pt a folder", tr("{d}/ckdir") + ["--resume"], "not a checkpoint file"),
+        ("train --resume impossible schedule", tr("{d}/sched") + ["--resume"], "'schedule' starts at"),
+        ("generate --prompt not UTF-8", ["generate", "{ckpt}", "--prompt", "\udcff\udcfe"], "not UTF-8"),
+        ("train --set probe= not UTF-8", t + ["--set", "probe=\udcff"], "not UTF-8"),
+        ("heads --text not UTF-8", ["heads", "{ckpt}", "--no-ablate", "--text", "春\udcff眠"], "not UTF-8"),
     ]
 
 

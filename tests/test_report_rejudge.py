@@ -4,6 +4,8 @@ per-seed numbers changes exactly the claims that read them, and nothing is train
 import json
 import shutil
 
+import pytest
+
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
 from attnlab.verdicts import verdict_of
@@ -45,3 +47,144 @@ def test_a_damaged_lab_book_json_is_named(tmp_path, capsys):
     assert main(["report", "--data", str(tmp_path / "data")]) == 2
     err = capsys.readouterr().err
     assert "kv_cache.json cannot be judged" in err and "attnlab book --only §1.8.7" in err
+
+
+# ------------------------------------------------------------------ report trusts nothing it reads
+def _files(root) -> dict:
+    import hashlib
+
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".attnlab")
+    }
+
+
+def test_report_data_dir_judges_its_own_folder_and_leaves_unchanged_data_alone(tmp_path):
+    """--data DIR reads and writes DIR (not DIR/../data), reproduces every committed verdict, and a
+    second run on unchanged data writes no file again (no new time stamp in a checkout)."""
+    data = tmp_path / "mine"  # not named data: the book used to be looked for in tmp/data
+    shutil.copytree(REPO_ROOT / "data", data)
+    committed = {p.name: _verdicts_of(p) for p in [data / "ch1_case.json", *(data / "lab_book").glob("*.json")]}
+    assert main(["report", "--data", str(data)]) == 0
+    assert not (tmp_path / "data").exists()
+    for p in [data / "ch1_case.json", *(data / "lab_book").glob("*.json")]:
+        assert _verdicts_of(p) == committed[p.name], p.name
+    first = _files(tmp_path)
+    assert main(["report", "--data", str(data)]) == 0
+    again = _files(tmp_path)
+    assert set(first) == set(again)
+    changed = sorted(k for k in first if first[k][0] != again[k][0])
+    assert not changed, changed  # not one byte: a checkout stays clean
+    stamped = sorted(k for k in first if k.startswith("mine/") and first[k] != again[k])
+    assert not stamped, stamped  # and the data is not even written again
+
+
+def _verdicts_of(p) -> dict:
+    return {c["id"]: verdict_of(c) for c in json.loads(p.read_text(encoding="utf-8"))["claims"]}
+
+
+def _damage(data, name: str, change) -> None:
+    p = data / name
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    change(doc)
+    p.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=True), encoding="utf-8")
+
+
+def _gap_bool(doc):
+    first = next(iter(doc["results"]["per_seed"].values()))
+    for k in [k for k in first if k.endswith("_gap")]:
+        first[k] = True
+
+
+def _fifo(data, name):
+    import os
+
+    (data / name).unlink()
+    os.mkfifo(data / name)
+
+
+HOSTILE_DATA = [
+    # (id, damage(data folder), phrase in the one line)
+    ("entry missing", lambda d: (d / "lab_book" / "markov.json").unlink(), "markov.json is missing but"),
+    ("entry a FIFO", lambda d: _fifo(d, "lab_book/markov.json"), "is a FIFO"),
+    (
+        "index section a string",
+        lambda d: _damage(d, "lab_book.json", lambda b: b["sections"].__setitem__(0, "x")),
+        "sections[0] is str",
+    ),
+    (
+        "index summary a list",
+        lambda d: _damage(d, "lab_book.json", lambda b: b.__setitem__("summary", [1])),
+        "summary is list",
+    ),
+    ("index a FIFO", lambda d: _fifo(d, "lab_book.json"), "is a FIFO"),
+    (
+        "entry claim a string",
+        lambda d: _damage(d, "lab_book/markov.json", lambda b: b["claims"].__setitem__(0, "x")),
+        "claims[0] is str",
+    ),
+    (
+        "entry status unknown",
+        lambda d: _damage(d, "lab_book/markov.json", lambda b: b.__setitem__("status", "weird")),
+        "status: 'weird'",
+    ),
+    (
+        "entry of another id",
+        lambda d: _damage(d, "lab_book/markov.json", lambda b: b.__setitem__("id", "sinks")),
+        "holds the entry 'sinks'",
+    ),
+    (
+        "entry per-seed number a boolean",
+        lambda d: _damage(d, "lab_book/exercise1.json", _gap_bool),
+        "a judged value is bool",
+    ),
+    (
+        "case claim a string",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["claims"].__setitem__(0, "x")),
+        "claims[0] is str",
+    ),
+    (
+        "case loss a boolean",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["pairs"]["small_scaled"].__setitem__("val_loss_end", True)),
+        "pairs.small_scaled.val_loss_end is a boolean",
+    ),
+    (
+        "case loss NaN",
+        lambda d: _damage(
+            d, "ch1_case.json", lambda b: b["pairs"]["small_scaled"].__setitem__("val_loss_end", float("nan"))
+        ),
+        "pairs.small_scaled.val_loss_end is NaN or infinite",
+    ),
+    (
+        "case seed gap a boolean",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["seeds"]["runs"][1].__setitem__("gap", True)),
+        "seeds.runs[1].gap is a boolean",
+    ),
+    (
+        "case steps negative",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["pairs"]["big_scaled"].__setitem__("steps", -5)),
+        "pairs.big_scaled.steps: -5",
+    ),
+    (
+        "case pair a string",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["pairs"].__setitem__("small_scaled", "x")),
+        "pairs.small_scaled is str",
+    ),
+]
+
+
+@pytest.mark.parametrize("case_id, damage, phrase", HOSTILE_DATA, ids=[h[0] for h in HOSTILE_DATA])
+def test_hostile_data_is_refused_before_anything_is_written(tmp_path, capsys, case_id, damage, phrase):
+    """Each used to end in a traceback, a verdict from a boolean or NaN, or a smaller book with exit 0
+    (18 -> 17 experiments, 141 -> 137 claims) — some after the case report was written."""
+    data = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "data", data)
+    damage(data)
+    before = _files(tmp_path)
+    capsys.readouterr()
+    assert main(["report", "--data", str(data)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnlab: error: ") and phrase in lines[0], lines
+    assert _files(tmp_path) == before  # nothing written, not even the case's report
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "figures").exists()

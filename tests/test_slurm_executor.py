@@ -150,6 +150,70 @@ def test_no_sbatch_on_path_is_one_line_and_touches_nothing(tmp_path, tiny_cfg, t
     assert not (tmp_path / "r").exists()
 
 
+def test_sbatch_without_srun_is_one_line_and_touches_nothing(tmp_path, tiny_cfg, text, monkeypatch):
+    """submitit starts every job with srun: a PATH with sbatch but no srun was its RuntimeError."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\necho Submitted batch job 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(RunnerError, match="no `srun` on PATH") as e:
+        execute(runs(tiny_cfg, 1), text, tmp_path / "r", executor="slurm", progress=False)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "bad, phrase",
+    [
+        ("9" * 5000, "5,000 characters"),  # int() of 5,000 digits: Python's ValueError
+        ("600000", "more than a year"),
+    ],
+)
+def test_absurd_slurm_time_is_refused(bad, phrase):
+    with pytest.raises(SlurmConfigError, match=phrase):
+        parse_time(bad)
+
+
+@pytest.mark.parametrize(
+    "given, phrase",
+    [
+        ({"parallelism": 10**18}, "parallelism"),  # the plan packed runs onto 10**18 slots: MemoryError
+        ({"cpus": 10**6}, "cpus"),
+        ({"mem_gb": float("inf")}, "mem_gb"),
+        ({"mem_gb": True}, "mem_gb"),
+    ],
+)
+def test_absurd_slurm_options_are_refused(given, phrase):
+    with pytest.raises(SlurmConfigError, match=phrase):
+        make_options(**given)
+
+
+@pytest.mark.parametrize(
+    "name, text, phrase",
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "nested"),
+        ("inf.toml", "mem_gb = inf\n", "mem_gb"),
+        ("inf.json", '{"mem_gb": Infinity}', "mem_gb is NaN or infinite"),
+        ("par.toml", "parallelism = 1000000000000000000\n", "parallelism"),
+        ("extra.toml", 'extra = "abc"\n', "extra is str"),
+        ("cpus.json", '{"cpus": true}', "cpus is a boolean"),
+    ],
+)
+def test_a_hostile_slurm_config_is_refused(tmp_path, name, text, phrase):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(SlurmConfigError, match=phrase) as e:
+        make_options(tmp_path / name)
+    assert str(tmp_path / name) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_slurm_config_that_never_ends_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "fifo.toml")
+    for path, phrase in [(tmp_path / "fifo.toml", "FIFO"), ("/dev/zero", "device")]:
+        with pytest.raises(SlurmConfigError, match=phrase):
+            make_options(path)  # used to wait forever on the FIFO, or read /dev/zero until memory ran out
+
+
 @pytest.mark.parametrize(
     "text, minutes",
     [("90", 90), ("1:30:00", 90), ("2-12", 3600), ("0-01:00", 60), ("2h", 120), ("90m", 90), ("1h30m", 90)],

@@ -153,6 +153,10 @@ def main(args) -> int:
 
         print(render(book_plan(chosen, root, scale, EXPERIMENTS, **_plan_kw(args))))
         return 0
+    if args.decide:  # the stored claims it plans from, checked before anything (the lock included) is written
+        from ..experiments.labbook import read_entries
+
+        read_entries(chosen, root / "data")
     text = load_corpus(args.corpus, min_chars=200)
     with OutputLock(root, "attnlab book"):  # a second book or case into this root is refused up front
         return _book(args, chosen, text, root, scale)
