@@ -85,7 +85,7 @@ def test_the_decide_loop_keeps_its_false_pass_rate_at_two_and_a_half_percent():
 @pytest.mark.parametrize("sesoi", [0.0, 0.2, 0.5, 1.0])
 @pytest.mark.parametrize("n0", [3, 6, 10])
 def test_the_false_pass_rate_holds_for_every_sesoi_and_first_look(sesoi, n0):
-    """50,000 null claims per setting (~10-30 s each): the SESOI moves the price, hence the looks."""
+    """50,000 null claims per setting (~5 s each): the SESOI moves the price, hence the looks."""
     reps = 50_000
     seq = D.simulate(0.0, rule="sequential", reps=reps, seed=2, sesoi=sesoi, n0=n0)
     assert upper99(seq["pass"], reps) <= 0.025, seq
@@ -128,8 +128,8 @@ def test_record_keeps_the_looks_and_the_decision_that_crossed():
 
 
 def test_a_pass_at_the_first_look_may_be_undecided_sequentially_and_decide_asks_for_it():
-    xs = [0.30, 0.10, 0.35]  # p ~ 0.03 > 2.5%: fixed INCONCLUSIVE; and p ~ 0.012 below
-    c = Q.record([judged([0.30, 0.25, 0.33])], None)[0]
+    xs = [0.30, 0.10, 0.35]  # p ~ 0.03: INCONCLUSIVE either way
+    c = Q.record([judged([0.30, 0.25, 0.33])], None)[0]  # p < 2.5%: a fixed PASS
     assert c["verdict"] == "PASS" and c["p"] < 0.025
     if c["p"] > c["looks"][0]["nominal"]:
         assert c["seq"] == "INCONCLUSIVE" and c["seq_n_needed"] > 3
