@@ -121,6 +121,9 @@ def readme_block(book: dict) -> str:
         k: sum(c.get(k, 0) for c in s["verdicts"].values()) for k in ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")
     }
     decided = v["PASS"] + v["FAIL"]
+    claims = [c for sec in book["sections"] for c in sec.get("claims", [])]  # as the book files them, holm and all
+    book_pass = [c for c in claims if c.get("kind") == "book" and V.verdict_of(c) == "PASS"]
+    holm = sum(c.get("holm") == "PASS" for c in book_pass)
     cost = (
         f"训练共 {_hours(total['compute_s'])} 单线程核时（{total.get('runs', 0)} 个运行中逐个计时的 "
         f"{total.get('timed_runs', 0)} 个）/ training took {_hours(total['compute_s'])} one-thread core-hours "
@@ -136,9 +139,11 @@ def readme_block(book: dict) -> str:
             "（书的问题附证据、协议差异附实验，或“未解释”）。详见 [docs/case.md](docs/case.md)。",
             "",
             f"实验手册 / the lab book：{s['experiments']} 个实验、{s['claims']} 条论断，**已判定 {decided} 条**"
-            f"（{v['PASS']} PASS、{v['FAIL']} FAIL），{v['INCONCLUSIVE']} 条 INCONCLUSIVE（各自写明还要什么），"
+            f"（{v['PASS']} PASS、{v['FAIL']} FAIL；书中论断的 {len(book_pass)} 条 PASS 经 Holm 校正后 {holm} 条仍成立），"
+            f"{v['INCONCLUSIVE']} 条 INCONCLUSIVE（各自写明还要什么），"
             f"{v['REPORTED'] + v['NA']} 条只报告或无法在此检验；{cost}。每个实验的明细见 [docs/lab-book.md](docs/lab-book.md)。"
-            f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL), {v['INCONCLUSIVE']} "
+            f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL; {holm} of the book's "
+            f"{len(book_pass)} PASS survive Holm), {v['INCONCLUSIVE']} "
             f"INCONCLUSIVE, {v['REPORTED'] + v['NA']} reported or not testable here.*",
             README_END,
         ]
