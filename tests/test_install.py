@@ -6,44 +6,21 @@ the venv sees this interpreter's site-packages through a .pth file (appended aft
 the wheel's attnlab is the one imported, never the checkout's).
 """
 
-import os
-import site
-import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from wheel_install import install_wheel
+from wheel_install import run as _run
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _run(cmd, cwd, timeout=900):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, f"{cmd}: {r.stdout[-2000:]}{r.stderr[-2000:]}"
-    return r.stdout + r.stderr
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("install")
-    _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp), str(REPO)],
-        tmp,
-    )
-    wheel = next(tmp.glob("attnlab-*.whl"))
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    _run([str(base), "-m", "venv", str(tmp / "venv")], tmp)
-    py = tmp / "venv" / "bin" / "python"
-    purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp).strip()
-    ours = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
-    (Path(purelib) / "zz_attnlab_test_deps.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
-    _run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], tmp)
-    work = tmp / "elsewhere"
-    work.mkdir()
-    return wheel, tmp / "venv" / "bin" / "attnlab", py, work
+    wheel, py, work = install_wheel(tmp_path_factory.mktemp("install"))
+    return wheel, py.parent / "attnlab", py, work
 
 
 @pytest.mark.slow

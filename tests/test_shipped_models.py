@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import site
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -28,6 +24,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from attnlab.cli import build_parser  # noqa: E402
 from attnlab.cli.serve import make_app  # noqa: E402
 from attnlab.web.sources import PUBLISHED, SHIPPED_RUNS  # noqa: E402
+from wheel_install import install_wheel  # noqa: E402
+from wheel_install import run as run_cmd  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NAMES = ("small_scaled_s20261014", "small_unscaled_s20261014", "big_scaled", "big_unscaled")
@@ -157,28 +155,7 @@ def test_a_damaged_shipped_model_is_one_clear_message(elsewhere, monkeypatch, tm
 
 @pytest.fixture(scope="module")
 def wheel_env(tmp_path_factory):
-    """The wheel installed in a new venv (no dependencies downloaded: the venv sees this interpreter's
-    site-packages through a .pth file appended after its own)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-
-    def run(cmd, cwd):
-        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, f"{cmd}: {r.stdout[-2000:]}{r.stderr[-2000:]}"
-        return r.stdout
-
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp)]
-    run([*pip_wheel, str(REPO)], tmp)
-    wheel = next(tmp.glob("attnlab-*.whl"))
-    run([str(Path(sys.base_prefix) / "bin" / "python3"), "-m", "venv", str(tmp / "venv")], tmp)
-    py = tmp / "venv" / "bin" / "python"
-    purelib = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp).strip()
-    ours = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
-    (Path(purelib) / "zz_attnlab_test_deps.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
-    run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], tmp)
-    work = tmp / "elsewhere"
-    work.mkdir()
-    return wheel, py, work, run
+    return (*install_wheel(tmp_path_factory.mktemp("wheel")), run_cmd)
 
 
 def test_the_wheel_ships_the_models_the_book_and_the_case(wheel_env):
@@ -196,7 +173,8 @@ def test_the_wheel_ships_the_models_the_book_and_the_case(wheel_env):
         " 'book': c.get('/book').status_code, 'case': c.get('/api/case').status_code,"
         " 'map': len(c.post('/api/attention', json={'text': '明月'}).json()['layers'])}))"
     )
-    got = json.loads(run([str(py), "-c", probe], work).strip().splitlines()[-1])
+    out = run([str(py), "-c", probe], work).splitlines()  # stdout, then stderr (warnings)
+    got = json.loads(next(line for line in out if line.startswith("{")))
     assert str(REPO) not in got["file"]  # the wheel's attnlab, not the checkout's
     assert got["run"] == "shipped:case/small_scaled_s20261014" and set(SHIPPED) <= set(got["runs"])
     assert got["book"] == 200 and got["case"] == 200 and got["map"] >= 1
