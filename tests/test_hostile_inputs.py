@@ -16,6 +16,7 @@ version of the code.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -527,3 +528,35 @@ def test_book_keeps_a_measured_timing(tmp_path):
     assert len(calls) == 1 and kept["results"] == first["results"] == {"x": 1}
     run_book([e], POEMS, tmp_path, explicit=["probe_timing"], **kw)  # --only: measured again
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    "code, phrase",
+    [
+        (errno.ENAMETOOLONG, "give a shorter path"),
+        (errno.ENOTDIR, "a file stands where a folder is expected"),
+        (errno.EACCES, "check its permissions"),  # root reads anything: simulated
+        (errno.EPERM, "check its permissions"),
+        (errno.ELOOP, "symbolic links point in a loop"),
+        (errno.EROFS, "read-only"),
+        (errno.ENOSPC, "free space"),
+        (errno.EISDIR, "a folder stands where a file is expected"),
+        (errno.EIO, "check the path"),
+    ],
+)
+def test_every_path_error_is_one_line_with_exit_2(code, phrase, capsys, monkeypatch):
+    """Wherever a command meets the file system's refusal, the user sees one line naming the path
+    (shortened when it is thousands of characters long) and what to do; exit status 2."""
+    import attnlab.cli.info as info
+
+    name = "/tmp/" + "x" * 5000 + "/run/ckpt.pt"
+
+    def fails(args):
+        raise OSError(code, os.strerror(code), name)
+
+    monkeypatch.setattr(info, "main", fails)
+    capsys.readouterr()
+    assert main(["info"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnlab: error: cannot ") and phrase in lines[0], lines
+    assert "5,0" in lines[0] and len(lines[0]) < 400  # the path shortened, its length said
