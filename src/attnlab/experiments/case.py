@@ -1077,18 +1077,6 @@ class _Progress:
 
 
 # ------------------------------------------------------------------- reading results
-CASE_SHAPE = {
-    "config": dict,
-    "init_sweep": list,
-    "pairs": dict,
-    "seeds": dict,
-    "qk_scale": dict,
-    "samples": dict,
-    "timings": dict,
-    "claims": list,
-}
-
-
 def claim_counts(claims: list[dict]) -> str:
     """One line: book claims by verdict (PASS, FAIL, INCONCLUSIVE ...), sanity checks apart."""
     return count_line(claims)
