@@ -50,7 +50,7 @@ def test_a_run_swapped_for_a_link_after_listing_is_refused_not_followed(tmp_path
     s = two_roots(tmp_path)
     outside = run_copy(tmp_path / "outside")
     (outside / "marker").write_text("outside")
-    s.ttl_s = 3600  # the listing is kept: the swap happens between listing and loading
+    s.ttl_s = 3600  # the listing is trusted unchecked: the swap happens between listing and loading
     client = TestClient(base_url=LOCAL, app=create_app(None, runs_dir=str(tmp_path / "runs"), sources=s))
     assert client.get("/api/info").json()["run"] == "a"  # the default; mine:case/b listed, not yet loaded
     assert "mine:case/b" in client.get("/api/info").json()["runs"]
@@ -80,6 +80,21 @@ def test_an_unreadable_folder_is_named_and_skipped_and_the_server_starts(tmp_pat
     assert client.get("/api/live").json()["skipped"] == ["locked"]
 
 
+def test_a_new_run_or_checkpoint_is_seen_at_once(tmp_path):
+    root = tmp_path / "runs"
+    (root / "case").mkdir(parents=True)
+    s = Sources.single(root)
+    assert s.listing().runs == {}
+    (root / "grow").mkdir()
+    (root / "grow" / "metrics.jsonl").touch()
+    assert "grow" in s.listing().runs and "grow" not in s.listing().checkpoints
+    (root / "grow" / "ckpt.pt").touch()  # its first checkpoint
+    assert "grow" in s.listing().checkpoints
+    (root / "case" / "b").mkdir()
+    (root / "case" / "b" / "metrics.jsonl").touch()
+    assert "case/b" in s.listing().runs
+
+
 def test_the_listing_is_bounded_and_cached(tmp_path, monkeypatch):
     root = tmp_path / "runs"
     for i in range(12):  # listing reads names only: empty files will do
@@ -90,7 +105,9 @@ def test_the_listing_is_bounded_and_cached(tmp_path, monkeypatch):
     s = Sources.single(root)
     first = s.listing()
     assert len(first.runs) == 5 and len(first.checkpoints) <= 5
+    assert s.listing() is first  # nothing changed: no new walk of the tree
     shutil.rmtree(root / "r00")
-    assert s.listing() is first  # within the TTL: no new walk of the tree
-    s.forget()
-    assert "r00" not in s.listing().runs
+    assert "r00" not in s.listing().runs  # a removed run is seen at once
+    (root / "r05" / "new").mkdir()
+    second = s.listing()
+    assert second is not first and s.listing() is second

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .runfiles import RunsRoot, valid_run_name
@@ -36,7 +36,7 @@ CHECKPOINT_FILE = "ckpt.pt"
 METRICS_FILE = "metrics.jsonl"
 MAX_DEPTH = 3  # root/<a>/<b>/<c>/ckpt.pt at most
 MAX_LISTED = 1000  # run folders listed per root; past that the listing says so
-LISTING_TTL_S = 2.0  # a listing is reused this long (every /api/info used to walk every tree)
+LISTING_TTL_S = 0.0  # a listing is trusted this long without even checking its folders' times
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,14 @@ class Listing:
     runs: dict[str, tuple[Source, tuple[str, ...]]]  # name -> (source, parts) of run folders (metrics.jsonl)
     checkpoints: dict[str, tuple[Source, tuple[str, ...]]]  # name -> (source, parts) of folders with ckpt.pt
     skipped: list[str]  # folders that could not be read, named relative to their root
+    stamps: dict = field(default_factory=dict)  # (source index, parts) -> mtime_ns of every folder it read
 
 
 class Sources:
-    """An ordered list of run roots; :meth:`listing` is cached for ``LISTING_TTL_S`` seconds."""
+    """An ordered list of run roots. :meth:`listing` is cached: it is reused while none of the folders it
+    read (each root, every folder listed, every run folder) has changed its modification time, so a new
+    run, a removed one or a first checkpoint is seen at once, and an unchanged tree costs one ``lstat``
+    per folder instead of a walk (listing, and three checks per entry)."""
 
     def __init__(self, sources: list[Source], ttl_s: float = LISTING_TTL_S):
         prefixes = [s.prefix for s in sources]
@@ -107,17 +111,27 @@ class Sources:
 
     def listing(self) -> Listing:
         now = time.monotonic()
-        if self._cache is not None and now - self._cache[0] < self.ttl_s:
+        if self._cache is not None and (now - self._cache[0] < self.ttl_s or self._unchanged(self._cache[1])):
             return self._cache[1]
         runs: dict = {}
         ckpts: dict = {}
         skipped: list[str] = []
         prefixes = {s.prefix for s in self.sources if s.prefix}
-        for src in self.sources:
-            _walk(src, src.root, (), runs, ckpts, skipped, prefixes if not src.prefix else set())
-        listing = Listing(runs, ckpts, skipped)
+        stamps: dict = {}
+        for i, src in enumerate(self.sources):
+            stamp = _stamper(src.root, i, stamps)
+            stamp(())
+            _walk(src, src.root, (), runs, ckpts, skipped, prefixes if not src.prefix else set(), stamp)
+        listing = Listing(runs, ckpts, skipped, stamps)
         self._cache = (now, listing)
         return listing
+
+    def _unchanged(self, listing: Listing) -> bool:
+        for (i, parts), mtime in listing.stamps.items():
+            st = self.sources[i].root.lstat(parts) if parts else _lstat(self.sources[i].path)
+            if (st.st_mtime_ns if st is not None else None) != mtime:
+                return False
+        return True
 
     def forget(self) -> None:
         self._cache = None
@@ -146,7 +160,26 @@ def _real(path) -> str:
         return str(path)
 
 
-def _walk(src: Source, root: RunsRoot, parts: tuple, runs: dict, ckpts: dict, skipped: list, shadowed: set) -> None:
+def _lstat(path: Path):
+    try:
+        return os.stat(path)  # the root itself is the one path the user chose: it may be a link
+    except OSError:
+        return None
+
+
+def _stamper(root: RunsRoot, index: int, stamps: dict):
+    """A function recording the modification time of root/parts (None when it is missing) in ``stamps``."""
+
+    def stamp(parts: tuple) -> None:
+        st = root.lstat(parts) if parts else _lstat(root.root)
+        stamps[(index, parts)] = st.st_mtime_ns if st is not None else None
+
+    return stamp
+
+
+def _walk(
+    src: Source, root: RunsRoot, parts: tuple, runs: dict, ckpts: dict, skipped: list, shadowed: set, stamp
+) -> None:
     """Record run folders (metrics.jsonl, one or two levels down) and checkpoint folders (ckpt.pt, up to
     MAX_DEPTH levels) below ``parts``; a folder that cannot be read is named in ``skipped``, never fatal."""
     names = root.try_listdir(parts)
@@ -163,10 +196,11 @@ def _walk(src: Source, root: RunsRoot, parts: tuple, runs: dict, ckpts: dict, sk
         if not root.is_dir(sub):  # files, links and anything else are not runs
             continue
         rel = "/".join(sub)
+        stamp(sub)  # a new checkpoint, metrics file or subfolder changes this folder's time
         if root.is_file((*sub, CHECKPOINT_FILE)):
             ckpts[src.name(rel)] = (src, sub)
         if len(sub) <= 2 and root.is_file((*sub, METRICS_FILE)):
             runs[src.name(rel)] = (src, sub)
             continue  # a run's own subfolders are not runs
         if len(sub) < MAX_DEPTH:
-            _walk(src, root, sub, runs, ckpts, skipped, shadowed)
+            _walk(src, root, sub, runs, ckpts, skipped, shadowed, stamp)
