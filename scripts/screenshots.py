@@ -42,6 +42,15 @@ ARGS = [
 ]
 
 
+def slide_to(page, step: int) -> None:
+    """Move the timeline's slider (it walks snapshot indices) to the first snapshot at ``step`` or later."""
+    last = int(page.get_by_test_id("timeline-slider").get_attribute("max"))
+    for i in range(last + 1):
+        page.get_by_test_id("timeline-slider").fill(str(i))
+        if int(page.get_by_test_id("timeline-step").get_attribute("data-step")) >= step:
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="screenshots of the playground pages")
     ap.add_argument("--checkpoint", default=None)
@@ -159,11 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             shot("site-exp1-2")
             page.goto(f"{base}/timeline.html?run=case/big_unscaled&twin=case/big_scaled")
             page.get_by_test_id("twin-map-L0H0").wait_for(timeout=60_000)
-            last = int(page.get_by_test_id("timeline-slider").get_attribute("max"))
-            for i in range(last + 1):  # the first snapshot at step 200 or later: the collapse has happened
-                page.get_by_test_id("timeline-slider").fill(str(i))
-                if int(page.get_by_test_id("timeline-step").get_attribute("data-step")) >= 200:
-                    break
+            slide_to(page, 200)  # the collapse has happened
             page.wait_for_timeout(300)
             shot("site-timeline")
         if args.only in (None, "timeline"):
@@ -171,13 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             page.goto(f"{base}/timeline?run={args.run}&twin={args.twin}")
             page.get_by_test_id("twin-map-L0H0").wait_for()
             page.evaluate('document.fonts.load(\'13px "AttnlabCJK"\', "层头")')
-            last = int(page.get_by_test_id("timeline-slider").get_attribute("max"))
             for label, want in zip(("before", "during", "after"), steps):
-                # the slider walks snapshot indices; find the first one showing step `want` or later
-                for i in range(last + 1):
-                    page.get_by_test_id("timeline-slider").fill(str(i))
-                    if int(page.get_by_test_id("timeline-step").get_attribute("data-step")) >= want:
-                        break
+                slide_to(page, want)
                 page.wait_for_timeout(200)
                 shot(f"timeline-{label}")
         if pages:

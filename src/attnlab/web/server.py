@@ -150,8 +150,6 @@ class Loaded:
 
 CHECKPOINT_FILE = "ckpt.pt"
 DEFAULT_RUN = "case/small_scaled_s20261014"  # the case's small scaled model, the chapter's own
-MAX_CHECKPOINT_DEPTH = 3  # runs/<a>/<b>/<c>/ckpt.pt at most
-MAX_CHECKPOINTS = 1000
 MAX_CHECKPOINT_BYTES = 4 * 2**30  # a ckpt.pt larger than this is not loaded by the server
 MAX_MODELS = 8  # models kept loaded at once (each page chooses its own; the least recently used goes)
 
@@ -542,13 +540,11 @@ def create_app(
         return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": BOOK_CSP})
 
     # -------------------------------------------------------------------- api
-    def run_list() -> list[str]:
-        return list(dict.fromkeys([*started, *sources.listing().checkpoints]))
-
     def info_payload(loaded: Loaded | None) -> dict:
-        runs = run_list()
+        listing = sources.listing()  # once per answer: each call checks every folder's time
+        runs = list(dict.fromkeys([*started, *listing.checkpoints]))
         groups = sources.labels()
-        skipped = sources.listing().skipped
+        skipped = listing.skipped
         extra = {"groups": groups, **({"skipped": skipped} if skipped else {})}
         if loaded is None:
             hint = NO_CHECKPOINT_HINT if not state["problem"] else f"{state['problem']} {NO_CHECKPOINT_HINT}"
