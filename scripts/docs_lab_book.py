@@ -5,7 +5,7 @@ script writes; everything else is prose, and prose carries no result numbers. Th
 data/lab_book.json and data/lab_book/*.json (the book's counts, compute and decided questions),
 data/ch1_case.json (the case's results, its FAIL reasons, the weight-decay runs),
 data/failure_symptoms.json and data/head_portrait.json, data/bench_executors.json, and the plan of
-``attnlab case --plan`` / ``attnlab book --plan`` (attnlab.experiments.plan, costed from the committed
+``attnlab case --plan`` / ``attnlab book --plan`` (attnlab.lab.plan, costed from the committed
 timing records with nothing on disk). tests/test_docs.py checks that the committed pages equal what
 this script would write, so they cannot drift from the data.
 
@@ -392,10 +392,10 @@ def _plans():
     """The case's and the book's plans with nothing on disk, costed from the committed records."""
     import tempfile
 
-    from attnlab.experiments.book_runs import Scale
     from attnlab.experiments.case import CaseSettings, case_stages
-    from attnlab.experiments.plan import book_plan, case_plan
     from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.plan import book_plan, case_plan
+    from attnlab.lab.runs import Scale
 
     records = ROOT / "data" / "lab_book"
     with tempfile.TemporaryDirectory() as tmp:
@@ -412,7 +412,7 @@ def _minutes(s: float) -> str:
 
 
 def case_plan_block(plans) -> str:
-    from attnlab.experiments.plan import pack
+    from attnlab.lab.plan import pack
 
     case, _, _, first = plans
     secs = {c.run.name: c.seconds for c in case.costs}
@@ -437,7 +437,7 @@ BOOK_PLAN_ROWS = (
 
 
 def book_plan_block(plans) -> str:
-    from attnlab.experiments.plan import pack
+    from attnlab.lab.plan import pack
 
     _, book, quick, _ = plans
     secs = [c.seconds for c in book.costs]

@@ -61,8 +61,8 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
 def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     """No claim-by-claim list: a few lines, Chinese first, saying what ran, the headline, what a quick
     verdict means and what `make case` adds, with its time as `case --plan` estimates it."""
-    from attnlab.experiments.plan import _duration, case_plan
     from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.plan import _duration, case_plan
 
     printed = PRINTED["stdout"].splitlines()
     last = max(i for i, line in enumerate(printed) if "报告已写出 / report written" in line)

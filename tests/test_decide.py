@@ -8,8 +8,8 @@ from attnlab import Config
 from attnlab import stats as S
 from attnlab import verdicts as V
 from attnlab.cli import main
-from attnlab.experiments import decide as D
-from attnlab.experiments.book_runs import BOOK_SEED
+from attnlab.lab import decide as D
+from attnlab.lab.runs import BOOK_SEED
 from attnlab.runner import Run
 
 CFG = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20, max_steps=10)

@@ -1,6 +1,6 @@
 """Sequential honesty of `attnlab book --decide`: however many looks, the false-PASS rate stays at 2.5%.
 
-The loop is simulated as it runs (attnlab.experiments.decide.simulate): the book's first look at
+The loop is simulated as it runs (attnlab.lab.decide.simulate): the book's first look at
 3 seeds, then, while a claim is INCONCLUSIVE and its price is at most 30 seeds, a look at the seeds
 it names, three rounds at most; each look through the same functions the stored claims are judged
 with (stats.effect_decide at the nominal level attnlab.sequential gives the look, the price at the
@@ -23,7 +23,7 @@ from attnlab import sequential as Q
 from attnlab import stats as S
 from attnlab import verdicts as V
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import decide as D
+from attnlab.lab import decide as D
 
 
 def upper99(rate, reps):

@@ -119,7 +119,7 @@ def test_numbers_the_docs_once_had_wrong_are_gone():
 
 def test_readme_plan_times_are_the_plans():
     """The README's case times are `attnlab case --plan`'s, on two workers, from the committed records."""
-    from attnlab.experiments.plan import pack
+    from attnlab.lab.plan import pack
 
     gen = _generator()
     case, _, _, first = gen._plans()

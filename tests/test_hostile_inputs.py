@@ -498,8 +498,8 @@ def test_no_error_message_ends_in_a_colon():
 def test_book_keeps_a_measured_timing(tmp_path):
     """Rerunning `book` keeps an entry measured once (remeasure=False, like §1.14.2's timing) unless
     `--only` names it: the timing flipped PASS -> FAIL when a rerun measured it on a busy CPU."""
-    from attnlab.experiments.labbook import Experiment, Outcome, Scale, run_book
     from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.labbook import Experiment, Outcome, Scale, run_book
 
     timing = next(e for e in EXPERIMENTS if e.id == "timing")
     assert timing.remeasure is False

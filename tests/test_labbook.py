@@ -13,9 +13,9 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
-from attnlab.experiments.labbook import BookError, section_key, select
 from attnlab.lab import EXPERIMENTS
+from attnlab.lab import runs as R
+from attnlab.lab.labbook import BookError, section_key, select
 from attnlab.lab.markov import markov_floor
 from attnlab.verdicts import KINDS
 

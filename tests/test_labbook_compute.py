@@ -1,7 +1,7 @@
 """The lab book's compute record: one number per run, merged across machines (runs/ is not in git)."""
 
 from attnlab.config import Config
-from attnlab.experiments.labbook import compute_time
+from attnlab.lab.labbook import compute_time
 from attnlab.runfolder import record_session
 from attnlab.runner import Run
 

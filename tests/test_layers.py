@@ -39,9 +39,10 @@ LAYERS = [
     ),
     (1, ("model",)),
     (2, ("checkpoint", "train", "perf", "runner", "slurm_executor", "snapshots", "tensorboard_log")),
-    (3, ("experiments", "lab")),
-    (4, ("report", "web")),
-    (5, ("cli",)),
+    (3, ("experiments",)),
+    (4, ("lab",)),
+    (5, ("report", "web")),
+    (6, ("cli",)),
 ]
 
 

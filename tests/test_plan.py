@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from attnlab.cli import main
-from attnlab.experiments.book_runs import Scale
-from attnlab.experiments.decide import DEFAULT_S_PER_COST
-from attnlab.experiments.plan import book_plan, pack, read_records
 from attnlab.lab import EXPERIMENTS
+from attnlab.lab.decide import DEFAULT_S_PER_COST
+from attnlab.lab.plan import book_plan, pack, read_records
+from attnlab.lab.runs import Scale
 from attnlab.runner import execute, train_cost
 
 pytestmark = pytest.mark.usefixtures("one_thread")

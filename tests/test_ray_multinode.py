@@ -25,8 +25,8 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from attnlab import io as attnlab_io  # noqa: E402
 from attnlab.corpus import load_corpus  # noqa: E402
-from attnlab.experiments.book_runs import Scale  # noqa: E402
 from attnlab.lab import EXPERIMENTS  # noqa: E402
+from attnlab.lab.runs import Scale  # noqa: E402
 from attnlab.runner import execute, train_cost  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
@@ -63,7 +63,7 @@ def quick_batch():
 
 
 def test_quick_batch_on_two_ray_nodes_survives_losing_one(tmp_path, monkeypatch):
-    from attnlab.experiments.plan import book_plan
+    from attnlab.lab.plan import book_plan
 
     text = load_corpus(None, min_chars=200)
     runs = quick_batch()

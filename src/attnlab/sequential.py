@@ -8,7 +8,7 @@ alpha spending (Lan & DeMets 1983, "Discrete sequential boundaries for clinical 
 Biometrika 70:659-663):
 
 - the information of a look is its seed count n; the maximum is ``N_MAX`` = 30 seeds, the most
-  ``--decide`` plans for one claim (attnlab.experiments.decide.MAX_SEEDS), fixed before any look;
+  ``--decide`` plans for one claim (attnlab.lab.decide.MAX_SEEDS), fixed before any look;
 - by a look at n seeds the claim may have spent at most alpha(t) of its level, t = min(1, n/N_MAX),
   with the Pocock-type spending function alpha(t) = level * ln(1 + (e - 1) t) (Lan & DeMets 1983):
   it spends early, where the book's first look at 3-10 seeds is, more than O'Brien-Fleming's;

@@ -217,7 +217,7 @@ def test_old_results_alone_judge_without_a_crash():
 
 
 def test_seed_runs_add_the_change_and_its_baseline():
-    from attnlab.experiments import book_runs as R
+    from attnlab.lab import runs as R
 
     runs = A.EXPERIMENT.seed_runs(R.Scale(), 20261015, "ablate_no_warmup_grad_spike")
     assert [r.name for r in runs] == ["small_scaled_s20261015", "abl_no_warmup_s20261015"]

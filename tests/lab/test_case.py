@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments.book_runs import Scale
 from attnlab.experiments.claims import check_claims
-from attnlab.experiments.labbook import Context, judge_input, rejudge
 from attnlab.lab import case as C
+from attnlab.lab.labbook import Context, judge_input, rejudge
+from attnlab.lab.runs import Scale
 from attnlab.sequential import record
 
 SOURCE = json.loads((REPO_ROOT / C.SOURCE).read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def test_the_table_shows_each_seed(measured):
 
 def test_a_missing_source_says_which_command_makes_it(tmp_path, monkeypatch):
     import attnlab.corpus as corpus
-    from attnlab.experiments.labbook import NotAvailable
+    from attnlab.lab.labbook import NotAvailable
 
     monkeypatch.setattr(corpus, "REPO_ROOT", tmp_path / "nowhere")
     with pytest.raises(NotAvailable, match="attnlab case"):

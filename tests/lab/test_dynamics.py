@@ -9,9 +9,9 @@ import json
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
-from attnlab.experiments.labbook import Context
 from attnlab.lab import dynamics as D
+from attnlab.lab import runs as R
+from attnlab.lab.labbook import Context
 
 
 def results(*prevs) -> dict:
@@ -74,7 +74,7 @@ def test_committed_results_migrate_and_judge(tmp_path):
 
 
 def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
-    from attnlab.experiments.labbook import NotAvailable
+    from attnlab.lab.labbook import NotAvailable
 
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, D.EXPERIMENT, train=False, previous=None)
     with pytest.raises(NotAvailable, match="not run yet"):

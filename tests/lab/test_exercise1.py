@@ -105,7 +105,7 @@ def test_old_results_alone_judge_without_a_crash():
 
 
 def test_seed_runs_of_not_zero_add_the_big_pair():
-    from attnlab.experiments import book_runs as R
+    from attnlab.lab import runs as R
 
     names = [r.name for r in E.EXPERIMENT.seed_runs(R.Scale(), 20261017, "ex1_gap_small_not_zero")]
     assert names[-2:] == ["big_unscaled_s20261017", "big_scaled_s20261017"]

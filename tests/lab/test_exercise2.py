@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments.book_runs import BOOK_SEED, Scale
-from attnlab.experiments.labbook import Context, NotAvailable
 from attnlab.lab import exercise2 as X
+from attnlab.lab.labbook import Context, NotAvailable
+from attnlab.lab.runs import BOOK_SEED, Scale
 
 COMMITTED = json.loads((REPO_ROOT / "data" / "lab_book" / "exercise2.json").read_text(encoding="utf-8"))["results"]
 TINY = [0.01, 0.003, 0.002]  # d_head 32 as committed: "almost no difference"

@@ -9,10 +9,10 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
 from attnlab.experiments import failures as F
-from attnlab.experiments.labbook import Context
 from attnlab.lab import failures as L
+from attnlab.lab import runs as R
+from attnlab.lab.labbook import Context
 
 DOC = json.loads((REPO_ROOT / "data" / "failure_symptoms.json").read_text(encoding="utf-8"))
 COMMITTED = L.results_of(DOC)

@@ -9,10 +9,10 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
 from attnlab.experiments import heads as H
-from attnlab.experiments.labbook import Context
 from attnlab.lab import heads as L
+from attnlab.lab import runs as R
+from attnlab.lab.labbook import Context
 
 DOC = json.loads((REPO_ROOT / "data" / "head_portrait.json").read_text(encoding="utf-8"))
 COMMITTED = L.results_of(DOC)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from attnlab.experiments import book_runs as R
 from attnlab.lab import lr_sensitivity as L
+from attnlab.lab import runs as R
 
 LRS = list(R.LR_GRID)
 

@@ -9,9 +9,9 @@ import pytest
 
 from attnlab import Config
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments.book_runs import BOOK_SEED, Scale
-from attnlab.experiments.labbook import Context
 from attnlab.lab import markov as M
+from attnlab.lab.labbook import Context
+from attnlab.lab.runs import BOOK_SEED, Scale
 
 COMMITTED = json.loads((REPO_ROOT / "data" / "lab_book" / "markov.json").read_text(encoding="utf-8"))["results"]
 CASE = json.loads((REPO_ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))

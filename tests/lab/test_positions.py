@@ -8,9 +8,9 @@ import json
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
-from attnlab.experiments.labbook import Context
 from attnlab.lab import positions as P
+from attnlab.lab import runs as R
+from attnlab.lab.labbook import Context
 
 UNIFORM = 0.1207  # uniform attention's previous-token weight on 24 positions
 BASE = {  # per kind: val loss on three seeds
@@ -158,7 +158,7 @@ def test_committed_schemes(tmp_path):
 
 
 def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
-    from attnlab.experiments.labbook import NotAvailable
+    from attnlab.lab.labbook import NotAvailable
 
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, P.EXPERIMENT, train=False, previous=None)
     with pytest.raises(NotAvailable, match="not run yet"):

@@ -6,9 +6,9 @@ import copy
 import pytest
 
 from attnlab.diagnostics import SINK_THRESHOLD, sink_baseline
-from attnlab.experiments import book_runs as R
-from attnlab.experiments.labbook import Context, NotAvailable
+from attnlab.lab import runs as R
 from attnlab.lab import sinks as K
+from attnlab.lab.labbook import Context, NotAvailable
 
 B = round(sink_baseline(12), 6)
 SEEDS = [str(20261017 + i) for i in range(5)]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
 from attnlab.lab import EXPERIMENTS
+from attnlab.lab import runs as R
 from attnlab.lab import statements as M
 from attnlab.model import TinyGPT
 
@@ -83,7 +83,7 @@ def test_committed_results_judge_as_reported(committed):
     long = claims["gap_after_10000_steps"]
     assert long["verdict"] == "INCONCLUSIVE" and long["n"] == 0 and long["n_needed"] == 1
     assert "`attnlab book --decide --only statements`" in long["detail"]
-    from attnlab.experiments.decide import questions
+    from attnlab.lab.decide import questions
 
     asked = {q.claim: q for q in questions({"statements": {"claims": M.judge(committed)}})}
     assert asked["gap_after_10000_steps"].n_needed == 1
@@ -317,7 +317,7 @@ def test_seed_runs_cover_every_claim():
 
 
 def test_quick_entry_end_to_end(tmp_path, text):
-    from attnlab.experiments.labbook import run_book
+    from attnlab.lab.labbook import run_book
 
     run_book([M.EXPERIMENT], text, tmp_path, scale=R.Scale.make(True), progress=False, log=lambda s: None)
     doc = json.loads((tmp_path / "data" / "lab_book" / "statements.json").read_text(encoding="utf-8"))

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments.book_runs import Scale
-from attnlab.experiments.labbook import Context, NotAvailable
 from attnlab.lab import sweep as W
+from attnlab.lab.labbook import Context, NotAvailable
+from attnlab.lab.runs import Scale
 
 COMMITTED = json.loads((REPO_ROOT / "data" / "lab_book" / "sweep.json").read_text(encoding="utf-8"))["results"]
 GAPS = {32: 0.002, 64: -0.145, 96: -0.002, 128: 0.536, 192: 0.408, 256: 1.051}

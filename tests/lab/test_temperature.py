@@ -8,9 +8,9 @@ import json
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import book_runs as R
-from attnlab.experiments.labbook import Context
+from attnlab.lab import runs as R
 from attnlab.lab import temperature as T
+from attnlab.lab.labbook import Context
 
 
 def results(temps, vals=(5.1, 5.15, 5.2), scaled=(4.1, 4.2, 4.15), unscaled=(5.2, 5.15, 5.1)) -> dict:
@@ -84,7 +84,7 @@ def test_committed_results_migrate_and_judge(tmp_path):
 
 
 def test_no_run_and_no_committed_numbers_is_not_run(tmp_path):
-    from attnlab.experiments.labbook import NotAvailable
+    from attnlab.lab.labbook import NotAvailable
 
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, T.EXPERIMENT, train=False, previous=None)
     with pytest.raises(NotAvailable, match="not run yet"):

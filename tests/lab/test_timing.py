@@ -46,8 +46,8 @@ def test_the_committed_measurement_judges_as_reported_and_keeps_its_keys():
 
 
 def test_measure_times_at_quick_scale(tmp_path):
-    from attnlab.experiments.book_runs import Scale
-    from attnlab.experiments.labbook import Context
+    from attnlab.lab.labbook import Context
+    from attnlab.lab.runs import Scale
 
     ctx = Context(Scale.make(True), "", tmp_path, {}, T.EXPERIMENT, train=False)
     out = T.measure(ctx)

@@ -1,4 +1,4 @@
-"""``attnlab book``: the lab book (attnlab.experiments.labbook), then its report."""
+"""``attnlab book``: the lab book (attnlab.lab.labbook), then its report."""
 
 from __future__ import annotations
 
@@ -113,8 +113,8 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..corpus import load_corpus
-    from ..experiments.labbook import BookError, Scale, select
     from ..lab import EXPERIMENTS
+    from ..lab.labbook import BookError, Scale, select
     from ..outputs import output_root
     from ..report.lab_book import build_book_report
     from ..runfolder import OutputLock
@@ -145,16 +145,16 @@ def main(args) -> int:
     if (args.budget is not None or args.dry_run) and not args.decide:
         raise BookError("--budget and --dry-run belong to --decide: add --decide")
     if args.budget is not None:  # refused at the door: --budget '' is not "no budget"
-        from ..experiments.decide import parse_duration
+        from ..lab.decide import parse_duration
 
         args.budget_s = parse_duration(args.budget)
     if args.plan:
-        from ..experiments.plan import book_plan, render
+        from ..lab.plan import book_plan, render
 
         print(render(book_plan(chosen, root, scale, EXPERIMENTS, **_plan_kw(args))))
         return 0
     if args.decide:  # the stored claims it plans from, checked before anything (the lock included) is written
-        from ..experiments.labbook import read_entries
+        from ..lab.labbook import read_entries
 
         read_entries(chosen, root / "data")
     text = load_corpus(args.corpus, min_chars=200)
@@ -163,8 +163,8 @@ def main(args) -> int:
 
 
 def _book(args, chosen, text, root, scale) -> int:
-    from ..experiments.labbook import run_book
     from ..lab import EXPERIMENTS
+    from ..lab.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
     if args.decide:
@@ -239,8 +239,8 @@ def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
 def _decide(args, chosen, text, root, scale, registry) -> int:
     import os
 
-    from ..experiments.decide import run_decide
-    from ..experiments.labbook import run_book
+    from ..lab.decide import run_decide
+    from ..lab.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
     budget = getattr(args, "budget_s", None) if args.budget is not None else None

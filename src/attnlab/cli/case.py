@@ -139,8 +139,8 @@ def full_case_plan(args) -> dict | None:
     for a quick run's summary; None where no estimate can be made."""
     from ..errors import AttnlabError
     from ..experiments.case import CaseSettings
-    from ..experiments.plan import _core, _duration, case_plan
     from ..lab import EXPERIMENTS
+    from ..lab.plan import _core, _duration, case_plan
 
     settings = replace(CaseSettings(), executor=args.executor, workers=args.workers, ray_address=args.ray_address)
     kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
@@ -181,8 +181,8 @@ def main(args) -> int:
     settings = seed_settings(args, settings)
     out = output_root(args.out, args.quick, "case")
     if args.plan:
-        from ..experiments.plan import case_plan, render
         from ..lab import EXPERIMENTS
+        from ..lab.plan import case_plan, render
 
         kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
         print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, slurm=common.slurm_options(args), **kw)))

@@ -76,8 +76,8 @@ def main(args) -> int:
     result = read_case_json(path)
     book, changed = None, {}
     if has_book:
-        from ..experiments.labbook import rejudged_book
         from ..lab import EXPERIMENTS
+        from ..lab.labbook import rejudged_book
 
         book, changed = rejudged_book(EXPERIMENTS, data.resolve().parent, data)
     try:  # every verdict is re-judged from the numbers in the file, never copied from it

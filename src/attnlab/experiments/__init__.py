@@ -1,5 +1,10 @@
-"""Experiments on the trained model: each one a function that returns a JSON-able result.
+"""Stand-alone experiments, each with its own command and JSON, and the tools they share.
 
-heads (portrait, ablation, maps, dynamics), failures (§1.11.7), debugger
-(exercise 4), ablate (§1.13.4 checklist), sweep (exercise 2).
+case (``attnlab case``: the chapter's case study; ``claims`` judges it), heads (portrait,
+ablation, maps, dynamics), failures (§1.11.7), ablate (§1.13.4 checklist), sweep (exercise 2),
+bench (speed); tools: debugger (exercise 4), common (provenance, environment, tables),
+reference_gpt (the book's own code), plots.
+
+The lab book (its engine and every entry) lives in :mod:`attnlab.lab`, one layer above: it
+reuses these experiments' functions, never the other way round.
 """

@@ -1,6 +1,11 @@
-"""The lab book's experiments, one module each, in the chapter's order.
+"""The lab book, whole: its engine and its experiments, one module each, in the chapter's order.
 
-Each module defines ``EXPERIMENT`` (an :class:`attnlab.experiments.labbook.Experiment`):
+The engine: ``labbook`` (Experiment, Context, Outcome; run, re-judge and index the book),
+``runs`` (the runs entries share: Scale, the case's runs, the baseline), ``decide``
+(``book --decide``: more seeds where a claim is undecided), ``plan`` (``--plan``: what a run
+costs). Everything else is an entry.
+
+Each entry module defines ``EXPERIMENT`` (an :class:`attnlab.lab.labbook.Experiment`):
 its runs, ``measure(ctx)`` (the only part that opens runs or models), ``judge(results)``
 (pure: what ``attnlab report`` re-runs from the JSON), its prediction and the why of
 each FAIL. Adding an experiment is one module here, one test file and one line below.
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..experiments.labbook import Experiment
+from .labbook import Experiment
 
 # the lab book, in the chapter's order (the order of the registry; Experiment.key() sorts the report)
 ORDER = (

@@ -1,7 +1,7 @@
 """§1.13.4: the ablation checklist, one design element off at a time, over seeds.
 
 Runs: the chapter's model (the case's small scaled run) and seven changes of one
-Config field each (``book_runs.ablation_run``), every seed; the same seed means the
+Config field each (``runs.ablation_run``), every seed; the same seed means the
 same initial weights where shapes agree and the same batches, so every claim is a
 paired difference seed by seed. Measured per run: the final validation loss, whether
 it diverged, the largest gradient norm, the largest step-to-step rise of the training
@@ -27,10 +27,10 @@ import math
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import MAX_SEEDS, committed, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 ABL_ORDER = (
     "baseline",

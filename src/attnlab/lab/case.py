@@ -17,12 +17,12 @@ import hashlib
 from ..book import book_values
 from ..config import Config
 from ..corpus import REPO_ROOT
-from ..experiments import book_runs as R
 from ..experiments.case import stored_runs
 from ..experiments.claims import check_claims
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..runner import Run
+from . import runs as R
 from .common import rnd
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SOURCE = "data/ch1_case.json"
 FIGURES = ("figures/fig1_2_loss.png", "figures/fig1_3_logit_std.png", "figures/fig1_4_diagnostics.png")

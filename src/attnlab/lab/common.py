@@ -12,10 +12,10 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..corpus import REPO_ROOT
-from ..experiments.book_runs import BOOK_SEED
-from ..experiments.labbook import Context, NotAvailable
 from ..io import read_json
 from ..runner import Finished, Run
+from .labbook import Context, NotAvailable
+from .runs import BOOK_SEED
 
 MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
 

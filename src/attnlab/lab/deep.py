@@ -25,10 +25,10 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import committed, final_val, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SECTION = "§1.18.5③"
 HEAD_KEYS = ("entropy", "diag", "prev", "distance")

@@ -13,11 +13,11 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
 from ..experiments.common import ExperimentError
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 # the chapter's question: formed by the middle step (500 of 1500) with at least this share of its
 # rise = "一次性出现" (sudden), else "逐渐形成" (gradual); the threshold written with the experiment

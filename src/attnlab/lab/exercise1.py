@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import MAX_SEEDS, committed, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SECTION = "§1.20.1"
 # fixed before looking: a loss gap below 0.01 nats (1% perplexity) is no gap (as §1.8.8's)

@@ -21,10 +21,10 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 D_HEADS = R.EX2_D_HEADS  # 32, 64, 96, 112, 128, 192, 256
 FIXED_D_HEADS = (32, 64, 128, 256)

@@ -11,8 +11,8 @@ failures --rejudge`` runs, so the lab book and the failures report can never dis
 from __future__ import annotations
 
 from ..experiments import failures as F
-from ..experiments.labbook import Context, Experiment, Outcome
 from .common import committed, rnd
+from .labbook import Context, Experiment, Outcome
 
 SOURCE = "data/failure_symptoms.json"
 HEADERS = [

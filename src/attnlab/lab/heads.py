@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ..corpus import REPO_ROOT
 from ..experiments import heads as H
-from ..experiments.labbook import Context, Experiment, Outcome
 from .common import committed, rnd
+from .labbook import Context, Experiment, Outcome
 
 SOURCE = "data/head_portrait.json"
 HEADERS = ["头 / head", "书·熵", "熵 / entropy", "书·对角", "对角 / diag", "书·前一位", "前一位 / prev"]

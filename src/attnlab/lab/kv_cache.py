@@ -13,10 +13,10 @@ import torch
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, Outcome
 
 SCHEMES = {4: "MHA", 2: "GQA g=2", 1: "MQA"}
 # fixed before looking: a quality loss below 0.01 nats (1% perplexity) is not "some quality"

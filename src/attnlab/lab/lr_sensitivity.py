@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import rnd, seed_table
+from .labbook import Context, Experiment, Outcome
 
 SIZES = ("small", "big")
 D_HEAD = {"small": 32, "big": 256}

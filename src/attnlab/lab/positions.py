@@ -18,10 +18,10 @@ import statistics
 from .. import stats as S
 from ..book import book_values
 from ..config import POS_KINDS
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 CONTROL = R.POS_CONTROL  # the sinusoidal table on token embeddings x sqrt(d_model)
 KINDS = (*POS_KINDS, CONTROL)

@@ -18,11 +18,11 @@ from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
 from ..experiments.claims import runs as case_runs
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import column, committed, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SIZES = ("small", "big")
 TAGS = ("unscaled", "scaled")

@@ -29,10 +29,10 @@ import math
 
 from .. import stats as S
 from ..diagnostics import SINK_THRESHOLD, sink_baseline, sink_share
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SIZES = ("small", "big")
 D_HEAD = {"small": 32, "big": 256}

@@ -36,11 +36,11 @@ from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..runner import Finished, Run
 from ..verdicts import claim
+from . import runs as R
 from .common import column, committed, final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SECTION = "§1.22 (checks)"
 COMMAND = "attnlab book --only statements"
@@ -183,8 +183,8 @@ def seed_runs(scale: R.Scale, seed: int, claim_id: str) -> list[Run]:
 def est_seconds(runs: list[Run]) -> float:
     """One-thread training time from the runs' configs (the planner's calibration: ~110 s for the
     chapter's 1500-step model on one idle core)."""
-    from ..experiments.decide import DEFAULT_S_PER_COST
     from ..runner import train_cost
+    from .decide import DEFAULT_S_PER_COST
 
     return sum(train_cost(r.cfg) * DEFAULT_S_PER_COST for r in runs)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from .. import stats as S
 from ..book import book_values
 from ..corpus import REPO_ROOT
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
 from .common import committed, rnd
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SOURCE = "data/sweep_critical_dimension.json"
 # the chapter (§1.2, §1.19.2): with three seeds the small model's gap "floats between 0.1 and 0.2 (the size of

@@ -15,11 +15,11 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments import book_runs as R
 from ..experiments.claims import runs as case_runs
-from ..experiments.labbook import Context, Experiment, NotAvailable, Outcome
 from ..verdicts import claim
+from . import runs as R
 from .common import committed, final_val, rnd, seed_table
+from .labbook import Context, Experiment, NotAvailable, Outcome
 
 # the chapter's own step towards saturation: doubling d_head multiplies the logit std by sqrt(2),
 # "离饱和更近一步" (§1.20.1); a temperature moved by less than that factor is not "pushed" anywhere

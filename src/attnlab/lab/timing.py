@@ -20,9 +20,9 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.labbook import Context, Experiment, Outcome
 from ..verdicts import claim
 from .common import rnd
+from .labbook import Context, Experiment, Outcome
 
 SECTION = "§1.14.2"
 BOOK_KEY = "sdpa_timing_rtx_a6000_1_14_2"

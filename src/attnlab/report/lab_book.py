@@ -73,9 +73,9 @@ STATUS = {"done": "完成 / done", "partial": "部分完成 / partial", "not_run
 def load_book(root: Path, data: Path | None = None) -> tuple[dict, dict[str, dict]]:
     """data/lab_book.json and the entries it names (under ``data``, default ``root``/data), read
     within bounds and checked against their schemas (attnlab.schemas): a damaged file is a
-    :class:`~attnlab.experiments.labbook.BookError` naming it, the field and the fix."""
-    from ..experiments.labbook import BookError
+    :class:`~attnlab.lab.labbook.BookError` naming it, the field and the fix."""
     from ..io import read_json
+    from ..lab.labbook import BookError
     from ..schemas import check, load
 
     root = Path(root)

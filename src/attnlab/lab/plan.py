@@ -10,7 +10,7 @@ this machine would start), ``slurm`` its ``--slurm-cpus`` x array parallelism.
 Costs come from the committed timing records (``data/lab_book/<id>.json`` "timings": the seconds
 ``compute_s`` its ``timed_runs`` of ``runs`` took, one thread each, on the machines that trained
 them; ``per_run`` names each timed run's seconds where the record has it) and the cost model of
-``attnlab book --decide`` (attnlab.experiments.decide): a run takes ``runner.train_cost(cfg)``
+``attnlab book --decide`` (attnlab.lab.decide): a run takes ``runner.train_cost(cfg)``
 times a rate in seconds per unit of cost. The rate is the recorded seconds of every experiment
 over the expected cost of its timed runs (without ``per_run`` the records do not say which runs
 were timed: they count as runs of the experiment's mean cost, exact where its runs share one
@@ -30,9 +30,9 @@ from pathlib import Path
 
 from ..errors import AttnlabError
 from ..runner import Run, finished_history, steps_on_disk, train_cost
-from .book_runs import Scale
 from .decide import DEFAULT_S_PER_COST
 from .labbook import DATA_DIR
+from .runs import Scale
 
 
 class PlanError(AttnlabError):
@@ -267,7 +267,7 @@ def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **
 def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw) -> Plan:
     """The case study's runs (attnlab case) under out/runs, costed from the lab book's records
     (the case's runs are the book's by name)."""
-    from .case import case_runs
+    from ..experiments.case import case_runs
 
     groups, _ = case_runs(settings)
     runs = [r for g in groups for r in g]

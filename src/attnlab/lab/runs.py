@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..config import POS_KINDS, Config
+from ..experiments import case
 from ..runner import Run
-from . import case
 
 BOOK_SEED = case.BOOK_SEED
 SMALL = {"d_model": 128, "n_head": 4}  # d_head 32, the chapter's model

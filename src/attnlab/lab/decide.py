@@ -33,7 +33,7 @@ from ..io import read_json
 from ..runfolder import training_seconds
 from ..runner import Run, train_cost
 from ..sequential import N_MAX
-from .book_runs import BOOK_SEED
+from .runs import BOOK_SEED
 
 MAX_BUDGET_S = 366 * 86400.0  # --budget: at most a year
 MAX_SEEDS = N_MAX  # a question needing more seeds than this is reported, not planned (the design's maximum)
@@ -283,7 +283,7 @@ def run_decide(
 def _docs(root: Path, experiments: Sequence) -> dict[str, dict]:
     """The stored entries the plan reads its claims from, each checked (attnlab.schemas.LabBookEntry:
     verdicts, n, n_needed and seeds of the right types and ranges) before any is planned from."""
-    from ..experiments.labbook import read_entries
+    from .labbook import read_entries
 
     return read_entries(experiments, root / "data")
 

@@ -32,12 +32,12 @@ from typing import Any
 
 from .. import verdicts as V
 from ..errors import AttnlabError
+from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_seconds
 from ..runner import Finished, Run, execute, finished_history
 from ..sequential import record as record_looks
-from .book_runs import Scale
-from .common import environment, provenance
+from .runs import Scale
 
 KIND = "lab_book_experiment"
 DATA_DIR = Path("data") / "lab_book"
