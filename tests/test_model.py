@@ -5,7 +5,7 @@ import torch
 
 from attnlab import CharTokenizer, Config, TinyGPT, generate
 from attnlab.errors import ConfigError
-from attnlab.model import SequenceTooLongError
+from attnlab.model import KVCache, SequenceTooLongError
 
 
 def make(cfg, seed=0):
@@ -189,6 +189,53 @@ def test_pos_none_is_permutation_equivariant():
     l2, _ = m(swapped)
     assert torch.allclose(l1[0, 2:], l2[0, 2:], atol=1e-5)
     assert not torch.allclose(l1[0, 0], l2[0, 0])
+
+
+@pytest.mark.parametrize("variant", [{}, {"pos": "none"}, {"bug": "mask_zero"}, {"n_kv_head": 1, "pos": "rope"}])
+def test_causal_true_is_the_default_forward_bit_for_bit(variant):
+    """causal=True is the chapter's model on both paths (fast; explicit, listened to); and what the
+    mask promises: a later token changes no earlier position's logits, not by one bit."""
+    cfg = Config(n_layer=2, n_head=2, d_model=16, block_size=10, vocab_size=20, **variant)
+    m = make(cfg)
+    x = torch.randint(0, 20, (2, 10))
+    later = x.clone()
+    later[:, 6] = (later[:, 6] + 1) % 20
+    for record in (False, True):
+        base = m(x, record=record)[0]
+        assert torch.equal(m(x, record=record, causal=True)[0], base)
+        if variant.get("bug") != "mask_zero":  # the leaking mask is the one bug that lets it through
+            assert torch.equal(m(later, record=record, causal=True)[0][:, :6], base[:, :6])
+
+
+def test_without_the_mask_a_later_token_changes_earlier_outputs():
+    cfg = Config(n_layer=2, n_head=2, d_model=16, block_size=10, vocab_size=20)
+    m = make(cfg).double()
+    x = torch.randint(0, 20, (2, 10))
+    later = x.clone()
+    later[:, 6] = (later[:, 6] + 1) % 20
+    fast = m(x, causal=False)[0]
+    slow = m(x, causal=False, record=True)[0]  # the explicit path without the mask is the same function
+    assert torch.allclose(fast, slow, atol=1e-12, rtol=0)
+    assert not torch.allclose(fast, m(x)[0])
+    changed = (m(later, causal=False)[0] - fast).abs().amax(dim=-1)  # (B, T)
+    assert (changed[:, :6] > 1e-6).all()  # every earlier position sees the change
+    with pytest.raises(ValueError, match="KV cache"):
+        m(x[:, :1], kv_cache=[KVCache(), KVCache()], causal=False)
+
+
+def test_without_the_mask_blocks_without_positions_are_permutation_equivariant():
+    """§1.9.1: no positions and no mask, the blocks' output (tap_hidden) only follows a permutation
+    of the input; with the mask it does not."""
+    cfg = Config(n_layer=2, n_head=2, d_model=16, block_size=10, vocab_size=20, pos="none")
+    m = make(cfg).double()
+    x, perm = torch.randint(0, 20, (2, 10)), torch.randperm(10)
+    for causal, equivariant in ((False, True), (True, False)):
+        with torch.no_grad(), m.capture("tap_hidden") as st:
+            logits = m(x, causal=causal)[0]
+            m(x[:, perm], causal=causal)
+        h, hp = st["tap_hidden"]
+        assert torch.allclose(hp, h[:, perm], atol=1e-12) is equivariant
+        assert torch.equal(m.head(m.ln_f(h)), logits)  # the tap is the blocks' output the head reads
 
 
 def test_sinusoidal_and_rope_reach_past_block_size():

@@ -14,7 +14,13 @@ through named taps (``blocks.0.attn.tap_scores``, ``...tap_pattern``, ...) that
 cost nothing when nobody listens. Listening on a tap (which is how
 ``model.recording()`` and ``record=True`` compute the diagnostics) or an
 injected bug (``Config.bug``) selects the explicit path; tests check that both
-paths give the same logits and gradients.
+paths give the same logits and gradients. One more tap, ``tap_hidden``, passes the
+residual stream after the last block (the blocks' output, before the final norm).
+
+``causal=False`` (``model(idx, causal=False)``) runs every attention layer without
+the causal mask, on either path: §1.9.1's set-to-set attention, the control of the
+lab book's permutation test (attnlab.lab.positions). The default is the chapter's
+model; a KV cache (generation) is causal by nature and refuses it.
 
 Deliberately left out: dropout (the book's model has none), biases in the
 attention projections, flash kernels of our own.
@@ -99,7 +105,7 @@ class CausalSelfAttention(nn.Module):
         (Config.attn_scale "1/d", the muP choice)."""
         return {"1/sqrt(d)": 1.0 / math.sqrt(self.d_head), "none": 1.0, "1/d": 1.0 / self.d_head}[self.cfg.scale_rule]
 
-    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None, causal: bool = True) -> Tensor:
         B, T, C = x.shape
         nh, nkv, hs = self.n_head, self.n_kv, self.d_head
         q, k, v = self.qkv(x).split([C, nkv * hs, nkv * hs], dim=2)
@@ -125,23 +131,23 @@ class CausalSelfAttention(nn.Module):
             t.active for t in (self.tap_q, self.tap_k, self.tap_v, self.tap_scores, self.tap_pattern)
         )
         if explicit:
-            y = self._explicit(q, k, v)
+            y = self._explicit(q, k, v, causal)
         else:
-            y = self._fast(q, k, v)
+            y = self._fast(q, k, v, causal)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side
         return self.proj(y)
 
-    def _fast(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    def _fast(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
         Tq, Tk = q.shape[2], k.shape[2]
-        if Tq == Tk:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        if Tq == Tk or not causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=self.scale)
         mask = causal_mask(Tq, Tk, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
 
-    def _explicit(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    def _explicit(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
         q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
         scores = self.tap_scores(scaled_scores(q, k, self.cfg, self.scale))  # (B, nh, Tq, Tk)
-        masked = apply_causal_mask(scores, self.cfg.bug)
+        masked = apply_causal_mask(scores, self.cfg.bug) if causal else scores  # no mask, no mask bug
         p = self.tap_pattern(normalize(masked, self.cfg, self.scale))
         return p.to(v.dtype) @ v  # (B, nh, Tq, hs)
 
@@ -219,8 +225,8 @@ class Block(nn.Module):
             nn.Linear(cfg.d_ff, cfg.d_model),
         )
 
-    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None) -> Tensor:
-        a = self.attn(self.ln1(x), pos, cache=cache)
+    def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None, causal: bool = True) -> Tensor:
+        a = self.attn(self.ln1(x), pos, cache=cache, causal=causal)
         x = x + a if self.residual else a
         m = self.mlp(self.ln2(x))
         return x + m if self.residual else m
@@ -237,6 +243,7 @@ class TinyGPT(nn.Module):
         elif cfg.pos == "sinusoidal":
             self.register_buffer("pos_table", sinusoidal_table(cfg.block_size, cfg.d_model), persistent=False)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.tap_hidden = Tap()  # the blocks' output (B, T, C), before the final norm
         self.ln_f = make_norm(cfg.norm, cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self._init_weights()
@@ -280,18 +287,26 @@ class TinyGPT(nn.Module):
         return pos, None  # rope (inside attention) or none
 
     def forward(
-        self, idx: Tensor, targets: Tensor | None = None, record: bool = False, kv_cache: list[KVCache] | None = None
+        self,
+        idx: Tensor,
+        targets: Tensor | None = None,
+        record: bool = False,
+        kv_cache: list[KVCache] | None = None,
+        causal: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         """idx (B, T) token ids -> (logits (B, T, V), mean cross-entropy or None).
 
         record=True is the book's spelling of ``with model.recording(): model(idx)``:
         it fills ``blocks[i].attn.last_diag``. Targets equal to -100 are ignored by the loss.
+        causal=False: every position sees every other (no causal mask; not with a KV cache).
         """
         if record:
             with self.recording():
-                return self(idx, targets, kv_cache=kv_cache)
+                return self(idx, targets, kv_cache=kv_cache, causal=causal)
         if idx.dim() != 2:
             raise ValueError(f"idx must be (B, T) token ids, got shape {tuple(idx.shape)}")
+        if kv_cache is not None and not causal:
+            raise ValueError("causal=False cannot use a KV cache: generation sees only the past; drop kv_cache")
         B, T = idx.shape
         start = kv_cache[0].length if kv_cache else 0
         pos, pos_vec = self.positions(start, T, idx.device)
@@ -301,8 +316,8 @@ class TinyGPT(nn.Module):
         if pos_vec is not None:
             x = x + pos_vec
         for i, block in enumerate(self.blocks):
-            x = block(x, pos, cache=kv_cache[i] if kv_cache else None)
-        x = self.ln_f(x)
+            x = block(x, pos, cache=kv_cache[i] if kv_cache else None, causal=causal)
+        x = self.ln_f(self.tap_hidden(x))
         logits = self.head(x)  # (B, T, V)
         loss = None
         if targets is not None:
