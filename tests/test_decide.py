@@ -84,6 +84,17 @@ def test_shared_runs_count_once_and_unsettleable_questions_are_skipped():
     assert D.plan([huge], {"x": runs_of("x")}, finished=lambda r: False, cost_s=lambda r: 1.0).skipped
 
 
+def test_a_claim_without_runs_per_seed_is_skipped_not_planned():
+    """An entry that adds seeds for some of its claims only (its other claims are a stand-alone
+    command's): a claim it gives no runs for is skipped with the reason, never chosen as free."""
+    a, b = inconclusive("a", [0.3, 0.1, 0.35]), inconclusive("b", [0.3, 0.12, 0.33])
+    qs = D.questions({"x": doc_with([a, b])})
+    some = lambda seed, cid: runs_of("x")(seed, cid) if cid == "a" else []  # noqa: E731
+    p = D.plan(qs, {"x": some}, finished=lambda r: False, cost_s=lambda r: 1.0)
+    assert [q.claim for q, _ in p.chosen] == ["a"] and p.runs
+    assert [(q.claim, why) for q, why in p.skipped] == [("b", "no runs per seed to add for this claim")]
+
+
 @pytest.mark.parametrize("text, secs", [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)])
 def test_parse_duration(text, secs):
     assert D.parse_duration(text) == secs

@@ -1,6 +1,6 @@
 """§1.18.5 ③ four layers: every claim PASSes, FAILs and is INCONCLUSIVE on hand-made per-seed numbers
 (where its rule allows), and the committed record migrates (no run folder, no model) to the verdicts
-the module reports, with the figure's curves kept."""
+the module reports, with the figure's curves kept; §1.18.4's one layer beside two likewise."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_our_prediction_is_a_prediction_and_can_fail():
 def test_whys_take_their_numbers_from_the_results():
     bad = results(s={"reach_4": [-0.5, -0.4, -0.6], "train_4": [3.7, 3.71, 3.69]}, lg={"reach_4": [-0.5, -0.6, -0.4]})
     fails = {c["id"] for c in D.judge(bad) if c["verdict"] == "FAIL"}
-    assert fails == set(D.WHY)
+    assert fails == set(D.WHY) - {"one_layer_no_head_division"}  # no one-layer numbers here (its own tests)
     assert "-0.500, -0.400, -0.600" in D.WHY["layer_division_of_labour"](bad)
     assert "-0.070" in D.WHY["deep_trains_slower"](bad)
     assert "-0.500, -0.600, -0.400" in D.WHY["layer_division_of_labour_long"](bad)
@@ -146,6 +146,7 @@ def test_the_committed_record_judges_as_reported():
         "layer_division_of_labour_long": ("book", "FAIL"),  # 5 seeds (3 until issue 22: INCONCLUSIVE)
         "deep_trains_slower": ("book", "PASS"),  # train loss +0.086, +0.058, +0.124
         "deep_better_long": ("prediction", "FAIL"),  # both overfit when stretched
+        "one_layer_no_head_division": ("book", "FAIL"),  # one layer's heads span as much as two layers' layer 0
     }
 
 
@@ -153,3 +154,48 @@ def test_old_results_alone_judge_without_a_crash():
     doc, _ = _committed()
     claims = D.judge(doc["results"])
     assert {"deep_better", "layer_division_of_labour", "deep_trains_slower"} <= {c["id"] for c in claims}
+
+
+# ---------------------------------------------------- §1.18.4: one layer (from lab/statements)
+def one_layer(one, two=(2.0, 2.1, 2.05)) -> dict:
+    t = {s: {"l1_distance_span": a, "l2_distance_span": b} for s, a, b in zip(SEEDS, one, two)}
+    return {**results(), "one_layer_per_seed": t, "one_layer_pending": {}}
+
+
+@pytest.mark.parametrize(
+    "one, expected",
+    [
+        ([0.1, 0.2, 0.15], "PASS"),  # one layer's heads all alike: the division is missing
+        ([1.9, 2.0, 2.05], "FAIL"),  # as wide as two layers': less than half of it missing, for sure
+        ([0.3, 1.9, 1.0], "INCONCLUSIVE"),
+    ],
+)
+def test_one_layer(one, expected):
+    assert verdict(one_layer(one), "one_layer_no_head_division") == expected
+
+
+def test_one_layer_not_trained_names_its_runs():
+    r = {**results(), "one_layer_pending": {"runs": ["statements/stmt_layer1_s1"], "minutes_one_core": 1.3}}
+    c = next(c for c in D.judge(r) if c["id"] == "one_layer_no_head_division")
+    assert c["verdict"] == "INCONCLUSIVE" and "stmt_layer1_s1" in c["detail"]
+
+
+def test_one_layer_committed_judges_as_reported():
+    from attnlab.lab import runs as R
+    from attnlab.lab.labbook import Context
+
+    doc = json.loads((REPO_ROOT / "data" / "lab_book" / "deep.json").read_text(encoding="utf-8"))
+    c = next(c for c in D.judge(doc["results"]) if c["id"] == "one_layer_no_head_division")
+    assert c["verdict"] == "FAIL" and c["inputs"]["one_layer_span"] == pytest.approx([2.69, 3.02, 1.87], abs=0.01)
+    assert "2.69" in D.WHY["one_layer_no_head_division"](doc["results"])
+    assert D.SESOI_DIVISION == pytest.approx((3.92 - 1.2) / 2, abs=0.01)
+    # measured again from the committed JSON alone (no run folder): the same numbers
+    ctx = Context(R.Scale(), "", REPO_ROOT / "no_runs_here", {}, D.EXPERIMENT, train=False, previous=doc["results"])
+    assert D.measure(ctx).results["one_layer_per_seed"] == doc["results"]["one_layer_per_seed"]
+    run = next(r for r in D.EXPERIMENT.runs(R.Scale()) if r.name.startswith("stmt_layer1"))
+    assert run.cfg.n_layer == 1 and run.cfg.max_steps == 1500
+    # a further seed: the one-layer model, and the two-layer baseline where its portrait is not committed
+    assert [r.name for r in D.EXPERIMENT.seed_runs(R.Scale(), R.BOOK_SEED, "one_layer_no_head_division")] == [
+        f"stmt_layer1_s{R.BOOK_SEED}"
+    ]
+    assert len(D.EXPERIMENT.seed_runs(R.Scale(), R.BOOK_SEED + 5, "one_layer_no_head_division")) == 2

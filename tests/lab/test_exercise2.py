@@ -1,5 +1,6 @@
 """§1.20.2 exercise 2 (attnlab.lab.exercise2): every claim can PASS, FAIL and (where its rule
-allows) be INCONCLUSIVE; the committed results migrate and judge as reported."""
+allows) be INCONCLUSIVE; the committed results migrate and judge as reported; §1.8's four heads of
+d_head 64 judged on the fixed-d_model variant."""
 
 import copy
 import json
@@ -98,6 +99,7 @@ def test_committed_results_migrate_and_judge_as_reported():
         "ex2_critical_d_head": "REPORTED",
         "ex2_big_gap": "PASS",
         "ex2_direction_fixed_d_model": "PASS",
+        "four_heads_d64_no_collapse": "FAIL",  # §1.8: 4 heads of 64 collapse unscaled (mean entropy 0.00294)
     }
     assert (res["critical_d_head"], res["collapse_d_head"]) == (128, 128)
     assert verdicts(COMMITTED) == verdicts(res)
@@ -184,4 +186,50 @@ def test_quick_measure_end_to_end(tmp_path, one_thread):
         assert x["val_curve"]["scaled"][-1][1] == pytest.approx(row[X.key("val_scaled", d, False)], rel=1e-3)
         assert 0 < x["entropy_end_unscaled"] <= 1 and x["logit_std_init_unscaled"] > 0
     assert not (tmp_path / "runs" / "exercise2" / "big_scaled").exists()
-    assert {c["id"] for c in X.judge(res)} == {"ex2_critical_exists", "ex2_big_gap", "ex2_direction_fixed_d_model"}
+    assert {c["id"] for c in X.judge(res)} == {
+        "ex2_critical_exists",
+        "ex2_big_gap",
+        "ex2_direction_fixed_d_model",
+        X.FOUR_HEADS,
+    }
+
+
+# ------------------------------------------------ §1.8: four heads of d_head 64 (from lab/statements)
+def four_heads(gaps, ents=None, mean=None):
+    r = results(fixed={64: gaps})
+    for i, e in enumerate(ents or []):
+        r["per_seed"][str(BOOK_SEED + i)][X.key("entropy_end_unscaled", 64, True)] = e
+    if mean is not None:
+        r["fixed_summary"] = [
+            {"d_head": 64, "seeds": [str(BOOK_SEED + i) for i in range(3)], "entropy_end_unscaled": mean}
+        ]
+    return verdicts(r)[X.FOUR_HEADS]
+
+
+@pytest.mark.parametrize(
+    "gaps, ents, expected",
+    [
+        ([0.01, 0.02, 0.0], [0.5, 0.4, 0.45], "PASS"),
+        ([0.7, 0.8, 0.6], [0.5, 0.4, 0.45], "FAIL"),  # a gap beyond "almost no difference"
+        ([0.01, 0.02, 0.0], [0.003, 0.4, 0.45], "FAIL"),  # one seed collapsed
+        ([0.1, -0.1, 0.25], [0.5, 0.4, 0.45], "INCONCLUSIVE"),
+    ],
+)
+def test_four_heads(gaps, ents, expected):
+    assert four_heads(gaps, ents) == expected
+
+
+def test_four_heads_from_a_mean_entropy_only():
+    assert four_heads([0.01, 0.02, 0.0], mean=0.003) == "FAIL"  # every seed <= 3 x 0.003 < 0.01
+    assert four_heads([0.01, 0.02, 0.0], mean=0.3) == "INCONCLUSIVE"  # the mean cannot say
+
+
+def test_four_heads_committed_why_and_seed_runs():
+    c = next(c for c in X.judge(COMMITTED) if c["id"] == X.FOUR_HEADS)
+    assert c["inputs"]["gap_unscaled_minus_scaled"] == [0.686, 0.8068, 0.5966]
+    assert c["inputs"]["logit_std_init_unscaled"] == pytest.approx(0.823)
+    why = X.WHY[X.FOUR_HEADS](COMMITTED)
+    assert "0.00294" in why and "1.64" in why and "stuck from the start" in why
+    scale = Scale()
+    assert X.EXPERIMENT.seed_runs(scale, BOOK_SEED + 5, X.FOUR_HEADS) == X.pair(scale, 64, BOOK_SEED + 5, True)
+    assert X.EXPERIMENT.seed_runs(scale, BOOK_SEED + 5, "ex2_big_gap") == []

@@ -1,6 +1,7 @@
 """§1.11.7 (attnlab.lab.failures): every claim can PASS, FAIL and (where its rule allows) be
 INCONCLUSIVE; the committed JSON judges as reported; the lab book judges with the failures
-module's own judge."""
+module's own judge, and adds §1.11.7.1's claims at inference (the mask-zero bug through the KV
+cache), with the measurement they rest on."""
 
 import copy
 import json
@@ -53,12 +54,14 @@ def with_cols(**cols) -> dict:
 
 
 def verdicts(r) -> dict:
-    return {c["id"]: c["verdict"] for c in L.EXPERIMENT.judge(r)}
+    """The bugs' own claims (the stand-alone command's) as the lab book judges them."""
+    return {c["id"]: c["verdict"] for c in L.EXPERIMENT.judge(r) if c["id"] not in L.INFERENCE_CLAIMS}
 
 
 def test_the_lab_book_judges_with_the_failures_module_own_judge():
-    assert L.EXPERIMENT.judge is F.judge
-    assert F.rejudge(copy.deepcopy(DOC))["claims"] == F.judge(COMMITTED)
+    own = F.judge(COMMITTED)
+    assert L.EXPERIMENT.judge(COMMITTED)[: len(own)] == own
+    assert F.rejudge(copy.deepcopy(DOC))["claims"] == own
 
 
 def test_committed_results_judge_as_reported():
@@ -159,7 +162,10 @@ def test_a_result_without_the_control_leaves_those_claims_out():
 def test_measure_reads_the_committed_json(tmp_path):
     ctx = Context(R.Scale.make(True), "", tmp_path, {}, L.EXPERIMENT)
     out = L.measure(ctx)
+    inference = out.results.pop("inference")
     assert out.results == COMMITTED and out.results["rows"][0][0] == "correct"
+    # nothing on disk: §1.11.7.1's pair is named, not measured
+    assert inference["per_seed"] == {} and len(inference["pending"]["runs"]) == 2 and out.notes
     assert {"headers", "rows", "steps", "source"} <= set(out.results)  # what the report shows
 
 
@@ -184,3 +190,102 @@ def test_committed_files_are_regenerated():
     assert {c["id"]: c["verdict"] for c in DOC["claims"]} == REPORTED
     md = (REPO_ROOT / "reports" / "failure_symptoms.md").read_text(encoding="utf-8")
     assert md == F.failures_markdown(DOC)
+
+
+# ------------------------------------------------- §1.11.7.1: the bug at inference (from lab/statements)
+SEEDS = [str(R.BOOK_SEED + i) for i in range(3)]
+
+
+def inference(**columns) -> dict:
+    """The committed results with a hand-made §1.11.7.1 table: each column a list of per-seed numbers."""
+    table = {}
+    for key, vals in columns.items():
+        for s, v in zip(SEEDS, vals):
+            table.setdefault(s, {})[key] = v
+    return {**COMMITTED, "inference": {"per_seed": table, "pending": {}}}
+
+
+def verdict(res, cid):
+    return next(c for c in L.EXPERIMENT.judge(res) if c["id"] == cid)["verdict"]
+
+
+@pytest.mark.parametrize(
+    "bug, expected",
+    [([5.9, 6.1, 6.0], "PASS"), ([4.7, 4.72, 4.69], "FAIL"), ([4.9, 5.0, 4.75], "INCONCLUSIVE")],
+)
+def test_mask_zero_at_inference(bug, expected):
+    r = inference(mask_inc_bug=bug, mask_inc_correct=[4.81, 4.82, 4.8])
+    assert verdict(r, "mask_zero_exposed_at_inference") == expected
+
+
+def test_mask_zero_not_trained_names_its_runs():
+    r = inference()
+    r["inference"]["pending"] = {"runs": ["statements/stmt_mask_zero300_s1"], "minutes_one_core": 1.0}
+    c = next(c for c in L.EXPERIMENT.judge(r) if c["id"] == "mask_zero_exposed_at_inference")
+    assert c["verdict"] == "INCONCLUSIVE" and c["n_needed"] == 3 and "stmt_mask_zero300_s1" in c["detail"]
+    assert "`attnlab book --only failures`" in c["detail"]
+    kv = next(c for c in L.EXPERIMENT.judge(r) if c["id"] == "kv_eval_matches_teacher_forced")
+    assert kv["verdict"] == "NA" and "stmt_mask_zero300_s1" in kv["detail"]
+
+
+@pytest.mark.parametrize("d, expected", [([0.0, 1e-5], "PASS"), ([0.0, 0.01], "FAIL"), (None, "NA")])
+def test_kv_evaluation(d, expected):
+    r = inference() if d is None else inference(mask_inc_correct=[4.8 + x for x in d], mask_tf_correct=[4.8, 4.8])
+    assert verdict(r, "kv_eval_matches_teacher_forced") == expected
+
+
+def test_committed_inference_judges_as_reported():
+    doc = json.loads((REPO_ROOT / "data" / "lab_book" / "failures.json").read_text(encoding="utf-8"))
+    v = {c["id"]: c for c in L.EXPERIMENT.judge(doc["results"])}
+    assert v["mask_zero_exposed_at_inference"]["verdict"] == "PASS"  # worse token by token on every seed
+    assert v["mask_zero_exposed_at_inference"]["n"] == 3
+    assert v["kv_eval_matches_teacher_forced"]["verdict"] == "PASS"
+    assert "token by token" in L.EXPERIMENT.why["mask_zero_exposed_at_inference"](doc["results"])
+    # measured again from the committed JSON alone (no run folder): the same numbers
+    ctx = Context(R.Scale.make(False), "", REPO_ROOT, {}, L.EXPERIMENT, train=False, previous=doc["results"])
+    assert L.measure(ctx).results["inference"]["per_seed"] == doc["results"]["inference"]["per_seed"]
+
+
+def test_the_300_step_pair_is_the_chapters_protocol():
+    full = {r.name: r for r in L.EXPERIMENT.runs(R.Scale())}
+    bug = full[f"stmt_mask_zero300_s{R.BOOK_SEED}"]
+    assert bug.cfg.max_steps == 300 and bug.cfg.bug == "mask_zero"
+    assert full[f"stmt_correct300_s{R.BOOK_SEED}"].cfg == bug.cfg.replace(bug=None)
+    assert len(full) == 2 * R.Scale().seeds
+    assert L.EXPERIMENT.seed_runs(R.Scale(), R.BOOK_SEED + 5, "mask_zero_exposed_at_inference") == L.mask_runs(
+        R.Scale(), R.BOOK_SEED + 5
+    )
+    assert L.EXPERIMENT.seed_runs(R.Scale(), R.BOOK_SEED + 5, "bug1_loss_lower") == []
+
+
+def test_kv_cache_evaluation_equals_teacher_forcing_only_without_the_leak(one_thread):
+    import torch
+
+    from attnlab.lab.positions import init_model
+
+    cfg = R.Scale.make(True).cfg(**R.SMALL, vocab_size=40, seed=1).replace(device="cpu")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, cfg.vocab_size, (2, cfg.batch_size, cfg.block_size + 1), generator=g)
+    batches = [(b[:, :-1], b[:, 1:]) for b in x]
+    ok = L.incremental_loss(init_model(cfg, 1), batches)
+    assert ok["incremental"] == pytest.approx(ok["teacher_forced"], abs=1e-4)
+    with torch.no_grad():
+        bug = init_model(cfg.replace(bug="mask_zero"), 1)
+        for p in bug.parameters():
+            p.mul_(20)
+    leak = L.incremental_loss(bug, batches)
+    assert abs(leak["incremental"] - leak["teacher_forced"]) > 1e-3
+
+
+def test_quick_inference_end_to_end(tmp_path, text, one_thread):
+    from attnlab.lab.labbook import run_book
+
+    run_book([L.EXPERIMENT], text, tmp_path, scale=R.Scale.make(True), progress=False, log=lambda s: None)
+    doc = json.loads((tmp_path / "data" / "lab_book" / "failures.json").read_text(encoding="utf-8"))
+    assert doc["status"] == "done" and all(r["done"] for r in doc["runs"])
+    row = doc["results"]["inference"]["per_seed"][str(R.BOOK_SEED)]
+    assert set(row) == set(L.INFERENCE_KEYS)
+    assert {c["id"] for c in doc["claims"]} >= set(L.INFERENCE_CLAIMS)
+    assert L.judge(doc["results"]) == [
+        {k: v for k, v in c.items() if k not in ("looks", "seq", "seq_n_needed")} for c in doc["claims"]
+    ]

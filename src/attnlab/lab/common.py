@@ -85,3 +85,29 @@ def column(table: dict[str, dict], key: str) -> list[float]:
 def paired(table: dict[str, dict], a: str, b: str) -> list[float]:
     """a − b seed by seed (same seed, same batches), for seeds that have both."""
     return [row[a] - row[b] for row in table.values() if row.get(a) is not None and row.get(b) is not None]
+
+
+# ---------------------------------------------------------------- the runs a claim still waits for
+def pending(runs: Sequence[Run]) -> dict:
+    """What a claim whose runs are not trained yet names: the runs ("group/name") and their training
+    time on one core (the planner's calibration: ~110 s for the chapter's 1500-step model)."""
+    from ..runner import train_cost
+    from .decide import DEFAULT_S_PER_COST
+
+    seconds = sum(train_cost(r.cfg) * DEFAULT_S_PER_COST for r in runs)
+    return {"runs": [f"{r.group}/{r.name}" for r in runs], "minutes_one_core": round(seconds / 60, 1)}
+
+
+def not_trained(waiting: dict | None, command: str) -> str:
+    """The runs a claim waits for (``waiting``: a :func:`pending` record) and the command that trains them."""
+    w = waiting or {}
+    runs = ", ".join(w.get("runs", [])) or "—"
+    return f"runs not trained yet: {runs} (`{command}`, about {w.get('minutes_one_core', '?')} min on one core)"
+
+
+def untrained(j, waiting: dict | None, command: str):
+    """A rule's judgement on no numbers (INCONCLUSIVE, 3 seeds needed) saying which runs it waits for;
+    a judgement on numbers unchanged."""
+    import dataclasses
+
+    return j if j.n else dataclasses.replace(j, detail=not_trained(waiting, command))

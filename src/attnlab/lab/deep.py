@@ -16,6 +16,11 @@ than two (paired per seed) and, within four layers, the last layer looks further
 the first (at 1500 steps, and in the stretched control) — by the effect rule; §1.18.4's
 "三层以上训练变慢" on the training loss at equal steps; our prediction written before the
 stretched runs as kind ``prediction``.
+
+And the other end, §1.18.4's n_layer row "n_layer 2：一层学不出‘头的分工’": the chapter's model with
+one layer (1500 steps, the first seed; more through ``--decide``), its layer 0's division of labour (the
+span of its heads' mean attention distance, 3 poems × 24 positions as data/head_portrait.json) beside
+the two-layer model's layer 0 from the committed head portraits (``one_layer_per_seed``).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
-from .common import committed, final_val, rnd, seed_table
+from .common import committed, final_val, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SECTION = "§1.18.5③"
@@ -35,6 +41,13 @@ HEAD_KEYS = ("entropy", "diag", "prev", "distance")
 TAIL = 100  # training loss: the mean of the last 100 steps (how well the model fits what it sees)
 # fixed before looking: a loss difference below 0.01 nats (1% perplexity) is no effect (as §1.8.8's)
 SESOI_LOSS = 0.01
+# §1.18.4's one layer. §1.8.5 describes the heads' division by their mean attention distance ("第一层的头更局部
+# （平均距离 1.2–3.9）"): the book's layer 0 spans 3.92 − 1.2 = 2.72 positions between its most local and most
+# global head. "学不出" = a one-layer model lacks at least half of that span
+_HP = book_values("head_portrait_1_8_5")
+_DIST = [v[_HP["columns"].index("mean_distance")] for k, v in _HP.items() if k.startswith("L0H")]
+SESOI_DIVISION = (max(_DIST) - min(_DIST)) / 2
+ONE_LAYER_COMMAND = "attnlab book --only §1.18.5"
 
 PREDICTION_DEEP = (
     "1500 步时 4 层的验证 loss 不比 2 层好（4.09 ± 0.02 对 4.07），而训练 loss（最后 100 步均值）也更高"
@@ -61,6 +74,18 @@ def runs_of_seed(scale: R.Scale, seed: int) -> list:
 
 def long_runs_of_seed(scale: R.Scale, seed: int) -> list:
     return [R.deep_long_run(scale, n, seed) for n in (4, 2)]
+
+
+def one_layer_run(scale: R.Scale, seed: int) -> Run:
+    """The chapter's model with one layer (§1.18.4's n_layer row), the same 1500 steps. Its folder is
+    runs/statements/, where it was first trained: the same run, never trained twice."""
+    return Run(f"stmt_layer1_s{seed}", scale.cfg(**R.SMALL, n_layer=1, seed=seed), group="statements")
+
+
+def one_layer_seed(scale: R.Scale, seed: int) -> list[Run]:
+    """The one-layer model, and the two-layer baseline where its portrait is not committed
+    (data/head_portrait.json holds the scale's seeds)."""
+    return [one_layer_run(scale, seed)] + ([] if seed in scale.seed_list() else [R.baseline(scale, seed)])
 
 
 # --------------------------------------------------------------------------- measuring
@@ -201,6 +226,7 @@ def legacy_tables(
 
 def measure(ctx: Context) -> Outcome:
     table_prev, long_prev = {}, {}
+    portrait_doc = None
     if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
         try:
             portrait_doc = committed(ctx, "head_portrait.json")
@@ -216,6 +242,7 @@ def measure(ctx: Context) -> Outcome:
     table = seed_table(ctx, lambda s: runs_of_seed(ctx.scale, s), lambda fs: _measure_1500(ctx, fs), table_prev)
     long = seed_table(ctx, lambda s: long_runs_of_seed(ctx.scale, s), lambda fs: _measure_long(ctx, fs), long_prev)
     res = tabulate(table, long, steps=ctx.scale.steps)
+    res["one_layer_per_seed"], res["one_layer_pending"] = one_layer_table(ctx, portrait_doc)
     notes = []
     if len(table) < ctx.scale.seeds:
         notes.append(f"{len(table)} of {ctx.scale.seeds} seeds")
@@ -230,6 +257,108 @@ def measure(ctx: Context) -> Outcome:
         )
     status = "done" if len(table) >= ctx.scale.seeds and len(long) >= ctx.scale.seeds else "partial"
     return Outcome(results=res, figures=[ctx.fig("curves.png")], notes=notes, status=status)
+
+
+# ------------------------------------------------------------------- §1.18.4: one layer
+def _poem_portrait(ctx: Context, f) -> list[dict]:
+    """§1.8.5's head portrait (3 poems × 24 positions, as data/head_portrait.json)."""
+    from ..experiments.common import validation_text
+    from ..experiments.heads import POEMS, POSITIONS, poem_windows, portrait
+
+    cfg = f.run.cfg
+    return portrait(f.model, f.tok, poem_windows(validation_text(ctx.text, cfg), POEMS, min(POSITIONS, cfg.block_size)))
+
+
+def division(heads: list[dict], prefix: str) -> dict:
+    """Layer 0's division of labour: the span of its heads' mean attention distance, and its largest
+    previous-token weight."""
+    l0 = [h for h in heads if h["layer"] == 0]
+    d = [h["distance"] for h in l0]
+    return {f"{prefix}_distance_span": rnd(max(d) - min(d)), f"{prefix}_max_prev": rnd(max(h["prev"] for h in l0))}
+
+
+def two_layer_division(portrait_doc: dict | None) -> dict[str, dict]:
+    """{seed: the two-layer baseline's layer-0 division} from the committed head portraits (pure)."""
+    out: dict[str, dict] = {}
+    for d in [portrait_doc, *portrait_doc.get("other_seeds", [])] if portrait_doc else []:
+        seed, heads = (d.get("config") or {}).get("seed"), d.get("heads")
+        if seed is not None and heads and f"small_scaled_s{seed}" in str((d.get("source") or {}).get("checkpoint", "")):
+            out[str(seed)] = division(heads, "l2")
+    return out
+
+
+def one_layer_table(ctx: Context, portrait_doc: dict | None) -> tuple[dict[str, dict], dict]:
+    """({seed: layer 0's division, one layer (l1_) and two (l2_)}, the runs the claim still waits for):
+    committed numbers kept, the one-layer runs on disk measured, the two-layer model's where not stored
+    from the committed portraits, else from its run on disk."""
+    scale = ctx.scale
+    prev = (ctx.previous or {}).get("one_layer_per_seed") or {}
+    table = {s: dict(row) for s, row in prev.items()}
+    ones = seed_table(
+        ctx,
+        lambda s: [one_layer_run(scale, s)],
+        lambda fs: division(_poem_portrait(ctx, fs[0]), "l1"),
+        {s: row for s, row in prev.items() if row.get("l1_distance_span") is not None},
+    )
+    for s, row in ones.items():
+        table.setdefault(s, {}).update(row)
+    for s, row in two_layer_division(portrait_doc).items():  # where the two-layer numbers are not stored yet
+        if table.get(s, {}).get("l2_distance_span") is None:
+            table.setdefault(s, {}).update(row)
+    for s in ones:
+        if table[s].get("l2_distance_span") is None and (f := ctx.find(R.baseline(scale, int(s)))) is not None:
+            table[s].update(division(_poem_portrait(ctx, f), "l2"))
+    first = R.BOOK_SEED
+    row = table.get(str(first)) or {}
+    missing = ([] if row.get("l1_distance_span") is not None else [one_layer_run(scale, first)]) + (
+        [] if row.get("l2_distance_span") is not None else [R.baseline(scale, first)]
+    )
+    return {s: table[s] for s in sorted(table, key=int)}, pending(missing)
+
+
+def judge_one_layer(res: dict) -> list[dict]:
+    """§1.18.4: one layer cannot learn the heads' division of labour (pure)."""
+    t = res.get("one_layer_per_seed") or {}
+    div = paired(t, "l2_distance_span", "l1_distance_span")
+    both = [
+        row for row in t.values() if row.get("l1_distance_span") is not None and row.get("l2_distance_span") is not None
+    ]
+    return [
+        claim(
+            "one_layer_no_head_division",
+            "§1.18.4",
+            "“n_layer 2：一层学不出‘头的分工’”：一层模型的 4 个头比两层模型第 0 层的头分工更少——各头平均注意力距离的跨度"
+            "（最局部到最全局，§1.8.5 描述分工的量）小于两层模型的 / one layer cannot learn the heads' division of labour: "
+            "its heads' span of mean attention distance is smaller than the two-layer model's layer 0",
+            untrained(
+                S.effect(div, direction=+1, sesoi=SESOI_DIVISION), res.get("one_layer_pending"), ONE_LAYER_COMMAND
+            ),
+            inputs={
+                "two_minus_one_layer_span": div,
+                "one_layer_span": _col(t, "l1_distance_span"),
+                "two_layer_span": [row["l2_distance_span"] for row in both],
+                "one_layer_max_prev": _col(t, "l1_max_prev"),
+                "sesoi": rnd(SESOI_DIVISION),
+            },
+            book="一层学不出头的分工",
+            expected=f"effect: layer 0's span (max − min over heads of the mean attention distance, 3 poems × 24 positions), "
+            f"two layers − one layer, same seed, > 0 (95% CI); smallest effect of interest {SESOI_DIVISION:.3g}, half the "
+            "span of the book's layer 0 (1.2–3.92): 'cannot learn' = at least half of the division missing",
+        )
+    ]
+
+
+def _why_one_layer(res: dict) -> str:
+    t = res.get("one_layer_per_seed") or {}
+    show = lambda xs: ", ".join(f"{x:.3g}" for x in xs) or "—"  # noqa: E731
+    both = [
+        row for row in t.values() if row.get("l1_distance_span") is not None and row.get("l2_distance_span") is not None
+    ]
+    return (
+        f"one layer divides the work too: its heads span {show(_col(t, 'l1_distance_span'))} positions of mean "
+        f"distance (two layers' layer 0: {show([row['l2_distance_span'] for row in both])}); "
+        f"largest previous-token weight {show(_col(t, 'l1_max_prev'))}"
+    )
 
 
 # ------------------------------------------------------------------------------ the table
@@ -287,6 +416,10 @@ def _effect(values: list[float], sesoi: float) -> S.Judgement:
 
 
 def judge(res: dict) -> list[dict]:
+    return _judge_layers(res) + judge_one_layer(res)
+
+
+def _judge_layers(res: dict) -> list[dict]:
     res = upgrade(res)
     t, lg = res["per_seed"], res["long_per_seed"]
     sesoi = res.get("sesoi_reach") or sesoi_reach()
@@ -433,6 +566,7 @@ WHY = {
     "layer_division_of_labour_long": _why_reach("reach_4", "long_per_seed"),
     "deep_trains_slower": _why_slower,
     "deep_better_long": _why_long,
+    "one_layer_no_head_division": _why_one_layer,
 }
 
 EXPERIMENT = Experiment(
@@ -444,11 +578,16 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     prediction=PREDICTION_DEEP,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s) + long_runs_of_seed(scale, s)],
+    runs=lambda scale: (
+        [r for s in scale.seed_list() for r in runs_of_seed(scale, s) + long_runs_of_seed(scale, s)]
+        + [one_layer_run(scale, R.BOOK_SEED)]
+    ),  # the one-layer model: the first seed (more through --decide)
     min_runs=lambda scale: [],  # the committed record is judged (and migrated) without any run folder
     why=WHY,
     seed_runs=lambda scale, seed, cid: (
-        (runs_of_seed(scale, seed) if not cid.endswith("_long") or cid == "deep_better_long" else [])
+        one_layer_seed(scale, seed)
+        if cid == "one_layer_no_head_division"
+        else (runs_of_seed(scale, seed) if not cid.endswith("_long") or cid == "deep_better_long" else [])
         + (long_runs_of_seed(scale, seed) if cid.endswith("_long") else [])
     ),
 )

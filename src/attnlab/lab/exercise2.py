@@ -13,6 +13,10 @@ exists inside the grid when the gap at its smallest d_head is equivalent to 0 wi
 ±0.17 and the gap at its largest is beyond noise; the critical d_head is reported with
 the bracket the data decide (see :func:`critical`); the direction at fixed d_model is
 the paired (same seed) growth of the gap from d_head 32 to 256.
+
+The fixed-d_model variant also answers §1.8's "如果把同一个 d_model 切成 4 个头，每个 d_head=64……
+不缩放也不至于立刻崩" (4 heads of 64 at d_model 256): its trained layer-0 entropy against the saturation
+line and its gap against the book's "almost no difference" (:func:`judge_four_heads`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ FIXED_D_HEADS = (32, 64, 128, 256)
 SESOI_GAP = book_values("case_loss_1_2_and_1_4")["gap_small"]
 VARIANTS = {False: "d_model = d_head", True: "d_model = 256"}
 DIAGS = ("logit_std_init_unscaled", "entropy_end_unscaled", "entropy_end_scaled")
+# §1.13.1's reading table: "熵 → 0.01 以下，logit_std 几千 → 缩放缺失": below this, attention is saturated
+COLLAPSE = 0.01
+FOUR_HEADS = "four_heads_d64_no_collapse"  # §1.8: 4 heads of d_head 64 at d_model 256, the fixed variant's d_head 64
 
 
 def key(name: str, d: int, fixed: bool) -> str:
@@ -290,6 +297,10 @@ def _bracket_words(c: dict, fixed: bool) -> str:
 
 
 def judge(res: dict) -> list[dict]:
+    return _judge_critical(res) + judge_four_heads(res)
+
+
+def _judge_critical(res: dict) -> list[dict]:
     table = per_seed(res)
     out = []
     first, last = D_HEADS[0], D_HEADS[-1]
@@ -366,6 +377,78 @@ def judge(res: dict) -> list[dict]:
     return out
 
 
+def _point(res: dict, d: int) -> dict:
+    return next((x for x in res.get("fixed_summary") or [] if x.get("d_head") == d), {})
+
+
+def judge_four_heads(res: dict) -> list[dict]:
+    """§1.8: four heads of d_head 64 at d_model 256 "不至于立刻崩" (pure): every seed's trained layer-0
+    entropy (unscaled) above the saturation line, and the gap within the book's "almost no difference"."""
+    t = res.get("per_seed") or {}
+    gk, ek = key("gap", 64, True), key("entropy_end_unscaled", 64, True)
+    gaps = column(t, gk)
+    ents = [row[ek] for row in t.values() if row.get(gk) is not None and row.get(ek) is not None]
+    point = _point(res, 64)
+    mean, n_mean = point.get("entropy_end_unscaled"), len(point.get("seeds", []))
+    if gaps and len(ents) == len(gaps):
+        j_ent = S.every(ents, COLLAPSE, 1.0)
+    elif mean is not None and n_mean and n_mean * mean < COLLAPSE:
+        # entropies are >= 0, so no seed exceeds n × the mean: every seed is below the line
+        j_ent = S.exact(
+            False,
+            f"per-seed entropies not stored; their mean {mean:.3g} over {n_mean} seeds bounds every seed by "
+            f"{n_mean} × {mean:.3g} = {n_mean * mean:.3g} < {COLLAPSE}",
+            mean,
+        )
+    else:
+        j_ent = S.na("per-seed entropies of the unscaled 4-head d_head 64 model not stored (exercise 2 at d_model 256)")
+    j_gap = S.equivalence(gaps, SESOI_GAP)
+    return [
+        claim(
+            FOUR_HEADS,
+            "§1.8 / §1.8.4",
+            "“如果把同一个 d_model 切成 4 个头，每个 d_head=64……不缩放也不至于立刻崩”：d_model 256、4 头不缩放，"
+            f"训练后第 0 层熵不低于饱和线 {COLLAPSE}，且与缩放版“几乎没差别”（±{SESOI_GAP}）/ four heads of 64 at "
+            "d_model 256 do not collapse unscaled: entropy above the saturation line, gap within the book's 'almost no "
+            "difference'",
+            S.all_of(
+                [j_ent, j_gap], f"entropy: {j_ent.verdict} ({j_ent.detail}) | gap: {j_gap.verdict} ({j_gap.detail})"
+            ),
+            inputs={
+                "gap_unscaled_minus_scaled": gaps,
+                "entropy_end_unscaled": ents or f"mean {mean} over {n_mean} seeds (per seed not stored)",
+                "gap_d_head_256": column(t, key("gap", 256, True)),
+                "logit_std_init_unscaled": point.get("logit_std_init_unscaled"),
+                "margin": SESOI_GAP,
+            },
+            book="不至于立刻崩",
+            expected=f"every seed's trained layer-0 entropy (unscaled) ≥ {COLLAPSE} (§1.13.1's saturation line) and "
+            f"equivalence: the val gap within ±{SESOI_GAP} (§1.2's 几乎没差别)",
+        )
+    ]
+
+
+def _why_four_heads(r: dict) -> str:
+    t, p, p256 = r.get("per_seed") or {}, _point(r, 64), _point(r, 256)
+    show = lambda xs: ", ".join(f"{x:.3g}" for x in xs) or "—"  # noqa: E731
+    curve = (p.get("val_curve") or {}).get("unscaled") or []
+    stuck = (
+        f"; the first seed's unscaled val loss {curve[0][1]} at step {curve[0][0]} and {curve[4][1]} at step "
+        f"{curve[4][0]} (stuck from the start)"
+        if len(curve) > 4
+        else ""
+    )
+    return (
+        f"书错了 / the book is wrong here: 4 heads of d_head 64 at d_model 256 collapse unscaled — trained entropy "
+        f"{p.get('entropy_end_unscaled')} (mean; scaled {p.get('entropy_end_scaled')}), gap "
+        f"{show(column(t, key('gap', 64, True)))} vs {show(column(t, key('gap', 256, True)))} for one head of 256{stuck}. "
+        f"The initial logit std is {p.get('logit_std_init_unscaled')} (one head of 256: "
+        f"{p256.get('logit_std_init_unscaled')}), not the 'about 0.2' of §1.8.4: eq. 1.1 puts d_model, not d_head, in "
+        "Var(q), so splitting d_model into heads only divides the std by √(heads) (see the case's claim "
+        "four_heads_std_near_0_2)"
+    )
+
+
 # ---------------------------------------------------------------------------- the entry
 PREDICTION = (
     "§1.3.1：初始时每个 q 分量的方差 ≈ σ⁴·d_model（σ=0.02），不缩放的 logits 标准差 ≈ 0.0004·d_model·√d_head。"
@@ -407,6 +490,7 @@ WHY = {
         + ", ".join(f"{x:+.3f}" for x in column(per_seed(r), key("gap", D_HEADS[-1], False)))
     ),
     "ex2_direction_fixed_d_model": _why_growth,
+    FOUR_HEADS: _why_four_heads,
 }
 
 EXPERIMENT = Experiment(
@@ -423,4 +507,7 @@ EXPERIMENT = Experiment(
     min_runs=lambda scale: [],
     why=WHY,
     order=(1, 20, 2, 0),
+    # a further seed (attnlab book --decide) for §1.8's four heads: its pair at d_model 256; the exercise's
+    # own claims add none (their grid is trained on the scale's seeds)
+    seed_runs=lambda scale, seed, cid: pair(scale, 64, seed, True) if cid == FOUR_HEADS else [],
 )

@@ -8,6 +8,12 @@ head, on the portrait's validation windows), beside what an order-blind head (un
 visible keys) would show. Judged: the loss cost of no positions (effect), the chapter's "完全学不会
 顺序" and "没有位置编码这些头就学不会" on the previous-token weight, and our sanity checks on the
 schemes (equivalence).
+
+And §1.22.10's "整个 Transformer 块都是置换等变的" / "无法区分‘前一位’和‘后面任意一位’", on the model
+without positions: permuting the input positions of the model as initialised (no training, every
+seed of the scale), against the same weights without the causal mask (``model(idx, causal=False)``,
+§1.9.1's experiment; a sanity claim), and the trained no-position model's loss on prefixes shuffled
+in place (the model with learned positions beside it, where on disk).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from ..book import book_values
 from ..config import POS_KINDS
 from ..verdicts import claim
 from . import runs as R
-from .common import column, final_val, paired, rnd, seed_table
+from .common import column, final_val, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 CONTROL = R.POS_CONTROL  # the sinusoidal table on token embeddings x sqrt(d_model)
@@ -30,6 +36,26 @@ SESOI_LOSS = 0.1
 # "all usable" / "as good as": within 0.15 nats, same seed (the tolerance written before the runs,
 # under the 0.17 the chapter calls 几乎没差别 at d_head 32, §1.4)
 MARGIN_SCHEMES = 0.15
+# §1.22.10's order claims. float32 sums of these sizes round at ~1e-6 relative; 1e-3 is far above that and far
+# below any dependence on order a model could use: an output that moves less than this under a permutation is
+# equivariant
+EQUIV_TOL = 1e-3
+# a loss difference below 0.01 nats (1% perplexity) is no difference (as §1.8.8's quality claims)
+SESOI_ORDER = 0.01
+FORWARD_MATCH = 1e-4  # the blocks' output read by the tap, through the final norm and head, is the model's logits
+ORDER_CLAIMS = ("block_permutation_equivariant", "equivariance_without_mask", "no_positions_order_blind")
+ORDER_KEYS = (  # the per-seed columns of those claims
+    "nopos_equiv_dev",
+    "nopos_equiv_dev_nomask",
+    "nopos_loss",
+    "nopos_loss_shuffled",
+    "nopos_shuffle_diff",
+    "learned_shuffle_diff",
+    "init_equiv_dev",
+    "init_equiv_dev_nomask",
+    "init_forward_match",
+)
+COMMAND = "attnlab book --only §1.9"
 
 
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.9)"
@@ -123,6 +149,10 @@ def measure(ctx: Context) -> Outcome:
         if portraits:
             row["portraits"] = portraits
         table[s] = row
+    order, waiting = _order_table(ctx, (ctx.previous or {}).get("per_seed") or {})
+    for s, row in order.items():
+        table.setdefault(s, {}).update(row)
+    table = {s: table[s] for s in sorted(table, key=int)}
     cfg = R.position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
     kinds = [k for k in KINDS if column(table, f"val_{k}")]
     summary = {
@@ -161,6 +191,7 @@ def measure(ctx: Context) -> Outcome:
         # token embedding at init (init_std · sqrt(d_model))
         "pos_norm": math.sqrt(cfg.d_model / 2),
         "emb_norm": cfg.init_std * math.sqrt(cfg.d_model),
+        "pending": {"no_positions_order_blind": waiting},
     }
     notes = []
     if len(tables["schemes"]) < ctx.scale.seeds:
@@ -188,6 +219,10 @@ def _over_uniform(table: dict, key: str, uniform: float) -> list[float]:
 
 
 def judge(res: dict) -> list[dict]:
+    return _judge_positions(res) + judge_order_blind(res)
+
+
+def _judge_positions(res: dict) -> list[dict]:
     table = res.get("per_seed") or {}
     if not column(table, "val_none"):
         return []
@@ -290,6 +325,232 @@ def _judge_order(table: dict, worse, excess, head, margin: float, uniform: float
     ]
 
 
+# ------------------------------------------------------------- §1.22.10: order without positions
+def _check_no_positions(cfg) -> None:
+    if cfg.pos != "none" or cfg.emb_scale:
+        raise ValueError(
+            "the permutation test needs a model without positions: its blocks read the token vectors alone"
+        )
+
+
+def equivariance(model, batches, seed: int = 0) -> dict:
+    """‖blocks(πX) − π·blocks(X)‖ / ‖blocks(X) − X‖ for token vectors X of real text and one random
+    permutation π of the positions: 0 for a permutation-equivariant stack. With the causal mask and
+    without it (``model(idx, causal=False)``, the control); the blocks' output is read at the model's
+    ``tap_hidden``, and ``forward_match`` is how far that output, through the final norm and head, is
+    from the model's logits."""
+    import torch
+
+    _check_no_positions(model.cfg)
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    num = {True: 0.0, False: 0.0}
+    den = {True: 0.0, False: 0.0}
+    match = 0.0
+    with torch.no_grad():
+        for idx, _ in batches:
+            x = model.tok_emb(idx)  # (B, T, C): no positions are added in this model
+            perm = torch.randperm(idx.shape[1], generator=g)
+            for causal in (True, False):
+                with model.capture("tap_hidden") as st:
+                    logits, _ = model(idx, causal=causal)
+                    model(idx[:, perm], causal=causal)
+                h, hp = st["tap_hidden"]  # (B, T, C) each
+                num[causal] += float((hp - h[:, perm]).pow(2).sum())
+                den[causal] += float((h - x).pow(2).sum())
+                if causal:
+                    match = max(match, float((model.head(model.ln_f(h)) - logits).abs().max()))
+    return {
+        "dev": math.sqrt(num[True] / den[True]),
+        "dev_nomask": math.sqrt(num[False] / den[False]),
+        "forward_match": match,
+    }
+
+
+def init_model(cfg, seed: int):
+    """The model as training starts (attnlab.train seeds torch the same way), without touching torch's RNG."""
+    import torch
+
+    from ..model import TinyGPT
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return TinyGPT(cfg.replace(seed=seed, device="cpu"))
+
+
+def cut_points(T: int) -> tuple[int, ...]:
+    return (T // 4 - 1, T // 2 - 1, T - 1)
+
+
+def shuffled_prefix_loss(model, batches, seed: int = 0) -> dict:
+    """Loss of the next character after a prefix of length t + 1, with the t characters before the
+    current one in their order and shuffled in place (the current character stays last); at three
+    cut points, the same targets. An order-blind model gives the same loss for both."""
+    import torch
+    import torch.nn.functional as F
+
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    orig, shuf, n = 0.0, 0.0, 0
+    with torch.no_grad():
+        for x, y in batches:
+            B, T = x.shape
+            for t in cut_points(T):
+                order = torch.argsort(torch.rand(B, t, generator=g), dim=1)  # (B, t): a permutation per row
+                xs = torch.cat([x[:, :t].gather(1, order), x[:, t : t + 1]], dim=1)  # (B, t + 1)
+                orig += F.cross_entropy(model(x[:, : t + 1])[0][:, -1].float(), y[:, t], reduction="sum").item()
+                shuf += F.cross_entropy(model(xs)[0][:, -1].float(), y[:, t], reduction="sum").item()
+                n += B
+    return {"loss": orig / n, "loss_shuffled": shuf / n}
+
+
+def _batches(ctx: Context, f_or_cfg, n: int):
+    from ..experiments.common import validation_batches
+    from ..runner import Finished
+    from ..tokenizer import CharTokenizer
+
+    if isinstance(f_or_cfg, Finished):
+        return validation_batches(ctx.text, f_or_cfg.tok, f_or_cfg.run.cfg, n)
+    cfg = f_or_cfg
+    return validation_batches(ctx.text, CharTokenizer(ctx.text, cfg.vocab_size), cfg, n)
+
+
+def _no_position_numbers(ctx: Context, f) -> dict:
+    """The trained no-position model: its permutation deviation and its loss on shuffled prefixes; the
+    same shuffle on the same seed's model with learned positions where on disk (context)."""
+    e, sh = equivariance(f.model, _batches(ctx, f, 2)), shuffled_prefix_loss(f.model, _batches(ctx, f, 4))
+    row = {
+        "nopos_equiv_dev": rnd(e["dev"]),
+        "nopos_equiv_dev_nomask": rnd(e["dev_nomask"]),
+        "nopos_loss": rnd(sh["loss"]),
+        "nopos_loss_shuffled": rnd(sh["loss_shuffled"]),
+        "nopos_shuffle_diff": rnd(sh["loss_shuffled"] - sh["loss"]),
+    }
+    learned = ctx.find(R.baseline(ctx.scale, f.run.cfg.seed))
+    if learned is not None:
+        lsh = shuffled_prefix_loss(learned.model, _batches(ctx, learned, 4))
+        row["learned_shuffle_diff"] = rnd(lsh["loss_shuffled"] - lsh["loss"])
+    return row
+
+
+def _order_table(ctx: Context, committed: dict) -> tuple[dict[str, dict], dict]:
+    """({seed: §1.22.10's numbers}, the runs no_positions_order_blind still waits for): committed numbers
+    kept, the no-position runs on disk measured, and the initialised model (no training, deterministic)
+    of every seed of the scale and every trained one where its numbers are not stored yet."""
+    scale = ctx.scale
+    prev = {s: {k: row[k] for k in ORDER_KEYS if k in row} for s, row in committed.items()}
+    trained = seed_table(
+        ctx,
+        lambda s: [R.position_runs(scale, "none", s)],
+        lambda fs: _no_position_numbers(ctx, fs[0]),
+        {s: row for s, row in prev.items() if "nopos_shuffle_diff" in row},
+    )
+    table = {s: dict(row) for s, row in prev.items() if row}
+    for s, row in trained.items():
+        table.setdefault(s, {}).update(row)
+    for s in sorted({str(x) for x in scale.seed_list()} | set(trained), key=int):
+        if table.get(s, {}).get("init_equiv_dev") is None:
+            cfg = R.position_runs(scale, "none", int(s)).cfg
+            e = equivariance(init_model(cfg, int(s)), _batches(ctx, cfg, 2))
+            table.setdefault(s, {}).update(
+                {
+                    "init_equiv_dev": rnd(e["dev"]),
+                    "init_equiv_dev_nomask": rnd(e["dev_nomask"]),
+                    "init_forward_match": rnd(e["forward_match"]),
+                }
+            )
+    missing = [R.position_runs(scale, "none", s) for s in scale.seed_list() if str(s) not in trained]
+    return table, pending(missing)
+
+
+def judge_order_blind(res: dict) -> list[dict]:
+    """§1.22.10 on the model without positions (pure)."""
+    t = res.get("per_seed") or {}
+    dev, dev0 = column(t, "init_equiv_dev"), column(t, "init_equiv_dev_nomask")
+    match = column(t, "init_forward_match")
+    same = (
+        S.exact(
+            max(match) < FORWARD_MATCH,
+            f"the blocks' output (tap_hidden) through the final norm and head vs the model: max |Δ logit| {max(match):.3g}",
+        )
+        if match
+        else S.na("not measured: the blocks' output against the model's logits")
+    )
+    diff = column(t, "nopos_shuffle_diff")
+    waiting = (res.get("pending") or {}).get("no_positions_order_blind")
+    return [
+        claim(
+            "block_permutation_equivariant",
+            "§1.22.10 / §1.24 (6)",
+            "“结论：整个 Transformer 块都是置换等变的。不注入位置信息，堆多少层都没用”：本章模型去掉位置编码后，"
+            "把输入的位置打乱，各层输出只是跟着打乱 / the whole block is permutation equivariant: permuting the "
+            "positions of a model without positions only permutes its outputs",
+            S.equivalence(dev, EQUIV_TOL),
+            inputs={
+                "relative_deviation_causal": dev,
+                "relative_deviation_trained": column(t, "nopos_equiv_dev"),
+                "margin": EQUIV_TOL,
+            },
+            book="置换等变",
+            expected=f"equivalence: ‖blocks(πX) − π·blocks(X)‖ / ‖blocks(X) − X‖ within ±{EQUIV_TOL:g} (float32 "
+            "rounding is ~1e-6), X the token vectors of validation text, π one random permutation; the model as "
+            "initialised for each seed (a statement about the architecture: any weights; the trained no-position "
+            "model's deviation shown)",
+        ),
+        claim(
+            "equivariance_without_mask",
+            "§1.9.1 / §1.22.10",
+            "对照：同一组权重去掉因果掩码（model(idx, causal=False)），各层才是置换等变的（§1.9.1 的小实验）；读出的各层"
+            "输出就是模型的 / control: the same weights without the causal mask are equivariant, and the blocks' "
+            "output read is the model's",
+            S.all_of([S.equivalence(dev0, EQUIV_TOL), same]),
+            inputs={"relative_deviation_no_mask": dev0, "max_abs_logit_diff": match, "margin": EQUIV_TOL},
+            kind="sanity",
+        ),
+        claim(
+            "no_positions_order_blind",
+            "§1.22.10 / §1.24 (6)",
+            "“没有位置编码时，模型面对的输入是‘一堆无顺序的向量’，它无法区分‘前一位’和‘后面任意一位’”：训练好的无位置模型，"
+            "把当前字之前的字原地打乱，预测下一个字的 loss 不变 / the trained model without positions cannot tell the "
+            "order: shuffling the characters before the current one leaves its loss unchanged",
+            untrained(S.equivalence(diff, SESOI_ORDER), waiting, COMMAND),
+            inputs={
+                "shuffled_minus_original": diff,
+                "loss_original": column(t, "nopos_loss"),
+                "learned_positions_shuffled_minus_original": column(t, "learned_shuffle_diff"),
+                "margin": SESOI_ORDER,
+            },
+            book="看不见顺序",
+            expected=f"equivalence: the same-target loss difference within ±{SESOI_ORDER} nats (1% perplexity), "
+            "prefixes cut at 1/4, 1/2 and all of the block, §1.9's no-position model after 1500 steps",
+        ),
+    ]
+
+
+def _csv(xs: list[float]) -> str:
+    return ", ".join(f"{x:.3g}" for x in xs) or "—"
+
+
+def _why_equivariant(r: dict) -> str:
+    t = r.get("per_seed") or {}
+    return (
+        f"书错了 / the book is wrong here: a causal decoder is not permutation equivariant. Permuting the positions moves "
+        f"the outputs of the chapter's model without positions by {_csv(column(t, 'init_equiv_dev'))} of the blocks' "
+        f"update (as initialised; trained: {_csv(column(t, 'nopos_equiv_dev'))}), the same weights without the causal "
+        f"mask by {_csv(column(t, 'init_equiv_dev_nomask'))}: the mask lets position i see exactly i + 1 inputs, so "
+        "the stack knows how far along it is (§1.9.1's experiment has no mask)"
+    )
+
+
+def _why_order_blind(r: dict) -> str:
+    t = r.get("per_seed") or {}
+    return (
+        f"书错了 / the book is wrong here: the model without positions uses the order — shuffling the characters before "
+        f"the current one raises its loss by {_csv(column(t, 'nopos_shuffle_diff'))} nats (with learned positions: "
+        f"{_csv(column(t, 'learned_shuffle_diff'))}); the causal mask tells it how many characters precede each one"
+    )
+
+
 # ------------------------------------------------------------------- the why of each FAIL
 def _list(xs: list[float], digits: int = 3) -> str:
     return "、".join(f"{x:.{digits}g}" for x in xs)
@@ -357,6 +618,8 @@ WHY = {
     "positions_needed": _why_needed,
     "positions_order_not_learned": _why_order,
     "prev_head_needs_positions": _why_head,
+    "block_permutation_equivariant": _why_equivariant,
+    "no_positions_order_blind": _why_order_blind,
 }
 
 EXPERIMENT = Experiment(
@@ -365,10 +628,12 @@ EXPERIMENT = Experiment(
     "位置编码：三种方案与不用位置编码 / positions: three schemes and none",
     "注意力把输入当成集合；层 0 头 1 的“看前一位”模式是位置编码在起作用的证据，没有位置编码这些头就学不会"
     "（自测 6）/ without positions the previous-token head cannot form (self-test 6, §1.9.7)",
-    "attnlab book --only §1.9",
+    COMMAND,
     measure=measure,
     judge=judge,
     why=WHY,
     runs=lambda scale: [R.position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
+    # a further seed (attnlab book --decide) for §1.22.10's claims: the no-position model; the others add none
+    seed_runs=lambda scale, seed, cid: [R.position_runs(scale, "none", seed)] if cid in ORDER_CLAIMS else [],
 )
