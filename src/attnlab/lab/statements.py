@@ -225,7 +225,7 @@ def committed_table(previous: dict | None, case_doc: dict | None) -> dict[str, d
 def measure(ctx: Context) -> Outcome:
     scale = ctx.scale
     prev = ctx.previous or {}
-    # this entry's committed numbers, then other entries' committed numbers of the runs it reads
+    # this entry's committed numbers, then the case's committed numbers of the runs it reads
     table = committed_table(prev.get("per_seed"), _doc(ctx, "ch1_case.json"))
     # the same runs on disk (extra seeds; and what the JSON does not keep, e.g. seeds 2-3's gradient norms)
     for m, (size, sc, _) in MEMBERS.items():
