@@ -37,13 +37,16 @@ from ..runner import Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from ..verdicts import count_line
-from .claims import check_claims
+from .claims import check_claims, runs_by_name
+from .claims import runs as member_runs
 from .common import environment, provenance
 
 BOOK_SEED = 20261014
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
+# the case document's accessors, for the lab book: a pair member's runs on every seed, and every run by name
+__all__ = ["member_runs", "runs_by_name"]
 
 
 @dataclass(frozen=True)

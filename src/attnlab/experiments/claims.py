@@ -110,8 +110,17 @@ def round_sig(x: float | None, digits: int = 4) -> float | None:
 
 # ------------------------------------------------------------------------ the data
 def runs(res: dict, key: str) -> list[dict]:
-    """The runs of pair member ``key`` on every seed stored: the first seed (``pairs``) first."""
+    """The runs of pair member ``key`` on every seed stored: the first seed (``pairs``) first. The one
+    reader of the case document's runs (``attnlab.experiments.case.member_runs`` for the lab book)."""
     return [res["pairs"][key]] + list(res.get("seed_runs", {}).get(key, []))
+
+
+def runs_by_name(res: dict) -> dict[str, dict]:
+    """Every run the case document stores (its pairs and its further seeds), by run name."""
+    out = {e["run"]: e for e in res.get("pairs", {}).values() if isinstance(e, dict) and "run" in e}
+    for entries in res.get("seed_runs", {}).values():
+        out.update({e["run"]: e for e in entries if "run" in e})
+    return out
 
 
 def qk_runs(res: dict, key: str) -> list[dict]:

@@ -17,7 +17,7 @@ import hashlib
 from ..book import book_values
 from ..config import Config
 from ..corpus import REPO_ROOT
-from ..experiments.case import stored_runs
+from ..experiments.case import member_runs, stored_runs
 from ..experiments.claims import check_claims
 from ..runner import Run
 from . import runs as R
@@ -38,8 +38,7 @@ PAIRS = (
 # ------------------------------------------------------------------------------ measure
 def _seed_gaps(doc: dict, size: str) -> list[float]:
     """Validation-loss gap unscaled − scaled of every seed the case stored (first seed first)."""
-    u = [doc["pairs"][f"{size}_unscaled"], *doc.get("seed_runs", {}).get(f"{size}_unscaled", [])]
-    s = [doc["pairs"][f"{size}_scaled"], *doc.get("seed_runs", {}).get(f"{size}_scaled", [])]
+    u, s = member_runs(doc, f"{size}_unscaled"), member_runs(doc, f"{size}_scaled")
     return [a["val_loss_end"] - b["val_loss_end"] for a, b in zip(u, s)]
 
 

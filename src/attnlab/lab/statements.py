@@ -36,6 +36,7 @@ from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
+from ..experiments.case import member_runs
 from ..runner import Finished, Run
 from ..verdicts import claim
 from . import runs as R
@@ -254,7 +255,7 @@ def _case_table(doc: dict | None) -> dict[str, dict]:
     if not doc:
         return out
     for m in MEMBERS:
-        for r in [doc["pairs"][m], *doc.get("seed_runs", {}).get(m, [])]:
+        for r in member_runs(doc, m):
             tr = r["trace"]
             row = trace_numbers(m, tr["loss"], tr.get("grad_norm"), tr.get("layers", []), r["val_loss_end"])
             out.setdefault(str(r["config"]["seed"]), {}).update(row)
