@@ -25,9 +25,6 @@ A failing book claim carries a reason (:func:`explain`): a finding about the boo
 shows it), our own specification, the scale of a run smaller than the book's ("scale":
 ``attnlab case --quick``'s few steps or inits, with the numbers that say so; never at
 full size), or "unexplained".
-
-``near``, ``beyond_noise`` and ``in_range`` (the old seed-spread rules) are kept only
-for the modules not yet moved to :mod:`attnlab.stats`; no claim here uses them.
 """
 
 from __future__ import annotations
@@ -68,40 +65,6 @@ def spread(xs: Sequence[float]) -> dict:
     mean = sum(xs) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     return {"mean": mean, "sd": sd, "min": min(xs), "max": max(xs), "n": n}
-
-
-def near(xs: Sequence[float], book: float, rel: float = REL) -> tuple[bool, float]:
-    """(the book's value lies within mean ± max(2 sd, rel·|book|), that tolerance).
-
-    The old widening rule, kept for modules not yet moved to attnlab.stats: no case claim uses it."""
-    s = spread(xs)
-    tol = max(2 * s["sd"], rel * abs(book))
-    return abs(s["mean"] - book) <= tol, tol
-
-
-def beyond_noise(xs: Sequence[float], floor: float = 0.0) -> bool:
-    """An effect measured once per seed counts when its mean exceeds max(floor, 2 sd over seeds).
-
-    The old seed-spread rule, kept for modules not yet moved to attnlab.stats (stats.effect replaces
-    it): no case claim uses it."""
-    s = spread(xs)
-    return s["mean"] > max(floor, 2 * s["sd"])
-
-
-def in_range(xs: Sequence[float], lo: float, hi: float) -> tuple[bool, float]:
-    """(every value within [lo − 2 sd, hi + 2 sd], the widening 2 sd). Old rule, no case claim uses it."""
-    w = 2 * spread(xs)["sd"]
-    return all(lo - w <= x <= hi + w for x in xs), w
-
-
-def ms(xs: Sequence[float], digits: int = 4) -> dict:
-    """What a claim shows for a training outcome: mean ± sd and every seed's value."""
-    s = spread(xs)
-    return {
-        "mean": round_sig(s["mean"], digits),
-        "sd": round_sig(s["sd"], 2),
-        "seeds": [round_sig(x, digits) for x in xs],
-    }
 
 
 def round_sig(x: float | None, digits: int = 4) -> float | None:
@@ -318,22 +281,6 @@ def by_weight_decay(res: dict, key: str) -> dict[float, list[float]]:
 
 
 # -------------------------------------------------------------------------- claims
-def make_claim(
-    cid: str, kind: str, section: str, statement: str, book: Any, measured: Any, expected: str, ok: bool
-) -> dict:
-    """The old claim record (pass True/False), for the modules not yet moved to attnlab.verdicts."""
-    return {
-        "id": cid,
-        "kind": kind,
-        "section": section,
-        "statement": statement,
-        "book": book,
-        "measured": measured,
-        "expected": expected,
-        "pass": bool(ok),
-    }
-
-
 def _rs(xs: Iterable[float], digits: int = 5) -> list[float]:
     """Per-seed numbers as stored in a claim's inputs (the judge uses exactly these)."""
     return [round_sig(float(x), digits) for x in xs]

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .. import verdicts as V
 from ..errors import AttnlabError
@@ -47,24 +46,6 @@ _AGAIN = "; delete it and rerun `attnlab book --only {}`"  # what to do about a 
 
 class BookError(AttnlabError):
     pass
-
-
-def claim(
-    cid: str, section: str, statement: str, measured: Any, expected: str, ok: bool | None, kind: str = "book"
-) -> dict:
-    """One checked statement. kind: "book" (what the chapter says) or "sanity" (what must hold
-    for the measurement to mean anything). ``ok`` None = cannot be decided yet (shown, not counted)."""
-    if kind not in ("book", "sanity"):
-        raise ValueError(f"claim kind must be book or sanity, got {kind!r}")
-    return {
-        "id": cid,
-        "section": section,
-        "statement": statement,
-        "measured": measured,
-        "expected": expected,
-        "pass": None if ok is None else bool(ok),
-        "kind": kind,
-    }
 
 
 @dataclass
