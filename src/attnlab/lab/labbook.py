@@ -554,7 +554,13 @@ def rejudge(e: Experiment, doc: dict, root: Path | None = None, data: Path | Non
     """The entry's JSON with its claims judged again from its results (nothing is measured)."""
     if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
         return doc
-    claims = record_looks(e.judge(judge_input(e, root or Path("."), doc["results"], data)), doc.get("claims"))
+    try:
+        judged = judge_input(e, root or Path("."), doc["results"], data)
+    except NotAvailable:
+        if data is None or e.source is None:
+            raise
+        return doc  # a book judged without its source beside it (a quick book's data): kept as stored
+    claims = record_looks(e.judge(judged), doc.get("claims"))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
     return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
 
