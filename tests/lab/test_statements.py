@@ -27,9 +27,7 @@ def _data(name):
 def committed():
     """The results ``measure`` builds from the committed JSON alone (no run folder, no model; the
     initialised-model measurement left out)."""
-    table, point = M.committed_table(
-        None, _data("ch1_case.json"), _data("lab_book/exercise2.json"), _data("head_portrait.json")
-    )
+    table, point = M.committed_table(None, _data("lab_book/exercise2.json"), _data("head_portrait.json"))
     return {"per_seed": table, "ex2_point_fixed_d64": point, "pending": {}}
 
 
@@ -48,45 +46,21 @@ def verdict(res, cid):
 
 
 # ------------------------------------------------------------------------------- committed numbers
-def test_committed_numbers_are_the_case_and_exercise_2(committed):
+def test_committed_numbers_are_exercise_2_and_the_portraits(committed):
     t = committed["per_seed"]
-    first = t[str(R.BOOK_SEED)]
-    assert first["grad_min_big_unscaled"] == pytest.approx(0.19, abs=0.005)
-    assert first["grad_median_big_unscaled"] == pytest.approx(0.645, abs=0.005)
-    assert first["l1_entropy_end_big_unscaled"] == pytest.approx(0.081, abs=0.001)
-    assert first["l1_jac_end_big_unscaled"] == pytest.approx(0.13, abs=0.001)
-    # the case keeps gradient norms and layer 1 for the first seed only
-    assert all("grad_min_big_unscaled" not in t[s] and "l1_entropy_end_big_unscaled" not in t[s] for s in SEEDS[1:3])
     assert [t[s]["gap_fixed_d64"] for s in SEEDS[:3]] == [0.686, 0.8068, 0.5966]
     assert committed["ex2_point_fixed_d64"]["entropy_end_unscaled_mean"] == pytest.approx(0.00294)
-    assert [t[s]["val_small_scaled"] for s in SEEDS[:3]] == pytest.approx([4.046, 4.099, 4.055], abs=1e-3)
     assert all("l2_distance_span" in t[s] for s in SEEDS[:3])
 
 
 def test_committed_results_judge_as_reported(committed):
     v = {c["id"]: c["verdict"] for c in M.judge(committed)}
     assert v["four_heads_d64_no_collapse"] == "FAIL"
-    assert v["unscaled_grad_norm_vanishes"] == "FAIL"
-    assert v["attention_dead_in_layer1"] == "FAIL"
-    assert v["small_unscaled_saturates"] == "FAIL"
-    assert v["loss_1500_about_4_0"] == "PASS"
-    for m in ("small_unscaled_4_17", "big_unscaled_5_18", "big_scaled_4_23"):
-        assert v[f"loss_{m}"] == "INCONCLUSIVE"
-    # ten seeds of the small scaled model (4.09 ± 0.03) put the book's one run at 4.00 outside the one-run interval
-    assert v["loss_small_scaled_4_0"] == "FAIL"
     # not trained here: the rules with a seed count say what they need, the every-run rules are NA
     assert v["no_positions_order_blind"] == v["mask_zero_exposed_at_inference"] == "INCONCLUSIVE"
     assert v["one_layer_no_head_division"] == "INCONCLUSIVE"
     assert v["kv_eval_matches_teacher_forced"] == "NA"
     claims = {c["id"]: c for c in M.judge(committed)}
-    # the 10000-step pair: one run decides it, and only --decide trains it, so it says that command
-    long = claims["gap_after_10000_steps"]
-    assert long["verdict"] == "INCONCLUSIVE" and long["n"] == 0 and long["n_needed"] == 1
-    assert "`attnlab book --decide --only statements`" in long["detail"]
-    from attnlab.lab.decide import questions
-
-    asked = {q.claim: q for q in questions({"statements": {"claims": M.judge(committed)}})}
-    assert asked["gap_after_10000_steps"].n_needed == 1
     assert claims["mask_zero_exposed_at_inference"]["n_needed"] == 3
     assert "not trained yet" in claims["mask_zero_exposed_at_inference"]["detail"]
 
@@ -94,10 +68,7 @@ def test_committed_results_judge_as_reported(committed):
 def test_every_why_names_a_claim_and_reads_its_numbers(committed):
     ids = {c["id"] for c in M.judge(committed)}
     assert set(M.WHY) <= ids and set(M.CLAIM_RUNS) == ids
-    why = M.WHY["unscaled_grad_norm_vanishes"](committed)
-    assert "0.19" in why and "20261014" in why
     assert "0.00294" in M.WHY["four_heads_d64_no_collapse"](committed)
-    assert "0.388" in M.WHY["small_unscaled_saturates"](committed)
     for cid, fn in M.WHY.items():
         assert isinstance(fn(committed), str), cid
 
@@ -123,45 +94,6 @@ def test_four_heads_from_a_mean_entropy_only():
     assert verdict(r, "four_heads_d64_no_collapse") == "FAIL"  # every seed <= 3 x 0.003 < 0.01
     r["ex2_point_fixed_d64"]["entropy_end_unscaled_mean"] = 0.3
     assert verdict(r, "four_heads_d64_no_collapse") == "INCONCLUSIVE"  # the mean cannot say
-
-
-@pytest.mark.parametrize(
-    "mins, ends, expected",
-    [([1e-5], [5e-5], "PASS"), ([0.19], [0.88], "FAIL"), ([1e-5], [0.3], "FAIL"), ([], [], "NA")],
-)
-def test_grad_norm(mins, ends, expected):
-    r = results(grad_min_big_unscaled=mins, grad_end_median_big_unscaled=ends)
-    assert verdict(r, "unscaled_grad_norm_vanishes") == expected
-
-
-@pytest.mark.parametrize("l1, expected", [([0.001], "PASS"), ([0.081], "FAIL"), ([], "NA")])
-def test_layer1(l1, expected):
-    assert verdict(results(l1_entropy_end_big_unscaled=l1), "attention_dead_in_layer1") == expected
-
-
-@pytest.mark.parametrize("ent, expected", [([0.001, 0.002, 0.0], "PASS"), ([0.39, 0.41, 0.5], "FAIL"), ([], "NA")])
-def test_saturation(ent, expected):
-    assert verdict(results(l0_entropy_end_small_unscaled=ent), "small_unscaled_saturates") == expected
-
-
-@pytest.mark.parametrize(
-    "vals, expected",
-    [
-        ([4.17, 4.18, 4.16, 4.17], "PASS"),
-        ([4.5, 4.51, 4.49], "FAIL"),  # 4.17 outside what one run gives
-        ([4.29, 4.15, 4.09], "INCONCLUSIVE"),  # the committed spread: wider than ±0.17
-    ],
-)
-def test_absolute_loss(vals, expected):
-    assert verdict(results(val_small_unscaled=vals), "loss_small_unscaled_4_17") == expected
-
-
-@pytest.mark.parametrize(
-    "vals, expected",
-    [([4.05, 4.1, 4.05], "PASS"), ([5.1, 5.12, 5.11], "FAIL"), ([3.5, 4.5, 4.0], "INCONCLUSIVE")],
-)
-def test_loss_about_4(vals, expected):
-    assert verdict(results(val_small_scaled=vals), "loss_1500_about_4_0") == expected
 
 
 @pytest.mark.parametrize(
@@ -234,11 +166,6 @@ def test_one_layer(one, expected):
     assert verdict(r, "one_layer_no_head_division") == expected
 
 
-@pytest.mark.parametrize("gap, expected", [([0.9], "PASS"), ([0.3], "FAIL"), ([], "INCONCLUSIVE")])
-def test_long_gap(gap, expected):
-    assert verdict(results(long_gap=gap), "gap_after_10000_steps") == expected
-
-
 # --------------------------------------------------------------------------- what measure rests on
 @pytest.fixture
 def plain():
@@ -299,9 +226,6 @@ def test_runs_are_new_or_shared_never_twice(quick):
     assert mine[f"pos_none_s{R.BOOK_SEED}"] == R.position_runs(scale, "none", R.BOOK_SEED)  # §1.9's, shared
     if not quick:
         assert mine[f"stmt_mask_zero300_s{R.BOOK_SEED}"].cfg.max_steps == 300
-        assert f"stmt_big_unscaled_10000_s{R.BOOK_SEED}" not in mine  # not trained by a plain book
-        long = {r.name: r for r in M.seed_runs(scale, R.BOOK_SEED, "gap_after_10000_steps")}
-        assert long[f"stmt_big_unscaled_10000_s{R.BOOK_SEED}"].cfg.max_steps == 10000
         assert mine[f"stmt_layer1_s{R.BOOK_SEED}"].cfg.n_layer == 1
         assert M.est_seconds([mine[f"stmt_layer1_s{R.BOOK_SEED}"]]) < 110  # cheaper than the 2-layer model
 
@@ -323,29 +247,8 @@ def test_quick_entry_end_to_end(tmp_path, text):
     doc = json.loads((tmp_path / "data" / "lab_book" / "statements.json").read_text(encoding="utf-8"))
     assert doc["status"] == "done" and all(r["done"] for r in doc["runs"])
     row = doc["results"]["per_seed"][str(R.BOOK_SEED)]
-    for key in ("init_equiv_dev", "nopos_shuffle_diff", "mask_inc_bug", "l1_distance_span", "long_gap"):
+    for key in ("init_equiv_dev", "nopos_shuffle_diff", "mask_inc_bug", "l1_distance_span"):
         assert key in row, key
     assert {c["id"] for c in doc["claims"]} == set(M.CLAIM_RUNS)
     # judged again from its JSON alone, the same claims
     assert M.judge(doc["results"]) == doc["claims"]
-
-
-def test_the_long_why_says_memorised_only_when_the_numbers_show_it():
-    memorised = results(
-        long_gap=[-2.41],
-        long_val_unscaled=[5.0],
-        long_val_scaled=[7.41],
-        long_train_unscaled=[4.87],
-        long_train_scaled=[0.83],
-    )
-    why = M.WHY["gap_after_10000_steps"](memorised)
-    assert "memorises" in why and "on validation it reverses" in why
-    plain = results(
-        long_gap=[0.5],
-        long_val_unscaled=[4.8],
-        long_val_scaled=[4.3],
-        long_train_unscaled=[4.7],
-        long_train_scaled=[4.1],
-    )
-    why = M.WHY["gap_after_10000_steps"](plain)
-    assert "0.5" in why and "memorises" not in why and "reverses" not in why

@@ -153,6 +153,9 @@ def plan(
             p.skipped.append((q, "this experiment has no runs per seed to add"))
             continue
         runs = [r for s in new_seeds(q) for r in fn(s, q.claim)]
+        if not runs:  # e.g. the case's own claims: more seeds are `attnlab case`'s, not the book's
+            p.skipped.append((q, "this claim has no runs per seed to add here"))
+            continue
         candidates.append((q, [r for r in runs if not finished(r)]))
     chosen: dict[str, Run] = {}
 

@@ -530,8 +530,9 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
 
 def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = None) -> dict:
     """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
-    (``source``, e.g. the case's data/ch1_case.json), that whole document: from ``data`` when
-    given (the folder ``attnlab report --data`` judges), else from ``root``, else the repository's."""
+    (``source``, e.g. the case's data/ch1_case.json), ``{"source": that whole document, "results":
+    its results}``: the document from ``data`` when given (the folder ``attnlab report --data``
+    judges), else from ``root``, else the repository's."""
     if e.source is None:
         return results
     from ..corpus import REPO_ROOT
@@ -545,8 +546,8 @@ def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = No
             if p.name == "ch1_case.json":
                 from ..schemas import load
 
-                return load("case", p, error=BookError)
-            return read_json(p, error=BookError, hint=f"; rerun `{e.command}`")
+                return {"source": load("case", p, error=BookError), "results": results}
+            return {"source": read_json(p, error=BookError, hint=f"; rerun `{e.command}`"), "results": results}
     raise NotAvailable(f"{places[0]} not found: run `{e.command}` first")
 
 
