@@ -639,7 +639,8 @@ def _late_training_slow(res):
             book={"1000_to_1500": 0.1, "first_200": "> 2"},
         )
     late = _rs(_val_at(r, 1000) - _val_at(r, BOOK_RUN_STEPS) for r in s)
-    early = _rs(r["loss_start"] - _val_at(r, 200) for r in s)
+    first = _LOSS["unscaled_big_plateau_after_step"]  # "前 200 步": the step §1.2 reads the curves at
+    early = _rs(r["loss_start"] - _val_at(r, first) for r in s)
     tol = TOL_HALF * 0.1
     return _claim(
         "late_training_slow",
