@@ -417,6 +417,7 @@ class CaseMeasure:
         self.tok: CharTokenizer | None = None
         self._qk: dict[str, dict] = {}
         self._entry: dict[str, dict] = {}
+        self._first: tuple | None = None  # the pairs, their qk and samples: measured once
 
     def tokenizer(self, runs: list[Run]) -> CharTokenizer:
         if self.tok is None:
@@ -507,6 +508,41 @@ class CaseMeasure:
                 )
                 if len(d["steps"]) > 1:
                     book_steps["runs"][r.name] = d
+
+    def sections(
+        self,
+        base: dict | None,
+        runs: list[Run],
+        all_seeds: list,
+        wd_values: list,
+        book_steps: dict,
+        root: Path,
+        on_disk,
+    ) -> dict:
+        """The result's measured sections from what finished so far (``base``'s kept as they are, its runs
+        not measured again): pairs, qk_scale, samples, seeds, seed_runs, wd_pairs; book_steps in place."""
+        self.tokenizer(runs)
+        s = self.settings
+        if base is not None:
+            out = {"pairs": base["pairs"], "qk_scale": base["qk_scale"], "samples": base["samples"]}
+        else:
+            if self._first is None:
+                self._first = self.pairs()
+            pairs, qk, samples = self._first
+            head = {"prompt": PROMPT, "seed": s.sample_seed, "max_new_tokens": s.sample_tokens}
+            out = {"pairs": pairs, "qk_scale": qk, "samples": {**head, **samples}}
+        out["seed_runs"] = self.seed_runs(base.get("seed_runs", {}) if base else {}, all_seeds)
+        if base is None:
+            out["seeds"] = seeds_summary(self.seed_rows())
+        else:
+            out["seeds"] = base["seeds"]
+            rows = seed_rows(out["pairs"], out["seed_runs"], base["seeds"]["runs"], all_seeds)
+            if len(rows) > len(base["seeds"]["runs"]):
+                out["seeds"] = {**base["seeds"], **seeds_summary(rows)}
+        kept_wd = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
+        out["wd_pairs"] = self.wd_pairs(kept_wd, wd_values, all_seeds)
+        self.book_steps(book_steps, runs, root, on_disk)
+        return out
 
 
 def judge(result: dict) -> list[dict]:
@@ -723,7 +759,7 @@ def run_case(
     if base is not None and "book_steps" in base:
         book_steps = {**base["book_steps"], "runs": dict(base["book_steps"]["runs"])}
     state: dict = {"done": [], "trained": [], "reused": set()}
-    pairs = qk = samples = seeds_section = fixed = four = None
+    fixed = four = None
     result: dict = {}
     for k, (_, stage_runs) in enumerate(stages):
         if base is None:
@@ -734,24 +770,9 @@ def run_case(
             timings["train_wall_s"] += time.perf_counter() - t0
             m.results.update({name: tuple(f) for name, f in finished.items()})  # (model, tok, history)
 
-        # measure: what finished so far, each run once
-        t0 = time.perf_counter()
-        m.tokenizer(runs)
-        if base is not None:
-            pairs, qk, seeds_section = base["pairs"], base["qk_scale"], base["seeds"]
-            samples = {k2: v for k2, v in base["samples"].items() if k2 in pair_names}
-        elif pairs is None:
-            pairs, qk, samples = m.pairs()
-        if base is None:
-            seeds_section = seeds_summary(m.seed_rows())
-        seed_runs = m.seed_runs(base.get("seed_runs", {}) if base else {}, all_seeds)
-        if base is not None:
-            rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
-            if len(rows) > len(base["seeds"]["runs"]):
-                seeds_section = {**seeds_section, **seeds_summary(rows)}
-        kept_wd = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
-        wd_pairs = m.wd_pairs(kept_wd, wd_values, all_seeds)
-        m.book_steps(book_steps, runs, out / "runs", on_disk)
+        t0 = time.perf_counter()  # measure: what finished so far, each run once
+        sec = m.sections(base, runs, all_seeds, wd_values, book_steps, out / "runs", on_disk)
+        seed_runs, wd_pairs = sec["seed_runs"], sec["wd_pairs"]
         analysis = time.perf_counter() - t0
         timings["analysis_s"] = timings.get("analysis_s", 0.0) + analysis if base is None else analysis
         if fixed is None:
@@ -772,7 +793,7 @@ def run_case(
             env = base["environment"]
         cfg_section = _config_section(settings, m, corpus)
         if base is not None:
-            n_seeds = len(seeds_section["runs"])
+            n_seeds = len(sec["seeds"]["runs"])
             cfg_section = _reused_config(
                 cfg_section, base, settings, stored, seed_runs, wd_pairs, book_steps, n_seeds, log
             )
@@ -784,15 +805,13 @@ def run_case(
             "init_sweep": sweep,
             "init_sweep_fixed_d_model": fixed,
             "init_four_heads": four,
-            "pairs": pairs,
-            "seeds": seeds_section,
+            "pairs": sec["pairs"],
+            "seeds": sec["seeds"],
             "seed_runs": seed_runs,
             "weight_decay": {"values": wd_values, "pairs": wd_pairs},
             "book_steps": {**book_steps, "runs": dict(book_steps["runs"])},
-            "qk_scale": qk,
-            "samples": base["samples"]
-            if base is not None
-            else {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens, **samples},
+            "qk_scale": sec["qk_scale"],
+            "samples": sec["samples"],
             "timings": dict(stage_timings),
             "environment": env,
         }
