@@ -46,7 +46,7 @@ DECIDE_ROWS = [
     ("四层、3000 步的层间分工 / the same, 3000 steps", "deep", "layer_division_of_labour_long"),
     ("不缩放大模型的 logits 标准差到 5477 / unscaled big logits reach 5477", "case", "big_unscaled_logits_explode"),
     ("QK-norm 让小模型的差距出现 / QK-norm widens the small gap", "qk_norm", "qk_small_gap_appears"),
-    ("10000 步后差距仍在 0.8–1.0 / the gap after 10000 steps", "statements", "gap_after_10000_steps"),
+    ("10000 步后差距仍在 0.8–1.0 / the gap after 10000 steps", "case", "gap_after_10000_steps"),
 ]
 README_START, README_END = "<!-- lab-book-readme:start -->", "<!-- lab-book-readme:end -->"
 
@@ -501,8 +501,8 @@ def corpus_block() -> str:
 
 def long_run_block() -> str:
     """§1.22.2's 10000-step pair in words that follow its numbers: "memorised" only when the scaled
-    model's validation loss is a nat above its training loss (the rule lab/statements.py words it by)."""
-    st = _json("data/lab_book/statements.json")
+    model's validation loss is a nat above its training loss (the rule lab/case.py words it by)."""
+    st = _json("data/lab_book/case.json")
     c = _claims(st)["gap_after_10000_steps"]
     r = next(v for v in st["results"]["per_seed"].values() if "long_gap" in v)
     book = "–".join(f"{x:.1f}" for x in c["book"])

@@ -601,22 +601,6 @@ def test_more_spread_never_turns_a_claim_into_pass(committed):
     assert not {cid for cid in before if after[cid]["verdict"] == "PASS" != before[cid]["verdict"]}
 
 
-def test_near_uses_seed_spread_and_floor():
-    """The old widening rule stays importable for the modules not yet moved to attnlab.stats."""
-    ok, tol = C.near([1.0, 1.0, 1.0], 1.05)
-    assert ok and tol == pytest.approx(0.105)
-    ok, tol = C.near([1.0, 1.2, 1.4], 1.5)
-    assert ok and tol == pytest.approx(0.4)  # 2 sd = 0.4 > 10 % floor
-    assert not C.near([1.0, 1.0, 1.0], 1.2)[0]
-
-
-def test_beyond_noise_needs_the_mean_past_two_sd_and_the_floor():
-    assert C.beyond_noise([0.33, 0.28, 0.30])  # mean 0.30, 2 sd 0.05
-    assert not C.beyond_noise([0.33, 0.28, 0.08])  # exercise 1: mean 0.23 < 2 sd 0.26
-    assert not C.beyond_noise([0.05, 0.05, 0.05], floor=0.1) and C.beyond_noise([0.3, 0.3], floor=0.1)
-    assert not C.beyond_noise([-0.2, -0.2])  # an effect in the other direction does not count
-
-
 def test_parting_step_is_where_the_gap_stays_above_threshold():
     res = book_like()
     u, s = res["pairs"]["big_unscaled"], res["pairs"]["big_scaled"]

@@ -92,7 +92,7 @@ def test_a_claim_without_runs_per_seed_is_skipped_not_planned():
     some = lambda seed, cid: runs_of("x")(seed, cid) if cid == "a" else []  # noqa: E731
     p = D.plan(qs, {"x": some}, finished=lambda r: False, cost_s=lambda r: 1.0)
     assert [q.claim for q, _ in p.chosen] == ["a"] and p.runs
-    assert [(q.claim, why) for q, why in p.skipped] == [("b", "no runs per seed to add for this claim")]
+    assert [(q.claim, why) for q, why in p.skipped] == [("b", "this claim has no runs per seed to add here")]
 
 
 @pytest.mark.parametrize("text, secs", [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)])

@@ -215,7 +215,7 @@ def test_dynamics_reads_the_weights_the_baseline_kept(tmp_path):
 
 
 # analyzed at quick scale by the tests above and below (and the browser test)
-ANALYZED_ELSEWHERE = {"deep", "markov", "kv_cache", "exercise2", "dynamics", "statements"}
+ANALYZED_ELSEWHERE = {"deep", "markov", "kv_cache", "exercise2", "dynamics"}
 
 
 def test_every_other_experiment_analyzes_at_quick_scale(tmp_path):

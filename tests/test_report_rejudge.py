@@ -188,3 +188,35 @@ def test_hostile_data_is_refused_before_anything_is_written(tmp_path, capsys, ca
     assert len(lines) == 1 and lines[0].startswith("attnlab: error: ") and phrase in lines[0], lines
     assert _files(tmp_path) == before  # nothing written, not even the case's report
     assert not (tmp_path / "reports").exists() and not (tmp_path / "figures").exists()
+
+
+def test_a_lab_book_without_a_case_beside_it_is_rejudged(tmp_path, capsys):
+    """`attnlab report --data DIR` on a book's data alone (lab_book.json and lab_book/, no ch1_case.json,
+    as `attnlab book --quick` writes it): the book is judged again, an edit changes its claims, and the
+    case entry, whose source is not there, keeps its stored claims."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(REPO_ROOT / "data" / "lab_book.json", data / "lab_book.json")
+    shutil.copytree(REPO_ROOT / "data" / "lab_book", data / "lab_book")
+    case_before = verdicts(data, "case")
+    _damage(
+        data,
+        "lab_book/kv_cache.json",
+        lambda d: [
+            row.update(val_1=row["val_4"] + 0.10 + 0.002 * i, val_2=row["val_4"] + 0.05 - 0.001 * i)
+            for i, row in enumerate(d["results"]["per_seed"].values())
+        ],
+    )
+    assert main(["report", "--data", str(data)]) == 0
+    assert "re-judged alone" in capsys.readouterr().out
+    assert not (data / "ch1_case.json").exists() and not (tmp_path / "reports" / "ch1_case.md").exists()
+    assert verdicts(data, "kv_cache")["mqa_costs_some_quality"] == "PASS"
+    assert verdicts(data, "case") == case_before
+    assert (tmp_path / "reports" / "lab_book.html").is_file()
+
+
+def test_an_explicit_case_json_that_is_missing_is_still_refused(tmp_path, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "data" / "lab_book", data / "lab_book")
+    assert main(["report", str(data / "ch1_case.json")]) == 2
+    assert "case results not found" in capsys.readouterr().err

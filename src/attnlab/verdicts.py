@@ -42,6 +42,15 @@ REASON_LABELS = {
     "unexplained": "未解释 / unexplained",
 }
 
+
+def unexplained(detail: str = "", what: str = "it") -> dict:
+    """The reason of a FAIL nothing measured here explains (category "unexplained"), after ``detail``."""
+    return {
+        "category": "unexplained",
+        "text": f"{detail}; no experiment here explains {what}" if detail else f"no experiment here explains {what}",
+    }
+
+
 VERDICT_LABELS = {
     PASS: "PASS",
     FAIL: "FAIL",

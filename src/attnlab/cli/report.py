@@ -2,7 +2,8 @@
 
 No model is loaded and no run folder is needed: the case (data/ch1_case.json) and every
 lab-book entry (data/lab_book/<id>.json) are re-judged from the numbers they store, the
-verdicts are written back into the JSON, and the reports are rebuilt.
+verdicts are written back into the JSON, and the reports are rebuilt. A data folder with a lab
+book and no case beside it (``attnlab book --quick``'s) has its book re-judged alone.
 
 ``--data DIR`` judges DIR's own files and writes the verdicts back into DIR. Every file is read
 and checked against its schema (attnlab.schemas) and every claim judged before anything is
@@ -72,29 +73,38 @@ def main(args) -> int:
     out = Path(args.out) if args.out else data.resolve().parent
     index = data / "lab_book.json"
     has_book = index.exists() or index.is_symlink()  # a FIFO or a damaged book is refused, not skipped
+    # a lab book without a case beside it (e.g. `attnlab book --quick`'s data) is re-judged alone
+    has_case = args.json is not None or path.exists() or path.is_symlink() or not has_book
     # everything is read, checked and judged before anything is written
-    result = read_case_json(path)
+    result = read_case_json(path) if has_case else None
     book, changed = None, {}
     if has_book:
         from ..lab import EXPERIMENTS
         from ..lab.labbook import rejudged_book
 
         book, changed = rejudged_book(EXPERIMENTS, data.resolve().parent, data)
-    try:  # every verdict is re-judged from the numbers in the file, never copied from it
-        claims = check_claims(result)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError) as e:
-        raise CaseError(f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result") from None
+    if result is not None:
+        try:  # every verdict is re-judged from the numbers in the file, never copied from it
+            claims = check_claims(result)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError) as e:
+            raise CaseError(
+                f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result"
+            ) from None
+        result["claims"] = claims
     check_writable(out, "--out")
-    _check_not_smaller(out, path, result, args.overwrite)
-    result["claims"] = claims
+    if result is not None:
+        _check_not_smaller(out, path, result, args.overwrite)
     roots = dict.fromkeys([out.resolve(), data.resolve().parent])  # the reports' root and the data's
     with ExitStack() as held:  # a book or case writing into the same root refuses this one, and back
         for root in roots:
             held.enter_context(OutputLock(root, "attnlab report"))
-        write_json_if_changed(path, result)  # unchanged data leaves the file (and the checkout) as it was
-        for p in build_report(result, out):
-            print(p)
-        print("case:", V.count_line(result["claims"]))
+        if result is not None:
+            write_json_if_changed(path, result)  # unchanged data leaves the file (and the checkout) as it was
+            for p in build_report(result, out):
+                print(p)
+            print("case:", V.count_line(result["claims"]))
+        else:
+            print(f"case: {path} 不在，只重新判定实验手册 / not there: the lab book is re-judged alone")
         if has_book:
             from ..report.lab_book import build_book_report
 

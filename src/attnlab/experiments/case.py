@@ -37,18 +37,22 @@ from ..runner import Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from ..verdicts import count_line
-from .claims import check_claims
+from . import claims as C
+from .claims import check_claims, runs_by_name
+from .claims import runs as member_runs
 from .common import environment, provenance
 
 BOOK_SEED = 20261014
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
+# the case document's accessors, for the lab book: a pair member's runs on every seed, and every run by name
+__all__ = ["member_runs", "runs_by_name"]
 
 
 @dataclass(frozen=True)
 class CaseSettings:
-    steps: int = 1500
+    steps: int = C.BOOK_RUN_STEPS  # the book's run (§1.4)
     seeds: tuple[int, ...] = (BOOK_SEED, BOOK_SEED + 1, BOOK_SEED + 2)
     init_d_heads: tuple[int, ...] = (32, 64, 128, 256, 512)
     init_samples: int = 400
@@ -93,8 +97,8 @@ class CaseSettings:
 # The weights entering these steps are kept beside every case run (checkpoint.KeepWeights):
 # §1.12.1's table (222 … 1480), judged over several fixed validation batches, and the head
 # dynamics of §1.12.4 (100, 500; 1500 is the trained model).
-BOOK_STEPS = (222, 444, 666, 888, 1480)
-DYNAMICS_STEPS = (100, 500, 1500)
+BOOK_STEPS = C.BOOK_STEPS
+DYNAMICS_STEPS = (100, 500, C.BOOK_RUN_STEPS)
 KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, *DYNAMICS_STEPS[:-1]}))
 
 
@@ -402,6 +406,275 @@ def check_run_folders(runs: list[Run], root: Path) -> None:
             pass  # unreadable: the runner sets it aside and restarts that run
 
 
+class CaseMeasure:
+    """The case's measure: it opens the finished runs (``results``: name -> (model, tokenizer, history))
+    and returns the result's sections, per seed. Each measurement is made once (qk and entries cached)."""
+
+    def __init__(self, settings: CaseSettings, text: str, device, groups: list[list[Run]], pair_names: dict):
+        self.settings, self.text, self.device = settings, text, device
+        self.groups, self.pair_names = groups, pair_names
+        self.results: dict[str, tuple] = {}
+        self.tok: CharTokenizer | None = None
+        self._qk: dict[str, dict] = {}
+        self._entry: dict[str, dict] = {}
+        self._first: tuple | None = None  # the pairs, their qk and samples: measured once
+
+    def tokenizer(self, runs: list[Run]) -> CharTokenizer:
+        if self.tok is None:
+            first = next(iter(self.results.values()), None)
+            self.tok = first[1] if first else CharTokenizer(self.text, runs[0].cfg.vocab_size)
+        return self.tok
+
+    def qk_of(self, name: str) -> dict:
+        """§1.7.7's q/k scale of run ``name`` before and after training, on its fixed validation batch."""
+        if name not in self._qk:
+            cfg = _spec(self.groups, name)
+            x = _fixed_val_batch(self.text, self.tok, cfg).to(self.device)
+            torch.manual_seed(cfg.seed)
+            before = TinyGPT(cfg).to(self.device)
+            after = self.results[name][0].to(self.device)
+            self._qk[name] = {"before": qk_scale(before, x), "after": qk_scale(after, x)}
+        return self._qk[name]
+
+    def entry(self, name: str) -> dict:
+        """A run of another seed or weight decay: its config, compact summary and q/k scale."""
+        if name not in self._entry:
+            self._entry[name] = {
+                "run": name,
+                "config": _spec(self.groups, name).to_dict(),
+                **compact_summary(self.results[name][2], self.settings.loss_window),
+                "qk": self.qk_of(name),
+            }
+        return self._entry[name]
+
+    def pairs(self) -> tuple[dict, dict, dict]:
+        """(pairs, qk_scale, samples) of the four pair members on the first seed."""
+        pairs, qk, samples = {}, {}, {}
+        for key, name in self.pair_names.items():
+            model, _, history = self.results[name]
+            pairs[key] = {
+                "run": name,
+                "config": _spec(self.groups, name).to_dict(),
+                **run_summary(history, self.settings.loss_window),
+            }
+            qk[key] = self.qk_of(name)
+            samples[key] = generate(
+                model, self.tok, PROMPT, self.settings.sample_tokens, seed=self.settings.sample_seed
+            )
+        return pairs, qk, samples
+
+    def seed_rows(self) -> list[dict]:
+        """The small pair's row of every seed whose two members finished."""
+        rows = []
+        for seed in self.settings.seeds:
+            nu, ns = f"small_unscaled_s{seed}", f"small_scaled_s{seed}"
+            if nu in self.results and ns in self.results:
+                w = self.settings.loss_window
+                rows.append(seed_row(seed, run_summary(self.results[nu][2], w), run_summary(self.results[ns][2], w)))
+        return rows
+
+    def seed_runs(self, kept: dict[str, list], all_seeds: list[int]) -> dict[str, list]:
+        """Each pair member's runs on the other seeds: ``kept`` and every finished one."""
+        out = {k: list(v) for k, v in kept.items()}
+        first = self.settings.seeds[0]
+        for key in self.pair_names:
+            size, tag = key.split("_")
+            for seed in self.settings.seeds[1:]:
+                name = f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first)
+                if name in self.results:
+                    out.setdefault(key, []).append(self.entry(name))
+        return order_seed_runs(out, all_seeds)
+
+    def wd_pairs(self, kept: list[dict], wd_values: list[float], all_seeds: list[int]) -> list[dict]:
+        """The big pair at each weight decay: ``kept`` and every pair whose two members finished."""
+        out = list(kept)
+        s = self.settings
+        for value in s.wd_values:
+            for seed in s.seeds[: max(1, s.wd_seeds)]:
+                nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
+                if nu in self.results and ns in self.results:
+                    out.append(
+                        {"weight_decay": value, "seed": seed, "unscaled": self.entry(nu), "scaled": self.entry(ns)}
+                    )
+        return sorted(out, key=lambda p: (wd_values.index(p["weight_decay"]), all_seeds.index(p["seed"])))
+
+    def book_steps(self, book_steps: dict, runs: list[Run], root: Path, on_disk: set[str]) -> None:
+        """§1.12.1's steps on fixed validation batches, for every big run that kept its weights (in place)."""
+        for r in runs:
+            big = r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"]
+            if big and (r.name in self.results or r.name in on_disk) and r.name not in book_steps["runs"]:
+                d = diagnostics_at_steps(
+                    r.dir(root), self.text, self.tok, r.cfg, (0, *BOOK_STEPS), book_steps["batches"], self.device
+                )
+                if len(d["steps"]) > 1:
+                    book_steps["runs"][r.name] = d
+
+    def sections(
+        self,
+        base: dict | None,
+        runs: list[Run],
+        all_seeds: list,
+        wd_values: list,
+        book_steps: dict,
+        root: Path,
+        on_disk,
+    ) -> dict:
+        """The result's measured sections from what finished so far (``base``'s kept as they are, its runs
+        not measured again): pairs, qk_scale, samples, seeds, seed_runs, wd_pairs; book_steps in place."""
+        self.tokenizer(runs)
+        s = self.settings
+        if base is not None:
+            out = {"pairs": base["pairs"], "qk_scale": base["qk_scale"], "samples": base["samples"]}
+        else:
+            if self._first is None:
+                self._first = self.pairs()
+            pairs, qk, samples = self._first
+            head = {"prompt": PROMPT, "seed": s.sample_seed, "max_new_tokens": s.sample_tokens}
+            out = {"pairs": pairs, "qk_scale": qk, "samples": {**head, **samples}}
+        out["seed_runs"] = self.seed_runs(base.get("seed_runs", {}) if base else {}, all_seeds)
+        if base is None:
+            out["seeds"] = seeds_summary(self.seed_rows())
+        else:
+            out["seeds"] = base["seeds"]
+            rows = seed_rows(out["pairs"], out["seed_runs"], base["seeds"]["runs"], all_seeds)
+            if len(rows) > len(base["seeds"]["runs"]):
+                out["seeds"] = {**base["seeds"], **seeds_summary(rows)}
+        kept_wd = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
+        out["wd_pairs"] = self.wd_pairs(kept_wd, wd_values, all_seeds)
+        self.book_steps(book_steps, runs, root, on_disk)
+        return out
+
+
+def judge(result: dict) -> list[dict]:
+    """The case's judge: every claim from the numbers ``result`` stores (pure; what `attnlab report` re-runs)."""
+    return check_claims(result)
+
+
+def _init_sweeps(settings: CaseSettings, progress: bool, log: Callable[[str], None], timings: dict) -> list[dict]:
+    """§1.3's sweep with a bar, its time in ``timings``."""
+    n_init = settings.init_samples * len(settings.init_d_heads)
+    if not progress:
+        log(f"初始化扫描 / init sweep: {len(settings.init_d_heads)} d_head × {settings.init_samples} inits …")
+    bar = _Progress(total=n_init, enabled=progress, desc="init sweep")
+    try:
+        t0 = time.perf_counter()
+        sweep = init_sweep(
+            settings.init_d_heads, settings.init_samples, settings.init_seed, on_sample=lambda: bar.update(1)
+        )
+        timings["init_sweep_s"] = time.perf_counter() - t0
+    finally:
+        bar.close()
+    if not progress:
+        log(f"初始化扫描完成 / init sweep done in {timings['init_sweep_s']:.0f} s")
+    return sweep
+
+
+def _fixed_sweeps(settings: CaseSettings, base: dict | None, timings: dict) -> tuple[list[dict], dict]:
+    """§1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap); a base's kept."""
+    if base is not None and "init_sweep_fixed_d_model" in base and "init_four_heads" in base:
+        return base["init_sweep_fixed_d_model"], base["init_four_heads"]  # kept, not redrawn
+    t0 = time.perf_counter()
+    fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
+    four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
+    timings["init_sweep_fixed_s"] = time.perf_counter() - t0
+    return fixed, four
+
+
+def _config_section(settings: CaseSettings, m: CaseMeasure, corpus: Path | None) -> dict:
+    return {
+        "settings": {
+            **asdict(settings),
+            "seeds": list(settings.seeds),
+            "init_d_heads": list(settings.init_d_heads),
+            "wd_values": list(settings.wd_values),
+        },
+        "small": _spec(m.groups, m.pair_names["small_scaled"]).to_dict(),
+        "big": _spec(m.groups, m.pair_names["big_scaled"]).to_dict(),
+        "corpus": repo_relative(corpus or DEFAULT_CORPUS),
+        "corpus_chars": len(m.text),
+        "corpus_unigram_entropy": unigram_entropy(m.text, m.tok),
+        "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
+        "(batch_size x block_size) drawn from the validation split with a "
+        "generator seeded seed+1 (the trainer's first evaluation batch); "
+        "before = the run's own initialisation, after = end of training",
+        "loss_end_protocol": f"loss_end = mean training loss of the last "
+        f"{settings.loss_window} steps; gaps use validation loss",
+    }
+
+
+def _reused_config(
+    cfg: dict, base: dict, settings: CaseSettings, stored: set[str], seed_runs, wd_pairs, book_steps, seeds_n: int, log
+) -> dict:
+    """``--reuse-json``: the config of a result merged into ``base`` (what this pass measured, in ``added``)."""
+    old_cfg = base["config"]
+    entries = [e["run"] for v in seed_runs.values() for e in v]
+    entries += [p[t]["run"] for p in wd_pairs for t in ("unscaled", "scaled")]
+    new_book = set(book_steps["runs"]) - set(base.get("book_steps", {}).get("runs", {}))
+    added = sorted((set(entries) - stored) | new_book)  # what this pass measured
+    log(
+        f"--reuse-json: kept {len(stored)} stored runs; added {len(added)}"
+        + (f" ({', '.join(added)})" if added else "")
+        + f"; small seeds {seeds_n}, big unscaled "
+        f"{len(seed_runs.get('big_unscaled', [])) + 1}"
+        f", big scaled {len(seed_runs.get('big_scaled', [])) + 1}, weight-decay pairs {len(wd_pairs)}"
+    )
+    return {
+        **cfg,
+        **{k: old_cfg[k] for k in ("small", "big", "corpus", "corpus_unigram_entropy") if k in old_cfg},
+        "settings": merged_settings(old_cfg["settings"], settings),
+        "reused_from_json": "every section of the earlier data/ch1_case.json is kept as it was (init "
+        "sweeps, pairs, qk_scale, samples, timings, environment, and each stored seeds row, seed run, "
+        "weight-decay pair and book-steps run); the runs finished under runs/case that it did not "
+        "hold are measured and added (config.added lists them)",
+        "added": [*old_cfg.get("added", []), *added],
+    }
+
+
+def _train_stage(
+    stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, slurm, shown, state
+) -> dict:
+    """Train one batch of runs; ``state`` keeps the names done, trained (config, steps) and reused."""
+    from ..runner import steps_on_disk
+
+    label = stages[k][0]
+    if progress:
+        log(f"第 {k + 1}/{len(stages)} 批 / batch {k + 1}/{len(stages)}: {label}")
+    else:
+        log(f"训练第 {k + 1}/{len(stages)} 批 / training batch {k + 1}/{len(stages)}: {label}")
+    before = {r.name: steps_on_disk(r.dir(out / "runs")) for r in stage_runs}
+    count = {"n": len(state["done"])}
+
+    def said(r: dict) -> None:
+        if r["status"] in ("trained", "resumed", "reused"):
+            count["n"] += 1
+        how = {"reused": "已完成，复用 / reused", "failed": f"失败 / failed: {r.get('error')}"}.get(
+            r["status"], f"{r['status']} in {r['seconds']:.0f} s"
+        )
+        log(f"  {r['name']}: {how} — 已完成 / done {count['n']}/{len(runs)} runs")
+
+    finished = execute(
+        stage_runs,
+        text,
+        out / "runs",
+        executor=settings.executor,
+        workers=settings.workers,
+        ray_address=settings.ray_address,
+        progress=progress,
+        log=log,
+        desc=lambda: _bar_desc(k, len(stages), count["n"], len(runs), shown),
+        tensorboard=tensorboard,
+        on_result=said,
+        slurm=slurm,  # --executor slurm's resources
+    )
+    for name, f in finished.items():
+        state["done"].append(name)
+        if f.status == "reused":
+            state["reused"].add(name)
+        else:
+            state["trained"].append((f.run.cfg, max(0, f.run.cfg.max_steps - before.get(name, 0))))
+    return finished
+
+
 def run_case(
     settings: CaseSettings,
     out: Path,
@@ -416,16 +689,17 @@ def run_case(
 ) -> dict:
     """Run every part of the case, write ``out/data/ch1_case.json``; return the result.
 
-    A result that holds less than the one already there (:func:`holds_less`: fewer runs measured,
-    a claim judged on fewer seeds, fewer steps) goes beside it, to ``ch1_case.partial.json``, until
-    it holds as much; with ``overwrite`` a smaller result replaces it once it is complete.
-    ``on_stage``'s ``info["data"]`` is the file written.
+    The case's runs are data (:func:`case_runs`, trained in the batches of :func:`case_stages`), its
+    measure opens them (:class:`CaseMeasure`), and its judge is pure (:func:`judge`); this function
+    orchestrates the three. A result that holds less than the one already there (:func:`holds_less`:
+    fewer runs measured, a claim judged on fewer seeds, fewer steps) goes beside it, to
+    ``ch1_case.partial.json``, until it holds as much; with ``overwrite`` a smaller result replaces it
+    once it is complete. ``on_stage``'s ``info["data"]`` is the file written.
 
-    The runs train in batches (:func:`case_stages`): the book's own protocol first, then the other
-    seeds and the weight-decay pairs. After each batch the result of everything finished so far is
-    written (claims whose seeds are missing are INCONCLUSIVE) and ``on_stage(result, info)`` is
-    called (``attnlab case`` rewrites the report there); ``result["progress"]`` says which runs the
-    result holds and which are still to train.
+    The runs train in batches: the book's own protocol first, then the other seeds and the weight-decay
+    pairs. After each batch the result of everything finished so far is written (claims whose seeds are
+    missing are INCONCLUSIVE) and ``on_stage(result, info)`` is called (``attnlab case`` rewrites the
+    report there); ``result["progress"]`` says which runs the result holds and which are still to train.
 
     ``base``: an earlier result of the same steps and first seed (``attnlab case --reuse-json``).
     Nothing is trained then, and nothing ``base`` holds is dropped or measured again: its
@@ -438,7 +712,7 @@ def run_case(
     scaled one included.
     """
     from ..perf import measure_rates
-    from ..runner import Finished, finished_history, steps_on_disk
+    from ..runner import Finished, finished_history
     from ..train import resolve_device
 
     out = Path(out)
@@ -446,10 +720,10 @@ def run_case(
     text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
     device = resolve_device(settings.device)
     groups, pair_names = case_runs(settings)
-    timings: dict[str, float] = {}
     runs = [run for g in groups for run in g]
+    m = CaseMeasure(settings, text, device, groups, pair_names)
+    timings: dict = {}
     on_disk: set[str] = set()  # --reuse-json: the runs of settings finished under out/runs
-    results: dict[str, tuple] = {}
     stored: set[str] = set()
     if base is not None:
         _check_base(base, settings, text)
@@ -459,12 +733,12 @@ def run_case(
                 if finished_history(r.dir(out / "runs"), r.cfg):
                     on_disk.add(r.name)
                     if r.name not in stored:  # what base holds is never measured again
-                        results[r.name] = tuple(Finished(r, r.dir(out / "runs"), "reused"))
+                        m.results[r.name] = tuple(Finished(r, r.dir(out / "runs"), "reused"))
             except CheckpointError:
                 pass
-        sweep = base["init_sweep"]
-        stages: list[tuple[str, list[Run]]] = [("--reuse-json", [])]
-        rates = None
+        sweep, stages, rates = base["init_sweep"], [("--reuse-json", [])], None
+        merged = merged_settings(base["config"]["settings"], settings)
+        all_seeds, wd_values = merged["seeds"], merged["wd_values"]
     else:
         check_run_folders(runs, out / "runs")  # a foreign folder stops the case before any training
         stages = case_stages(settings)
@@ -476,233 +750,52 @@ def run_case(
         t0 = time.perf_counter()
         rates = measure_rates([r.cfg for r in runs], device=device)
         timings["matmul_rate_measure_s"] = time.perf_counter() - t0
-        n_init = settings.init_samples * len(settings.init_d_heads)
-        if not progress:
-            log(f"初始化扫描 / init sweep: {len(settings.init_d_heads)} d_head × {settings.init_samples} inits …")
-        bar = _Progress(total=n_init, enabled=progress, desc="init sweep")
-        try:
-            t0 = time.perf_counter()
-            sweep = init_sweep(
-                settings.init_d_heads, settings.init_samples, settings.init_seed, on_sample=lambda: bar.update(1)
-            )
-            timings["init_sweep_s"] = time.perf_counter() - t0
-        finally:
-            bar.close()
-        if not progress:
-            log(f"初始化扫描完成 / init sweep done in {timings['init_sweep_s']:.0f} s")
-        timings["train_wall_s"] = 0.0
-        timings["analysis_s"] = 0.0
-        timings["executor"] = settings.executor
+        sweep = _init_sweeps(settings, progress, log, timings)
+        timings.update(train_wall_s=0.0, analysis_s=0.0, executor=settings.executor)
         timings["workers"] = _workers_used(settings, len(runs))
+        all_seeds, wd_values = list(settings.seeds), list(settings.wd_values)
 
-    first = settings.seeds[0]
-    all_seeds = merged_settings(base["config"]["settings"], settings)["seeds"] if base else list(settings.seeds)
-    wd_values = merged_settings(base["config"]["settings"], settings)["wd_values"] if base else list(settings.wd_values)
-    tok: CharTokenizer | None = None
-    qk_cache: dict[str, dict] = {}
-    entry_cache: dict[str, dict] = {}
-    pairs = qk = samples = seeds_section = None
     book_steps = {"batches": settings.val_batches, "layer": 0, "runs": {}}
     if base is not None and "book_steps" in base:
         book_steps = {**base["book_steps"], "runs": dict(base["book_steps"]["runs"])}
+    state: dict = {"done": [], "trained": [], "reused": set()}
     fixed = four = None
-    trained: list[tuple[Config, int]] = []  # (config, steps) trained by this invocation
-    reused: set[str] = set()
-    done_names: list[str] = []
     result: dict = {}
-
-    def qk_of(name: str) -> dict:
-        if name not in qk_cache:
-            cfg = _spec(groups, name)
-            model = results[name][0]
-            x = _fixed_val_batch(text, tok, cfg).to(device)
-            torch.manual_seed(cfg.seed)
-            before = TinyGPT(cfg).to(device)
-            qk_cache[name] = {"before": qk_scale(before, x), "after": qk_scale(model.to(device), x)}
-        return qk_cache[name]
-
-    def entry(name: str) -> dict:
-        if name not in entry_cache:
-            entry_cache[name] = {
-                "run": name,
-                "config": _spec(groups, name).to_dict(),
-                **compact_summary(results[name][2], settings.loss_window),
-                "qk": qk_of(name),
-            }
-        return entry_cache[name]
-
-    for k, (label, stage_runs) in enumerate(stages):
+    for k, (_, stage_runs) in enumerate(stages):
         if base is None:
-            if progress:
-                log(f"第 {k + 1}/{len(stages)} 批 / batch {k + 1}/{len(stages)}: {label}")
-            else:
-                log(f"训练第 {k + 1}/{len(stages)} 批 / training batch {k + 1}/{len(stages)}: {label}")
-            before = {r.name: steps_on_disk(r.dir(out / "runs")) for r in stage_runs}
-            count = {"n": len(done_names)}
-
-            def said(r: dict, count=count) -> None:
-                if r["status"] in ("trained", "resumed", "reused"):
-                    count["n"] += 1
-                how = {"reused": "已完成，复用 / reused", "failed": f"失败 / failed: {r.get('error')}"}.get(
-                    r["status"], f"{r['status']} in {r['seconds']:.0f} s"
-                )
-                log(f"  {r['name']}: {how} — 已完成 / done {count['n']}/{len(runs)} runs")
-
             t0 = time.perf_counter()
-            finished = execute(
-                stage_runs,
-                text,
-                out / "runs",
-                executor=settings.executor,
-                workers=settings.workers,
-                ray_address=settings.ray_address,
-                progress=progress,
-                log=log,
-                desc=lambda count=count, k=k, shown=result: _bar_desc(k, len(stages), count["n"], len(runs), shown),
-                tensorboard=tensorboard,
-                on_result=said,
-                slurm=slurm,  # --executor slurm's resources
+            finished = _train_stage(
+                stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, slurm, result, state
             )
             timings["train_wall_s"] += time.perf_counter() - t0
-            for name, f in finished.items():
-                results[name] = tuple(f)  # (model, tok, history)
-                done_names.append(name)
-                if f.status == "reused":
-                    reused.add(name)
-                else:
-                    trained.append((f.run.cfg, max(0, f.run.cfg.max_steps - before.get(name, 0))))
+            m.results.update({name: tuple(f) for name, f in finished.items()})  # (model, tok, history)
 
-        t0 = time.perf_counter()
-        if tok is None:
-            tok = next(iter(results.values()))[1] if results else CharTokenizer(text, runs[0].cfg.vocab_size)
-        if base is not None:
-            pairs, qk, seeds_section = base["pairs"], base["qk_scale"], base["seeds"]
-            samples = {k2: v for k2, v in base["samples"].items() if k2 in pair_names}
-        elif pairs is None:
-            pairs, qk, samples = {}, {}, {}
-            for key, name in pair_names.items():
-                model, _, history = results[name]
-                pairs[key] = {
-                    "run": name,
-                    "config": _spec(groups, name).to_dict(),
-                    **run_summary(history, settings.loss_window),
-                }
-                qk[key] = qk_of(name)
-                samples[key] = generate(model, tok, PROMPT, settings.sample_tokens, seed=settings.sample_seed)
-        if base is None:
-            rows = []
-            for seed in settings.seeds:
-                nu, ns = f"small_unscaled_s{seed}", f"small_scaled_s{seed}"
-                if nu in results and ns in results:
-                    u = run_summary(results[nu][2], settings.loss_window)
-                    s = run_summary(results[ns][2], settings.loss_window)
-                    rows.append(seed_row(seed, u, s))
-            seeds_section = seeds_summary(rows)
-
-        # the other seeds of each pair member, and the weight-decay pairs (what finished)
-        seed_runs: dict[str, list] = {k2: list(v) for k2, v in base.get("seed_runs", {}).items()} if base else {}
-        for key in pair_names:
-            size, tag = key.split("_")
-            for seed in settings.seeds[1:]:
-                name = f"small_{tag}_s{seed}" if size == "small" else big_name(tag == "scaled", seed, first)
-                if name in results:
-                    seed_runs.setdefault(key, []).append(entry(name))
-        seed_runs = order_seed_runs(seed_runs, all_seeds)
-        if base is not None:
-            rows = seed_rows(pairs, seed_runs, base["seeds"]["runs"], all_seeds)
-            if len(rows) > len(base["seeds"]["runs"]):
-                seeds_section = {**seeds_section, **seeds_summary(rows)}
-        wd_pairs = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
-        for value in settings.wd_values:
-            for seed in settings.seeds[: max(1, settings.wd_seeds)]:
-                nu, ns = wd_name(False, value, seed), wd_name(True, value, seed)
-                if nu in results and ns in results:
-                    wd_pairs.append(
-                        {
-                            "weight_decay": value,
-                            "seed": seed,
-                            **{tag: entry(n) for tag, n in (("unscaled", nu), ("scaled", ns))},
-                        }
-                    )
-        wd_pairs.sort(key=lambda p: (wd_values.index(p["weight_decay"]), all_seeds.index(p["seed"])))
-        # §1.12.1's steps on fixed validation batches, for every big run that kept its weights
-        for r in runs:
-            big = r.cfg.d_model == BIG["d_model"] and r.cfg.n_head == BIG["n_head"]
-            if big and (r.name in results or r.name in on_disk) and r.name not in book_steps["runs"]:
-                d = diagnostics_at_steps(
-                    r.dir(out / "runs"), text, tok, r.cfg, (0, *BOOK_STEPS), book_steps["batches"], device
-                )
-                if len(d["steps"]) > 1:
-                    book_steps["runs"][r.name] = d
+        t0 = time.perf_counter()  # measure: what finished so far, each run once
+        sec = m.sections(base, runs, all_seeds, wd_values, book_steps, out / "runs", on_disk)
+        seed_runs, wd_pairs = sec["seed_runs"], sec["wd_pairs"]
         analysis = time.perf_counter() - t0
-        if base is None:
-            timings["analysis_s"] += analysis
-        else:
-            timings["analysis_s"] = analysis
-
-        # §1.3 with d_model held at 512, and §1.8.4's 4-head model (untrained: cheap), once
+        timings["analysis_s"] = timings.get("analysis_s", 0.0) + analysis if base is None else analysis
         if fixed is None:
-            t0 = time.perf_counter()
-            if base is not None and "init_sweep_fixed_d_model" in base and "init_four_heads" in base:
-                fixed, four = base["init_sweep_fixed_d_model"], base["init_four_heads"]  # kept, not redrawn
-            else:
-                fixed = init_sweep(settings.init_d_heads, settings.init_samples_fixed, settings.init_seed, d_model=512)
-                four = init_sweep((64,), settings.init_samples_fixed, settings.init_seed, d_model=256)[0]
-                timings["init_sweep_fixed_s"] = time.perf_counter() - t0
+            fixed, four = _fixed_sweeps(settings, base, timings)
 
         if base is None:
-            timings.update(_floor_timings(rates, trained, reused, settings, device, len(runs), timings["train_wall_s"]))
-            env = environment(device)
-            stage_timings = timings
-        else:
-            # the earlier run's timings stay as they were; this pass's own under other names
+            floor = _floor_timings(
+                rates, state["trained"], state["reused"], settings, device, len(runs), timings["train_wall_s"]
+            )
+            timings.update(floor)
+            env, stage_timings = environment(device), timings
+        else:  # the earlier run's timings stay as they were; this pass's own under other names
             stage_timings = {
                 **base["timings"],
                 "reuse_analysis_s": timings["analysis_s"],
                 **{k2: timings[k2] for k2 in ("init_sweep_fixed_s",) if k2 in timings},
             }
             env = base["environment"]
-        cfg_section = {
-            "settings": {
-                **asdict(settings),
-                "seeds": list(settings.seeds),
-                "init_d_heads": list(settings.init_d_heads),
-                "wd_values": list(settings.wd_values),
-            },
-            "small": _spec(groups, pair_names["small_scaled"]).to_dict(),
-            "big": _spec(groups, pair_names["big_scaled"]).to_dict(),
-            "corpus": repo_relative(corpus or DEFAULT_CORPUS),
-            "corpus_chars": len(text),
-            "corpus_unigram_entropy": unigram_entropy(text, tok),
-            "qk_protocol": "layer by layer on one fixed validation batch: the first batch "
-            "(batch_size x block_size) drawn from the validation split with a "
-            "generator seeded seed+1 (the trainer's first evaluation batch); "
-            "before = the run's own initialisation, after = end of training",
-            "loss_end_protocol": f"loss_end = mean training loss of the last "
-            f"{settings.loss_window} steps; gaps use validation loss",
-        }
+        cfg_section = _config_section(settings, m, corpus)
         if base is not None:
-            old_cfg = base["config"]
-            entries = [e["run"] for v in seed_runs.values() for e in v]
-            entries += [p[t]["run"] for p in wd_pairs for t in ("unscaled", "scaled")]
-            new_book = set(book_steps["runs"]) - set(base.get("book_steps", {}).get("runs", {}))
-            added = sorted((set(entries) - stored) | new_book)  # what this pass measured
-            cfg_section = {
-                **cfg_section,
-                **{k2: old_cfg[k2] for k2 in ("small", "big", "corpus", "corpus_unigram_entropy") if k2 in old_cfg},
-                "settings": merged_settings(old_cfg["settings"], settings),
-                "reused_from_json": "every section of the earlier data/ch1_case.json is kept as it was (init "
-                "sweeps, pairs, qk_scale, samples, timings, environment, and each stored seeds row, seed run, "
-                "weight-decay pair and book-steps run); the runs finished under runs/case that it did not "
-                "hold are measured and added (config.added lists them)",
-                "added": [*old_cfg.get("added", []), *added],
-            }
-            log(
-                f"--reuse-json: kept {len(stored)} stored runs; added {len(added)}"
-                + (f" ({', '.join(added)})" if added else "")
-                + f"; small seeds {len(seeds_section['runs'])}, big unscaled "
-                f"{len(seed_runs.get('big_unscaled', [])) + 1}"
-                f", big scaled {len(seed_runs.get('big_scaled', [])) + 1}, weight-decay pairs {len(wd_pairs)}"
+            n_seeds = len(sec["seeds"]["runs"])
+            cfg_section = _reused_config(
+                cfg_section, base, settings, stored, seed_runs, wd_pairs, book_steps, n_seeds, log
             )
         pending = [r.name for later in stages[k + 1 :] for r in later[1]]
         result = {
@@ -712,15 +805,13 @@ def run_case(
             "init_sweep": sweep,
             "init_sweep_fixed_d_model": fixed,
             "init_four_heads": four,
-            "pairs": pairs,
-            "seeds": seeds_section,
+            "pairs": sec["pairs"],
+            "seeds": sec["seeds"],
             "seed_runs": seed_runs,
             "weight_decay": {"values": wd_values, "pairs": wd_pairs},
             "book_steps": {**book_steps, "runs": dict(book_steps["runs"])},
-            "qk_scale": qk,
-            "samples": base["samples"]
-            if base is not None
-            else {"prompt": PROMPT, "seed": settings.sample_seed, "max_new_tokens": settings.sample_tokens, **samples},
+            "qk_scale": sec["qk_scale"],
+            "samples": sec["samples"],
             "timings": dict(stage_timings),
             "environment": env,
         }
@@ -729,11 +820,11 @@ def run_case(
                 "batch": k + 1,
                 "batches": len(stages),
                 "complete": not pending,
-                "runs_done": len(done_names),
+                "runs_done": len(state["done"]),
                 "runs_planned": len(runs),
                 "pending": pending,
             }
-        result["claims"] = check_claims(result)
+        result["claims"] = judge(result)
         written = write_result(out, result, overwrite=overwrite, log=log)
         if on_stage is not None:
             nxt = stages[k + 1][0] if k + 1 < len(stages) else None
@@ -1121,10 +1212,11 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
     lines.append(f"{head}：用时 / took {_seconds(phases['total_s'])}（{parts}）")
     lines.append(
         f"  训练了 / trained: {n_runs} 次 × {steps} 步，{n_seeds} 个种子 / {n_runs} runs × {steps} steps, "
-        f"{n_seeds} seed(s)（书中 / the book: 1500 steps）；初始化 / inits per d_head {S['init_samples']} + "
+        f"{n_seeds} seed(s)（书中 / the book: {C.BOOK_RUN_STEPS} steps）；初始化 / inits per d_head {S['init_samples']} + "
         f"{S['init_samples_fixed']}"
     )
-    ent = {k: _entropy_at(res, k, 222) for k in ("big_unscaled", "big_scaled")}
+    at = C.COLLAPSE_STEP  # the book's step 222
+    ent = {k: _entropy_at(res, k, at) for k in ("big_unscaled", "big_scaled")}
     u_tr = res["pairs"]["big_unscaled"]["trace"]
     e_u = u_tr["layers"][0]["weight_entropy"]
     first = next((u_tr["step"][i] for i, e in enumerate(e_u) if e is not None and e < 0.01), None)
@@ -1136,11 +1228,11 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
     if ent["big_unscaled"] and ent["big_scaled"]:
         (su, eu), (_, es) = ent["big_unscaled"], ent["big_scaled"]
         e0u, e0s = e_u[0], res["pairs"]["big_scaled"]["trace"]["layers"][0]["weight_entropy"][0]
-        i222 = dyn["steps"].index(222)
+        i222 = dyn["steps"].index(at)
         lines.append(
             f"  核心结论 / headline (§1.4): d_head 256 不缩放 / unscaled 权重熵 / weight entropy {e0u:.3f} → {eu:.4f}"
             f"（第 {su} 步 / step {su}{fell}；书中 / book {dyn['unscaled']['weight_entropy'][0]} → "
-            f"{dyn['unscaled']['weight_entropy'][i222]} at step 222）；缩放 / scaled {e0s:.3f} → {es:.3f}（书中 / book "
+            f"{dyn['unscaled']['weight_entropy'][i222]} at step {at}）；缩放 / scaled {e0s:.3f} → {es:.3f}（书中 / book "
             f"{dyn['scaled']['weight_entropy'][i222]}）"
         )
     g_big, g_small = big_seed_gaps(res), small_seed_gaps(res)

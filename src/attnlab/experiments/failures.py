@@ -45,7 +45,7 @@ from ..config import BUGS, Config
 from ..diagnostics import head_metrics
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
-from ..verdicts import claim
+from ..verdicts import claim, unexplained
 from .common import book_values, format_table, provenance, validation_batches
 
 VARIANTS = ("correct",) + BUGS
@@ -254,10 +254,7 @@ def judge(res: dict) -> list[dict]:
     def add(cid, section, statement, j, inputs, kind="book", book_value=None, why=None):
         reason = None
         if j.verdict == S.FAIL:
-            reason = why or {
-                "category": "unexplained",
-                "text": f"{n} seed(s), {steps} steps: {j.detail}; no experiment here explains the difference",
-            }
+            reason = why or unexplained(f"{n} seed(s), {steps} steps: {j.detail}", "the difference")
         out.append(claim(cid, section, statement, j, inputs=inputs, kind=kind, book=book_value, reason=reason))
 
     if has("mask_zero"):

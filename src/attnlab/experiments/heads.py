@@ -32,7 +32,7 @@ from ..config import Config
 from ..diagnostics import head_metrics, uniform_reference
 from ..model import SequenceTooLongError, TinyGPT
 from ..tokenizer import CharTokenizer
-from ..verdicts import claim
+from ..verdicts import claim, unexplained
 from .common import (
     ExperimentError,
     book_values,
@@ -288,10 +288,7 @@ def judge(res: dict) -> list[dict]:
     def add(cid, section, statement, j, inputs, book_value=None, why=None, kind="book"):
         reason = None
         if j.verdict == S.FAIL:
-            reason = why or {
-                "category": "unexplained",
-                "text": f"{n} seed(s): {j.detail}; no experiment here explains it",
-            }
+            reason = why or unexplained(f"{n} seed(s): {j.detail}")
         out.append(claim(cid, section, statement, j, inputs=inputs, kind=kind, book=book_value, reason=reason))
 
     # the self head: 0.769 on itself. tol: half the distance from the book's 0.769 to what a head

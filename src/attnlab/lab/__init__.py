@@ -34,7 +34,6 @@ ORDER = (
     "exercise1",
     "sweep",
     "exercise2",
-    "statements",
     "markov",
     "lr_sensitivity",
 )

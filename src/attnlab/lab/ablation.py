@@ -27,6 +27,7 @@ import math
 
 from .. import stats as S
 from ..book import book_values
+from ..experiments.case import runs_by_name
 from ..verdicts import claim
 from . import runs as R
 from .common import MAX_SEEDS, committed, rnd, seed_table
@@ -147,19 +148,11 @@ def _legacy_own(prev: dict | None) -> dict:
     return {str(prev["seed"]): rows}
 
 
-def _case_entries(case_doc: dict) -> dict[str, dict]:
-    """Every run the case committed (its pairs and its further seeds), by run name."""
-    out = {e["run"]: e for e in case_doc.get("pairs", {}).values() if isinstance(e, dict) and "run" in e}
-    for entries in case_doc.get("seed_runs", {}).values():
-        out.update({e["run"]: e for e in entries if "run" in e})
-    return out
-
-
 def _legacy_shared(scale: R.Scale, case_doc: dict | None, positions_doc: dict | None) -> dict:
     """{seed: {change: numbers}} of the runs other experiments committed: the baseline and the
     unscaled model from the case's traces, the model without positions from §1.9's validation losses."""
     out: dict[str, dict] = {}
-    entries = _case_entries(case_doc) if case_doc else {}
+    entries = runs_by_name(case_doc) if case_doc else {}
     for i in range(MAX_SEEDS):
         seed = R.BOOK_SEED + i
         for c in ("baseline", "no_scaling"):

@@ -153,8 +153,8 @@ def plan(
             p.skipped.append((q, "this experiment has no runs per seed to add"))
             continue
         runs = [r for s in new_seeds(q) for r in fn(s, q.claim)]
-        if not runs:  # an entry adds seeds for some of its claims only (e.g. not a stand-alone command's)
-            p.skipped.append((q, "no runs per seed to add for this claim"))
+        if not runs:  # e.g. the case's own claims: more seeds are `attnlab case`'s, not the book's
+            p.skipped.append((q, "this claim has no runs per seed to add here"))
             continue
         candidates.append((q, [r for r in runs if not finished(r)]))
     chosen: dict[str, Run] = {}

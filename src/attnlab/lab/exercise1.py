@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
+from ..experiments.case import runs_by_name
 from ..verdicts import claim
 from . import runs as R
 from .common import MAX_SEEDS, committed, final_val, paired, rnd, seed_table
@@ -51,18 +52,10 @@ def _pair(fs) -> dict:
 
 
 # ------------------------------------------------------------------- the committed record
-def _case_entries(case_doc: dict) -> dict[str, dict]:
-    """Every run the case committed (its pairs and its further seeds), by run name."""
-    out = {e["run"]: e for e in case_doc.get("pairs", {}).values() if isinstance(e, dict) and "run" in e}
-    for entries in case_doc.get("seed_runs", {}).values():
-        out.update({e["run"]: e for e in entries if "run" in e})
-    return out
-
-
 def _case_tables(case_doc: dict | None) -> tuple[dict, dict]:
     """({seed: d_head 32 numbers}, {seed: d_head 256 numbers}) from the case's committed runs."""
     small, big = {}, {}
-    entries = _case_entries(case_doc) if case_doc else {}
+    entries = runs_by_name(case_doc) if case_doc else {}
     scale = R.Scale()
     for i in range(MAX_SEEDS):
         seed = R.BOOK_SEED + i

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .. import verdicts as V
 from ..errors import AttnlabError
@@ -47,24 +46,6 @@ _AGAIN = "; delete it and rerun `attnlab book --only {}`"  # what to do about a 
 
 class BookError(AttnlabError):
     pass
-
-
-def claim(
-    cid: str, section: str, statement: str, measured: Any, expected: str, ok: bool | None, kind: str = "book"
-) -> dict:
-    """One checked statement. kind: "book" (what the chapter says) or "sanity" (what must hold
-    for the measurement to mean anything). ``ok`` None = cannot be decided yet (shown, not counted)."""
-    if kind not in ("book", "sanity"):
-        raise ValueError(f"claim kind must be book or sanity, got {kind!r}")
-    return {
-        "id": cid,
-        "section": section,
-        "statement": statement,
-        "measured": measured,
-        "expected": expected,
-        "pass": None if ok is None else bool(ok),
-        "kind": kind,
-    }
 
 
 @dataclass
@@ -549,8 +530,9 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
 
 def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = None) -> dict:
     """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
-    (``source``, e.g. the case's data/ch1_case.json), that whole document: from ``data`` when
-    given (the folder ``attnlab report --data`` judges), else from ``root``, else the repository's."""
+    (``source``, e.g. the case's data/ch1_case.json), ``{"source": that whole document, "results":
+    its results}``: the document from ``data`` when given (the folder ``attnlab report --data``
+    judges), else from ``root``, else the repository's."""
     if e.source is None:
         return results
     from ..corpus import REPO_ROOT
@@ -564,8 +546,8 @@ def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = No
             if p.name == "ch1_case.json":
                 from ..schemas import load
 
-                return load("case", p, error=BookError)
-            return read_json(p, error=BookError, hint=f"; rerun `{e.command}`")
+                return {"source": load("case", p, error=BookError), "results": results}
+            return {"source": read_json(p, error=BookError, hint=f"; rerun `{e.command}`"), "results": results}
     raise NotAvailable(f"{places[0]} not found: run `{e.command}` first")
 
 
@@ -573,7 +555,13 @@ def rejudge(e: Experiment, doc: dict, root: Path | None = None, data: Path | Non
     """The entry's JSON with its claims judged again from its results (nothing is measured)."""
     if e.judge is None or doc.get("status") == "not_run" or not doc.get("results"):
         return doc
-    claims = record_looks(e.judge(judge_input(e, root or Path("."), doc["results"], data)), doc.get("claims"))
+    try:
+        judged = judge_input(e, root or Path("."), doc["results"], data)
+    except NotAvailable:
+        if data is None or e.source is None:
+            raise
+        return doc  # a book judged without its source beside it (a quick book's data): kept as stored
+    claims = record_looks(e.judge(judged), doc.get("claims"))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
     return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
 

@@ -15,6 +15,7 @@ import math
 from .. import stats as S
 from ..book import book_values
 from ..config import Config
+from ..experiments.case import member_runs
 from ..io import read_json
 from ..verdicts import claim
 from . import runs as R
@@ -86,7 +87,7 @@ def case_table(doc: dict) -> dict[str, dict]:
     """{seed: {member: final validation loss}} of every seed the case JSON holds."""
     out: dict[str, dict] = {}
     for m in MEMBERS:
-        for r in [doc["pairs"][m], *doc.get("seed_runs", {}).get(m, [])]:
+        for r in member_runs(doc, m):
             out.setdefault(str(r["config"]["seed"]), {})[m] = rnd(r["val_loss_end"])
     return dict(sorted(out.items()))
 

@@ -23,20 +23,6 @@ from .figures import case_figures
 from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
 
-def verdict(book: float | None, ours: float | None) -> str:
-    """Within 10 % → matches; within ×3 → same order; else differs."""
-    if book is None or ours is None:
-        return "—"
-    if book == 0:
-        return "✓ 一致 / matches" if abs(ours) < 1e-9 else "✗ 不同 / differs"
-    r = ours / book
-    if 0.9 <= r <= 1.1:
-        return "✓ 一致 / matches"
-    if 1 / 3 <= r <= 3:
-        return "≈ 同量级 / same order"
-    return "✗ 不同 / differs"
-
-
 # ------------------------------------------------------------------------ blocks
 def _nearest(trace_steps: list[int], step: int) -> int:
     return min(range(len(trace_steps)), key=lambda i: abs(trace_steps[i] - step))
@@ -160,31 +146,95 @@ def _mark(claim: dict | None) -> str:
     return {stats.FAIL: "✗", stats.INCONCLUSIVE: "？"}.get(V.verdict_of(claim) if claim else "", "·")
 
 
-def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
-    B = book_values()
-    t = res["timings"]
-    S = res["config"]["settings"]
-    blocks: list[tuple] = []
-    h = lambda level, text: blocks.append(("h", level, text))
-    p = lambda text: blocks.append(("p", text))
-    table = lambda head, rows, detail=(): blocks.append(("table", head, rows, tuple(detail)))
-    img = lambda name, alt: blocks.append(("img", f"{fig_rel}/{name}", alt))
+class _Page:
+    """The blocks of a report, appended in order: heading, paragraph, table, image."""
 
-    claims = res["claims"]
-    by_id = {c["id"]: c for c in claims}
-    why = lambda cid: reason_text(by_id.get(cid))
-    count = V.count_line(claims)
+    def __init__(self, fig_rel: str):
+        self.blocks: list[tuple] = []
+        self.fig_rel = fig_rel
+
+    def h(self, level: int, text: str) -> None:
+        self.blocks.append(("h", level, text))
+
+    def p(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, head: list, rows: list[list], detail: tuple[int, ...] = ()) -> None:
+        self.blocks.append(("table", head, rows, tuple(detail)))
+
+    def img(self, name: str, alt: str) -> None:
+        self.blocks.append(("img", f"{self.fig_rel}/{name}", alt))
+
+    def whys(self, by_id: dict, cids: tuple[str, ...]) -> None:
+        """One line per claim of ``cids`` that did not pass: its mark, its id and why."""
+        for cid in cids:
+            if reason_text(by_id.get(cid)):
+                self.p(f"{_mark(by_id.get(cid))} {cid}: {reason_text(by_id.get(cid))}")
+
+
+MEMBERS = (  # pair member, the book's key, label
+    ("small_unscaled", "small_d32_unscaled", "d_head=32 不缩放 / unscaled"),
+    ("small_scaled", "small_d32_scaled", "d_head=32 缩放 / scaled"),
+    ("big_unscaled", "big_d256_unscaled", "d_head=256 不缩放 / unscaled"),
+    ("big_scaled", "big_d256_scaled", "d_head=256 缩放 / scaled"),
+)
+
+
+def loss_claim_id(member: str, book_end: float) -> str:
+    """The lab book's claim on a pair member's end loss (judged in the case's lab-book entry)."""
+    return f"loss_{member}_{str(book_end).replace('.', '_')}"
+
+
+def _lab_claim(cid: str) -> str:
+    return f"论断 / claim `{cid}`（实验手册 §1.2，判定见 lab_book / judged in the lab book's case entry）"
+
+
+# ---------------------------------------------------------------------- claim table
+CLAIM_HEAD = [
+    "id",
+    "类 / kind",
+    "节 / section",
+    "书中原话 / the book's words",
+    "书中数字 / book",
+    "实测（每个种子；均值 ± sd；区间）/ measured",
+    "判定规则 / rule",
+    "结果 / verdict",
+    "n / 所需 / needed",
+    "原因 / why",
+]
+CLAIM_DETAIL = (5, 6, 9)  # in the HTML, the long columns go on a second line under the claim's row
+
+
+def claim_row(c: dict) -> list:
+    """One claim as a row of the claims table (CLAIM_HEAD)."""
+    return [
+        c["id"],
+        c["kind"],
+        c["section"],
+        c["statement"],
+        fmt(c.get("book")),
+        c["measured"] if isinstance(c.get("measured"), str) else fmt(c.get("measured")),
+        _rule_text(c),
+        verdict_label(c),
+        f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
+        reason_text(c) or c.get("detail", ""),
+    ]
+
+
+# ------------------------------------------------------------------------ sections
+def _opening(pg: _Page, res: dict, by_id: dict) -> None:
+    S, claims = res["config"]["settings"], res["claims"]
     big_n = len(C.runs(res, "big_scaled"))
-    h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
-    p(
-        f"**{count}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
+    pg.h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
+    pg.p(
+        f"**{V.count_line(claims)}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
         f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
         f"{res['environment']['device']}；torch {res['environment']['torch']}。"
     )
     prog = res.get("progress") or {}
     if prog and not prog.get("complete", True):
         pending = prog.get("pending", [])
-        p(
+        pg.p(
             f"**部分结果 / partial result**：第 {prog['batch']}/{prog['batches']} 批训练完成，{prog['runs_done']}/"
             f"{prog['runs_planned']} 次训练已在本报告中；其余（{', '.join(pending)}）仍在训练，缺少种子的论断暂为 "
             f"INCONCLUSIVE，每批训练完成后本报告会重写。 / Batch {prog['batch']} of {prog['batches']} done: this "
@@ -192,64 +242,39 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "still to train, claims that need their seeds are INCONCLUSIVE until then, and the report is "
             "rewritten after each batch."
         )
-    # results first: the headline claims, then every claim
-    h(2, "结果 / results")
-    p(
+    pg.h(2, "结果 / results")
+    pg.p(
         "书中的主要论断：书中的话与数字、本次的数字（论断据以判定的那个量，种子均值 ± sd）、判定及其所属论断。"
         " / The chapter's headline claims: the book's words and number, ours (the quantity the claim is judged "
         "on, mean ± sd over seeds), and the verdict with the claim it belongs to."
     )
-    table(
+    pg.table(
         ["书中 / the book says", "书中数字 / book", "本次 / ours", "判定（所属论断）/ verdict (whose)"],
         headline_rows(res, by_id),
     )
-    h(3, "全部论断 / every claim")
-    p(
+    pg.h(3, "全部论断 / every claim")
+    pg.p(
         "每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
         "每个 INCONCLUSIVE 都写了需要多少个种子。判定规则见下文“判定方法”。 / Each FAIL says why (a finding about "
         "the book with evidence, a protocol difference with the experiment, our specification, scale, or "
         "unexplained); each INCONCLUSIVE names the seeds it needs; the rules are under 'method' below."
     )
-    table(
-        [
-            "id",
-            "类 / kind",
-            "节 / section",
-            "书中原话 / the book's words",
-            "书中数字 / book",
-            "实测（每个种子；均值 ± sd；区间）/ measured",
-            "判定规则 / rule",
-            "结果 / verdict",
-            "n / 所需 / needed",
-            "原因 / why",
-        ],
-        [
-            [
-                c["id"],
-                c["kind"],
-                c["section"],
-                c["statement"],
-                fmt(c.get("book")),
-                c["measured"] if isinstance(c.get("measured"), str) else fmt(c.get("measured")),
-                _rule_text(c),
-                verdict_label(c),
-                f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
-                reason_text(c) or c.get("detail", ""),
-            ]
-            for c in claims
-        ],
-        detail=(5, 6, 9),  # in the HTML, the long columns go on a second line under the claim's row
-    )
-    h(2, "判定方法 / method")
-    p(
+    pg.table(CLAIM_HEAD, [claim_row(c) for c in claims], detail=CLAIM_DETAIL)
+
+
+def _method(pg: _Page, res: dict) -> None:
+    S, claims = res["config"]["settings"], res["claims"]
+    big_n = len(C.runs(res, "big_scaled"))
+    pg.h(2, "判定方法 / method")
+    pg.p(
         "本报告由 `attnlab report` 从 `data/ch1_case.json` 生成，每个论断都从 JSON 里的数字重新判定（不抄存下的结论）。"
-        "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”，所以数值表的判定分三档：±10% 以内为一致，"
-        "3 倍以内为同量级，其余为不同（✗），每个 ✗ 都写了原因。 / Every number comes from a real run; every claim is "
-        "re-judged from the JSON's numbers. Table verdicts: within 10 % = matches, within ×3 = same order, else "
-        "differs (✗, each with its reason); the claims themselves are judged by the rules below."
+        "书中数字见“书中 / book”一列。书里说过“方向可迁移、数值不可迁移”：表格里的每个判定都是某条论断的判定，"
+        "并写明是哪一条；没有论断判定的数字只报告。 / Every number comes from a real run; every claim is re-judged "
+        "from the JSON's numbers. Every verdict in a table is a claim's verdict and names the claim; a number no "
+        "claim judges is reported only. The claims are judged by the rules below."
     )
-    p(stats.METHOD)
-    p(
+    pg.p(stats.METHOD)
+    pg.p(
         f"本案例的容差 / this case's tolerances: 书中一次运行给出的数（value）必须落在我们单次运行的 95% 预测区间内，"
         f"且整个区间在书中数 ± 书中数的 {C.TOL_HALF:.0%} 之内才算 PASS（比这更宽的区间分不清书中的数和它的一半或两倍）；"
         f"“明显分离 / 几乎重合”的最小有意义效应取书中自己的 {C.SESOI_APART}（小模型的差距，书称之为“几乎重合”）；"
@@ -262,81 +287,99 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         f"the deterministic §1.3 sweep is exact within ±{C.REL:.0%} (±{C.REL_ABOUT:.0%} for 'about')."
     )
     if big_n < 3:
-        p(
+        pg.p(
             f"注意 / note: 大模型只有 {big_n} 个种子，区间更宽，大模型的论断更多是 INCONCLUSIVE。 / Only {big_n} "
             f"seed(s) of the big pair: the big claims' intervals are wide, and more of them are INCONCLUSIVE."
         )
     if res["config"].get("reused_from_json"):
-        p(f"来源 / provenance: {res['config']['reused_from_json']}.")
-    if S["steps"] < 1500:
+        pg.p(f"来源 / provenance: {res['config']['reused_from_json']}.")
+    if S["steps"] < C.BOOK_RUN_STEPS:
         from ..experiments.case import CaseSettings
 
         full = CaseSettings()
         scale = sum(1 for c in claims if (c.get("reason") or {}).get("category") == "scale")
-        p(
-            f"注意：这是缩短的运行（--quick 或 --steps，{S['steps']} 步），书中的数字来自 1500 步：这是冒烟测试，不是证据；"
-            f"{scale} 个 FAIL 归为{C.REASON_LABELS['scale'].split(' / ')[0]}（原因一栏写明本次与书中的步数），"
+        pg.p(
+            f"注意：这是缩短的运行（--quick 或 --steps，{S['steps']} 步），书中的数字来自 {C.BOOK_RUN_STEPS} 步：这是冒烟"
+            f"测试，不是证据；{scale} 个 FAIL 归为{C.REASON_LABELS['scale'].split(' / ')[0]}（原因一栏写明本次与书中的步数），"
             f"完整案例（attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。 / Note: a shortened run "
-            f"({S['steps']} steps); the "
-            f"book's numbers are from 1500 steps: a smoke run, not evidence. {scale} FAIL(s) are put down to the "
-            f"scale (the reason names this run's steps against the book's); the full case tests them."
+            f"({S['steps']} steps); the book's numbers are from {C.BOOK_RUN_STEPS} steps: a smoke run, not evidence. "
+            f"{scale} FAIL(s) are put down to the scale (the reason names this run's steps against the book's); the "
+            "full case tests them."
         )
 
-    # §1.2 / §1.4 losses
-    h(2, "§1.2 / §1.4　loss：起点、终点与差距 / loss start, end and gap")
+
+def _end_losses(res: dict, member: str) -> tuple[list[float], list[float]]:
+    """(validation, training) end losses of a pair member over its seeds (the small pair: its seeds rows)."""
+    if member.startswith("small"):
+        tag = member.split("_")[1]
+        rows = res["seeds"]["runs"]
+        return [r[f"val_loss_end_{tag}"] for r in rows], [r[f"loss_end_{tag}"] for r in rows]
+    rs = C.runs(res, member)
+    return [r["val_loss_end"] for r in rs], [r["loss_end"] for r in rs]
+
+
+def _losses(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
+    pg.h(2, "§1.2 / §1.4　loss：起点、终点与差距 / loss start, end and gap")
     bl = B["case_loss_1_2_and_1_4"]
     rows, dval, dtrain = [], [], []
-    for key, bkey, label in (
-        ("small_unscaled", "small_d32_unscaled", "d_head=32 不缩放 / unscaled"),
-        ("small_scaled", "small_d32_scaled", "d_head=32 缩放 / scaled"),
-        ("big_unscaled", "big_d256_unscaled", "d_head=256 不缩放 / unscaled"),
-        ("big_scaled", "big_d256_scaled", "d_head=256 缩放 / scaled"),
-    ):
-        rs = C.runs(res, key)
-        if key.startswith("small"):
-            tag = key.split("_")[1]
-            vals = [r[f"val_loss_end_{tag}"] for r in res["seeds"]["runs"]]
-            trains = [r[f"loss_end_{tag}"] for r in res["seeds"]["runs"]]
-        else:
-            vals = [r["val_loss_end"] for r in rs]
-            trains = [r["loss_end"] for r in rs]
+    for key, bkey, label in MEMBERS:
+        vals, trains = _end_losses(res, key)
         dval.append(abs(C.spread(vals)["mean"] - bl[bkey]["end"]))
         dtrain.append(abs(C.spread(trains)["mean"] - bl[bkey]["end"]))
         rows.append(
             [
                 label,
                 fmt(bl[bkey]["start"]),
-                pm([r["loss_start"] for r in rs]),
+                pm([r["loss_start"] for r in C.runs(res, key)]),
                 fmt(bl[bkey]["end"]),
                 pm(vals),
-                verdict(bl[bkey]["end"], C.spread(vals)["mean"]),
                 pm(trains),
-                verdict(bl[bkey]["end"], C.spread(trains)["mean"]),
+                _lab_claim(loss_claim_id(key, bl[bkey]["end"])),
             ]
         )
-    table(
+    pg.table(
         [
             "run",
             "起点 书中 / start book",
             "起点 本次 / ours",
             "终点 书中 / end book",
             "终点 验证 / ours val",
-            "判定",
             "终点 训练（末 50 步均值）/ ours train (last 50)",
-            "判定",
+            "论断 / claim",
         ],
         rows,
     )
-    p(
+    pg.p(
         f"书没有说终点 loss 是训练 loss 还是验证 loss。我们的验证 loss 与书中四个终点平均相差 {sum(dval) / 4:.3f}，"
         f"训练 loss（末 50 步均值）平均相差 {sum(dtrain) / 4:.3f}，所以本报告把**验证 loss** 作为所有表格与差距的基准，"
         f"训练 loss 并列给出。 / The book does not say which loss its table uses. Our validation losses differ from "
         f"its four end values by {sum(dval) / 4:.3f} on average, our training losses (last 50 steps) by "
         f"{sum(dtrain) / 4:.3f}; so every table and gap here uses the **validation** basis, training alongside."
     )
-    gs1 = C.small_seed_gaps(res)
-    gb1 = C.big_seed_gaps(res)
-    table(
+    gs, gb = C.small_seed_gaps(res), C.big_seed_gaps(res)
+    ts, tb = C.small_seed_gaps(res, "train"), C.big_seed_gaps(res, "train")
+    ratio_note = "判的是差距之差 big − small，比值只报告 / it judges the difference big − small; the ratio is reported"
+    gap_rows = (  # label, book, first seed, over seeds, train basis, verdict
+        ("差距 d_head=32 / gap small", bl["gap_small"], gs[0], pm(gs), ts[0], claim_verdict(by_id, "small_gap_small")),
+        ("差距 d_head=256 / gap big", bl["gap_big"], gb[0], pm(gb), tb[0], claim_verdict(by_id, "big_gap_large")),
+        (
+            "放大倍数 / ratio big ÷ small：同一种子 / seed for seed",
+            bl["gap_ratio"],
+            gb[0] / gs[0],
+            pm([b / s for b, s in zip(gb, gs)], 3),
+            tb[0] / ts[0],
+            claim_verdict(by_id, "big_gap_several_times_small", ratio_note),
+        ),
+        (
+            "放大倍数 / ratio：均值 ÷ 均值 / mean over mean",
+            bl["gap_ratio"],
+            "—",
+            fmt(C.spread(gb)["mean"] / C.spread(gs)["mean"], 3),
+            "—",
+            "只报告，不判定 / reported, not judged",
+        ),
+    )
+    pg.table(
         [
             "量 / quantity",
             "书中 / book",
@@ -345,187 +388,156 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "训练基准 / train basis (first seed)",
             "判定（所属论断）/ verdict (whose)",
         ],
+        [[label, fmt(b), fmt(first), over, fmt(train), v] for label, b, first, over, train, v in gap_rows],
+    )
+    pg.whys(by_id, ("small_gap_small", "big_gap_large", "big_gap_several_times_small", "curves_part_near_200"))
+    pg.img("fig1_2_loss.png", "图 1.2 loss 曲线 / Fig 1.2 loss curves")
+    pg.h(2, "§1.19.2　三个种子上的小模型差距 / the small gap over seeds")
+    pg.table(
+        ["seed", "不缩放 val / unscaled", "缩放 val / scaled", "差距 / gap (val)", "差距 / gap (train, last 50)"],
         [
-            [
-                "差距 d_head=32 / gap small",
-                fmt(bl["gap_small"]),
-                fmt(gs1[0]),
-                pm(gs1),
-                fmt(C.small_seed_gaps(res, "train")[0]),
-                claim_verdict(by_id, "small_gap_small"),
-            ],
-            [
-                "差距 d_head=256 / gap big",
-                fmt(bl["gap_big"]),
-                fmt(gb1[0]),
-                pm(gb1),
-                fmt(C.big_seed_gaps(res, "train")[0]),
-                claim_verdict(by_id, "big_gap_large"),
-            ],
-            [
-                "放大倍数 / ratio big ÷ small：同一种子 / seed for seed",
-                fmt(bl["gap_ratio"]),
-                fmt(gb1[0] / gs1[0]),
-                pm([b / s for b, s in zip(gb1, gs1)], 3),
-                fmt(C.big_seed_gaps(res, "train")[0] / C.small_seed_gaps(res, "train")[0]),
-                claim_verdict(
-                    by_id,
-                    "big_gap_several_times_small",
-                    "判的是差距之差 big − small，比值只报告 / it judges the difference big − small; the ratio is "
-                    "reported",
-                ),
-            ],
-            [
-                "放大倍数 / ratio：均值 ÷ 均值 / mean over mean",
-                fmt(bl["gap_ratio"]),
-                "—",
-                fmt(C.spread(gb1)["mean"] / C.spread(gs1)["mean"], 3),
-                "—",
-                "只报告，不判定 / reported, not judged",
-            ],
+            [str(r["seed"])]
+            + [fmt(x) for x in (r["val_loss_end_unscaled"], r["val_loss_end_scaled"])]
+            + [
+                fmt(r["val_loss_end_unscaled"] - r["val_loss_end_scaled"]),
+                fmt(r["loss_end_unscaled"] - r["loss_end_scaled"]),
+            ]
+            for r in res["seeds"]["runs"]
         ],
     )
-    for cid in ("small_gap_small", "big_gap_large", "big_gap_several_times_small", "curves_part_near_200"):
-        if why(cid):
-            p(f"{_mark(by_id.get(cid))} {cid}: {why(cid)}")
-    img("fig1_2_loss.png", "图 1.2 loss 曲线 / Fig 1.2 loss curves")
-
-    # §1.19.2 seeds
-    h(2, "§1.19.2　三个种子上的小模型差距 / the small gap over seeds")
-    rows = [
-        [
-            str(r["seed"]),
-            fmt(r["val_loss_end_unscaled"]),
-            fmt(r["val_loss_end_scaled"]),
-            fmt(r["val_loss_end_unscaled"] - r["val_loss_end_scaled"]),
-            fmt(r["loss_end_unscaled"] - r["loss_end_scaled"]),
-        ]
-        for r in res["seeds"]["runs"]
-    ]
-    table(
-        ["seed", "不缩放 val / unscaled", "缩放 val / scaled", "差距 / gap (val)", "差距 / gap (train, last 50)"], rows
+    lo, hi = bl["small_gap_over_3_seeds_range"]
+    pg.p(
+        f"书中：三个种子差距都在 {lo}–{hi} 之间。本次：{pm(gs)}，范围 {fmt(min(gs))} – {fmt(max(gs))}"
+        f"（{claim_verdict(by_id, 'small_gap_over_seeds')}）。 / Book: every seed's gap in {lo}–{hi}. Ours: {pm(gs)}."
     )
-    rng = bl["small_gap_over_3_seeds_range"]
-    p(
-        f"书中：三个种子差距都在 {rng[0]}–{rng[1]} 之间。本次：{pm(gs1)}，范围 {fmt(min(gs1))} – {fmt(max(gs1))}。 / "
-        f"Book: every seed's gap in {rng[0]}–{rng[1]}. Ours: {pm(gs1)}."
-    )
-    if why("small_gap_over_seeds"):
-        p(f"{_mark(by_id.get('small_gap_over_seeds'))} small_gap_over_seeds: {why('small_gap_over_seeds')}")
+    pg.whys(by_id, ("small_gap_over_seeds",))
 
-    # §1.3 init sweep
-    h(2, "§1.3　初始化扫描：logits 到底有多大 / init sweep")
-    bi = B["init_sweep_1_3"]
-    p(
+
+def _init_sweep(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
+    pg.h(2, "§1.3　初始化扫描：logits 到底有多大 / init sweep")
+    bi, sweep = B["init_sweep_1_3"], res["init_sweep"]
+    pg.p(
         f"协议 / protocol: n_head=1, n_layer=1, vocab 300, block 32, 固定批次 (8, 32)，每个 d_head "
-        f"{res['init_sweep'][0]['samples']} 次独立初始化（种子 0, 1, …）/ independent inits per d_head; "
+        f"{sweep[0]['samples']} 次独立初始化（种子 0, 1, …）/ independent inits per d_head; "
         f"缩放与不缩放共享同一初始化 / scaled and unscaled share each init."
     )
-    rows = []
-    for i, r in enumerate(res["init_sweep"]):
-        rows.append(
-            [
-                str(r["d_head"]),
-                fmt(bi["measured_logit_std"][i]),
-                fmt(r["logit_std_unscaled"]),
-                verdict(bi["measured_logit_std"][i], r["logit_std_unscaled"]),
-                fmt(r["theory_sqrt_d_head"], 3),
-                fmt(bi["ratio"][i]),
-                fmt(r["ratio_unscaled_to_theory"]),
-                fmt(bi["weight_entropy"][i]),
-                fmt(r["entropy_unscaled"]),
-                verdict(bi["weight_entropy"][i], r["entropy_unscaled"]),
-                fmt(r["logit_std_scaled"]),
-                fmt(r["formula_logit_std"]),
-            ]
-        )
-    table(
-        [
-            "d_head",
-            "实测 std 书中 / book",
-            "本次 / ours",
-            "判定",
-            "理论 √d",
-            "比值 书中",
-            "比值 本次",
-            "权重熵 书中",
-            "权重熵 本次",
-            "判定",
-            "缩放后 std / scaled",
-            "式 1.1–1.2 预测 / formula",
-        ],
-        rows,
+    book = {d: i for i, d in enumerate(bi["d_head"])}
+    cols = (  # header, value of a row (r, the book's index i)
+        ("d_head", lambda r, i: str(r["d_head"])),
+        ("实测 std 书中 / book", lambda r, i: fmt(bi["measured_logit_std"][i]) if i is not None else "—"),
+        ("本次 / ours", lambda r, i: fmt(r["logit_std_unscaled"])),
+        ("理论 √d", lambda r, i: fmt(r["theory_sqrt_d_head"], 3)),
+        ("比值 书中", lambda r, i: fmt(bi["ratio"][i]) if i is not None else "—"),
+        ("比值 本次", lambda r, i: fmt(r["ratio_unscaled_to_theory"])),
+        ("权重熵 书中", lambda r, i: fmt(bi["weight_entropy"][i]) if i is not None else "—"),
+        ("权重熵 本次", lambda r, i: fmt(r["entropy_unscaled"])),
+        ("缩放后 std / scaled", lambda r, i: fmt(r["logit_std_scaled"])),
+        ("式 1.1–1.2 预测 / formula", lambda r, i: fmt(r["formula_logit_std"])),
     )
-    last = res["init_sweep"][-1]
-    p(
-        f"§1.3.1 核对：d=512 时书中预测 4.64、实测 4.666；本次式 1.1–1.2 预测 {fmt(last['formula_logit_std'])}、"
-        f"实测 {fmt(last['logit_std_unscaled'])}。书中说 d=32 时公式“预测 0.0128、实测 0.070，差了五倍多”；"
-        f"0.0128 其实是 Var(q_i) 本身，按式 1.2 再乘 √32 得 {fmt(res['init_sweep'][0]['formula_logit_std'])}，"
-        f"与实测 {fmt(res['init_sweep'][0]['logit_std_unscaled'])} 相符。 / At d=32 the book compares Var(q_i) "
-        f"(0.0128) with a standard deviation; eq. 1.2 gives v·√d = "
-        f"{fmt(res['init_sweep'][0]['formula_logit_std'])}, which agrees with the measurement."
+    pg.table([h for h, _ in cols], [[f(r, book.get(r["d_head"])) for _, f in cols] for r in sweep])
+    pg.p(
+        f"logits 标准差一列：{claim_verdict(by_id, 'init_std_table')}；权重熵一列："
+        f"{claim_verdict(by_id, 'init_entropy_table')}。 / The std column and the entropy column are judged by "
+        "these two claims."
+    )
+    first, last = sweep[0], sweep[-1]
+    fb = (by_id.get("formula_misses_at_32") or {}).get("book") or {}
+    vb = (by_id.get("variance_formula") or {}).get("book") or {}
+    pg.p(
+        f"§1.3.1 核对：d=512 时书中预测 {vb.get('formula', '—')}、实测 {vb.get('measured', '—')}；本次式 1.1–1.2 预测 "
+        f"{fmt(last['formula_logit_std'])}、实测 {fmt(last['logit_std_unscaled'])}。书中说 d=32 时公式“预测 "
+        f"{fb.get('predicted', '—')}、实测 {fmt(fb.get('measured'))}，差了五倍多”；{fb.get('predicted', '—')} 其实是 "
+        f"Var(q_i) 本身，按式 1.2 再乘 √32 得 {fmt(first['formula_logit_std'])}，与实测 "
+        f"{fmt(first['logit_std_unscaled'])} 相符。 / At d=32 the book compares Var(q_i) ({fb.get('predicted', '—')}) "
+        f"with a standard deviation; eq. 1.2 gives v·√d = {fmt(first['formula_logit_std'])}, which agrees with the "
+        "measurement."
     )
     fixed = res.get("init_sweep_fixed_d_model")
-    slope_book = C.sweep_slope(res["init_sweep"])
     if fixed:
-        h(3, "d_model 固定为 512 的扫描 / the sweep with d_model held at 512")
-        p(
+        pg.h(3, "d_model 固定为 512 的扫描 / the sweep with d_model held at 512")
+        pg.p(
             "书中的扫描让 d_model = d_head（n_head = 1），于是 Var(q_i) = d_model σ² 也随 d 增大，logits 标准差按 "
             "d^1.5 增长——这就是书中表格的斜率；正文说的“斜率与 √d_head 相同（0.5）”要在 d_model 固定时才成立。"
             "下面把 d_model 固定为 512、n_head = 512 / d_head，其余协议不变。 / The book's sweep ties d_model to d_head, "
             "so its table grows like d^1.5; the text's slope 0.5 holds with d_model fixed, measured here."
         )
-        rows = [
+        keys = ("d_head", "n_head", "logit_std_unscaled", "formula_logit_std", "entropy_unscaled", "logit_std_scaled")
+        pg.table(
+            ["d_head", "n_head", "实测 std / measured", "式 1.2 v√d_head", "权重熵 / entropy", "缩放后 / scaled"],
             [
-                str(r["d_head"]),
-                str(r["n_head"]),
-                fmt(r["logit_std_unscaled"]),
-                fmt(r["formula_logit_std"]),
-                fmt(r["entropy_unscaled"], 3),
-                fmt(r["logit_std_scaled"]),
-            ]
-            for r in fixed
-        ]
-        table(
-            ["d_head", "n_head", "实测 std / measured", "式 1.2 v√d_head", "权重熵 / entropy", "缩放后 / scaled"], rows
+                [
+                    str(r[k]) if k in ("d_head", "n_head") else fmt(r[k], 3 if k == "entropy_unscaled" else 4)
+                    for k in keys
+                ]
+                for r in fixed
+            ],
         )
-        book_slope = math.log(bi["measured_logit_std"][-1] / bi["measured_logit_std"][0]) / math.log(512 / 32)
-        table(
-            ["协议 / protocol", "双对数斜率 / log-log slope"],
+        m = bi["measured_logit_std"]
+        book_slope = math.log(m[-1] / m[0]) / math.log(bi["d_head"][-1] / bi["d_head"][0])
+        pg.table(
+            ["协议 / protocol", "双对数斜率 / log-log slope", "判定（所属论断）/ verdict (whose)"],
             [
-                ["书中表格 / the book's table (d_model = d_head)", f"{book_slope:.2f}"],
-                ["本次，书中协议 / ours, book's protocol", f"{slope_book:.2f}"],
-                ["本次，d_model 固定 512 / ours, d_model = 512", f"{C.sweep_slope(fixed):.2f}"],
-                ["理论 √d_head / theory", "0.50"],
+                ["书中表格 / the book's table (d_model = d_head)", f"{book_slope:.2f}", "只报告 / reported"],
+                [
+                    "本次，书中协议 / ours, book's protocol",
+                    f"{C.sweep_slope(sweep):.2f}",
+                    claim_verdict(by_id, "init_std_slope_sqrt"),
+                ],
+                [
+                    "本次，d_model 固定 512 / ours, d_model = 512",
+                    f"{C.sweep_slope(fixed):.2f}",
+                    claim_verdict(by_id, "fixed_d_model_slope_half"),
+                ],
+                ["理论 √d_head / theory", "0.50", "—"],
             ],
         )
     four = res.get("init_four_heads")
     if four:
-        p(
-            f"§1.8.4：书中说把 §1.4 的单头 d_head=256 模型改成 4 头（d_head=64），初始化 logits 标准差“会从 1.615 降到约 0.2”。"
-            f"在那个模型上（d_model 256，4 头）实测 {fmt(four['logit_std_unscaled'], 3)}：0.2 是从 d_model = 64 的扫描读出来的。"
-            f" / §1.8.4 says 4 heads bring the std to about 0.2; on the §1.4 model with 4 heads (d_model 256) it is "
-            f"{fmt(four['logit_std_unscaled'], 3)}."
+        b = (by_id.get("four_heads_std_near_0_2") or {}).get("book", "—")
+        pg.p(
+            f"§1.8.4：书中说把 §1.4 的单头 d_head=256 模型改成 4 头（d_head=64），初始化 logits 标准差“会降到约 {b}”。"
+            f"在那个模型上（d_model 256，4 头）实测 {fmt(four['logit_std_unscaled'], 3)}：{b} 是从 d_model = 64 的扫描读出来的"
+            f"（{claim_verdict(by_id, 'four_heads_std_near_0_2')}）。 / §1.8.4 says 4 heads bring the std to about {b}; on "
+            f"the §1.4 model with 4 heads (d_model 256) it is {fmt(four['logit_std_unscaled'], 3)}."
         )
-    for cid in ("init_std_slope_sqrt", "formula_misses_at_32", "four_heads_std_near_0_2"):
-        if why(cid):
-            p(f"{_mark(by_id.get(cid))} {cid}: {why(cid)}")
-    img("fig1_3_logit_std.png", "图 1.3 logits 标准差 / Fig 1.3 logit std")
+    pg.whys(by_id, ("init_std_slope_sqrt", "formula_misses_at_32", "four_heads_std_near_0_2"))
+    pg.img("fig1_3_logit_std.png", "图 1.3 logits 标准差 / Fig 1.3 logit std")
 
-    # §1.4 / §1.12 dynamics
-    h(2, "§1.4 / §1.12　训练动态：权重熵、logits 标准差、雅可比范数（第 0 层）/ dynamics, layer 0")
-    p(
+
+# the claim that judges each quantity of the §1.12.1 table, per side (step 0: the claims about the start)
+DYNAMICS_CLAIMS = {
+    ("unscaled", "weight_entropy"): "big_unscaled_entropy_collapses",
+    ("unscaled", "logit_std"): "big_unscaled_logits_explode",
+    ("unscaled", "jacobian_fro"): "big_unscaled_jacobian_drops",
+    ("scaled", "weight_entropy"): "big_scaled_entropy_band",
+    ("scaled", "logit_std"): "big_scaled_logit_std_band",
+    ("scaled", "jacobian_fro"): "big_scaled_jacobian_band",
+}
+DYNAMICS_AT_INIT = {
+    ("unscaled", "weight_entropy"): "init_entropy_already_sharper",
+    ("scaled", "weight_entropy"): "init_entropy_already_sharper",
+    ("unscaled", "logit_std"): "big_init_near_critical",
+    ("unscaled", "jacobian_fro"): "big_unscaled_jacobian_drops",
+    ("scaled", "jacobian_fro"): "big_scaled_jacobian_rises",
+}
+
+
+def _dynamics(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
+    S = res["config"]["settings"]
+    big_n = len(C.runs(res, "big_scaled"))
+    pg.h(2, "§1.4 / §1.12　训练动态：权重熵、logits 标准差、雅可比范数（第 0 层）/ dynamics, layer 0")
+    pg.p(
         f"每步的诊断量是在当步的训练批上量的，噪声很大（例如塌缩之后 ‖J‖ 在 6e-6 到 3e-3 之间跳），所以单步对照很脆弱。"
         f"表中“单步”是首个种子在书中那一步的值，“窗口”是 ±{C.WINDOW} 步的均值，再对 {big_n} 个种子取 均值 ± sd；"
-        f"判定用窗口值。 / Per-step diagnostics are measured on that step's training batch and are noisy, so "
-        f"single steps are fragile: 'window' is the mean over ±{C.WINDOW} steps, then mean ± sd over seeds; "
-        f"the verdict uses the window."
+        f"判定是判定该量的论断的判定（用窗口值）。 / Per-step diagnostics are measured on that step's training batch "
+        f"and are noisy, so single steps are fragile: 'window' is the mean over ±{C.WINDOW} steps, then mean ± sd over "
+        "seeds; the verdict is that of the claim judging the quantity (on the window)."
     )
     bd = B["dynamics_big_1_12"]
     has_val = bool(res.get("book_steps", {}).get("runs"))
     if has_val:
         nb_val = res["book_steps"]["batches"]
-        p(
+        pg.p(
             f"“验证批”一列：每个种子在书中那一步保存的权重，在同样 {nb_val} 个固定验证批上量第 0 层，"
             f"先对批取平均，再对种子取 均值 ± sd；括号里是批与批之间的 sd（同一组权重，只换数据）。它把“数据噪声”和"
             f"“训练轨迹的噪声”分开：批间 sd 小而单步值乱跳，说明单步的噪声主要来自训练本身。 / 'val batches': the weights "
@@ -537,36 +549,25 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         rs = C.runs(res, f"big_{variant}")
         tr = rs[0]["trace"]
         for j, s in enumerate(bd["steps"]):
-            st = round(s * S["steps"] / 1500)
+            st = round(s * S["steps"] / C.BOOK_RUN_STEPS)
             i = _nearest(tr["step"], st)
             row = [f"{'不缩放' if variant == 'unscaled' else '缩放'} / {variant}", str(s)]
             for key in ("weight_entropy", "logit_std", "jacobian_fro"):
-                b = bd[variant][key][j]
-                single = tr["layers"][0][key][i]
                 win = [C.window_mean(r, key, st) if s else C.series(r, key)[0] for r in rs]
-                row += [fmt(b), fmt(single), pm(win, 3)]
+                row += [fmt(bd[variant][key][j]), fmt(tr["layers"][0][key][i]), pm(win, 3)]
                 if has_val:
                     means, sds = C.val_batch_means(res, f"big_{variant}", key, st)
                     row.append(f"{pm(means, 3)} (批 sd {fmt(max(sds), 2)})" if means else "—")
-                row.append(verdict(b, C.spread(win)["mean"]))
+                cid = (DYNAMICS_AT_INIT if s == 0 else DYNAMICS_CLAIMS).get((variant, key))
+                row.append(f"{verdict_label(by_id.get(cid))} `{cid}`" if cid and cid in by_id else "只报告 / reported")
             rows.append(row)
     head = ["d_head=256", "步 / step"]
     for name in ("熵", "logit std", "‖J‖"):
-        head += [f"{name} 书中", "单步", "窗口 / window"] + (["验证批 / val batches"] if has_val else []) + ["判定"]
-    table(head, rows)
-    p("这张表里的 ✗ 及其原因 / the ✗ in this table and why:")
-    ent_end = C.spread([C.end_mean(r, "weight_entropy") for r in C.runs(res, "big_unscaled")])["mean"]
-    p(
-        f"- 不缩放一侧 888 / 1480 步的权重熵（书 0.0001，本次窗口均值 {fmt(ent_end, 3)}）：两者都低于 0.001，都是“彻底饱和”；"
-        f"书中自己在 §1.7.7 给同一次运行的最终熵是 0.0004。比值判定对接近 0 的数不适用，论断 "
-        f"big_unscaled_entropy_collapses 按书中原话判定：{verdict_label(by_id.get('big_unscaled_entropy_collapses'))}。 / Unscaled "
-        f"entropy at 888/1480: both below 0.001 (fully saturated); the book's own §1.7.7 gives 0.0004 for this run."
-    )
-    p(
-        "- 不缩放一侧 888 / 1480 步的 ‖J‖（书 0.0002 / 0.00008）："
-        + (why("big_unscaled_jacobian_drops") or claim_verdict(by_id, "big_unscaled_jacobian_drops"))
-    )
-    p("书中区间与本次的差别（缩放一侧）/ the scaled side against the book's bands:")
+        head += (
+            [f"{name} 书中", "单步", "窗口 / window"] + (["验证批 / val batches"] if has_val else []) + ["论断 / claim"]
+        )
+    pg.table(head, rows)
+    pg.p("这张表里各论断的原因 / why, claim by claim:")
     for cid in (
         "big_scaled_entropy_band",
         "big_scaled_jacobian_band",
@@ -574,129 +575,135 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         "big_scaled_entropy_keeps_falling",
         "big_unscaled_logits_explode",
         "big_unscaled_entropy_collapses",
+        "big_unscaled_jacobian_drops",
     ):
-        p(f"- {cid}: " + (why(cid) or verdict_label(by_id.get(cid))))
-    p(
-        "不缩放一侧塌缩后 logits 标准差在几百到几千之间：书中 444 步 3176 对本次窗口值的差别也属于单步噪声与协议的混合，"
+        pg.p(f"- {cid}: " + (reason_text(by_id.get(cid)) or claim_verdict(by_id, cid)))
+    pg.p(
+        "不缩放一侧塌缩后 logits 标准差在几百到几千之间：书中单步值与本次窗口值的差别属于单步噪声与协议的混合，"
         "没有单独的论断。 / After the collapse the unscaled logit std spans hundreds to thousands; single-step "
         "differences there are not claims."
     )
-    img("fig1_4_diagnostics.png", "图 1.4 诊断量 / Fig 1.4 diagnostics")
+    pg.img("fig1_4_diagnostics.png", "图 1.4 诊断量 / Fig 1.4 diagnostics")
 
-    # §1.7.6
-    h(2, "§1.7.6　为什么小模型上没事 / why the small model is fine")
-    su = C.runs(res, "small_unscaled")
-    bu = C.runs(res, "big_unscaled")
-    s0 = [C.series(r, "logit_std")[0] for r in su]
-    rows = [
-        [
+
+def _small_model(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
+    pg.h(2, "§1.7.6　为什么小模型上没事 / why the small model is fine")
+    su, bu = C.runs(res, "small_unscaled"), C.runs(res, "big_unscaled")
+    at0 = lambda rs, key: [C.series(r, key)[0] for r in rs]  # noqa: E731
+    bi, bd = B["init_sweep_1_3"], B["dynamics_big_1_12"]
+    rows = (  # label, the book's number (reference_values), ours, digits, the claims that judge it
+        (
             "d_head=32 初始化 logit std（不缩放）",
-            "0.070（§1.7.6）/ 0.29（§1.7.7）",
-            pm(s0, 3),
-            f"{verdict(0.070, C.spread(s0)['mean'])} / {verdict(0.29, C.spread(s0)['mean'])}",
-            why("small_init_logit_std_176"),
-        ],
-        [
+            f"{fmt(by_id.get('small_init_logit_std_176', {}).get('book'))}（§1.7.6）/ "
+            f"{fmt(by_id.get('small_init_logit_std_177', {}).get('book'))}（§1.7.7）",
+            at0(su, "logit_std"),
+            3,
+            ("small_init_logit_std_176", "small_init_logit_std_177"),
+        ),
+        (
             "d_head=256 初始化 logit std（不缩放）",
-            "1.615",
-            pm([C.series(r, "logit_std")[0] for r in bu], 3),
-            verdict(1.615, C.spread([C.series(r, "logit_std")[0] for r in bu])["mean"]),
-            why("big_init_near_critical"),
-        ],
-        [
+            bi["measured_logit_std"][bi["d_head"].index(256)],
+            at0(bu, "logit_std"),
+            3,
+            ("big_init_near_critical",),
+        ),
+        (
             "d_head=256 训练后 logit std（训练批，末 20 步）",
-            "5477",
-            pm([C.end_mean(r, "logit_std", 20) for r in bu], 4),
-            verdict(5477, C.spread([C.end_mean(r, "logit_std", 20) for r in bu])["mean"]),
-            why("big_unscaled_logits_explode"),
-        ],
-        [
+            bd["unscaled_final_logit_std_train_batches"],
+            [C.end_mean(r, "logit_std", 20) for r in bu],
+            4,
+            ("big_unscaled_logits_explode",),
+        ),
+        (
             "d_head=32 权重熵（初始化）",
-            "0.999",
-            pm([C.series(r, "weight_entropy")[0] for r in su], 4),
-            verdict(0.999, C.spread([C.series(r, "weight_entropy")[0] for r in su])["mean"]),
-            why("small_init_safe_zone"),
-        ],
-        [
+            B["small_model_diagnostics_1_13"]["weight_entropy"],
+            at0(su, "weight_entropy"),
+            4,
+            ("small_init_safe_zone",),
+        ),
+        (
             "d_head=256 权重熵 训练后（末 50 步）",
-            "0.0001",
-            pm([C.end_mean(r, "weight_entropy") for r in bu], 3),
-            verdict(0.0001, C.spread([C.end_mean(r, "weight_entropy") for r in bu])["mean"]),
-            why("big_unscaled_entropy_collapses")
-            or "同为“彻底饱和”：书中自己在 §1.7.7 报 0.0004 / both fully saturated; the "
-            "book itself reports 0.0004 in §1.7.7",
-        ],
-        [
+            bd["unscaled"]["weight_entropy"][-1],
+            [C.end_mean(r, "weight_entropy") for r in bu],
+            3,
+            ("big_unscaled_entropy_collapses",),
+        ),
+        (
             "§1.13.1 小模型 ‖J‖（初始化）",
-            "0.26",
-            pm([C.series(r, "jacobian_fro")[0] for r in su], 3),
-            verdict(0.26, C.spread([C.series(r, "jacobian_fro")[0] for r in su])["mean"]),
-            "",
+            B["small_model_diagnostics_1_13"]["jacobian_fro"],
+            at0(su, "jacobian_fro"),
+            3,
+            (),
+        ),
+    )
+    pg.table(
+        ["量 / quantity", "书中 / book", "本次 / ours", "判定（所属论断）/ verdict (whose)", "✗ 的原因 / why"],
+        [
+            [
+                label,
+                book if isinstance(book, str) else fmt(book),
+                pm(ours, dg),
+                " / ".join(claim_verdict(by_id, cid) for cid in cids) or "只报告 / reported",
+                " ".join(reason_text(by_id.get(cid)) for cid in cids).strip(),
+            ]
+            for label, book, ours, dg, cids in rows
         ],
-    ]
-    table(["量 / quantity", "书中 / book", "本次 / ours", "判定", "✗ 的原因 / why"], rows)
+    )
 
-    # §1.7.7
-    h(2, "§1.7.7　q、k 的实际尺度：训练前 → 训练后（第 0 层）/ q, k scale before → after, layer 0")
-    p(f"协议 / protocol: {res['config']['qk_protocol']}.")
+
+QK_CLAIMS = {  # the claim judging each column of §1.7.7's table after training, per configuration
+    "q_std": "training_amplifies_qk",
+    "k_std": "training_amplifies_qk",
+    "W_qkv_fro": "w_qkv_grows",
+    "logit_std": "scaled_logit_std_after",
+}
+
+
+def _qk(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
+    pg.h(2, "§1.7.7　q、k 的实际尺度：训练前 → 训练后（第 0 层）/ q, k scale before → after, layer 0")
+    pg.p(f"协议 / protocol: {res['config']['qk_protocol']}.")
     bq = B["qk_scale_layer0_1_7_7"]
     rows = []
-    for key, bkey in (
-        ("small_scaled", "small_d32_scaled"),
-        ("small_unscaled", "small_d32_unscaled"),
-        ("big_scaled", "big_d256_scaled"),
-        ("big_unscaled", "big_d256_unscaled"),
-    ):
+    for key, bkey, _ in (MEMBERS[1], MEMBERS[0], MEMBERS[3], MEMBERS[2]):
         qs = C.qk_runs(res, key)
         row = [key]
         for col in ("q_std", "k_std", "logit_std", "W_qkv_fro"):
             bb, ba = bq[bkey][col]
-            after = [q["after"][0][col] for q in qs]
+            cid = "unscaled_big_logits_vs_scaled" if (key, col) == ("big_unscaled", "logit_std") else QK_CLAIMS[col]
+            if (col, key) == ("logit_std", "small_unscaled"):
+                cid = None  # no claim on it after training
             row += [
                 f"{fmt(bb)} → {fmt(ba)}",
-                f"{fmt(qs[0]['before'][0][col])} → {pm(after, 3)}",
-                verdict(ba, C.spread(after)["mean"]),
+                f"{fmt(qs[0]['before'][0][col])} → {pm([q['after'][0][col] for q in qs], 3)}",
+                f"{verdict_label(by_id.get(cid))} `{cid}`" if cid in by_id else "只报告 / reported",
             ]
         rows.append(row)
-    table(
-        [
-            "config",
-            "q 书中",
-            "q 本次",
-            "判定",
-            "k 书中",
-            "k 本次",
-            "判定",
-            "logits 书中",
-            "logits 本次",
-            "判定",
-            "‖W_qkv‖ 书中",
-            "‖W_qkv‖ 本次",
-            "判定",
-        ],
-        rows,
+    head = ["config"]
+    for name in ("q", "k", "logits", "‖W_qkv‖"):
+        head += [f"{name} 书中", f"{name} 本次", "论断 / claim"]
+    pg.table(head, rows)
+    pg.whys(
+        by_id,
+        (
+            "training_amplifies_qk",
+            "w_qkv_grows",
+            "scaled_logit_std_after",
+            "superlinear_growth",
+            "unscaled_big_logits_vs_scaled",
+        ),
     )
-    for cid in (
-        "training_amplifies_qk",
-        "w_qkv_grows",
-        "scaled_logit_std_after",
-        "superlinear_growth",
-        "unscaled_big_logits_vs_scaled",
-    ):
-        if why(cid):
-            p(f"{_mark(by_id.get(cid))} {cid}: {why(cid)}")
     entries = [
         [f"`{c['id']}`", name, fmt(e["book"]), fmt([round(x, 3) for x in c["inputs"].get(name, [])]), e["verdict"]]
-        for c in claims
+        for c in res["claims"]
         if c.get("per_entry")
         for name, e in c["per_entry"].items()
     ]
     if entries:
-        p(
+        pg.p(
             "每一项的增长倍数对照书中的倍数（只报告，不计入判定；判定是“都涨了”）/ each entry's growth against the "
             "book's factor (reported, not judged; the verdict is 'all grow'):"
         )
-        table(
+        pg.table(
             [
                 "论断 / claim",
                 "项 / entry",
@@ -707,67 +714,93 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             entries,
         )
     mx = res["qk_scale"]["big_unscaled"]["after"][0]["logit_absmax"]
-    p(
+    pg.p(
         f"最大 |logit|（d_head=256 不缩放，训练后）：书中 {bq['big_unscaled_max_abs_logit']}，本次 {fmt(mx)}"
-        f"（{verdict(bq['big_unscaled_max_abs_logit'], mx)}）。 / max |logit|, big unscaled after training."
+        f"（只报告，没有论断判定它 / reported, no claim judges it）。 / max |logit|, big unscaled after training."
     )
     layers = len(res["qk_scale"]["small_scaled"]["after"])
     if layers > 1:
-        rows = []
-        for key in ("small_scaled", "small_unscaled", "big_scaled", "big_unscaled"):
-            for L in range(1, layers):
-                b0, a0 = res["qk_scale"][key]["before"][L], res["qk_scale"][key]["after"][L]
-                rows.append(
-                    [key, str(L)]
-                    + [
-                        f"{fmt(b0[c])} → {fmt(a0[c])}"
-                        for c in ("q_std", "k_std", "logit_std", "logit_absmax", "W_qkv_fro")
-                    ]
-                )
-        p("其余层（书中未报告，首个种子）/ other layers (not in the book, first seed):")
-        table(["config", "layer", "q std", "k std", "logit std", "max |logit|", "‖W_qkv‖"], rows)
+        cols = ("q_std", "k_std", "logit_std", "logit_absmax", "W_qkv_fro")
+        rows = [
+            [key, str(L)]
+            + [
+                f"{fmt(res['qk_scale'][key]['before'][L][c])} → {fmt(res['qk_scale'][key]['after'][L][c])}"
+                for c in cols
+            ]
+            for key in ("small_scaled", "small_unscaled", "big_scaled", "big_unscaled")
+            for L in range(1, layers)
+        ]
+        pg.p("其余层（书中未报告，首个种子）/ other layers (not in the book, first seed):")
+        pg.table(["config", "layer", "q std", "k std", "logit std", "max |logit|", "‖W_qkv‖"], rows)
 
-    # weight decay
+
+def wd_columns() -> tuple:
+    """The weight-decay table's quantities: (key, label, the book's number as shown, its target for
+    :func:`wd_summary` or None, digits), every number from reference_values.json."""
+    bd, bq = book_values("dynamics_big_1_12"), book_values("qk_scale_layer0_1_7_7")
+    band = lambda b: f"{b[0]}–{b[1]}"  # noqa: E731
+    mid = lambda b: (b[0] + b[1]) / 2  # noqa: E731
+    s_ls = [v for v in bd["scaled"]["logit_std"][-2:] if v is not None]  # the book's last two steps
+    jac_u = bd["unscaled"]["jacobian_fro"]
+    q_s, q_u, w_s, w_u = (
+        bq[k][c]
+        for k, c in (
+            ("big_d256_scaled", "q_std"),
+            ("big_d256_unscaled", "q_std"),
+            ("big_d256_scaled", "W_qkv_fro"),
+            ("big_d256_unscaled", "W_qkv_fro"),
+        )
+    )
+    explode = bd["unscaled_final_logit_std_train_batches"]
+    return (
+        (
+            "scaled_entropy_end",
+            "缩放 熵（末 50 步）/ scaled entropy",
+            band(bd["scaled_entropy_band"]),
+            mid(bd["scaled_entropy_band"]),
+            3,
+        ),
+        ("scaled_jacobian_end", "缩放 ‖J‖", band(bd["scaled_jacobian_band"]), mid(bd["scaled_jacobian_band"]), 3),
+        ("scaled_logit_std_end", "缩放 logit std（训练批）", band(s_ls), mid(s_ls), 3),
+        ("q_growth_scaled", "缩放 q 增长（训练批）/ scaled q growth", f"{q_s[1] / q_s[0]:.3g}", q_s[1] / q_s[0], 3),
+        ("W_qkv_after_scaled", "缩放 ‖W_qkv‖ 训练后", fmt(w_s[1]), None, 4),
+        ("unscaled_jacobian_end", "不缩放 ‖J‖（末 50 步）", f"{jac_u[-1]:.5f}", jac_u[-1], 3),
+        ("unscaled_jacobian_drop", "不缩放 ‖J‖ 下降倍数 / drop", f"{jac_u[0] / jac_u[-1]:.0f}（书中表）", None, 3),
+        ("unscaled_logit_std_end", "不缩放 logit std（训练批）", fmt(explode), explode, 4),
+        ("q_growth_unscaled", "不缩放 q 增长 / unscaled q growth", f"{q_u[1] / q_u[0]:.3g}", q_u[1] / q_u[0], 3),
+        ("W_qkv_after_unscaled", "不缩放 ‖W_qkv‖ 训练后", fmt(w_u[1]), None, 4),
+        ("val_gap", "差距（验证）/ gap (val)", fmt(book_values("case_loss_1_2_and_1_4")["gap_big"]), None, 3),
+    )
+
+
+def _weight_decay(pg: _Page, res: dict) -> None:
     wd_rows = C.weight_decay_table(res)
-    h(2, "权重衰减 / weight decay：书没有写，我们用 0.1 / the book never states it, we use 0.1")
-    if len({r["weight_decay"] for r in wd_rows}) > 1:
-        p(
-            "d_head=256 的一对模型在不同权重衰减下（其余完全相同）。判断哪个设置更接近书中数值。 / The big pair at "
-            "each weight decay, everything else identical."
-        )
-        cols = (
-            ("scaled_entropy_end", "缩放 熵（末 50 步）/ scaled entropy", "0.57–0.68", 3),
-            ("scaled_jacobian_end", "缩放 ‖J‖", "0.29–0.31", 3),
-            ("scaled_logit_std_end", "缩放 logit std（训练批）", "1.75–1.78", 3),
-            ("q_growth_scaled", "缩放 q 增长（训练批）/ scaled q growth", "2.06", 3),
-            ("W_qkv_after_scaled", "缩放 ‖W_qkv‖ 训练后", "17.73", 4),
-            ("unscaled_jacobian_end", "不缩放 ‖J‖（末 50 步）", "0.00008", 3),
-            ("unscaled_jacobian_drop", "不缩放 ‖J‖ 下降倍数 / drop", "3719（书中表）", 3),
-            ("unscaled_logit_std_end", "不缩放 logit std（训练批）", "5477", 4),
-            ("q_growth_unscaled", "不缩放 q 增长 / unscaled q growth", "17.3", 3),
-            ("W_qkv_after_unscaled", "不缩放 ‖W_qkv‖ 训练后", "29.23", 4),
-            ("val_gap", "差距（验证）/ gap (val)", "0.95", 3),
-        )
-        wds = sorted({r["weight_decay"] for r in wd_rows})
-        rows = []
-        for key, label, book, dg in cols:
-            row = [label, book]
-            for wd in wds:
-                row.append(pm([r.get(key) for r in wd_rows if r["weight_decay"] == wd], dg))
-            rows.append(row)
-        table(["量 / quantity", "书中 / book"] + [f"wd {w:g}" for w in wds], rows)
-        p(wd_summary(res, wd_rows))
-    else:
-        p(
+    pg.h(2, "权重衰减 / weight decay：书没有写，我们用 0.1 / the book never states it, we use 0.1")
+    wds = sorted({r["weight_decay"] for r in wd_rows})
+    if len(wds) < 2:
+        pg.p(
             "权重衰减的对照运行尚未完成（`attnlab case` 会训练 wd 0 与 0.01 的大模型对照）。 / The weight-decay runs "
             "have not finished yet."
         )
+        return
+    pg.p(
+        "d_head=256 的一对模型在不同权重衰减下（其余完全相同）。判断哪个设置更接近书中数值。 / The big pair at "
+        "each weight decay, everything else identical."
+    )
+    pg.table(
+        ["量 / quantity", "书中 / book"] + [f"wd {w:g}" for w in wds],
+        [
+            [label, book] + [pm([r.get(key) for r in wd_rows if r["weight_decay"] == wd], dg) for wd in wds]
+            for key, label, book, _, dg in wd_columns()
+        ],
+    )
+    pg.p(wd_summary(res, wd_rows))
 
-    # samples
-    h(2, "§1.4　同一提示词、同一采样种子 / samples")
-    bs = B["samples_1_4"]
-    sm = res["samples"]
-    table(
+
+def _samples_and_timings(pg: _Page, res: dict, B: dict) -> None:
+    pg.h(2, "§1.4　同一提示词、同一采样种子 / samples")
+    bs, sm = B["samples_1_4"], res["samples"]
+    pg.table(
         ["model", "书中 / book", "本次 / ours"],
         [
             ["d_head=256 不缩放 / unscaled", bs["unscaled"], sm["big_unscaled"]],
@@ -776,53 +809,46 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             ["d_head=32 缩放 / scaled", "—", sm["small_scaled"]],
         ],
     )
-    p(
+    pg.p(
         "书中也说，小模型的样本差异不足以作为主要证据；硬证据是 loss 差距和雅可比范数。 / As the book says, "
         "samples are not the evidence; the loss gap and the Jacobian norm are."
     )
-
-    # timings
-    h(2, "耗时与算力下限 / timings and the arithmetic floor")
-    e = res["environment"]
-    table(
-        ["部分 / part", "秒 / seconds"],
-        [
-            ["初始化扫描 / init sweep", fmt(t["init_sweep_s"])],
+    pg.h(2, "耗时与算力下限 / timings and the arithmetic floor")
+    t, e = res["timings"], res["environment"]
+    rows = [["初始化扫描 / init sweep", fmt(t["init_sweep_s"])]]
+    if "small_runs_s" in t:
+        rows += [
+            ["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
+            ["大模型组 / big runs", fmt(t["big_runs_s"])],
         ]
-        + (
-            [
-                ["小模型组（对照 + 种子）/ small runs", fmt(t["small_runs_s"])],
-                ["大模型组 / big runs", fmt(t["big_runs_s"])],
-            ]
-            if "small_runs_s" in t
-            else []
-        )
-        + (
-            [
-                [
-                    "执行器 / executor",
-                    f"{t['executor']}"
-                    + (f"，{t['workers']} 个进程 / {t['workers']} workers" if t.get("workers") else ""),
-                ]
-            ]
-            if "executor" in t
-            else []
-        )
-        + [
-            ["分析与采样 / analysis", fmt(t["analysis_s"])],
-            ["训练总耗时 / training wall", fmt(t["train_wall_s"])],
-        ]
-        + floor_rows(t),
-    )
+    if "executor" in t:
+        workers = f"，{t['workers']} 个进程 / {t['workers']} workers" if t.get("workers") else ""
+        rows.append(["执行器 / executor", f"{t['executor']}{workers}"])
+    rows += [["分析与采样 / analysis", fmt(t["analysis_s"])], ["训练总耗时 / training wall", fmt(t["train_wall_s"])]]
+    pg.table(["部分 / part", "秒 / seconds"], rows + floor_rows(t))
     for note in floor_notes(t):
-        p(note)
-    p(
+        pg.p(note)
+    pg.p(
         f"环境 / environment: Python {e['python']}, torch {e['torch']}, numpy {e['numpy']}, {e['platform']}, "
         f"{e['cpu_count']} CPU, {e['torch_threads']} torch threads, device {e['device']}"
         + (f" ({e['cuda']})" if e.get("cuda") else "")
         + "."
     )
-    return blocks
+
+
+def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
+    """The case report as blocks: results first, the method, then the chapter's sections in order."""
+    B, by_id, pg = book_values(), {c["id"]: c for c in res["claims"]}, _Page(fig_rel)
+    _opening(pg, res, by_id)
+    _method(pg, res)
+    _losses(pg, res, by_id, B)
+    _init_sweep(pg, res, by_id, B)
+    _dynamics(pg, res, by_id, B)
+    _small_model(pg, res, by_id, B)
+    _qk(pg, res, by_id, B)
+    _weight_decay(pg, res)
+    _samples_and_timings(pg, res, B)
+    return pg.blocks
 
 
 def _floor_known(t: dict) -> bool:
@@ -924,15 +950,7 @@ def _rule_text(c: dict) -> str:
 
 def wd_summary(res: dict, rows: list[dict]) -> str:
     """Which weight decay brings each quantity closest to the book (computed, not written)."""
-    targets = {
-        "scaled_entropy_end": (0.57 + 0.68) / 2,
-        "scaled_jacobian_end": 0.30,
-        "scaled_logit_std_end": 1.77,
-        "unscaled_jacobian_end": 0.00008,
-        "unscaled_logit_std_end": 5477,
-        "q_growth_scaled": 0.650 / 0.316,
-        "q_growth_unscaled": 5.457 / 0.316,
-    }
+    targets = {key: target for key, _, _, target, _ in wd_columns() if target is not None}
     default = res["pairs"]["big_scaled"]["config"]["weight_decay"]
     parts = []
     for key, target in targets.items():
