@@ -3,7 +3,8 @@
 The runner knows nothing about experiments. A run is data: a name, a ``Config``
 (which holds the seed and the number of steps) and the folder it lives in; the
 corpus travels as text, so a remote worker needs no path of ours. ``execute``
-takes a list of runs and an executor and returns the same thing for every
+takes a list of runs and how to execute them (:class:`ExecutorOptions`, one
+object from the command line down) and returns the same thing for every
 executor: one :class:`Finished` per run, whose model, tokenizer and history are
 read from the run's checkpoint when first asked for.
 
@@ -25,7 +26,7 @@ Executors:
            checkpoint that came back, i.e. from scratch.
   slurm    one SLURM job array per batch through submitit (attnlab.slurm_executor):
            run folders on the shared filesystem, requeued and resumed after
-           preemption; ``slurm`` holds the resources (SlurmOptions or a dict)
+           preemption; ``ExecutorOptions.slurm`` holds the resources
 
 Each run owns its seed and generators, so the executor does not change a run's
 numbers as long as the run gets the same number of torch threads (tested).
@@ -43,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .checkpoint import WEIGHTS_DIR, CheckpointUnreadable
@@ -145,6 +146,57 @@ class Finished:
 
     def __iter__(self):  # model, tok, history = finished
         return iter(self._load())
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How a list of runs is executed: the one object the command line builds once
+    (:func:`attnlab.cli.common.executor_options`) and every layer passes down whole to :func:`execute`.
+
+    executor: serial | local | ray | slurm. workers: local worker processes (None: one per core).
+    ray_address: the Ray cluster (None: ``RAY_ADDRESS``, else a local Ray). progress: the runner's
+    progress bar. slurm: ``--executor slurm``'s resources (:class:`attnlab.slurm_executor.SlurmOptions`;
+    a mapping of its fields is read into one, and None is its defaults). Checked when made: a bad
+    value is a :class:`RunnerError` of one line naming the option.
+    """
+
+    executor: str = "serial"
+    workers: int | None = None
+    ray_address: str | None = None
+    progress: bool = True
+    slurm: object = None
+
+    def __post_init__(self):
+        if self.executor not in EXECUTORS:
+            raise RunnerError(f"unknown executor {str(self.executor)[:40]!r}; use one of {', '.join(EXECUTORS)}")
+        w = self.workers
+        if w is not None and (not isinstance(w, int) or isinstance(w, bool)):
+            raise RunnerError(f"--workers must be a whole number, got {w!r}")
+        if w is not None and w < 1:
+            raise RunnerError(f"--workers must be at least 1, got {w}")
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise RunnerError(f"--ray-address must be an address such as HEAD:6379, got {self.ray_address!r}")
+        if self.executor != "slurm":
+            if self.slurm is not None:
+                raise RunnerError(
+                    f"slurm options belong to --executor slurm, not {self.executor}: add --executor slurm"
+                )
+            return
+        from .slurm_executor import SlurmOptions, make_options
+
+        if not isinstance(self.slurm, SlurmOptions):
+            object.__setattr__(self, "slurm", make_options(**dict(self.slurm or {})))
+
+    def replace(self, **changes) -> ExecutorOptions:
+        """These options with ``changes`` (checked again)."""
+        return replace(self, **changes)
+
+    def record(self) -> dict:
+        """What a result records of them (the case's settings): executor, workers, ray_address."""
+        return {"executor": self.executor, "workers": self.workers, "ray_address": self.ray_address}
+
+
+SERIAL = ExecutorOptions()  # the default: one run after another in this process, with a progress bar
 
 
 # ----------------------------------------------------------------------- run folders
@@ -487,17 +539,14 @@ def execute(
     runs: Sequence[Run],
     text: str,
     root: str | Path,
+    options: ExecutorOptions | None = None,
     *,
-    executor: str = "serial",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = True,
     log: Callable[[str], None] = print,
     keep_going: bool = False,
     on_result: Callable[[dict], None] | None = None,
     desc: str | Callable[[], str] = "runs",
     tensorboard: bool = False,
-    slurm=None,
+    **fields_of_options,
 ) -> dict[str, Finished]:
     """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
 
@@ -505,14 +554,13 @@ def execute(
     finish together. A failing run does not stop the others; afterwards
     RunFailed is raised unless ``keep_going``, in which case failed runs are
     left out of the result (``on_result`` sees each run's status dict).
+    options: how the runs are executed (:class:`ExecutorOptions`; default serial). Its fields given
+    as keywords instead (``executor="local", workers=2, progress=False``) are a shorthand that builds
+    one, for a caller without one.
     tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
-    slurm: --executor slurm's resources (attnlab.slurm_executor.SlurmOptions or a dict of its fields).
     desc: the progress bar's label, or a function giving it, asked again after each run's result.
     """
-    if executor not in EXECUTORS:
-        raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
-    if workers is not None and workers < 1:
-        raise RunnerError(f"--workers must be at least 1, got {workers}")
+    opts = _options(options, fields_of_options)
     if tensorboard:  # one clear line here, not one failure per run
         from .tensorboard_log import require_tensorboard
 
@@ -547,11 +595,12 @@ def execute(
         )
     by_name = {r.name: r for r in runs}
     todo.sort(key=lambda t: -train_cost(by_name[t["name"]].cfg))
-    if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
+    executor = opts.executor
+    if executor == "local" and (len(todo) <= 1 or (opts.workers or os.cpu_count() or 1) <= 1):
         executor = "serial"  # one run: no process to spawn
     steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
     label = desc if callable(desc) else (lambda: desc)
-    bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), label())
+    bar = _bar(sum(max(0, s) for s in steps_left.values()), opts.progress and bool(todo), label())
     tick = (lambda: bar.update(1)) if bar is not None else None
     failures: dict[str, str] = {}
     busy: dict[str, str] = {}
@@ -572,7 +621,14 @@ def execute(
 
     try:
         {"serial": _serial, "local": _local, "ray": _ray, "slurm": _slurm}[executor](
-            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left, slurm=slurm, root=root
+            todo,
+            collect,
+            tick,
+            workers=opts.workers,
+            ray_address=opts.ray_address,
+            steps_of=steps_left,
+            slurm=opts.slurm,
+            root=root,
         )
     finally:
         if bar is not None:
@@ -586,6 +642,18 @@ def execute(
     if failures or busy:  # keep_going: the caller still hears of every run that did not finish
         log(unfinished_line(failures, busy))
     return {r.name: finished[r.name] for r in runs if r.name in finished}
+
+
+def _options(options: ExecutorOptions | None, given: dict) -> ExecutorOptions:
+    """``options``, or the ExecutorOptions its fields given as keywords make (never both)."""
+    if not given:
+        return options if options is not None else ExecutorOptions()
+    unknown = sorted(set(given) - {f.name for f in fields(ExecutorOptions)})
+    if unknown:
+        raise TypeError(f"execute() got unexpected keyword argument(s): {', '.join(unknown)}")
+    if options is not None:
+        raise TypeError(f"execute(): give options or its fields ({', '.join(sorted(given))}), not both")
+    return ExecutorOptions(**given)
 
 
 def train_cost(cfg: Config) -> float:

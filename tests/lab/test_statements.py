@@ -318,8 +318,16 @@ def test_seed_runs_cover_every_claim():
 
 def test_quick_entry_end_to_end(tmp_path, text):
     from attnlab.lab.labbook import run_book
+    from attnlab.runner import ExecutorOptions
 
-    run_book([M.EXPERIMENT], text, tmp_path, scale=R.Scale.make(True), progress=False, log=lambda s: None)
+    run_book(
+        [M.EXPERIMENT],
+        text,
+        tmp_path,
+        scale=R.Scale.make(True),
+        options=ExecutorOptions(progress=False),
+        log=lambda s: None,
+    )
     doc = json.loads((tmp_path / "data" / "lab_book" / "statements.json").read_text(encoding="utf-8"))
     assert doc["status"] == "done" and all(r["done"] for r in doc["runs"])
     row = doc["results"]["per_seed"][str(R.BOOK_SEED)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -33,7 +33,7 @@ from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError, CheckpointError
 from ..io import check_writable, write_json
 from ..model import TinyGPT, generate
-from ..runner import Run, execute
+from ..runner import ExecutorOptions, Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from ..verdicts import count_line
@@ -57,9 +57,9 @@ class CaseSettings:
     sample_tokens: int = 40
     sample_seed: int = 0
     loss_window: int = 50  # loss_end = mean training loss of the last N steps
-    executor: str = "local"  # attnlab.runner: serial | local | ray
-    workers: int | None = None  # local: processes (default: one per core, one thread each)
-    ray_address: str | None = None
+    # how the runs are executed (attnlab.runner.ExecutorOptions: executor, workers, ray_address, progress,
+    # slurm); local: one process per core, one thread each
+    execution: ExecutorOptions = ExecutorOptions("local")
     big_seeds: int = 3  # the big pair on the first N seeds (issue 11: spread for big claims)
     big_unscaled_seeds: int | None = None  # the big unscaled member alone on the first N seeds
     # (None: big_seeds; issue 22: its logit-scale claims read that member only)
@@ -68,6 +68,15 @@ class CaseSettings:
     wd_seeds: int = 1  # ... on the first N seeds
     val_batches: int = 8  # fixed validation batches for the diagnostics at §1.12.1's steps
     device: str = "auto"
+
+    def to_dict(self) -> dict:
+        """The settings as a result records them: the execution's executor, workers and ray_address in
+        its place, flat (attnlab.runner.ExecutorOptions.record)."""
+        out: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out.update(value.record() if f.name == "execution" else {f.name: value})
+        return out
 
     @classmethod
     def quick(cls, steps: int | None = None) -> CaseSettings:
@@ -406,11 +415,10 @@ def run_case(
     settings: CaseSettings,
     out: Path,
     corpus: Path | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     log: Callable[[str], None] = print,
     base: dict | None = None,
     tensorboard: bool = False,
-    slurm=None,
     on_stage: Callable[[dict, dict], None] | None = None,
     overwrite: bool = False,
 ) -> dict:
@@ -419,7 +427,8 @@ def run_case(
     A result that holds less than the one already there (:func:`holds_less`: fewer runs measured,
     a claim judged on fewer seeds, fewer steps) goes beside it, to ``ch1_case.partial.json``, until
     it holds as much; with ``overwrite`` a smaller result replaces it once it is complete.
-    ``on_stage``'s ``info["data"]`` is the file written.
+    ``on_stage``'s ``info["data"]`` is the file written. The runs are executed as ``settings.execution``
+    says; ``progress`` (default: its ``progress``) draws the progress bars, the runner's too.
 
     The runs train in batches (:func:`case_stages`): the book's own protocol first, then the other
     seeds and the weight-decay pairs. After each batch the result of everything finished so far is
@@ -441,6 +450,7 @@ def run_case(
     from ..runner import Finished, finished_history, steps_on_disk
     from ..train import resolve_device
 
+    progress = settings.execution.progress if progress is None else progress  # the runner's bar and the case's
     out = Path(out)
     check_writable(out)
     text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
@@ -492,7 +502,7 @@ def run_case(
             log(f"初始化扫描完成 / init sweep done in {timings['init_sweep_s']:.0f} s")
         timings["train_wall_s"] = 0.0
         timings["analysis_s"] = 0.0
-        timings["executor"] = settings.executor
+        timings["executor"] = settings.execution.executor
         timings["workers"] = _workers_used(settings, len(runs))
 
     first = settings.seeds[0]
@@ -553,15 +563,11 @@ def run_case(
                 stage_runs,
                 text,
                 out / "runs",
-                executor=settings.executor,
-                workers=settings.workers,
-                ray_address=settings.ray_address,
-                progress=progress,
+                settings.execution.replace(progress=progress),
                 log=log,
                 desc=lambda count=count, k=k, shown=result: _bar_desc(k, len(stages), count["n"], len(runs), shown),
                 tensorboard=tensorboard,
                 on_result=said,
-                slurm=slurm,  # --executor slurm's resources
             )
             timings["train_wall_s"] += time.perf_counter() - t0
             for name, f in finished.items():
@@ -664,7 +670,7 @@ def run_case(
             env = base["environment"]
         cfg_section = {
             "settings": {
-                **asdict(settings),
+                **settings.to_dict(),
                 "seeds": list(settings.seeds),
                 "init_d_heads": list(settings.init_d_heads),
                 "wd_values": list(settings.wd_values),
@@ -771,10 +777,10 @@ def _floor_timings(
     cores = os.cpu_count() or 1
     if device.type == "cuda":
         parallel = 1
-    elif settings.executor == "local":
+    elif settings.execution.executor == "local":
         workers = _workers_used(settings, n_runs)
         parallel = workers * max(1, cores // workers)  # the runner's workers x threads each
-    elif settings.executor == "ray":
+    elif settings.execution.executor == "ray":
         parallel = cores
     else:
         parallel = torch.get_num_threads()
@@ -950,7 +956,7 @@ def merged_settings(old: dict, s: CaseSettings) -> dict:
     decays the union (old ones first, in their order), seed counts the larger, the rest as ``old``."""
     seeds = [*old.get("seeds", []), *(x for x in s.seeds if x not in old.get("seeds", []))]
     wds = [*old.get("wd_values", []), *(v for v in s.wd_values if v not in old.get("wd_values", []))]
-    new = asdict(s)
+    new = s.to_dict()
     new_unscaled = s.big_unscaled_seeds or s.big_seeds
     old_unscaled = old.get("big_unscaled_seeds") or old.get("big_seeds", 1)
     return {
@@ -1052,9 +1058,9 @@ def diagnostics_at_steps(
 def _workers_used(settings: CaseSettings, n_runs: int) -> int:
     import os
 
-    if settings.executor != "local":
-        return 1 if settings.executor == "serial" else 0
-    return max(1, min(settings.workers or os.cpu_count() or 1, n_runs))
+    if settings.execution.executor != "local":
+        return 1 if settings.execution.executor == "serial" else 0
+    return max(1, min(settings.execution.workers or os.cpu_count() or 1, n_runs))
 
 
 class _Progress:
