@@ -412,17 +412,17 @@ def slurm_options(args):
     )
 
 
-def executor_options(args):
+def executor_options(args, progress: bool = True):
     """The one ``attnlab.runner.ExecutorOptions`` of a command line: --executor, --workers,
     --ray-address, --no-progress and (with --executor slurm) the --slurm-* options, checked once
-    here and passed down whole (a command without --no-progress shows its progress)."""
+    here and passed down whole. ``progress``: the bar of a command without --no-progress."""
     from ..runner import ExecutorOptions
 
     return ExecutorOptions(
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,
-        progress=not getattr(args, "no_progress", False),
+        progress=progress and not getattr(args, "no_progress", False),
         slurm=slurm_options(args),
     )
 
