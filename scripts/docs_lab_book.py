@@ -396,13 +396,14 @@ def _plans():
     from attnlab.lab import EXPERIMENTS
     from attnlab.lab.plan import book_plan, case_plan
     from attnlab.lab.runs import Scale
+    from attnlab.runner import ExecutorOptions
 
     records = ROOT / "data" / "lab_book"
     with tempfile.TemporaryDirectory() as tmp:
-        settings = CaseSettings(steps=1500)
-        case = case_plan(settings, Path(tmp), EXPERIMENTS, executor="serial", records_dir=records)
-        book = book_plan(EXPERIMENTS, Path(tmp), Scale.make(False), EXPERIMENTS, executor="serial", records_dir=records)
-        quick = book_plan(EXPERIMENTS, Path(tmp), Scale.make(True), EXPERIMENTS, executor="serial", records_dir=records)
+        settings = CaseSettings(steps=1500, execution=ExecutorOptions("serial"))
+        case = case_plan(settings, Path(tmp), EXPERIMENTS, records_dir=records)
+        book = book_plan(EXPERIMENTS, Path(tmp), Scale.make(False), EXPERIMENTS, records_dir=records)
+        quick = book_plan(EXPERIMENTS, Path(tmp), Scale.make(True), EXPERIMENTS, records_dir=records)
     first = {r.name for r in case_stages(settings)[0][1]}
     return case, book, quick, first
 

@@ -214,6 +214,9 @@ def _cases():
         ("sweep unknown grid key", ["sweep", "--grid", "nope=1", "--out", "{d}/sw"], "unknown grid key"),
         ("sweep out under a file", ["sweep", "--out", "{d}/blocker/sw", "--corpus", c], "cannot write"),
         ("sweep --workers 0", ["sweep", "--workers", "0", "--out", "{d}/sw"], "--workers"),
+        ("book --workers 0", ["book", "--plan", "--workers", "0", "--out", "{d}/bk"], "--workers"),
+        ("book --workers x", ["book", "--plan", "--workers", "x", "--out", "{d}/bk"], "--workers"),
+        ("book --out ''", ["book", "--plan", "--out", ""], "--out"),
         (
             "build-corpus wrong shape",
             ["build-corpus", "--source", "{d}/src", "--out", "{d}/bc.txt"],

@@ -73,7 +73,7 @@ def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     text = "\n".join(tail)
     assert "冒烟测试" in text and "not evidence" in text and "规模差异 / scale difference" in text
     make = next(line for line in tail if "make case" in line)
-    plan = case_plan(CaseSettings(), Path("mine"), EXPERIMENTS, executor="local")
+    plan = case_plan(CaseSettings(), Path("mine"), EXPERIMENTS)  # its execution: local
     assert f"约 / about {_duration(plan.wall_s)}" in make and f"{len(plan.todo) + len(plan.finished)} 次训练" in make
 
 

@@ -18,7 +18,7 @@ import attnlab.experiments.case as case
 from attnlab.cli import main
 from attnlab.experiments import claims as C
 from attnlab.experiments.case import BOOK_SEED, CaseError, CaseSettings, order_seed_runs, run_case, stored_runs
-from attnlab.runner import Finished, Run, execute
+from attnlab.runner import ExecutorOptions, Finished, Run, execute
 from conftest import SAMPLE_TEXT
 
 SEEDS = tuple(BOOK_SEED + i for i in range(4))
@@ -32,7 +32,7 @@ OLD = CaseSettings(
     init_d_heads=(32, 64),
     init_samples=2,
     init_samples_fixed=2,
-    executor="serial",
+    execution=ExecutorOptions("serial"),
     device="cpu",
 )
 # what the merge asks for (the CLI options below build the same runs)

@@ -15,7 +15,7 @@ from attnlab.config import Config
 from attnlab.experiments import claims as C
 from attnlab.experiments.case import BOOK_SEED, CaseSettings, case_runs, case_stages, run_case
 from attnlab.perf import floor_of, measure_rates
-from attnlab.runner import ForeignRun, Run, execute
+from attnlab.runner import ExecutorOptions, ForeignRun, Run, execute
 from conftest import SAMPLE_TEXT
 
 TINY = {"n_layer": 2, "block_size": 16, "vocab_size": 60, "batch_size": 4, "warmup": 3, "eval_batches": 2}
@@ -28,7 +28,7 @@ SETTINGS = CaseSettings(
     init_d_heads=(32, 64),
     init_samples=2,
     init_samples_fixed=2,
-    executor="serial",
+    execution=ExecutorOptions("serial"),
     device="cpu",
 )
 

@@ -136,6 +136,6 @@ def test_no_progress_reaches_the_runner(tmp_path, monkeypatch):
         lr.read_text(encoding="utf-8"), encoding="utf-8"
     )
     seen = []
-    monkeypatch.setattr(runner, "execute", lambda runs, *a, **kw: seen.append(kw.get("progress")) or {})
+    monkeypatch.setattr(runner, "execute", lambda runs, *a, **kw: seen.append(kw["options"].progress) or {})
     main(["book", "--decide", "--only", "lr_sensitivity", "--out", str(tmp_path), "--budget", "1h", "--no-progress"])
     assert seen and all(p is False for p in seen)

@@ -500,6 +500,7 @@ def test_book_keeps_a_measured_timing(tmp_path):
     `--only` names it: the timing flipped PASS -> FAIL when a rerun measured it on a busy CPU."""
     from attnlab.lab import EXPERIMENTS
     from attnlab.lab.labbook import Experiment, Outcome, Scale, run_book
+    from attnlab.runner import ExecutorOptions
 
     timing = next(e for e in EXPERIMENTS if e.id == "timing")
     assert timing.remeasure is False
@@ -520,7 +521,7 @@ def test_book_keeps_a_measured_timing(tmp_path):
         remeasure=False,
     )
     scale = Scale.make(True)
-    kw = dict(scale=scale, train=False, progress=False, log=lambda m: None, registry=[e])
+    kw = dict(scale=scale, train=False, options=ExecutorOptions(progress=False), log=lambda m: None, registry=[e])
     run_book([e], POEMS, tmp_path, **kw)
     first = json.loads((tmp_path / "data" / "lab_book" / "probe_timing.json").read_text(encoding="utf-8"))
     run_book([e], POEMS, tmp_path, **kw)

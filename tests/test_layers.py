@@ -2,10 +2,13 @@
 
 A module may import its own layer and the layers below it, never one above:
 a lower layer that imports an upper one is the first step to the copies and
-cycles issue #13 removed. A new module must be given a layer here.
+cycles issue #13 removed. A new module must be given a layer here. Within a
+layer, no two modules import each other, directly or round a longer circle
+(lazy imports inside functions count too).
 """
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -38,7 +41,7 @@ LAYERS = [
         ),
     ),
     (1, ("model",)),
-    (2, ("checkpoint", "train", "perf", "runner", "slurm_executor", "snapshots", "tensorboard_log")),
+    (2, ("checkpoint", "train", "perf", "run_task", "runner", "slurm_executor", "snapshots", "tensorboard_log")),
     (3, ("experiments",)),
     (4, ("lab",)),
     (5, ("report", "web")),
@@ -66,11 +69,12 @@ def modules() -> list[tuple[str, Path]]:
     return out
 
 
-def imported(module: str, path: Path) -> set[str]:
-    """attnlab modules imported by ``module`` (absolute or relative, at any depth in the file)."""
+def import_statements(module: str, path: Path) -> list[tuple[str, list[str]]]:
+    """Each attnlab import of ``module`` (absolute or relative, at any depth in the file) as
+    (the module it names, [that module + "." + each imported name])."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    found = set()
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -82,14 +86,49 @@ def imported(module: str, path: Path) -> set[str]:
                 names = [f"{target}.{a.name}" if target else a.name for a in node.names]
             else:
                 continue
-            for name in [target, *names]:
-                if name:
-                    found.add(name)
+            found.append((target, names))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("attnlab."):
-                    found.add(a.name[len("attnlab.") :])
+                    found.append((a.name[len("attnlab.") :], []))
     return found
+
+
+def imported(module: str, path: Path) -> set[str]:
+    """attnlab modules imported by ``module`` (absolute or relative, at any depth in the file)."""
+    return {name for target, names in import_statements(module, path) for name in [target, *names] if name}
+
+
+def import_graph(files: list[tuple[str, Path]]) -> dict[str, set[str]]:
+    """module -> the modules of ``files`` it imports. ``from .pkg import sub`` is an arrow to ``sub``
+    alone when ``sub`` is a module (not to ``pkg``'s __init__, which importing ``sub`` only needs
+    started); ``from .mod import name`` an arrow to ``mod``."""
+    known = {m for m, _ in files}
+
+    def owner(name: str) -> str:  # runner.Run -> runner
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for module, path in files:
+        arrows = set()
+        for target, names in import_statements(module, path):
+            subs = [n for n in names if n in known]
+            arrows |= set(subs)
+            if len(subs) < len(names) or not names:
+                arrows.add(owner(target))
+        graph[module] = {m for m in arrows if m and m != module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of imports (its modules, the first again at the end), or None."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return None
 
 
 def test_every_module_has_a_layer():
@@ -129,3 +168,46 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     names = imported("model", bad)
     assert {"cli", "experiments"} <= {n.split(".")[0] for n in names}
     assert any(layer_of(n) > layer_of("model") for n in names if n.split(".")[0] in ("cli", "experiments"))
+
+
+# Arrows of a circle known and not yet mended, each with why; the check ignores them and nothing else.
+KNOWN_CIRCLE_ARROWS = {
+    # claims.scale_reason reads the full case's sizes from CaseSettings() inside the function, and
+    # case imports claims: mend by handing the sizes down (or moving CaseSettings below both)
+    ("experiments.claims", "experiments.case"),
+}
+
+
+def test_the_import_graph_has_no_cycle():
+    """No circle of imports in src/attnlab, module by module (lazy imports count): the runner and
+    its SLURM executor both stand on attnlab.run_task instead of importing each other."""
+    graph = import_graph(modules())
+    assert sum(map(len, graph.values())) > 100  # the extraction sees the real imports
+    assert "run_task" in graph["slurm_executor"] and "runner" not in graph["slurm_executor"]
+    for a, b in KNOWN_CIRCLE_ARROWS:
+        graph[a].discard(b)
+    cycle = find_cycle(graph)
+    assert cycle is None, f"a circle of imports: {' -> '.join(cycle)}"
+
+
+def test_the_cycle_check_sees_a_circle(tmp_path):
+    """The check can fail: two modules importing each other (one lazily, inside a function) are a circle,
+    and a module importing a sibling through its package is no circle with that package."""
+    (tmp_path / "pkg").mkdir()
+    files = {
+        "runner": "def f():\n    from .slurm_executor import run_slurm\n",
+        "slurm_executor": "from .runner import RunnerError, train_one\n",
+        "pkg": "from .a import X\n",
+        "pkg.a": "from . import b\nX = 1\n",
+        "pkg.b": "",
+    }
+    paths = []
+    for name, text in files.items():
+        path = tmp_path / (name.replace(".", "/") + ("/__init__.py" if name == "pkg" else ".py"))
+        path.write_text(text, encoding="utf-8")
+        paths.append((name, path))
+    graph = import_graph(paths)
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg"] == {"pkg.a"}
+    assert sorted(find_cycle(graph)[:-1]) == ["runner", "slurm_executor"]
+    del graph["runner"]
+    assert find_cycle(graph) is None

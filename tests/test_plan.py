@@ -13,7 +13,7 @@ from attnlab.lab import EXPERIMENTS
 from attnlab.lab.decide import DEFAULT_S_PER_COST
 from attnlab.lab.plan import book_plan, pack, read_records
 from attnlab.lab.runs import Scale
-from attnlab.runner import execute, train_cost
+from attnlab.runner import ExecutorOptions, execute, train_cost
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -122,13 +122,13 @@ def test_a_run_on_disk_counts_as_finished_and_a_checkpoint_as_its_steps_left(tmp
 
     with_records(tmp_path)
     runs = sorted(unique_runs(QUICK), key=lambda r: train_cost(r.cfg))
-    before = book_plan(EXPERIMENTS, tmp_path, QUICK, EXPERIMENTS, executor="serial")
+    before = book_plan(EXPERIMENTS, tmp_path, QUICK, EXPERIMENTS, options=ExecutorOptions("serial"))
     cost = {c.run.name: c.seconds for c in before.costs}
     done, half = runs[0], runs[1]
     execute([done], text, tmp_path / "runs", progress=False)
     with pytest.raises(KeyboardInterrupt):
         train(text, half.cfg, out_dir=half.dir(tmp_path / "runs"), stop_after=half.cfg.max_steps // 2)
-    after = book_plan(EXPERIMENTS, tmp_path, QUICK, EXPERIMENTS, executor="serial")
+    after = book_plan(EXPERIMENTS, tmp_path, QUICK, EXPERIMENTS, options=ExecutorOptions("serial"))
     assert [c.run.name for c in after.finished] == [done.name]
     assert len(after.todo) == len(before.todo) - 1
     left = half.cfg.max_steps - half.cfg.max_steps // 2
@@ -178,7 +178,7 @@ def test_a_record_that_names_its_runs_costs_them_exactly(tmp_path):
     rec = {r.experiment: r for r in read_records(EXPERIMENTS, d)}["ablation"]
     assert rec.timed_runs == 3 and rec.compute_s == sum(named.values())
     assert rec.rate == pytest.approx(sum(named.values()) / sum(train_cost(r.cfg) for r in runs[:3]))
-    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, executor="serial")
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
     cost = {c.run.name: c.seconds for c in plan.costs}
     assert all(cost[k] == v for k, v in named.items())
     assert cost[runs[3].name] == pytest.approx(train_cost(runs[3].cfg) * plan.rate)

@@ -27,7 +27,7 @@ from attnlab import io as attnlab_io  # noqa: E402
 from attnlab.corpus import load_corpus  # noqa: E402
 from attnlab.lab import EXPERIMENTS  # noqa: E402
 from attnlab.lab.runs import Scale  # noqa: E402
-from attnlab.runner import execute, train_cost  # noqa: E402
+from attnlab.runner import ExecutorOptions, execute, train_cost  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
@@ -76,7 +76,7 @@ def test_quick_batch_on_two_ray_nodes_survives_losing_one(tmp_path, monkeypatch)
     try:
         assert {n["NodeID"] for n in ray.nodes() if n["Alive"]} == {head.node_id, second.node_id}
         # the plan counts the cluster's advertised CPUs
-        plan = book_plan(EXPERIMENTS, tmp_path / "book", Scale.make(True), EXPERIMENTS, executor="ray")
+        plan = book_plan(EXPERIMENTS, tmp_path / "book", Scale.make(True), EXPERIMENTS, options=ExecutorOptions("ray"))
         assert (plan.slots, plan.cpus) == (2, 2)
 
         written: set[Path] = set()

@@ -1,5 +1,6 @@
 """The one runner: the same results from every executor, reuse, resume, set-aside, errors."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -8,7 +9,8 @@ import time
 import pytest
 import torch
 
-from attnlab.runner import Run, RunFailed, RunnerError, execute, train_one
+from attnlab.errors import AttnlabError
+from attnlab.runner import ExecutorOptions, Run, RunFailed, RunnerError, execute, train_one
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -120,6 +122,76 @@ def test_a_failing_run_does_not_stop_the_others(tmp_path, tiny_cfg, text):
 def test_bad_arguments(tmp_path, tiny_cfg, text, kwargs, message):
     with pytest.raises(RunnerError, match=message):
         execute(runs(tiny_cfg), text, tmp_path, progress=False, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"executor": "kubernetes"}, "unknown executor 'kubernetes'; use one of serial, local, ray, slurm"),
+        ({"workers": 0}, "--workers must be at least 1, got 0"),
+        ({"workers": "2"}, "--workers must be a whole number, got '2'"),
+        ({"workers": True}, "--workers must be a whole number"),
+        ({"ray_address": 6379}, "--ray-address must be an address"),
+        ({"executor": "local", "slurm": {"cpus": 2}}, "slurm options belong to --executor slurm, not local"),
+        ({"executor": "slurm", "slurm": {"cpus": 0}}, "slurm cpus must be a whole number >= 1"),
+        ({"executor": "slurm", "slurm": {"parallelism": 10**18}}, "parallelism"),
+    ],
+)
+def test_executor_options_are_checked_when_made(kwargs, message):
+    """One line naming the option, when the object is made (and again when it is changed)."""
+    with pytest.raises(AttnlabError, match=re.escape(message)) as e:
+        ExecutorOptions(**kwargs)
+    assert "\n" not in str(e.value)
+    with pytest.raises(AttnlabError, match=re.escape(message)):
+        ExecutorOptions("slurm" if "slurm" in kwargs else "serial").replace(**kwargs)
+
+
+def test_executor_options_are_one_frozen_object():
+    from dataclasses import FrozenInstanceError
+
+    from attnlab.slurm_executor import SlurmOptions
+
+    opts = ExecutorOptions("local", workers=2, progress=False)
+    with pytest.raises(FrozenInstanceError):
+        opts.workers = 0
+    assert opts.replace(workers=3) == ExecutorOptions("local", workers=3, progress=False)
+    assert opts.record() == {"executor": "local", "workers": 2, "ray_address": None}
+    assert ExecutorOptions("slurm").slurm == SlurmOptions()  # --executor slurm's defaults, filled in once
+    assert ExecutorOptions("slurm", slurm={"cluster": "local", "cpus": 2}).slurm.cpus == 2
+    assert ExecutorOptions().slurm is None
+
+
+def test_execute_takes_the_options_or_their_fields_not_both(tmp_path, tiny_cfg, text):
+    with pytest.raises(TypeError, match="not both"):
+        execute(runs(tiny_cfg), text, tmp_path, ExecutorOptions(progress=False), workers=2)
+    with pytest.raises(TypeError, match="wrokers"):
+        execute(runs(tiny_cfg), text, tmp_path, wrokers=2)
+    assert not list(tmp_path.iterdir())  # refused before any folder
+
+
+def test_the_command_line_builds_one_options_object():
+    """cli.common.executor_options: --executor, --workers, --ray-address, --no-progress and the
+    --slurm-* options become one ExecutorOptions; a --slurm-* option without --executor slurm is refused."""
+    from argparse import Namespace
+
+    from attnlab.cli.common import executor_options
+    from attnlab.errors import UsageError
+
+    slurm = {f"slurm_{k}": None for k in ("partition", "time", "cpus", "parallelism", "config")}
+    args = Namespace(executor="slurm", workers=None, ray_address=None, no_progress=True, **slurm)
+    args.slurm_partition, args.slurm_time, args.slurm_parallelism = "cpu", "90", 8
+    opts = executor_options(args)
+    assert (opts.executor, opts.progress, opts.slurm.partition, opts.slurm.time_min, opts.slurm.parallelism) == (
+        "slurm",
+        False,
+        "cpu",
+        90,
+        8,
+    )
+    plain = executor_options(Namespace(executor="local", workers=2, ray_address="h:1"))  # sweep: no --slurm-*
+    assert plain == ExecutorOptions("local", workers=2, ray_address="h:1", progress=True)
+    with pytest.raises(UsageError, match="--slurm-cpus belongs to --executor slurm"):
+        executor_options(Namespace(executor="local", workers=None, ray_address=None, **{**slurm, "slurm_cpus": 2}))
 
 
 def test_duplicate_names_refused(tmp_path, tiny_cfg, text):

@@ -10,9 +10,11 @@ from attnlab.cli import main
 from attnlab.errors import AttnlabError
 from attnlab.experiments.common import ExperimentError
 from attnlab.experiments.sweep import expand, parse_grid, sweep
-from attnlab.runner import RunFoldersRefused
+from attnlab.runner import ExecutorOptions, RunFoldersRefused
 from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT
+
+SERIAL = ExecutorOptions("serial", progress=False)
 
 BASE = Config(
     n_layer=1,
@@ -71,7 +73,7 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
     partial = expand(BASE, grid)[1]
     with pytest.raises(TrainingInterrupted):
         train(SAMPLE_TEXT, Config.from_dict(partial["config"]), out_dir=out / partial["name"], stop_after=2)
-    r = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
+    r = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, options=SERIAL)
     status = {x["name"]: x["status"] for x in r["runs"]}
     assert status[partial["name"]] == "resumed" and list(status.values()).count("trained") == 3
     _, _, hist = train(SAMPLE_TEXT, Config.from_dict(partial["config"]))
@@ -86,12 +88,12 @@ def test_serial_sweep_skips_finished_resumes_interrupted_and_reports_failures(tm
         data["gap"][0]["val_loss_unscaled"] - data["gap"][0]["val_loss_scaled"]
     )
 
-    again = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, executor="serial")
+    again = sweep(out, grid, base=BASE, text=SAMPLE_TEXT, options=SERIAL)
     assert {x["status"] for x in again["runs"]} == {"reused"}
     # a different config into the same dir: every trial's folder is refused before anything is trained
     before = (out / "grid.json").read_text()
     with pytest.raises(RunFoldersRefused, match="different config") as e:
-        sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, executor="serial")
+        sweep(out, grid, base=BASE, steps=5, text=SAMPLE_TEXT, options=SERIAL)
     assert set(e.value.failures) == {t["name"] for t in expand(BASE, grid)}
     assert (out / "grid.json").read_text() == before
 
@@ -133,8 +135,7 @@ def test_local_process_pool(tmp_path):
         base=BASE.replace(n_head=2, d_model=16),
         steps=2,
         text=SAMPLE_TEXT,
-        executor="local",
-        workers=2,
+        options=ExecutorOptions("local", workers=2, progress=False),
     )
     assert sorted(x["status"] for x in r["runs"]) == ["trained", "trained"]
 
@@ -174,7 +175,7 @@ def test_ray_executor(tmp_path):
             base=BASE,
             steps=2,
             text=SAMPLE_TEXT,
-            executor="ray",
+            options=ExecutorOptions("ray", progress=False),
         )
     finally:
         ray.shutdown()

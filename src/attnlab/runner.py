@@ -3,7 +3,8 @@
 The runner knows nothing about experiments. A run is data: a name, a ``Config``
 (which holds the seed and the number of steps) and the folder it lives in; the
 corpus travels as text, so a remote worker needs no path of ours. ``execute``
-takes a list of runs and an executor and returns the same thing for every
+takes a list of runs and how to execute them (:class:`ExecutorOptions`, one
+object from the command line down) and returns the same thing for every
 executor: one :class:`Finished` per run, whose model, tokenizer and history are
 read from the run's checkpoint when first asked for.
 
@@ -25,7 +26,7 @@ Executors:
            checkpoint that came back, i.e. from scratch.
   slurm    one SLURM job array per batch through submitit (attnlab.slurm_executor):
            run folders on the shared filesystem, requeued and resumed after
-           preemption; ``slurm`` holds the resources (SlurmOptions or a dict)
+           preemption; ``ExecutorOptions.slurm`` holds the resources
 
 Each run owns its seed and generators, so the executor does not change a run's
 numbers as long as the run gets the same number of torch threads (tested).
@@ -37,30 +38,33 @@ step 1 on (`attnlab bench executors` reports whether serial and local agreed).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
-from .checkpoint import WEIGHTS_DIR, CheckpointUnreadable, KeepWeights
+from .checkpoint import WEIGHTS_DIR, CheckpointUnreadable
 from .config import Config
-from .errors import AttnlabError, CheckpointError, RunFolderBusy
+from .errors import AttnlabError, CheckpointError
+
+# one run and the run errors, re-exported: the SLURM executor stands on attnlab.run_task, never on this module
+from .run_task import (  # noqa: F401
+    ForeignRun,
+    RunnerError,
+    RunsInterrupted,
+    _check_resumable,
+    finished_history,
+    set_aside,
+    train_one,
+)
 from .runfolder import RUN_FILES, lock_holder
-from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray", "slurm")
 RAY_RETRIES = 3  # a Ray task whose worker or node died is started again elsewhere, this many times
-
-
-class RunnerError(AttnlabError):
-    pass
 
 
 class RunFailed(RunnerError):
@@ -95,10 +99,6 @@ def unfinished_line(failures: dict[str, str], busy: dict[str, str]) -> str:
     if busy:
         head.append(f"{len(busy)} busy in another process")
     return f"{len(parts)} run(s) did not finish ({', '.join(head)}): {', '.join(parts)}"
-
-
-class RunsInterrupted(KeyboardInterrupt):
-    """Ctrl-C: every run in flight has checkpointed; run the same command again to resume."""
 
 
 @dataclass(frozen=True)
@@ -148,48 +148,58 @@ class Finished:
         return iter(self._load())
 
 
-# ----------------------------------------------------------------------- run folders
-def finished_history(run_dir: Path, cfg: Config) -> bool:
-    """True when ``run_dir`` holds a run that completed with this config (device aside).
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How a list of runs is executed: the one object the command line builds once
+    (:func:`attnlab.cli.common.executor_options`) and every layer passes down whole to :func:`execute`.
 
-    Raises CheckpointError when the checkpoint cannot be read.
+    executor: serial | local | ray | slurm. workers: local worker processes (None: one per core).
+    ray_address: the Ray cluster (None: ``RAY_ADDRESS``, else a local Ray). progress: the runner's
+    progress bar. slurm: ``--executor slurm``'s resources (:class:`attnlab.slurm_executor.SlurmOptions`;
+    a mapping of its fields is read into one, and None is its defaults). Checked when made: a bad
+    value is a :class:`RunnerError` of one line naming the option.
     """
-    from .checkpoint import config_diff, read_checkpoint
 
-    if not (run_dir / "summary.json").is_file() or not (run_dir / "ckpt.pt").is_file():
-        return False
-    payload = read_checkpoint(run_dir / "ckpt.pt")
-    try:
-        saved = Config.from_dict(payload["config"])
-        records = payload["history"]["records"]
-        diverged = payload["history"].get("diverged_at")
-    except (KeyError, TypeError, AttnlabError) as e:
-        raise CheckpointError(f"{run_dir / 'ckpt.pt'} is not a complete attnlab checkpoint ({e})") from None
-    if config_diff(saved, cfg, ignore=("device",)):
-        return False
-    return len(records) >= cfg.max_steps or diverged is not None
+    executor: str = "serial"
+    workers: int | None = None
+    ray_address: str | None = None
+    progress: bool = True
+    slurm: object = None
+
+    def __post_init__(self):
+        if self.executor not in EXECUTORS:
+            raise RunnerError(f"unknown executor {str(self.executor)[:40]!r}; use one of {', '.join(EXECUTORS)}")
+        w = self.workers
+        if w is not None and (not isinstance(w, int) or isinstance(w, bool)):
+            raise RunnerError(f"--workers must be a whole number, got {w!r}")
+        if w is not None and w < 1:
+            raise RunnerError(f"--workers must be at least 1, got {w}")
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise RunnerError(f"--ray-address must be an address such as HEAD:6379, got {self.ray_address!r}")
+        if self.executor != "slurm":
+            if self.slurm is not None:
+                raise RunnerError(
+                    f"slurm options belong to --executor slurm, not {self.executor}: add --executor slurm"
+                )
+            return
+        from .slurm_executor import SlurmOptions, make_options
+
+        if not isinstance(self.slurm, SlurmOptions):
+            object.__setattr__(self, "slurm", make_options(**dict(self.slurm or {})))
+
+    def replace(self, **changes) -> ExecutorOptions:
+        """These options with ``changes`` (checked again)."""
+        return replace(self, **changes)
+
+    def record(self) -> dict:
+        """What a result records of them (the case's settings): executor, workers, ray_address."""
+        return {"executor": self.executor, "workers": self.workers, "ray_address": self.ray_address}
 
 
-def set_aside(path: Path) -> Path:
-    """Rename ``path`` to ``<name>.corrupt-<time>`` (a counter after the time when that name is
-    taken): an earlier file set aside in the same second is never replaced."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(10_000):
-        aside = path.with_name(f"{path.name}.corrupt-{stamp}" + (f"-{n}" if n else ""))
-        try:
-            os.link(path, aside)  # fails if the name is taken: never replaces an earlier one
-        except FileExistsError:
-            continue
-        except OSError:  # a file system without hard links
-            if aside.exists():
-                continue
-            shutil.move(str(path), aside)
-            return aside
-        path.unlink()
-        return aside
-    raise RunnerError(f"cannot set {path} aside: 10000 names {path.name}.corrupt-{stamp}-N are taken; clean them up")
+SERIAL = ExecutorOptions()  # the default: one run after another in this process, with a progress bar
 
 
+# ----------------------------------------------------------------------- run folders
 def folder_problem(run_dir: Path, cfg: Config) -> tuple[str, str] | None:
     """Why ``run_dir`` cannot hold the run ``cfg`` now, as (kind, text), or None when it can.
 
@@ -256,107 +266,6 @@ def steps_on_disk(run_dir: Path) -> int:
         return int(read_checkpoint(ck).get("step", 0))
     except (CheckpointError, TypeError, ValueError):
         return 0
-
-
-# ------------------------------------------------------------------------- one run
-def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
-    """Train (reuse, resume) one run described by plain data; never raises for a failing run.
-
-    task: name, dir, config (dict), text, threads and keep_weights (optional). Returns name, status
-    (reused | trained | resumed | interrupted | failed), seconds, error, messages.
-    """
-    import torch
-
-    from .train import TrainingInterrupted, train
-
-    out = Path(task["dir"])
-    cfg = Config.from_dict(task["config"])
-    result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0, "error": None, "messages": []}
-    t0 = time.perf_counter()
-    try:
-        try:
-            if finished_history(out, cfg):
-                return {**result, "status": "reused"}
-        except CheckpointUnreadable:
-            raise  # intact as far as we know: fail this run, never set it aside
-        except CheckpointError:
-            aside = set_aside(out / "ckpt.pt")
-            out.joinpath("summary.json").unlink(missing_ok=True)
-            result["messages"].append(
-                f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} and restarted that run"
-            )
-        resume = (out / "ckpt.pt").is_file()
-        if resume:
-            try:
-                _check_resumable(out, cfg)
-            except CheckpointUnreadable:
-                raise
-            except CheckpointError:
-                aside = set_aside(out / "ckpt.pt")
-                out.joinpath("summary.json").unlink(missing_ok=True)
-                result["messages"].append(
-                    f"{out / 'ckpt.pt'} could not be read; kept it as {aside.name} and restarted that run"
-                )
-                resume = False
-        if task.get("threads"):
-            torch.set_num_threads(task["threads"])
-        callbacks = [_StepCallback(on_step)] if on_step else []
-        tok = None  # built here only when kept weights need it; train() then reuses it
-        if task.get("keep_weights"):
-            tok = CharTokenizer(task["text"], cfg.vocab_size)
-            callbacks.append(KeepWeights(out, task["keep_weights"], tok))
-        train(
-            task["text"],
-            cfg,
-            out_dir=out,
-            resume=resume,
-            overwrite=not resume,  # the run folder is ours
-            callbacks=callbacks,
-            tok=tok,
-            tensorboard=bool(task.get("tensorboard")),
-        )
-        result["status"] = "resumed" if resume else "trained"
-    except TrainingInterrupted:
-        result["status"] = "interrupted"
-    except RunFolderBusy as e:  # another process trains in that folder: not this run's failure
-        result["status"] = "busy"
-        result["error"] = e.holder
-    except Exception as e:  # one run's failure must not stop the others
-        result["error"] = f"{type(e).__name__}: {e}"
-        result["traceback"] = traceback.format_exc()
-    result["seconds"] = round(time.perf_counter() - t0, 3)
-    return result
-
-
-class ForeignRun(RunnerError):
-    pass
-
-
-def _check_resumable(out: Path, cfg: Config) -> None:
-    """A folder holding a run of another config is not ours: refuse, touch nothing.
-
-    Raises CheckpointError when the checkpoint cannot be read (the caller sets it aside).
-    """
-    from .checkpoint import config_diff, read_checkpoint
-
-    payload = read_checkpoint(out / "ckpt.pt")
-    try:
-        saved = Config.from_dict(payload["config"])
-    except (KeyError, TypeError, AttnlabError) as e:
-        raise CheckpointError(f"{out / 'ckpt.pt'} holds no valid config ({e})") from None
-    diff = config_diff(saved, cfg, ignore=("device",))
-    if diff:
-        raise ForeignRun(
-            f"{out} holds a run with a different config ({diff}); use another output folder or delete that one"
-        )
-
-
-class _StepCallback:
-    def __init__(self, fn: Callable[[], None]):
-        self.fn = fn
-
-    def on_step_end(self, step, record, model) -> None:
-        self.fn()
 
 
 # ------------------------------------------------------------------------ executors
@@ -630,17 +539,14 @@ def execute(
     runs: Sequence[Run],
     text: str,
     root: str | Path,
+    options: ExecutorOptions | None = None,
     *,
-    executor: str = "serial",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = True,
     log: Callable[[str], None] = print,
     keep_going: bool = False,
     on_result: Callable[[dict], None] | None = None,
     desc: str | Callable[[], str] = "runs",
     tensorboard: bool = False,
-    slurm=None,
+    **fields_of_options,
 ) -> dict[str, Finished]:
     """Execute ``runs`` on ``text`` under ``root`` and return {name: Finished}.
 
@@ -648,14 +554,13 @@ def execute(
     finish together. A failing run does not stop the others; afterwards
     RunFailed is raised unless ``keep_going``, in which case failed runs are
     left out of the result (``on_result`` sees each run's status dict).
+    options: how the runs are executed (:class:`ExecutorOptions`; default serial). Its fields given
+    as keywords instead (``executor="local", workers=2, progress=False``) are a shorthand that builds
+    one, for a caller without one.
     tensorboard: each run also writes TensorBoard event files (attnlab.tensorboard_log).
-    slurm: --executor slurm's resources (attnlab.slurm_executor.SlurmOptions or a dict of its fields).
     desc: the progress bar's label, or a function giving it, asked again after each run's result.
     """
-    if executor not in EXECUTORS:
-        raise RunnerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
-    if workers is not None and workers < 1:
-        raise RunnerError(f"--workers must be at least 1, got {workers}")
+    opts = _options(options, fields_of_options)
     if tensorboard:  # one clear line here, not one failure per run
         from .tensorboard_log import require_tensorboard
 
@@ -690,11 +595,12 @@ def execute(
         )
     by_name = {r.name: r for r in runs}
     todo.sort(key=lambda t: -train_cost(by_name[t["name"]].cfg))
-    if executor == "local" and (len(todo) <= 1 or (workers or os.cpu_count() or 1) <= 1):
+    executor = opts.executor
+    if executor == "local" and (len(todo) <= 1 or (opts.workers or os.cpu_count() or 1) <= 1):
         executor = "serial"  # one run: no process to spawn
     steps_left = {t["name"]: by_name[t["name"]].cfg.max_steps - steps_on_disk(Path(t["dir"])) for t in todo}
     label = desc if callable(desc) else (lambda: desc)
-    bar = _bar(sum(max(0, s) for s in steps_left.values()), progress and bool(todo), label())
+    bar = _bar(sum(max(0, s) for s in steps_left.values()), opts.progress and bool(todo), label())
     tick = (lambda: bar.update(1)) if bar is not None else None
     failures: dict[str, str] = {}
     busy: dict[str, str] = {}
@@ -715,7 +621,14 @@ def execute(
 
     try:
         {"serial": _serial, "local": _local, "ray": _ray, "slurm": _slurm}[executor](
-            todo, collect, tick, workers=workers, ray_address=ray_address, steps_of=steps_left, slurm=slurm, root=root
+            todo,
+            collect,
+            tick,
+            workers=opts.workers,
+            ray_address=opts.ray_address,
+            steps_of=steps_left,
+            slurm=opts.slurm,
+            root=root,
         )
     finally:
         if bar is not None:
@@ -729,6 +642,18 @@ def execute(
     if failures or busy:  # keep_going: the caller still hears of every run that did not finish
         log(unfinished_line(failures, busy))
     return {r.name: finished[r.name] for r in runs if r.name in finished}
+
+
+def _options(options: ExecutorOptions | None, given: dict) -> ExecutorOptions:
+    """``options``, or the ExecutorOptions its fields given as keywords make (never both)."""
+    if not given:
+        return options if options is not None else ExecutorOptions()
+    unknown = sorted(set(given) - {f.name for f in fields(ExecutorOptions)})
+    if unknown:
+        raise TypeError(f"execute() got unexpected keyword argument(s): {', '.join(unknown)}")
+    if options is not None:
+        raise TypeError(f"execute(): give options or its fields ({', '.join(sorted(given))}), not both")
+    return ExecutorOptions(**given)
 
 
 def train_cost(cfg: Config) -> float:

@@ -34,7 +34,7 @@ from typing import Any
 
 from .errors import AttnlabError
 from .io import write_text
-from .runner import RunnerError, train_one
+from .run_task import RunnerError, RunsInterrupted, train_one  # never attnlab.runner: it imports this module
 
 try:  # the slurm extra; the module stays importable without it
     import submitit
@@ -271,8 +271,6 @@ def run_slurm(
     **_,
 ) -> None:
     """The runner's ``slurm`` executor: submit ``tasks`` as one job array and collect the results."""
-    from .runner import RunsInterrupted
-
     opts = slurm if isinstance(slurm, SlurmOptions) else make_options(**dict(slurm or {}))
     if not tasks:  # everything reused: no cluster needed
         return

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import signal
 import time
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
+from . import limits
 from .checkpoint import config_diff, error_summary, read_checkpoint, save_checkpoint, state_mismatch
 from .config import DEVICE, Config
 from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
@@ -111,24 +111,16 @@ def step_bytes(cfg: Config) -> int:
     return 4 * (4 * params + L * per_layer + 3 * B * T * V)
 
 
-def _machine_bytes(device: torch.device) -> int | None:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def check_fits(cfg: Config, device: torch.device) -> None:
-    """Refuse a config whose training step cannot fit in this device's memory,
-    before anything is allocated (block_size=100000 would ask for terabytes)."""
-    need, have = step_bytes(cfg), _machine_bytes(device)
+    """Refuse a config whose training step cannot fit in the memory this device has available
+    (:func:`attnlab.limits.available_bytes`, the one notion every guard uses), before anything is
+    allocated (block_size=100000 would ask for terabytes)."""
+    need, have = step_bytes(cfg), limits.available_bytes(device)
     if have is not None and need > have:
         raise ConfigError(
             f"one training step needs about {need / 1e9:,.0f} GB (block_size={cfg.block_size}, "
             f"batch_size={cfg.batch_size}, d_model={cfg.d_model}, n_layer={cfg.n_layer}) but "
-            f"{device.type} has {have / 1e9:,.0f} GB; lower block_size, batch_size or d_model"
+            f"{device.type} has {limits.gb(have)} available; lower block_size, batch_size or d_model"
         )
 
 

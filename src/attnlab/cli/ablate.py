@@ -69,9 +69,7 @@ def main(args) -> int:
         changes=only,
         corpus=args.corpus,
         root=args.runs,
-        executor=args.executor,
-        workers=args.workers,
-        ray_address=args.ray_address,
+        options=common.executor_options(args, progress=False),
     )
     write_json(out, result)
     print(

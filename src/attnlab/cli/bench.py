@@ -220,21 +220,20 @@ def _outputs(*paths) -> None:
 
 
 def _inputs_fit(args) -> None:
-    """q, k, v and the output at the largest n must fit in half this machine's memory."""
-    import os
-
+    """q, k, v and the output at the largest n must fit in half the memory available
+    (attnlab.limits.available_bytes, the one notion every memory guard uses)."""
     from ..errors import UsageError
+    from ..limits import available_bytes, gb
 
     need = 4 * 4 * args.heads * max(args.n) * args.d_head
-    try:
-        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+    have = available_bytes("cpu")
+    if have is None:
         return
     if need > have / 2:
         raise UsageError(
             f"--heads {args.heads} x --d-head {args.d_head} x n {max(args.n)} needs "
             f"{need / 1e9:,.1f} GB for q, k, v and the output, more than half of this "
-            f"machine's {have / 1e9:,.0f} GB; lower them"
+            f"machine's {gb(have)} available; lower them"
         )
 
 

@@ -32,26 +32,7 @@ def add_parser(sub):
         help="只跑这些实验 id 或章节，如 --only §1.7.8 markov 1.9（默认：全部）"
         " / experiment ids or chapter sections, e.g. --only §1.7.8 markov 1.9 (default: all)",
     )
-    p.add_argument(
-        "--executor",
-        choices=common.EXECUTORS,
-        default="serial",
-        help="怎样执行各次运行：serial 本进程依次跑，local 本机多进程，ray 或 slurm 集群"
-        " / how the runs are executed: serial (this process), local (worker processes), ray or slurm",
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="本机工作进程数（默认：每核一个）/ local worker processes (default: one per core)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="ADDRESS",
-        help="Ray 集群地址（默认：RAY_ADDRESS，否则本机 Ray）/ Ray cluster address (default RAY_ADDRESS or a local Ray)",
-    )
+    common.add_executor(p)
     p.add_argument(
         "--no-train",
         action="store_true",
@@ -63,10 +44,10 @@ def add_parser(sub):
         action="store_true",
         help="只由 JSON 重建 reports/lab_book.* / only rebuild reports/lab_book.* from the JSON",
     )
-    p.add_argument(
-        "--out",
-        default=None,
-        help="data/、figures/、reports/ 和 runs/ 的根目录（默认：当前目录；--quick 时 quick/book，"
+    common.add_out(
+        p,
+        None,
+        "data/、figures/、reports/ 和 runs/ 的根目录（默认：当前目录；--quick 时 quick/book，"
         "小运行绝不碰全尺寸的）/ root for data/, figures/, reports/ and runs/ "
         "(default: here; with --quick quick/book, so tiny runs never touch full-size ones)",
     )
@@ -101,13 +82,8 @@ def add_parser(sub):
         " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
     common.add_slurm(p)
-    p.add_argument(
-        "--corpus",
-        default=None,
-        metavar="FILE",
-        help="UTF-8 语料文本（默认：随包附带的唐诗语料）/ UTF-8 text file (default: the Tang-poem corpus shipped with attnlab)",
-    )
-    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
+    common.add_corpus(p)
+    common.add_progress(p)
     return p
 
 
@@ -138,8 +114,7 @@ def main(args) -> int:
             print(p)
         return 0
     chosen = select(EXPERIMENTS, args.only)
-    if args.workers is not None and args.workers < 1:
-        raise BookError(f"--workers must be at least 1, got {args.workers}")
+    options = common.executor_options(args)  # checked once, passed down whole
     scale = Scale.make(args.quick)
     _check_not_smaller(root, scale, args.overwrite)
     if (args.budget is not None or args.dry_run) and not args.decide:
@@ -151,7 +126,7 @@ def main(args) -> int:
     if args.plan:
         from ..lab.plan import book_plan, render
 
-        print(render(book_plan(chosen, root, scale, EXPERIMENTS, **_plan_kw(args))))
+        print(render(book_plan(chosen, root, scale, EXPERIMENTS, options=options)))
         return 0
     if args.decide:  # the stored claims it plans from, checked before anything (the lock included) is written
         from ..lab.labbook import read_entries
@@ -159,16 +134,16 @@ def main(args) -> int:
         read_entries(chosen, root / "data")
     text = load_corpus(args.corpus, min_chars=200)
     with OutputLock(root, "attnlab book"):  # a second book or case into this root is refused up front
-        return _book(args, chosen, text, root, scale)
+        return _book(args, options, chosen, text, root, scale)
 
 
-def _book(args, chosen, text, root, scale) -> int:
+def _book(args, options, chosen, text, root, scale) -> int:
     from ..lab import EXPERIMENTS
     from ..lab.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
     if args.decide:
-        return _decide(args, chosen, text, root, scale, EXPERIMENTS)
+        return _decide(args, options, chosen, text, root, scale, EXPERIMENTS)
     unfinished: dict[str, str] = {}
     book = run_book(
         chosen,
@@ -176,14 +151,10 @@ def _book(args, chosen, text, root, scale) -> int:
         root,
         scale=scale,
         train=not args.no_train,
-        executor=args.executor,
-        workers=args.workers,
-        ray_address=args.ray_address,
-        progress=not args.no_progress,
+        options=options,
         log=lambda m: print(f"attnlab: {m}"),
         registry=EXPERIMENTS,
         explicit=[e.id for e in chosen] if args.only else (),
-        slurm=common.slurm_options(args),
         unfinished=unfinished,
     )
     paths = build_book_report(root)
@@ -210,15 +181,6 @@ def _unfinished(unfinished: dict[str, str]) -> int:
     return 1
 
 
-def _plan_kw(args) -> dict:
-    return {
-        "executor": args.executor,
-        "workers": args.workers,
-        "ray_address": args.ray_address,
-        "slurm": common.slurm_options(args),
-    }
-
-
 def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
     """Refuse to replace a lab book recorded at more steps or seeds (one line), unless ``overwrite``."""
     from ..errors import AttnlabError
@@ -236,15 +198,12 @@ def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
     refuse_smaller(path, old, {"steps": scale.steps, "seeds": scale.seeds}, overwrite)
 
 
-def _decide(args, chosen, text, root, scale, registry) -> int:
-    import os
-
+def _decide(args, options, chosen, text, root, scale, registry) -> int:
     from ..lab.decide import run_decide
     from ..lab.labbook import run_book
     from ..report.lab_book import build_book_report, summary_line
 
     budget = getattr(args, "budget_s", None) if args.budget is not None else None
-    workers = args.workers or os.cpu_count() or 1
 
     def refresh(ids: set[str]) -> None:
         run_book(
@@ -253,7 +212,7 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
             root,
             scale=scale,
             train=False,
-            progress=not args.no_progress,
+            options=options,
             log=lambda m: print(f"attnlab: {m}"),
             registry=registry,
             explicit=sorted(ids),
@@ -265,12 +224,10 @@ def _decide(args, chosen, text, root, scale, registry) -> int:
         root,
         scale=scale,
         budget_s=budget,
-        workers=workers,
-        executor="local" if args.executor == "serial" else args.executor,
+        options=options.replace(executor="local") if options.executor == "serial" else options,  # workers by default
         dry_run=args.dry_run,
         refresh=refresh,
         log=lambda m: print(m),
-        progress=not args.no_progress,
     )
     if not args.dry_run and (root / "data" / "lab_book.json").is_file():
         build_book_report(root)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import UsageError
@@ -53,13 +53,13 @@ def add_parser(sub):
     common.add_device(p)
     common.add_executor(p, default="local")
     common.add_slurm(p)
+    common.add_progress(p)
     p.add_argument(
         "--plan",
         action="store_true",
         help="不训练：列出要训练的运行、已完成的运行、核时与此执行方式下的墙钟时间"
         " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
-    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
     p.add_argument(
         "--tensorboard",
         action="store_true",
@@ -142,10 +142,9 @@ def full_case_plan(args) -> dict | None:
     from ..lab import EXPERIMENTS
     from ..lab.plan import _core, _duration, case_plan
 
-    settings = replace(CaseSettings(), executor=args.executor, workers=args.workers, ray_address=args.ray_address)
-    kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
     try:
-        p = case_plan(settings, Path("mine"), EXPERIMENTS, slurm=common.slurm_options(args), **kw)
+        settings = replace(CaseSettings(), execution=common.executor_options(args))
+        p = case_plan(settings, Path("mine"), EXPERIMENTS)
     except (AttnlabError, OSError, ValueError):
         return None
     return {"runs": len(p.todo) + len(p.finished), "wall": _duration(p.wall_s), "core": _core(p.core_s)}
@@ -169,23 +168,14 @@ def main(args) -> int:
     started = time.perf_counter()
     common.check_device(args.device)
     settings = CaseSettings.quick(args.steps) if args.quick else CaseSettings(steps=args.steps or 1500)
-    settings = CaseSettings(
-        **{
-            **asdict(settings),
-            "device": args.device,
-            "executor": args.executor,
-            "workers": args.workers,
-            "ray_address": args.ray_address,
-        }
-    )
+    settings = replace(settings, device=args.device, execution=common.executor_options(args))  # checked once
     settings = seed_settings(args, settings)
     out = output_root(args.out, args.quick, "case")
     if args.plan:
         from ..lab import EXPERIMENTS
         from ..lab.plan import case_plan, render
 
-        kw = {"executor": args.executor, "workers": args.workers, "ray_address": args.ray_address}
-        print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, slurm=common.slurm_options(args), **kw)))
+        print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick)))
         return 0
     with OutputLock(out, "attnlab case"):  # a second case or book into this root is refused up front
         base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None
@@ -218,11 +208,9 @@ def main(args) -> int:
             settings,
             out,
             corpus=Path(args.corpus) if args.corpus else None,
-            progress=not args.no_progress,
             log=lambda m: print(f"attnlab: {m}", flush=True),
             base=base,
             tensorboard=args.tensorboard,
-            slurm=common.slurm_options(args),
             on_stage=stage_done,
             overwrite=args.overwrite,
         )

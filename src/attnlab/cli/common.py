@@ -1,8 +1,10 @@
 """What every command shares: the parser class, the help layout, the shared options and argument types.
 
 Each shared option (``--set``, ``--corpus``, ``--device``, ``--out``,
-``--executor``/``--workers``/``--ray-address``) is defined here once; a command
-adds the ones it takes. Argument types refuse bad values at the door with a
+``--executor``/``--workers``/``--ray-address``, ``--slurm-*``, ``--no-progress``) is
+defined here once; a command adds the ones it takes. The executor's options become
+one object here (:func:`executor_options`, an ``attnlab.runner.ExecutorOptions``)
+that the command passes down whole. Argument types refuse bad values at the door with a
 message naming the argument, so a command's ``main`` only sees checked values.
 
 Help is Chinese first, English alongside; every option's default is shown by
@@ -388,6 +390,10 @@ def add_slurm(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
+
+
 def slurm_options(args):
     """The SlurmOptions the command line asks for (None unless --executor slurm)."""
     from ..slurm_executor import make_options
@@ -398,11 +404,26 @@ def slurm_options(args):
             raise UsageError(f"--slurm-{given[0]} belongs to --executor slurm: add --executor slurm")
         return None
     return make_options(
-        args.slurm_config,
-        partition=args.slurm_partition,
-        time=args.slurm_time,
-        cpus=args.slurm_cpus,
-        parallelism=args.slurm_parallelism,
+        getattr(args, "slurm_config", None),
+        partition=getattr(args, "slurm_partition", None),
+        time=getattr(args, "slurm_time", None),
+        cpus=getattr(args, "slurm_cpus", None),
+        parallelism=getattr(args, "slurm_parallelism", None),
+    )
+
+
+def executor_options(args, progress: bool = True):
+    """The one ``attnlab.runner.ExecutorOptions`` of a command line: --executor, --workers,
+    --ray-address, --no-progress and (with --executor slurm) the --slurm-* options, checked once
+    here and passed down whole. ``progress``: the bar of a command without --no-progress."""
+    from ..runner import ExecutorOptions
+
+    return ExecutorOptions(
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        progress=progress and not getattr(args, "no_progress", False),
+        slurm=slurm_options(args),
     )
 
 

@@ -113,9 +113,7 @@ def main(args) -> int:
         variants=variants,
         corpus=args.corpus,
         root=args.runs,
-        executor=args.executor,
-        workers=args.workers,
-        ray_address=args.ray_address,
+        options=common.executor_options(args, progress=False),
     )
     write_json(out, result)
     write_text(Path(args.report), failures_markdown(result))

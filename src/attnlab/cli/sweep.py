@@ -69,9 +69,7 @@ def main(args) -> int:
         seeds=args.seeds,
         steps=args.steps,
         corpus=args.corpus,
-        executor=args.executor,
-        address=args.ray_address,
-        workers=args.workers,
+        options=common.executor_options(args, progress=False),  # each trial's line instead of a bar
         on_result=report,
     )
     print(sweep_table(result))

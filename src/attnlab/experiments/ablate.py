@@ -13,9 +13,13 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from .common import ExperimentError, format_table, provenance
+
+if TYPE_CHECKING:
+    from ..runner import ExecutorOptions
 
 CHANGES: dict[str, dict] = {
     "baseline": {},
@@ -83,19 +87,19 @@ def run(
     changes: list[str] | None = None,
     corpus: str | None = None,
     root: str | Path | None = None,
-    executor: str = "serial",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = False,
+    options: ExecutorOptions | None = None,
 ) -> dict:
     """Train the baseline and each one-variable change; Δ is against the baseline.
 
     The runs go through :mod:`attnlab.runner` into ``root/<change>`` (a temporary
-    folder when None), so a rerun into the same root reuses what finished.
+    folder when None), so a rerun into the same root reuses what finished; ``options``
+    says how (attnlab.runner.ExecutorOptions; default: serial, no progress bar).
     """
     import tempfile
 
-    from ..runner import Run, execute
+    from ..runner import ExecutorOptions, Run, execute
+
+    options = options or ExecutorOptions(progress=False)
 
     cfg = cfg or Config()
     if steps is not None:
@@ -113,10 +117,7 @@ def run(
             [Run(name, cfg.replace(**CHANGES[name])) for name in names],
             text,
             root if root is not None else tmp,
-            executor=executor,
-            workers=workers,
-            ray_address=ray_address,
-            progress=progress,
+            options,
             desc="ablate",
         )
         for name in names:

@@ -423,14 +423,12 @@ def bench_attention(
 
 
 def _free_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        import psutil
+    """Memory available on ``device`` (attnlab.limits.available_bytes, the one notion every guard
+    uses); 8 GiB when it cannot be told."""
+    from ..limits import available_bytes
 
-        return psutil.virtual_memory().available
-    except ImportError:
-        return 8 * 2**30
+    have = available_bytes(device)
+    return 8 * 2**30 if have is None else have
 
 
 def book_timing() -> dict:

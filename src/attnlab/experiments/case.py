@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -33,7 +33,7 @@ from ..diagnostics import DIAG_KEYS
 from ..errors import AttnlabError, CheckpointError
 from ..io import check_writable, write_json
 from ..model import TinyGPT, generate
-from ..runner import Run, execute
+from ..runner import ExecutorOptions, Run, execute
 from ..tokenizer import CharTokenizer
 from ..train import History, get_batch, split_data
 from ..verdicts import count_line
@@ -61,9 +61,9 @@ class CaseSettings:
     sample_tokens: int = 40
     sample_seed: int = 0
     loss_window: int = 50  # loss_end = mean training loss of the last N steps
-    executor: str = "local"  # attnlab.runner: serial | local | ray
-    workers: int | None = None  # local: processes (default: one per core, one thread each)
-    ray_address: str | None = None
+    # how the runs are executed (attnlab.runner.ExecutorOptions: executor, workers, ray_address, progress,
+    # slurm); local: one process per core, one thread each
+    execution: ExecutorOptions = ExecutorOptions("local")
     big_seeds: int = 3  # the big pair on the first N seeds (issue 11: spread for big claims)
     big_unscaled_seeds: int | None = None  # the big unscaled member alone on the first N seeds
     # (None: big_seeds; issue 22: its logit-scale claims read that member only)
@@ -72,6 +72,15 @@ class CaseSettings:
     wd_seeds: int = 1  # ... on the first N seeds
     val_batches: int = 8  # fixed validation batches for the diagnostics at §1.12.1's steps
     device: str = "auto"
+
+    def to_dict(self) -> dict:
+        """The settings as a result records them: the execution's executor, workers and ray_address in
+        its place, flat (attnlab.runner.ExecutorOptions.record)."""
+        out: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out.update(value.record() if f.name == "execution" else {f.name: value})
+        return out
 
     @classmethod
     def quick(cls, steps: int | None = None) -> CaseSettings:
@@ -583,7 +592,7 @@ def _fixed_sweeps(settings: CaseSettings, base: dict | None, timings: dict) -> t
 def _config_section(settings: CaseSettings, m: CaseMeasure, corpus: Path | None) -> dict:
     return {
         "settings": {
-            **asdict(settings),
+            **settings.to_dict(),
             "seeds": list(settings.seeds),
             "init_d_heads": list(settings.init_d_heads),
             "wd_values": list(settings.wd_values),
@@ -630,9 +639,7 @@ def _reused_config(
     }
 
 
-def _train_stage(
-    stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, slurm, shown, state
-) -> dict:
+def _train_stage(stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, shown, state) -> dict:
     """Train one batch of runs; ``state`` keeps the names done, trained (config, steps) and reused."""
     from ..runner import steps_on_disk
 
@@ -656,15 +663,11 @@ def _train_stage(
         stage_runs,
         text,
         out / "runs",
-        executor=settings.executor,
-        workers=settings.workers,
-        ray_address=settings.ray_address,
-        progress=progress,
+        settings.execution.replace(progress=progress),
         log=log,
         desc=lambda: _bar_desc(k, len(stages), count["n"], len(runs), shown),
         tensorboard=tensorboard,
         on_result=said,
-        slurm=slurm,  # --executor slurm's resources
     )
     for name, f in finished.items():
         state["done"].append(name)
@@ -679,11 +682,10 @@ def run_case(
     settings: CaseSettings,
     out: Path,
     corpus: Path | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     log: Callable[[str], None] = print,
     base: dict | None = None,
     tensorboard: bool = False,
-    slurm=None,
     on_stage: Callable[[dict, dict], None] | None = None,
     overwrite: bool = False,
 ) -> dict:
@@ -715,6 +717,7 @@ def run_case(
     from ..runner import Finished, finished_history
     from ..train import resolve_device
 
+    progress = settings.execution.progress if progress is None else progress  # the runner's bar and the case's
     out = Path(out)
     check_writable(out)
     text = load_corpus(corpus or DEFAULT_CORPUS, min_chars=65)
@@ -751,7 +754,7 @@ def run_case(
         rates = measure_rates([r.cfg for r in runs], device=device)
         timings["matmul_rate_measure_s"] = time.perf_counter() - t0
         sweep = _init_sweeps(settings, progress, log, timings)
-        timings.update(train_wall_s=0.0, analysis_s=0.0, executor=settings.executor)
+        timings.update(train_wall_s=0.0, analysis_s=0.0, executor=settings.execution.executor)
         timings["workers"] = _workers_used(settings, len(runs))
         all_seeds, wd_values = list(settings.seeds), list(settings.wd_values)
 
@@ -765,7 +768,7 @@ def run_case(
         if base is None:
             t0 = time.perf_counter()
             finished = _train_stage(
-                stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, slurm, result, state
+                stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, result, state
             )
             timings["train_wall_s"] += time.perf_counter() - t0
             m.results.update({name: tuple(f) for name, f in finished.items()})  # (model, tok, history)
@@ -862,10 +865,10 @@ def _floor_timings(
     cores = os.cpu_count() or 1
     if device.type == "cuda":
         parallel = 1
-    elif settings.executor == "local":
+    elif settings.execution.executor == "local":
         workers = _workers_used(settings, n_runs)
         parallel = workers * max(1, cores // workers)  # the runner's workers x threads each
-    elif settings.executor == "ray":
+    elif settings.execution.executor == "ray":
         parallel = cores
     else:
         parallel = torch.get_num_threads()
@@ -1041,7 +1044,7 @@ def merged_settings(old: dict, s: CaseSettings) -> dict:
     decays the union (old ones first, in their order), seed counts the larger, the rest as ``old``."""
     seeds = [*old.get("seeds", []), *(x for x in s.seeds if x not in old.get("seeds", []))]
     wds = [*old.get("wd_values", []), *(v for v in s.wd_values if v not in old.get("wd_values", []))]
-    new = asdict(s)
+    new = s.to_dict()
     new_unscaled = s.big_unscaled_seeds or s.big_seeds
     old_unscaled = old.get("big_unscaled_seeds") or old.get("big_seeds", 1)
     return {
@@ -1143,9 +1146,9 @@ def diagnostics_at_steps(
 def _workers_used(settings: CaseSettings, n_runs: int) -> int:
     import os
 
-    if settings.executor != "local":
-        return 1 if settings.executor == "serial" else 0
-    return max(1, min(settings.workers or os.cpu_count() or 1, n_runs))
+    if settings.execution.executor != "local":
+        return 1 if settings.execution.executor == "serial" else 0
+    return max(1, min(settings.execution.workers or os.cpu_count() or 1, n_runs))
 
 
 class _Progress:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -47,6 +48,9 @@ from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from ..verdicts import claim, unexplained
 from .common import book_values, format_table, provenance, validation_batches
+
+if TYPE_CHECKING:
+    from ..runner import ExecutorOptions
 
 VARIANTS = ("correct",) + BUGS
 LABELS = {
@@ -484,22 +488,21 @@ def run(
     corpus: str | None = None,
     eval_batches: int = 4,
     root: str | Path | None = None,
-    executor: str = "serial",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = False,
+    options: ExecutorOptions | None = None,
 ) -> dict:
     """Train the correct model and each bug with the same seed and batches, for ``seeds`` seeds
     (cfg.seed, cfg.seed + 1, ...); return the symptoms. ``variants`` holds the first seed's
     (the table), ``seed_variants`` every seed's (the claims).
 
     The runs go through :mod:`attnlab.runner` into ``root/<variant>_s<seed>`` (a temporary
-    folder when None), so a rerun into the same root reuses what finished.
+    folder when None), so a rerun into the same root reuses what finished; ``options`` says how
+    (attnlab.runner.ExecutorOptions; default: serial, no progress bar).
     """
     import tempfile
 
-    from ..runner import Run, execute
+    from ..runner import ExecutorOptions, Run, execute
 
+    options = options or ExecutorOptions(progress=False)
     cfg = (cfg or Config()).replace(bug=None)
     if steps is not None:
         cfg = cfg.replace(max_steps=steps)
@@ -524,10 +527,7 @@ def run(
             [Run(f"{v}_s{s}", c) for (v, s), c in cfgs.items()],
             text,
             root if root is not None else tmp,
-            executor=executor,
-            workers=workers,
-            ray_address=ray_address,
-            progress=progress,
+            options,
             desc="failures",
         )
         per_seed = {

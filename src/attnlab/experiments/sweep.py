@@ -26,11 +26,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..io import read_json, write_json, write_text
 from ..schemas import load
 from .common import ExperimentError, provenance
+
+if TYPE_CHECKING:
+    from ..runner import ExecutorOptions
 
 DEFAULT_GRID = {"d_head": ["32", "64", "96", "128", "192", "256"], "scaled": ["true", "false"]}
 MAX_TRIALS = 10_000  # a sane maximum: the book's sweep has 12 trials per seed
@@ -226,10 +230,7 @@ def sweep(
     steps: int | None = None,
     corpus: str | None = None,
     text: str | None = None,
-    executor: str = "local",
-    address: str | None = None,
-    workers: int | None = None,
-    progress: bool = False,
+    options: ExecutorOptions | None = None,
     on_result: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run every trial of ``grid`` × ``seeds`` through :mod:`attnlab.runner` and aggregate.
@@ -238,9 +239,13 @@ def sweep(
     (error.json) without stopping the others. ``text`` (for tests and notebooks)
     is used instead of reading ``corpus``. Returns the content of sweep.json plus
     "runs": the runner's status of each trial now (reused, trained, resumed, failed).
+    ``options``: how the trials are executed (attnlab.runner.ExecutorOptions; default: local
+    workers, no progress bar: each trial's line is printed instead).
     """
     from ..corpus import load_corpus
-    from ..runner import Run, check_run_folders, execute
+    from ..runner import ExecutorOptions, Run, check_run_folders, execute
+
+    options = options or ExecutorOptions("local", progress=False)
 
     grid = grid if grid is not None else DEFAULT_GRID
     base = base or Config()
@@ -275,10 +280,7 @@ def sweep(
         [Run(t["name"], Config.from_dict(t["config"])) for t in trials],
         text,
         out,
-        executor=executor,
-        workers=workers,
-        ray_address=address,
-        progress=progress,
+        options,
         keep_going=True,
         on_result=collect,
         desc="sweep",
@@ -288,7 +290,7 @@ def sweep(
         out,
         grid,
         {
-            "executor": executor,
+            "executor": options.executor,
             "seeds": seeds,
             "base": base.to_dict(),
             "corpus": corpus or "attnlab/data/corpus.txt",

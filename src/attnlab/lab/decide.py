@@ -31,7 +31,7 @@ from ..config import Config
 from ..errors import AttnlabError
 from ..io import read_json
 from ..runfolder import training_seconds
-from ..runner import Run, train_cost
+from ..runner import ExecutorOptions, Run, train_cost
 from ..sequential import N_MAX
 from .runs import BOOK_SEED
 
@@ -211,17 +211,21 @@ def run_decide(
     *,
     scale,
     budget_s: float | None,
-    workers: int,
-    executor: str = "local",
+    options: ExecutorOptions,
     dry_run: bool = False,
     refresh: Callable[[set[str]], None],
     log: Callable[[str], None] = print,
     rounds: int = ROUNDS,
-    progress: bool = True,
 ) -> dict:
     """Plan, train, re-measure (``refresh(experiment ids)``) and repeat; returns {before, after, plans,
-    unfinished} (unfinished: run name -> "failed: why" or "busy: holder", runs that did not finish)."""
+    unfinished} (unfinished: run name -> "failed: why" or "busy: holder", runs that did not finish).
+    ``options``: how the runs are executed (attnlab.runner.ExecutorOptions, passed to the runner whole);
+    the plan's wall time counts its workers (one per core when not given)."""
+    import os
+
     from ..runner import execute, finished_history
+
+    workers = options.workers or os.cpu_count() or 1
 
     root = Path(root)
     runs_root = root / "runs"
@@ -256,11 +260,9 @@ def run_decide(
             p.runs,
             text,
             runs_root,
-            executor=executor,
-            workers=workers,
+            options=options,
             keep_going=True,
             log=log,
-            progress=progress,
             desc="decide",
             on_result=lambda r: (
                 unfinished.__setitem__(r["name"], f"{r['status']}: {r.get('error')}")

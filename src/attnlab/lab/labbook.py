@@ -34,7 +34,7 @@ from ..errors import AttnlabError
 from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_seconds
-from ..runner import Finished, Run, execute, finished_history
+from ..runner import SERIAL, ExecutorOptions, Finished, Run, execute, finished_history
 from ..sequential import record as record_looks
 from .runs import Scale
 
@@ -172,17 +172,15 @@ def run_book(
     *,
     scale: Scale,
     train: bool = True,
-    executor: str = "serial",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = True,
+    options: ExecutorOptions = SERIAL,
     log: Callable[[str], None] = print,
     registry: Sequence[Experiment] | None = None,
     explicit: Sequence[str] = (),
-    slurm=None,
     unfinished: dict[str, str] | None = None,
 ) -> dict:
     """Run ``experiments`` and write their JSON and data/lab_book.json; returns the book dict.
+
+    ``options``: how the runs are executed (attnlab.runner.ExecutorOptions, passed to the runner whole).
 
     ``registry`` (default: ``experiments``) is the whole book: sections not run
     now keep their previous JSON in the book index, or show as not run yet.
@@ -209,15 +207,11 @@ def run_book(
             list(needed.values()),
             text,
             runs_root,
-            executor=executor,
-            workers=workers,
-            ray_address=ray_address,
-            progress=progress,
+            options,
             log=log,
             keep_going=True,
             on_result=lambda r: _note(r, statuses, unfinished),
             desc="lab book",
-            slurm=slurm,
         )
     elif needed:
         for r in needed.values():

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AttnlabError
-from ..runner import Run, finished_history, steps_on_disk, train_cost
+from ..runner import SERIAL, ExecutorOptions, Run, finished_history, steps_on_disk, train_cost
 from .decide import DEFAULT_S_PER_COST
 from .labbook import DATA_DIR
 from .runs import Scale
@@ -169,28 +169,20 @@ def default_records_dir(root: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------- slots
-def slots_for(
-    executor: str,
-    workers: int | None,
-    n_todo: int,
-    *,
-    ray_address: str | None = None,
-    slurm=None,
-) -> tuple[int, int, str]:
+def slots_for(options: ExecutorOptions, n_todo: int) -> tuple[int, int, str]:
     """(runs at once, CPUs, where the CPU count comes from) for an executor, as the runner uses it."""
     cores = os.cpu_count() or 1
+    executor = options.executor
     if executor == "serial":
         return 1, cores, f"this machine's {cores} core(s), one run at a time"
     if executor == "local":
-        w = max(1, min(workers or cores, max(1, n_todo)))
+        w = max(1, min(options.workers or cores, max(1, n_todo)))
         return min(w, cores), cores, f"{w} local worker(s) on this machine's {cores} core(s)"  # more share cores
     if executor == "ray":
-        cpus, where = ray_cpus(ray_address)
+        cpus, where = ray_cpus(options.ray_address)
         return max(1, cpus), cpus, where  # one CPU per Ray task
     if executor == "slurm":
-        from ..slurm_executor import SlurmOptions, make_options
-
-        opts = slurm if isinstance(slurm, SlurmOptions) else make_options(**dict(slurm or {}))
+        opts = options.slurm  # SlurmOptions: ExecutorOptions fills them in for --executor slurm
         return (
             opts.parallelism,
             opts.total_cpus,
@@ -231,24 +223,20 @@ def make_plan(
     registry: Sequence,
     records_dir: Path,
     scale: Scale,
-    executor: str,
-    workers: int | None = None,
-    ray_address: str | None = None,
-    slurm=None,
+    options: ExecutorOptions = SERIAL,
 ) -> Plan:
-    """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``."""
+    """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``,
+    executed as ``options`` say (attnlab.runner.ExecutorOptions)."""
     records = read_records(registry, records_dir)
     rate = pooled_rate(records)
     recorded = {k: v for r in records for k, v in r.per_run.items()}
     costs = cost_runs(runs, rate, Path(runs_root), recorded if not scale.quick else {})
-    slots, cpus, where = slots_for(
-        executor, workers, sum(not c.finished for c in costs), ray_address=ray_address, slurm=slurm
-    )
+    slots, cpus, where = slots_for(options, sum(not c.finished for c in costs))
     owner: dict[str, str] = {}
     for e in registry:
         for r in e.runs(scale):
             owner.setdefault(r.name, e.id)
-    return Plan(title, executor, slots, cpus, where, costs, records, str(records_dir), rate, owner)
+    return Plan(title, options.executor, slots, cpus, where, costs, records, str(records_dir), rate, owner)
 
 
 def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **kw) -> Plan:
@@ -266,7 +254,7 @@ def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **
 
 def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw) -> Plan:
     """The case study's runs (attnlab case) under out/runs, costed from the lab book's records
-    (the case's runs are the book's by name)."""
+    (the case's runs are the book's by name), executed as ``settings.execution`` says."""
     from ..experiments.case import case_runs
 
     groups, _ = case_runs(settings)
@@ -279,6 +267,7 @@ def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw
         registry=registry,
         records_dir=records_dir,
         scale=Scale.make(quick),
+        options=settings.execution,
         **kw,
     )
     plan.owner = {}  # the breakdown by kind of run (small_scaled, big_unscaled, ...), not by experiment
