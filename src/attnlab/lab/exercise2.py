@@ -91,7 +91,7 @@ def _legacy(prev: dict | None) -> tuple[dict, dict, dict]:
         if x.get("val_curve")
     }
     if "per_seed" in prev:
-        return prev["per_seed"], prev.get("legacy_means", {}), curves
+        return prev["per_seed"], prev.get("diag_means", {}), curves
     table: dict[str, dict] = {}
     means: dict[str, dict] = {}
     for fixed, pts, seeds in (
@@ -228,7 +228,7 @@ def measure(ctx: Context) -> Outcome:
         "collapse_d_head": collapse,
         "sesoi": SESOI_GAP,
         "per_seed": table,
-        "legacy_means": means,
+        "diag_means": means,
     }
     notes = [
         f"差距超出噪声（效应规则）从 d_head = {crit['critical'] or '—'} 开始，之前已证明“几乎没差别”（±{SESOI_GAP}）的最大 "
