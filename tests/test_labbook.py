@@ -102,6 +102,21 @@ def test_markov_floor_uses_the_trainers_split(text):
     assert f["val_tokens"] == max(int(len(text) * cfg.val_fraction), cfg.block_size + 1)
 
 
+def test_a_stored_entry_of_an_older_shape_is_refused_not_dropped(tmp_path):
+    """Measuring an entry again keeps the committed numbers of seeds whose runs are gone; results of an
+    older shape (lists in seed order) are not read: refused in one line, before anything is measured."""
+    from attnlab.lab import kv_cache as K
+    from attnlab.lab.labbook import DATA_DIR, Context, analyze
+
+    doc = json.loads((REPO_ROOT / "data" / "lab_book" / "kv_cache.json").read_text(encoding="utf-8"))
+    doc["results"] = {"seeds": [20261014], "val_loss": {"4": [4.0], "2": [4.05], "1": [4.1]}}
+    (tmp_path / DATA_DIR).mkdir(parents=True)
+    (tmp_path / DATA_DIR / "kv_cache.json").write_text(json.dumps(doc), encoding="utf-8")
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, K.EXPERIMENT, train=False)
+    with pytest.raises(BookError, match=r"per_seed is missing .*delete it and rerun `attnlab book --only kv_cache`"):
+        analyze(K.EXPERIMENT, ctx)
+
+
 def test_bad_only_is_one_line(tmp_path, capsys):
     assert book(tmp_path, "--only", "§9.9") == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -107,6 +107,10 @@ TABLE = [
             ("claims[0].reason", {"category": "gossip", "text": "x"}, "claims[0].reason.category: 'gossip'"),
             ("scale", "quick", "scale is str"),
             ("id", 7, "id is int"),
+            ("results.per_seed", "-", "results: per_seed is missing (an older shape of results, no longer read)"),
+            ("results.per_seed", [1, 2], "results: per_seed is list"),
+            ("results.per_seed", {"20261014": [4.1]}, "results: per_seed.20261014 is list"),
+            ("results.per_seed.seed1", {}, "results: per_seed.seed1: 'seed1' String should match pattern"),
         ],
     ),
     (
@@ -228,6 +232,53 @@ def test_every_committed_json_has_its_declared_shape():
     for kind, paths in files.items():
         for p in paths:
             assert schemas.problem(kind, read_json(p, allow_nan=kind == "sweep")) is None, p
+
+
+# the older shapes of results the lab-book entries once migrated at every read (one each): migrated
+# once in the committed files, they are refused now
+OLDER_RESULTS = {
+    "ablation": {"seed": 20261014, "by_change": {"baseline": {"val_loss_end": 4.07, "diverged": False}}},
+    "deep": {"seeds": [20261014], "val_4_layers": [4.09], "val_2_layers": [4.07], "curves": []},
+    "dynamics": {"steps": [0, 100], "seeds": [{"seed": 20261014, "prev": [0.1, 0.4], "diag": [0.2, 0.1]}]},
+    "exercise1": {"seeds": [20261014], "gaps": [0.3], "init_logit_std_d64": [0.41]},
+    "exercise2": {"seeds": [20261014], "summary": [{"d_head": 32, "gaps": [0.01]}]},
+    "kv_cache": {"seeds": [20261014], "val_loss": {"4": [4.0], "2": [4.05], "1": [4.1]}},
+    "markov": {"models": [{"model": "case big_unscaled", "val_loss": 5.171}]},
+    "positions": {"seeds": [20261014], "summary": {"none": {"val": [4.3]}}},
+    "qk_norm": {"seeds": {"small": [20261014]}, "runs": {"small_unscaled": {"val": [4.1]}}},
+    "sweep": {"rows": [[32, 4.46, 4.47, 0.01]], "seeds": 1},
+    "temperature": {"runs": [{"seed": 20261014, "val_loss": 5.1}]},
+}
+
+
+def test_every_entry_with_tables_has_an_older_shape_here():
+    assert set(OLDER_RESULTS) == set(schemas.ENTRY_RESULTS)
+
+
+@pytest.mark.parametrize("eid", sorted(OLDER_RESULTS))
+def test_an_older_shape_of_results_is_refused(eid, tmp_path):
+    """The committed entry passes; the same entry with its results in an older shape is refused in one
+    line naming the table it lacks and the command that rebuilds it."""
+    doc = _committed(f"lab_book/{eid}.json")
+    assert schemas.problem("lab_book_entry", doc) is None
+    table = "points" if eid == "sweep" else "per_seed"
+    path = tmp_path / "lab_book" / f"{eid}.json"
+    with pytest.raises(AttnlabError) as e:
+        schemas.check("lab_book_entry", {**doc, "results": OLDER_RESULTS[eid]}, path)
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: results: {table} is missing (an older shape") and "\n" not in msg, msg
+    assert f"attnlab book --only {eid}" in msg
+
+
+def test_the_deep_entry_needs_its_stretched_table_too():
+    doc = _committed("lab_book/deep.json")
+    short = {k: v for k, v in doc["results"].items() if k != "long_per_seed"}
+    assert "long_per_seed is missing" in schemas.problem("lab_book_entry", {**doc, "results": short})
+
+
+def test_an_entry_not_yet_run_has_no_tables_to_keep():
+    doc = _committed("lab_book/kv_cache.json")
+    assert schemas.problem("lab_book_entry", {**doc, "status": "not_run", "results": {}}) is None
 
 
 def test_the_names_a_claim_may_use_are_the_judges_own():

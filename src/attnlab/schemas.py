@@ -37,7 +37,17 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .config import MAX_STEPS
 from .errors import AttnlabError, DataError
@@ -255,8 +265,47 @@ class RunRef(_Open):
     status: Str = ""
 
 
+# an entry's per-seed table: seed (a string of digits) -> that seed's numbers
+PerSeed = dict[Annotated[StrictStr, Field(pattern=r"^[0-9]+$")], dict[Str, Any]]
+
+
+class PerSeedResults(_Open):
+    per_seed: PerSeed
+
+
+class DeepResults(PerSeedResults):
+    long_per_seed: PerSeed  # the stretched control
+
+
+class SweepEntryResults(_Open):
+    points: list[dict[Str, Any]]  # one per d_head
+
+
+# the results of these entries keep their numbers in these tables, the only shape read: the older
+# shapes (lists in seed order, one seed's checklist, table rows only) were migrated once
+# (scripts/migrate_lab_book_json.py, in git history) and are refused
+ENTRY_RESULTS: dict[str, type[BaseModel]] = {
+    **dict.fromkeys(
+        ("ablation", "dynamics", "exercise1", "exercise2", "kv_cache", "markov", "positions", "qk_norm", "temperature"),
+        PerSeedResults,
+    ),
+    "deep": DeepResults,
+    "sweep": SweepEntryResults,
+}
+
+
+def results_problem(entry_id: str | None, results: Any) -> str | None:
+    """What keeps the (non-empty) ``results`` of lab-book entry ``entry_id`` from today's shape, or None."""
+    schema = ENTRY_RESULTS.get(entry_id or "")
+    if schema is None or not results:
+        return None
+    why = _why(schema, results)
+    return f"{why} (an older shape of results, no longer read)" if why and why.endswith(" is missing") else why
+
+
 class LabBookEntry(_Open):
-    """data/lab_book/<id>.json: one experiment in the common envelope."""
+    """data/lab_book/<id>.json: one experiment in the common envelope (its results in today's shape:
+    :data:`ENTRY_RESULTS`)."""
 
     kind: Literal["lab_book_experiment"] = "lab_book_experiment"
     id: Str
@@ -269,6 +318,14 @@ class LabBookEntry(_Open):
     figures: list[Str] = []
     notes: list[Str] = []
     timings: TimingRecord | None = None
+
+    @field_validator("results")
+    @classmethod
+    def _today(cls, results: dict, info) -> dict:
+        why = results_problem(info.data.get("id"), results)
+        if why is not None:
+            raise ValueError(why)
+        return results
 
 
 class BookSummary(_Open):
@@ -436,8 +493,10 @@ def _where(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif str(part).startswith(("function-", "literal[", "tuple[", "list[", "dict[", "union[", "nullable[")):
-            continue  # pydantic's names of the branches it tried
+        elif str(part).startswith(
+            ("function-", "literal[", "tuple[", "list[", "dict[", "union[", "nullable[", "[key]")
+        ):
+            continue  # pydantic's names of the branches it tried (and of a mapping's key)
         else:
             out += f".{part}" if out else str(part)
     return out or "the top level"
@@ -450,7 +509,11 @@ def _short(x: Any, n: int = 40) -> str:
 
 def problem(kind: str, obj: Any) -> str | None:
     """What is wrong with ``obj`` as a document of ``kind`` (``field: problem``), or None."""
-    schema = KINDS[kind][0]
+    return _why(KINDS[kind][0], obj)
+
+
+def _why(schema: type[BaseModel], obj: Any) -> str | None:
+    """What is wrong with ``obj`` against ``schema`` (``field: problem``), or None."""
     try:
         schema.model_validate(obj)
     except ValidationError as e:

@@ -1,6 +1,6 @@
 """§1.13.4 ablation: every claim PASSes, FAILs and is INCONCLUSIVE on hand-made per-seed numbers
-(where its rule allows), and the committed record migrates (no run folder, no model) to the
-verdicts the module reports."""
+(where its rule allows), and the committed record (no run folder, no model) holds the shared
+runs and judges to the verdicts the module reports."""
 
 from __future__ import annotations
 
@@ -162,39 +162,38 @@ def _committed():
     data = REPO_ROOT / "data"
     prev = json.loads((data / "lab_book" / "ablation.json").read_text(encoding="utf-8"))["results"]
     case = json.loads((data / "ch1_case.json").read_text(encoding="utf-8"))
-    pos = json.loads((data / "lab_book" / "positions.json").read_text(encoding="utf-8"))
-    return prev, case, pos
+    return prev, case
 
 
-def _migrated():
-    prev, case, pos = _committed()
-    if "per_seed" in prev:  # already migrated: the committed results are the table
-        return prev
-    params = {c: r["params"] for c, r in prev["by_change"].items()}
-    return A.tabulate(A.legacy_table(prev, case, pos), params, case["config"]["corpus_unigram_entropy"])
-
-
-def test_the_committed_record_migrates_with_its_numbers():
-    prev, case, _ = _committed()
-    res = _migrated()
-    t = res["per_seed"]
+def test_the_committed_record_holds_the_shared_runs():
+    """The baseline and the unscaled model are the case's small pair, the model without positions is
+    §1.9's: the per-seed table holds them, with the case's own gaps."""
+    prev, case = _committed()
+    t = prev["per_seed"]
     assert list(t)[:3] == list(SEEDS)
-    # the baseline and the unscaled model of every committed seed, from the case's traces
     for s in SEEDS:
         assert {"baseline", "no_scaling", "no_positions"} <= set(t[s])
     gaps = [r["gap"] for r in case["seeds"]["runs"]]
     assert A._paired(t, "no_scaling", "val_loss_end")[:3] == pytest.approx(gaps[:3], abs=1e-5)
-    if "by_change" in prev:  # the first seed's checklist as the old results kept it
-        for c, r in prev["by_change"].items():
-            for k in ("max_grad_norm", "max_loss_jump", "early_max_jump"):
-                assert t[SEEDS[0]][c][k] == pytest.approx(r[k], rel=1e-5), (c, k)
-        assert t[SEEDS[0]]["baseline"]["clip"]["clipped_share"] == pytest.approx(
-            prev["clip_activity"]["baseline"]["clipped_share"], rel=1e-5
-        )
+
+
+def test_measuring_again_without_runs_keeps_every_committed_seed(tmp_path):
+    """No run folder and no other JSON (the root is empty): every seed's numbers come from the
+    committed per-seed table alone, unchanged."""
+    from attnlab.lab import runs as R
+    from attnlab.lab.labbook import Context
+
+    prev, _ = _committed()
+    ctx = Context(
+        R.Scale.make(False), "春眠不觉晓，处处闻啼鸟。" * 40, tmp_path, {}, A.EXPERIMENT, train=False, previous=prev
+    )
+    res = A.measure(ctx).results
+    assert res["per_seed"] == prev["per_seed"]
+    assert res["rows"] == prev["rows"] and res["params"] == prev["params"]
 
 
 def test_the_committed_record_judges_as_reported():
-    got = {c["id"]: c["verdict"] for c in A.judge(_migrated())}
+    got = {c["id"]: c["verdict"] for c in A.judge(_committed()[0])}
     assert got == {
         "ablate_no_scaling": "PASS",  # 0.244, 0.048, 0.036: within ±0.475
         "ablate_no_residual": "PASS",  # +0.357, 95% CI [+0.163, +0.551] over 5 seeds (book --decide)
@@ -206,14 +205,6 @@ def test_the_committed_record_judges_as_reported():
         "ablate_no_clipping": "NA",
         "ablate_clipping_idle": "PASS",
     }
-
-
-def test_old_results_alone_judge_without_a_crash():
-    """``attnlab report`` may meet the old one-seed form: judged as it is (one seed)."""
-    prev, _, _ = _committed()
-    claims = A.judge(prev)
-    assert {c["id"] for c in claims} == set(A.STATEMENTS)
-    assert all(c["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE", "NA") for c in claims)
 
 
 def test_seed_runs_add_the_change_and_its_baseline():

@@ -1,6 +1,6 @@
 """§1.18.5 ③ four layers: every claim PASSes, FAILs and is INCONCLUSIVE on hand-made per-seed numbers
-(where its rule allows), and the committed record migrates (no run folder, no model) to the verdicts
-the module reports, with the figure's curves kept; §1.18.4's one layer beside two likewise."""
+(where its rule allows), and the committed record (no run folder, no model) tabulates and judges to
+the verdicts the module reports, with the figure's curves kept; §1.18.4's one layer beside two likewise."""
 
 from __future__ import annotations
 
@@ -118,18 +118,13 @@ def _committed():
     return doc, portrait
 
 
-def _migrated():
-    doc, portrait = _committed()
-    table, long = D.legacy_tables(doc["results"], doc["claims"], portrait)
-    return D.tabulate(table, long) if "per_seed" not in doc["results"] else D.upgrade(doc["results"])
-
-
-def test_the_committed_record_migrates_with_its_numbers_and_curves():
+def test_the_committed_record_tabulates_to_its_numbers_and_curves():
     doc, _ = _committed()
-    res = _migrated()
+    r = doc["results"]
+    res = D.tabulate(r["per_seed"], r["long_per_seed"])
     assert list(res["per_seed"])[:3] == list(SEEDS) and list(res["long_per_seed"])[:3] == list(SEEDS)
-    assert res["rows"] == doc["results"]["rows"]  # the per-layer table
-    old = {(c["n_layer"], c["steps"]): c["val"] for c in doc["results"]["curves"]}
+    assert res["rows"] == r["rows"]  # the per-layer table
+    old = {(c["n_layer"], c["steps"]): c["val"] for c in r["curves"]}
     new = {(c["n_layer"], c["steps"]): c["val"] for c in res["curves"]}
     assert new == old  # what report.lab_book_figures.deep draws
     reach = [res["per_seed"][s]["reach_4"] for s in SEEDS]
@@ -138,8 +133,32 @@ def test_the_committed_record_migrates_with_its_numbers_and_curves():
     assert [res["per_seed"][s]["reach_2"] for s in SEEDS] == pytest.approx([0.259, -0.211, -0.0227], abs=1e-3)
 
 
+def test_the_two_layer_reach_is_the_head_portraits():
+    """The two-layer baseline's reach in the table is what the committed head portrait of the same
+    run gives (the same protocol as `attnlab heads`)."""
+    doc, portrait = _committed()
+    t = doc["results"]["per_seed"]
+    seen = 0
+    for p in [portrait, *portrait.get("other_seeds", [])]:
+        seed = str(p["config"]["seed"])
+        if seed in t and f"small_scaled_s{seed}" in str(p.get("source", {}).get("checkpoint", "")):
+            assert t[seed]["reach_2"] == pytest.approx(D.reach(p["heads"]), abs=1e-9)
+            seen += 1
+    assert seen >= 3
+
+
+def test_measuring_again_without_runs_keeps_every_committed_seed(tmp_path):
+    from attnlab.lab import runs as R
+    from attnlab.lab.labbook import Context
+
+    doc, _ = _committed()
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, D.EXPERIMENT, train=False, previous=doc["results"])
+    res = D.measure(ctx).results
+    assert res == doc["results"]
+
+
 def test_the_committed_record_judges_as_reported():
-    got = {c["id"]: (c["kind"], c["verdict"]) for c in D.judge(_migrated())}
+    got = {c["id"]: (c["kind"], c["verdict"]) for c in D.judge(_committed()[0]["results"])}
     assert got == {
         "deep_better": ("book", "FAIL"),  # 8 seeds (book --decide): −0.283, 95% CI [−0.86, +0.30] < sesoi 0.502
         "layer_division_of_labour": ("book", "FAIL"),  # 8 seeds: −0.229, 95% CI [−0.68, +0.23] < sesoi 0.502

@@ -1,5 +1,5 @@
 """§1.12.4 head dynamics (attnlab.lab.dynamics): every claim PASS, FAIL and INCONCLUSIVE (or its
-reported answer) from hand-made results; the committed results migrated and judged (the quick book
+reported answer) from hand-made results; the committed results measured again and judged (the quick book
 end to end: tests/test_labbook.py::test_dynamics_reads_the_weights_the_baseline_kept)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_fail_says_why_with_numbers_from_the_results():
     assert "0.015" in D.EXPERIMENT.why["prev_head_forms"](res) and "0.165" in D.EXPERIMENT.why["prev_head_forms"](res)
 
 
-def test_committed_results_migrate_and_judge(tmp_path):
+def test_committed_results_measure_and_judge(tmp_path):
     doc = json.loads((REPO_ROOT / "data" / "lab_book" / "dynamics.json").read_text(encoding="utf-8"))
     old = doc["results"]
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, D.EXPERIMENT, train=False, previous=old)

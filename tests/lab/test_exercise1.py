@@ -1,5 +1,6 @@
 """§1.20.1 exercise 1: every claim PASSes, FAILs and is INCONCLUSIVE on hand-made per-seed numbers,
-and the committed record (the exercise's and the case's) migrates to the verdicts the module reports."""
+and the committed record (the exercise's pairs and the case's beside them) judges to the verdicts the
+module reports."""
 
 from __future__ import annotations
 
@@ -69,39 +70,41 @@ def test_every_fail_has_a_why_with_the_results_numbers():
 
 
 # ---------------------------------------------------------------------- the committed record
-def _migrated():
+def _committed():
     data = REPO_ROOT / "data"
     prev = json.loads((data / "lab_book" / "exercise1.json").read_text(encoding="utf-8"))["results"]
     case = json.loads((data / "ch1_case.json").read_text(encoding="utf-8"))
-    return prev, E.tabulate(**E.legacy_tables(prev, case))
+    return prev, case
 
 
-def test_the_committed_record_migrates_with_its_numbers():
-    prev, res = _migrated()
-    t = res["per_seed"]
-    if "gaps" in prev:  # the old form: gaps and logit stds in seed order
-        assert [t[s]["d64_gap"] for s in SEEDS] == pytest.approx(prev["gaps"])
-        assert [t[s]["d64_init_logit_std"] for s in SEEDS] == pytest.approx(prev["init_logit_std_d64"])
-        assert [t[s]["d32_init_logit_std"] for s in SEEDS] == pytest.approx(prev["init_logit_std_d32"], abs=1e-4)
+def test_the_committed_record_holds_the_case_pairs():
+    """The d_head 32 and 256 pairs are the case's runs: the table's gaps are the case's."""
+    prev, case = _committed()
+    t = prev["per_seed"]
+    runs = {r["config"]["seed"]: r for r in [case["pairs"]["small_unscaled"], *case["seed_runs"]["small_unscaled"]]}
+    for s in SEEDS:
+        assert t[s]["d32_val_unscaled"] == pytest.approx(runs[int(s)]["val_loss_end"])
     assert [t[s]["d32_gap"] for s in SEEDS] == pytest.approx([0.2441, 0.0482, 0.0360], abs=1e-4)
     assert [t[s]["d256_gap"] for s in SEEDS] == pytest.approx([1.044, 0.8818, 0.8447], abs=1e-3)
-    assert [row[0] for row in res["rows"]][:3] == [int(s) for s in SEEDS]
+
+
+def test_measuring_again_without_runs_keeps_every_committed_seed(tmp_path):
+    from attnlab.lab import runs as R
+    from attnlab.lab.labbook import Context
+
+    prev, _ = _committed()
+    ctx = Context(R.Scale.make(False), "", tmp_path, {}, E.EXPERIMENT, train=False, previous=prev)
+    assert E.measure(ctx).results == prev
 
 
 def test_the_committed_record_judges_as_reported():
-    _, res = _migrated()
-    assert {c["id"]: c["verdict"] for c in E.judge(res)} == {
+    prev, _ = _committed()
+    assert [row[0] for row in prev["rows"]][:3] == [int(s) for s in SEEDS]
+    assert {c["id"]: c["verdict"] for c in E.judge(prev)} == {
         "ex1_gap_small_not_zero": "PASS",  # 6 seeds (3 until issue 22's runs: INCONCLUSIVE, ~5 seeds needed)
         "ex1_gap_above_d32": "INCONCLUSIVE",  # +0.09, +0.23, +0.05
         "ex1_logit_std_sqrt2": "PASS",  # 1.42, 1.42, 1.41
     }
-
-
-def test_old_results_alone_judge_without_a_crash():
-    prev, _ = _migrated()
-    claims = {c["id"]: c for c in E.judge(prev)}
-    assert set(claims) == set(E.WHY)
-    assert claims["ex1_gap_small_not_zero"]["verdict"] in ("INCONCLUSIVE", "PASS")
 
 
 def test_seed_runs_of_not_zero_add_the_big_pair():

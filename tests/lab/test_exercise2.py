@@ -1,6 +1,6 @@
 """§1.20.2 exercise 2 (attnlab.lab.exercise2): every claim can PASS, FAIL and (where its rule
-allows) be INCONCLUSIVE; the committed results migrate and judge as reported; §1.8's four heads of
-d_head 64 judged on the fixed-d_model variant."""
+allows) be INCONCLUSIVE; the committed results, measured again without a run folder, judge as reported;
+§1.8's four heads of d_head 64 judged on the fixed-d_model variant."""
 
 import copy
 import json
@@ -32,7 +32,7 @@ def verdicts(r):
     return {c["id"]: c["verdict"] for c in X.judge(r)}
 
 
-def migrated(previous=COMMITTED, root=None):
+def measured(previous=COMMITTED, root=None):
     ctx = Context(Scale(), "", Path(root or "/nonexistent"), {}, X.EXPERIMENT, train=False, previous=previous)
     return X.measure(ctx).results
 
@@ -85,8 +85,9 @@ def test_direction_fixed_d_model(d256, expected):
     assert verdicts(r)["ex2_direction_fixed_d_model"] == expected
 
 
-def test_committed_results_migrate_and_judge_as_reported():
-    res = migrated()
+def test_committed_results_measure_and_judge_as_reported():
+    res = measured()
+    assert res["per_seed"] == COMMITTED["per_seed"] and res["diag_means"] == COMMITTED["diag_means"]
     assert res["seeds"] == res["fixed_seeds"] == COMMITTED["seeds"]
     old = {(f, x["d_head"]): x for f, pts in ((0, COMMITTED["summary"]), (1, COMMITTED["fixed_summary"])) for x in pts}
     new = {(f, x["d_head"]): x for f, pts in ((0, res["summary"]), (1, res["fixed_summary"])) for x in pts}
@@ -104,38 +105,11 @@ def test_committed_results_migrate_and_judge_as_reported():
     assert (res["critical_d_head"], res["collapse_d_head"]) == (128, 128)
     assert verdicts(COMMITTED) == verdicts(res)
     assert (
-        X.measure(  # measuring the migrated results again changes nothing
+        X.measure(  # measuring the results again changes nothing
             Context(Scale(), "", Path("/nonexistent"), {}, X.EXPERIMENT, train=False, previous=copy.deepcopy(res))
         ).results
         == res
     )
-
-
-OLD_KEYS = ("d_head", "d_model", "n_head", "gap_mean", "gap_sd", "gaps", *X.DIAGS, "val_curve")
-
-
-def older(res):
-    """Results as the older entry wrote them: gaps per seed in ``summary``, diagnostics as means only."""
-    return {
-        "seeds": res["seeds"],
-        "fixed_seeds": res["fixed_seeds"],
-        "summary": [{k: x[k] for k in OLD_KEYS} for x in res["summary"]],
-        "fixed_summary": [{k: x[k] for k in OLD_KEYS} for x in res["fixed_summary"]],
-        "critical_d_head": 96,
-        "threshold": 0.1,
-    }
-
-
-def test_older_results_migrate_to_the_same_numbers():
-    res = migrated()
-    again = migrated(previous=older(res))
-    old = set(again["per_seed"])  # the older format held the exercise's own seeds; later seeds came from the case
-    assert again["per_seed"] == {
-        s: {k: v for k, v in row.items() if k.startswith("gap_")} for s, row in res["per_seed"].items() if s in old
-    }
-    if old == set(res["per_seed"]):
-        assert again["summary"] == res["summary"] and again["fixed_summary"] == res["fixed_summary"]
-        assert verdicts(older(res)) == verdicts(res)  # the older results judge alike, without a migration
 
 
 def test_a_seed_measured_now_joins_the_committed_means_weighted_by_seeds():
@@ -156,7 +130,7 @@ def test_whys_take_their_numbers_from_the_results():
 
 def test_nothing_measured_is_not_run():
     with pytest.raises(NotAvailable):
-        migrated(previous=None)
+        measured(previous=None)
 
 
 def test_quick_measure_end_to_end(tmp_path, one_thread):

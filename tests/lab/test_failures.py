@@ -280,7 +280,7 @@ def test_kv_cache_evaluation_equals_teacher_forcing_only_without_the_leak(one_th
 def test_quick_inference_end_to_end(tmp_path, text, one_thread):
     from attnlab.lab.labbook import run_book
 
-    run_book([L.EXPERIMENT], text, tmp_path, scale=R.Scale.make(True), progress=False, log=lambda s: None)
+    run_book([L.EXPERIMENT], text, tmp_path, scale=R.Scale.make(True), log=lambda s: None)
     doc = json.loads((tmp_path / "data" / "lab_book" / "failures.json").read_text(encoding="utf-8"))
     assert doc["status"] == "done" and all(r["done"] for r in doc["runs"])
     row = doc["results"]["inference"]["per_seed"][str(R.BOOK_SEED)]

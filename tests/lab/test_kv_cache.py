@@ -76,11 +76,3 @@ def test_no_trained_runs_leave_only_the_formulas():
         "kv_formula_MQA",
         "kv_formula_matches_model",
     }
-
-
-def test_old_results_migrate_to_a_per_seed_table():
-    old = {"seeds": [1, 2], "val_loss": {"4": [4.0, 4.1], "2": [4.05, 4.12], "1": [4.1, 4.2]}}
-    assert K._legacy_table(old) == {
-        "1": {"val_4": 4.0, "val_2": 4.05, "val_1": 4.1},
-        "2": {"val_4": 4.1, "val_2": 4.12, "val_1": 4.2},
-    }

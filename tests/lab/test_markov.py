@@ -1,5 +1,5 @@
 """§1.22.2 checkpoint ② (attnlab.lab.markov): every claim can PASS, FAIL and (where its rule allows)
-be INCONCLUSIVE; the committed results migrate (every seed of the case) and judge as reported."""
+be INCONCLUSIVE; the committed numbers (every seed of the case) judge as reported."""
 
 import copy
 import json
@@ -31,7 +31,7 @@ def verdicts(r):
     return {c["id"]: c["verdict"] for c in M.judge(r)}
 
 
-def migrated():
+def committed_numbers():
     """What measure stores from the committed numbers alone (no torch, no runs): the case's every seed
     and the committed floor."""
     return {"floor": COMMITTED["floor"], "per_seed": M.case_table(CASE)}
@@ -79,7 +79,7 @@ def test_only_the_floor_without_the_case():
 
 
 def test_committed_results_judge_every_seed():
-    res = migrated()
+    res = committed_numbers()
     assert M.case_table(CASE)[str(BOOK_SEED)]["big_unscaled"] == pytest.approx(5.171, abs=1e-3)
     assert len(res["per_seed"]) == 1 + len(CASE["seed_runs"]["small_scaled"])  # every seed of the case
     claims = {c["id"]: c for c in M.judge(res)}
@@ -94,20 +94,10 @@ def test_committed_results_judge_every_seed():
     assert claims["dead_attention_near_markov"]["inputs"]["big_unscaled_minus_bigram"][:3] == pytest.approx(
         [0.375, 0.407, 0.193], abs=2e-3
     )
-    # the older results listed models by name, the big pair on the first seed only
-    older = {
-        "models": [
-            {"model": "case big_unscaled", "val_loss": 5.171, "source": "data/ch1_case.json"},
-            {"model": "case small_scaled seed 20261015", "val_loss": 4.099, "source": "data/ch1_case.json"},
-            {"model": "sweep d_head=32 scaled", "val_loss": 4.465, "source": "data/sweep_critical_dimension.json"},
-        ]
-    }
-    assert M._legacy_table(older) == {str(BOOK_SEED): {"big_unscaled": 5.171}, "20261015": {"small_scaled": 4.099}}
-    assert M._legacy_table(res) == res["per_seed"]
 
 
 def test_why_names_every_seed_and_the_residual_stream():
-    why = M.WHY["dead_attention_near_markov"](migrated())
+    why = M.WHY["dead_attention_near_markov"](committed_numbers())
     n = 1 + len(CASE["seed_runs"]["big_unscaled"])
     assert "+0.375, +0.407, +0.193" in why and f"0 of {n}" in why and "residual stream" in why
 

@@ -1,5 +1,5 @@
 """§1.9 positions (attnlab.lab.positions): every claim PASS, FAIL and INCONCLUSIVE from hand-made
-results; the committed results migrated and judged (the quick book: tests/test_labbook.py)."""
+results; the committed results measured again and judged (the quick book: tests/test_labbook.py)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_every_fail_says_why_with_numbers_from_the_results():
     assert "0.45" in P.EXPERIMENT.why["positions_order_not_learned"](res)
 
 
-def test_committed_results_migrate_and_judge(tmp_path):
+def test_committed_results_measure_and_judge(tmp_path):
     doc = json.loads((REPO_ROOT / "data" / "lab_book" / "positions.json").read_text(encoding="utf-8"))
     old = doc["results"]
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, P.EXPERIMENT, train=False, previous=old)

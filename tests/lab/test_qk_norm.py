@@ -1,5 +1,5 @@
 """§1.7.8 QK-norm: every claim PASS, FAIL and INCONCLUSIVE from hand-made results; the committed
-results migrated to per-seed tables and judged (the quick book end to end: tests/test_labbook.py)."""
+results measured again and judged (the quick book end to end: tests/test_labbook.py)."""
 
 from __future__ import annotations
 
@@ -143,8 +143,8 @@ def committed_results(tmp_path) -> dict:
     return Q.measure(ctx).results, doc["results"]
 
 
-def test_committed_results_migrate_and_judge(tmp_path):
-    """No run folder: the per-seed table comes from the committed (old-format) results and the case."""
+def test_committed_results_measure_and_judge(tmp_path):
+    """No run folder: the per-seed table comes from the committed results and the case."""
     res, old = committed_results(tmp_path)
     assert list(res["per_seed"]) == ["20261014", "20261015", "20261016"]
     assert res["gap"]["small"] == pytest.approx(old["gap"]["small"])

@@ -1,5 +1,5 @@
 """§1.6.3 exercise ⑬ (attnlab.lab.temperature): every claim PASS, FAIL and INCONCLUSIVE from
-hand-made results; the committed results migrated and judged (the quick book: tests/test_labbook.py)."""
+hand-made results; the committed results measured again and judged (the quick book: tests/test_labbook.py)."""
 
 from __future__ import annotations
 
@@ -70,12 +70,12 @@ def test_every_fail_says_why_with_numbers_from_the_results():
     assert "%" in T.EXPERIMENT.why["temp_does_not_rescue"](res)
 
 
-def test_committed_results_migrate_and_judge(tmp_path):
+def test_committed_results_measure_and_judge(tmp_path):
     doc = json.loads((REPO_ROOT / "data" / "lab_book" / "temperature.json").read_text(encoding="utf-8"))
     ctx = Context(R.Scale.make(False), "", tmp_path, {}, T.EXPERIMENT, train=False, previous=doc["results"])
     res = T.measure(ctx).results
     assert res["rows"] == doc["results"]["rows"]
-    assert res["per_seed"] == doc["results"]["per_seed"]  # measuring the migrated record again changes nothing
+    assert res["per_seed"] == doc["results"]["per_seed"]  # measuring the committed record again changes nothing
     claims = {c["id"]: c for c in T.judge(res)}
     assert claims["temp_goes_down"]["verdict"] == "FAIL"  # was FAIL: every temperature rose
     assert claims["temp_does_not_rescue"]["verdict"] == "PASS"  # was PASS: 0.96 ± 0.14 worse than scaled

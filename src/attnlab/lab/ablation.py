@@ -8,12 +8,10 @@ it diverged, the largest gradient norm, the largest step-to-step rise of the tra
 loss (over the run and over its first seventh) and, for the baseline and the run
 without clipping, how much work clipping had after warmup.
 
-The committed record of the runs is the first seed's checklist (data/lab_book/ablation.json
-in its old form) plus, for every seed, what other experiments committed of the runs
-the ablation shares with them: the baseline and the unscaled model are the case's
-small pair (data/ch1_case.json keeps their per-step loss traces, and the gradient norms of the
-first seed only), the model without positions is §1.9's (data/lab_book/positions.json keeps
-its validation loss). Further seeds join from their run folders (``common.seed_table``).
+The committed record of the runs is the per-seed table of data/lab_book/ablation.json (the
+baseline and the unscaled model are the case's small pair, the model without positions is
+§1.9's: shared runs, measured once). Further seeds join from their run folders
+(``common.seed_table``).
 
 Judged: each row of the chapter's table in its own words, by the effect rule on the
 paired differences (spikes and jitter as log ratios against the baseline), "small on
@@ -27,11 +25,10 @@ import math
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.case import runs_by_name
 from ..verdicts import claim
 from . import runs as R
-from .common import MAX_SEEDS, committed, rnd, seed_table
-from .labbook import Context, Experiment, NotAvailable, Outcome
+from .common import rnd, seed_table
+from .labbook import Context, Experiment, Outcome
 
 ABL_ORDER = (
     "baseline",
@@ -124,74 +121,6 @@ def _measure_run(scale: R.Scale, change: str, f) -> dict:
     )
 
 
-# ------------------------------------------------------------------- the committed record
-def _legacy_own(prev: dict | None) -> dict:
-    """{seed: {change: numbers}} from this experiment's committed results (old: one seed's by_change)."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    if "by_change" not in prev:
-        return {}
-    clip = prev.get("clip_activity", {})
-    rows = {}
-    for c, r in prev["by_change"].items():
-        rows[c] = {
-            "val_loss_end": None if r["diverged"] else r["val_loss_end"],
-            "diverged": r["diverged"],
-            "max_grad_norm": r["max_grad_norm"],
-            "max_loss_jump": r["max_loss_jump"],
-            "early_max_jump": r["early_max_jump"],
-        }
-        if c in clip:
-            rows[c]["clip"] = clip[c]
-    return {str(prev["seed"]): rows}
-
-
-def _legacy_shared(scale: R.Scale, case_doc: dict | None, positions_doc: dict | None) -> dict:
-    """{seed: {change: numbers}} of the runs other experiments committed: the baseline and the
-    unscaled model from the case's traces, the model without positions from §1.9's validation losses."""
-    out: dict[str, dict] = {}
-    entries = runs_by_name(case_doc) if case_doc else {}
-    for i in range(MAX_SEEDS):
-        seed = R.BOOK_SEED + i
-        for c in ("baseline", "no_scaling"):
-            e = entries.get(R.ablation_run(scale, c, seed).name)
-            if e is None or "trace" not in e:
-                continue
-            t = e["trace"]
-            out.setdefault(str(seed), {})[c] = _numbers(
-                # the case's further seeds keep the loss trace only (no gradient norms)
-                t["loss"],
-                t.get("grad_norm"),
-                t["step"],
-                e.get("val_loss_end"),
-                e.get("diverged_at"),
-                _clip_cfg(scale, c),
-            )
-    res = (positions_doc or {}).get("results") or {}
-    none = res.get("summary", {}).get("none", {})
-    for seed, v in zip(res.get("seeds", []), none.get("val", [])):
-        out.setdefault(str(seed), {})["no_positions"] = {
-            "val_loss_end": v,
-            "diverged": False,
-            "max_grad_norm": None,
-            "max_loss_jump": None,
-            "early_max_jump": None,
-        }
-    return out
-
-
-def legacy_table(prev: dict | None, case_doc: dict | None = None, positions_doc: dict | None = None) -> dict:
-    """{seed: {change: numbers}} from the committed JSON alone (no run folder, no model): this
-    experiment's own results first, then the case's and §1.9's records of the runs it shares."""
-    scale = R.Scale()
-    table = _legacy_shared(scale, case_doc, positions_doc)
-    for seed, rows in _legacy_own(prev).items():
-        table.setdefault(seed, {}).update(rows)
-    return {s: table[s] for s in sorted(table, key=int)}
-
-
 def _params(scale: R.Scale) -> dict:
     """Parameter count of each change's model (a function of its Config; nothing trained)."""
     from ..model import TinyGPT
@@ -209,21 +138,13 @@ def _unigram(ctx: Context) -> float:
 
 
 def measure(ctx: Context) -> Outcome:
-    legacy: dict = {}
-    if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
-        docs = {}
-        for name in ("ch1_case.json", "lab_book/positions.json"):
-            try:
-                docs[name] = committed(ctx, name)
-            except NotAvailable:
-                docs[name] = None
-        legacy = legacy_table(ctx.previous, docs["ch1_case.json"], docs["lab_book/positions.json"])
+    stored = (ctx.previous or {}).get("per_seed", {})
     tables = {
         c: seed_table(
             ctx,
             lambda s, c=c: [R.ablation_run(ctx.scale, c, s)],
             lambda fs, c=c: _measure_run(ctx.scale, c, fs[0]),
-            {s: rows[c] for s, rows in legacy.items() if c in rows},
+            {s: rows[c] for s, rows in stored.items() if c in rows},
         )
         for c in ABL_ORDER
     }
@@ -295,15 +216,6 @@ def tabulate(per_seed: dict, params: dict, unigram: float | None) -> dict:
     }
 
 
-def upgrade(res: dict) -> dict:
-    """Results in the old one-seed form, judged as they are (pure; ``measure`` also brings in the
-    other seeds the case and §1.9 committed)."""
-    if "per_seed" in res:
-        return res
-    params = {c: r["params"] for c, r in res.get("by_change", {}).items()}
-    return tabulate(legacy_table(res), params, None)
-
-
 # ---------------------------------------------------------------------------------- judge
 def _paired(per_seed: dict, change: str, key: str, how: str = "diff") -> list[float]:
     """change − baseline (or log(change / baseline)) seed by seed, seeds that have both."""
@@ -331,7 +243,6 @@ def _ratios(xs: list[float]) -> list[float]:
 
 def _evidence(res: dict) -> dict[str, tuple[S.Judgement, dict[str, S.Judgement], dict]]:
     """Every claim's judgement, its named parts and its inputs, from the results alone (pure)."""
-    res = upgrade(res)
     t, params = res["per_seed"], res["params"]
 
     def col(c, key):

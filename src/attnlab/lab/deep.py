@@ -7,9 +7,9 @@ best validation loss, the training loss of the last 100 steps, the validation cu
 and the head portrait of every four-layer model (the same protocol as `attnlab heads`)
 with its reach: the last layer's mean attention distance minus layer 0's.
 
-The two-layer reach at 1500 steps is the head portrait the case's runs committed
-(data/head_portrait.json, one portrait per seed). Further seeds join from their run
-folders (``common.seed_table``).
+The committed record is the two per-seed tables of data/lab_book/deep.json (the two-layer
+reach at 1500 steps from the same protocol's portrait of the baseline). Further seeds join
+from their run folders (``common.seed_table``).
 
 Judged: the chapter's §1.18.5 sentence — four layers show a clearer division of labour
 than two (paired per seed) and, within four layers, the last layer looks further than
@@ -149,96 +149,15 @@ def _measure_long(ctx: Context, fs) -> dict:
     }
 
 
-# ------------------------------------------------------------------- the committed record
-def _two_layer_reach(portrait_doc: dict | None) -> dict[str, float]:
-    """{seed: reach} of the two-layer baseline from the committed head portraits (one per seed)."""
-    if not portrait_doc:
-        return {}
-    out = {}
-    for doc in [portrait_doc, *portrait_doc.get("other_seeds", [])]:
-        seed, heads = (doc.get("config") or {}).get("seed"), doc.get("heads")
-        name = str((doc.get("source") or {}).get("checkpoint", ""))
-        if seed is not None and heads and f"small_scaled_s{seed}" in name:
-            out[str(seed)] = reach(heads)
-    return out
-
-
-def legacy_tables(
-    prev: dict | None, prev_claims: list[dict] | None = None, portrait_doc: dict | None = None
-) -> tuple[dict, dict]:
-    """({seed: 1500-step numbers}, {seed: stretched-run numbers}) from the committed JSON alone
-    (pure). Results written before this module kept lists in seed order, the four-layer portraits
-    at 1500 steps, and the stretched runs' reach only in their claim."""
-    two = _two_layer_reach(portrait_doc)
-    if not prev:
-        return {}, {}
-    if "per_seed" in prev:
-        table = {s: dict(row) for s, row in prev["per_seed"].items()}
-        for s, row in table.items():
-            if row.get("reach_2") is None and s in two:
-                row["reach_2"] = two[s]
-        return table, prev.get("long_per_seed", {})
-    curves = {(c["n_layer"], c["steps"]): c["val"] for c in prev.get("curves", [])}
-    steps = sorted({c["steps"] for c in prev.get("curves", [])})
-    short, long_steps = (steps[0], steps[-1]) if steps else (None, None)
-    table = {}
-    for i, s in enumerate(prev.get("seeds", [])):
-        heads = prev.get("heads", {}).get(str(s))
-        table[str(s)] = {
-            "val_4": prev["val_4_layers"][i],
-            "val_2": prev["val_2_layers"][i],
-            "train_4": prev["train_4_layers"][i],
-            "train_2": prev["train_2_layers"][i],
-            "reach_4": reach(heads) if heads else None,
-            "reach_2": two.get(str(s)),
-            "curve_4": curves.get((4, short), [])[i] if i < len(curves.get((4, short), [])) else None,
-            "curve_2": curves.get((2, short), [])[i] if i < len(curves.get((2, short), [])) else None,
-            "heads_4": heads,
-        }
-    lg = prev.get("long", {})
-    reach_long = next(
-        (
-            c["measured"]["last_minus_first_long"]["seeds"]
-            for c in prev_claims or []
-            if c.get("id") == "layer_division_of_labour"
-            and isinstance(c.get("measured"), dict)
-            and "last_minus_first_long" in c["measured"]
-        ),
-        [],
-    )
-    long = {}
-    for i, s in enumerate(lg.get("seeds", [])):
-        c4, c2 = curves.get((4, long_steps), []), curves.get((2, long_steps), [])
-        long[str(s)] = {
-            "steps": long_steps,
-            "val_4": lg["val"]["4"][i],
-            "val_2": lg["val"]["2"][i],
-            "train_4": lg["train"]["4"][i],
-            "train_2": lg["train"]["2"][i],
-            "best_val_4": lg["best_val"]["4"][i],
-            "best_val_2": lg["best_val"]["2"][i],
-            "reach_4": reach_long[i] if i < len(reach_long) else None,  # kept to 3 digits by the old claim
-            "curve_4": c4[i] if i < len(c4) else None,
-            "curve_2": c2[i] if i < len(c2) else None,
-        }
-    return table, long
-
-
 def measure(ctx: Context) -> Outcome:
-    table_prev, long_prev = {}, {}
-    portrait_doc = None
+    stored = ctx.previous or {}  # measured once: the seeds whose runs are gone keep their committed numbers
+    table_prev, long_prev = stored.get("per_seed", {}), stored.get("long_per_seed", {})
+    portrait_doc = None  # the two-layer model's division for §1.18.4, where its portraits are committed
     if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
         try:
             portrait_doc = committed(ctx, "head_portrait.json")
         except NotAvailable:
             portrait_doc = None
-        prev_claims = None
-        if ctx.previous and "per_seed" not in ctx.previous:  # the old form kept the long reach in a claim
-            try:
-                prev_claims = committed(ctx, "lab_book/deep.json").get("claims")
-            except NotAvailable:
-                prev_claims = None
-        table_prev, long_prev = legacy_tables(ctx.previous, prev_claims, portrait_doc)
     table = seed_table(ctx, lambda s: runs_of_seed(ctx.scale, s), lambda fs: _measure_1500(ctx, fs), table_prev)
     long = seed_table(ctx, lambda s: long_runs_of_seed(ctx.scale, s), lambda fs: _measure_long(ctx, fs), long_prev)
     res = tabulate(table, long, steps=ctx.scale.steps)
@@ -248,13 +167,6 @@ def measure(ctx: Context) -> Outcome:
         notes.append(f"{len(table)} of {ctx.scale.seeds} seeds")
     if len(long) < ctx.scale.seeds:
         notes.append(f"加倍训练的对照 {len(long)}/{ctx.scale.seeds} 个种子 / the longer control: {len(long)} seeds")
-    missing = [s for s, row in table.items() if row.get("reach_2") is None]
-    if missing:
-        notes.append(
-            "两层模型的头部画像未存 / the two-layer head portrait is not stored for seeds "
-            + ", ".join(missing)
-            + " (measured by attnlab heads runs/case/small_scaled_s<seed>/ckpt.pt)"
-        )
     status = "done" if len(table) >= ctx.scale.seeds and len(long) >= ctx.scale.seeds else "partial"
     return Outcome(results=res, figures=[ctx.fig("curves.png")], notes=notes, status=status)
 
@@ -393,15 +305,6 @@ def tabulate(table: dict, long: dict, steps: int | None = None) -> dict:
     }
 
 
-def upgrade(res: dict) -> dict:
-    """Results written before this module, judged as they are (pure: the two-layer portraits and the
-    stretched runs' reach that ``measure`` also brings in are not in them)."""
-    if "per_seed" in res:
-        return res
-    table, long = legacy_tables(res)
-    return tabulate(table, long)
-
-
 # ---------------------------------------------------------------------------------- judge
 def _col(t: dict, key: str) -> list[float]:
     return [row[key] for row in t.values() if row.get(key) is not None]
@@ -420,7 +323,6 @@ def judge(res: dict) -> list[dict]:
 
 
 def _judge_layers(res: dict) -> list[dict]:
-    res = upgrade(res)
     t, lg = res["per_seed"], res["long_per_seed"]
     sesoi = res.get("sesoi_reach") or sesoi_reach()
     clearer = _diff(t, "reach_4", "reach_2")
@@ -516,8 +418,7 @@ def _fmt(xs: list[float], signed: bool = True) -> str:
 
 
 def _why_long(res: dict) -> str:
-    r = upgrade(res)
-    t, lg = r["per_seed"], r["long_per_seed"]
+    t, lg = res["per_seed"], res["long_per_seed"]
     both = [s for s in lg if s in t]
     return (
         "训练前的预测错了（我们的，不是书的）/ our prediction was wrong: 拉长后 4 层减 2 层的最终验证 loss "
@@ -533,9 +434,8 @@ def _why_long(res: dict) -> str:
 
 def _why_reach(key: str, table: str):
     def why(res: dict) -> str:
-        r = upgrade(res)
-        xs = _col(r[table], key)
-        j = _effect(xs, r.get("sesoi_reach") or sesoi_reach())
+        xs = _col(res[table], key)
+        j = _effect(xs, res.get("sesoi_reach") or sesoi_reach())
         return (
             "书提出的是一个问题，这里的答案是“没有” / the book asks; the answer here is no: 最后一层减第 0 层的平均注意力"
             f"距离 {_fmt(xs)} / last minus first mean distance {_fmt(xs)}: {j.detail}"
@@ -545,7 +445,7 @@ def _why_reach(key: str, table: str):
 
 
 def _why_clearer(res: dict) -> str:
-    t = upgrade(res)["per_seed"]
+    t = res["per_seed"]
     return (
         f"4 层的分工不比 2 层更明显 / four layers divide no more clearly than two: 4 层 {_fmt(_col(t, 'reach_4'))}，"
         f"2 层 {_fmt(_col(t, 'reach_2'))}（最后一层减第 0 层的平均距离）/ last-minus-first distance"
@@ -553,7 +453,7 @@ def _why_clearer(res: dict) -> str:
 
 
 def _why_slower(res: dict) -> str:
-    t = upgrade(res)["per_seed"]
+    t = res["per_seed"]
     return (
         f"同样步数下 4 层的训练 loss 不比 2 层高：差 {_fmt(_diff(t, 'train_4', 'train_2'))} / four layers do not fit "
         "worse after the same steps"

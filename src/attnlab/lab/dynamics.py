@@ -45,32 +45,18 @@ def _measure(ctx: Context, fs: list) -> dict:
     }
 
 
-def _legacy_table(prev: dict | None) -> dict:
-    """Per-seed numbers of results written before per-seed tables ({"steps", "seeds": [{"seed",
-    "prev", "diag", "heads"}]})."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    steps = prev.get("steps", [])
-    return {
-        str(p["seed"]): {"steps": list(steps), **{k: p[k] for k in ("prev", "diag", "heads") if k in p}}
-        for p in prev.get("seeds", [])
-    }
-
-
 def measure(ctx: Context) -> Outcome:
     from ..diagnostics import uniform_reference
     from ..experiments.heads import POSITIONS
 
-    legacy = _legacy_table(ctx.previous)
-    table = seed_table(ctx, lambda s: [R.baseline(ctx.scale, s)], lambda fs: _measure(ctx, fs), legacy)
+    stored = (ctx.previous or {}).get("per_seed", {})
+    table = seed_table(ctx, lambda s: [R.baseline(ctx.scale, s)], lambda fs: _measure(ctx, fs), stored)
     missing = []
     for s in list(table):
         if "missing" in table[s]:
             missing.append(table[s]["missing"])
-            if s in legacy:
-                table[s] = legacy[s]  # its weights are gone, its committed numbers are not
+            if s in stored:
+                table[s] = stored[s]  # its weights are gone, its committed numbers are not
             else:
                 del table[s]
     if not table:

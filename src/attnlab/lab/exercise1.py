@@ -5,9 +5,9 @@ case's d_head 32 pair (the same seed, the same batches) and, where they are, the
 d_head 256 pair. Measured per seed: each pair's gap (unscaled − scaled final validation
 loss) and the initial layer-0 logit std of the unscaled models at d_head 64 and 32.
 
-The committed record is the exercise's own results (data/lab_book/exercise1.json) and the
-case's (data/ch1_case.json: every seed's d_head 32 and 256 validation losses and the
-d_head 32 traces). Further seeds join from their run folders (``common.seed_table``).
+The committed record is the exercise's per-seed table (data/lab_book/exercise1.json), which
+holds the case's d_head 32 and 256 pairs beside the exercise's own (shared runs, measured
+once). Further seeds join from their run folders (``common.seed_table``).
 
 Judged, in the chapter's words: "不大但不为零" by the effect rule on the d_head 64 gap
 (above 0, and below the same seed's d_head 256 gap); "离饱和更近一步" as the paired
@@ -20,11 +20,10 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
-from ..experiments.case import runs_by_name
 from ..verdicts import claim
 from . import runs as R
-from .common import MAX_SEEDS, committed, final_val, paired, rnd, seed_table
-from .labbook import Context, Experiment, NotAvailable, Outcome
+from .common import final_val, paired, rnd, seed_table
+from .labbook import Context, Experiment, Outcome
 
 SECTION = "§1.20.1"
 # fixed before looking: a loss gap below 0.01 nats (1% perplexity) is no gap (as §1.8.8's)
@@ -51,56 +50,19 @@ def _pair(fs) -> dict:
     return {"val_unscaled": final_val(unscaled), "val_scaled": final_val(scaled)}
 
 
-# ------------------------------------------------------------------- the committed record
-def _case_tables(case_doc: dict | None) -> tuple[dict, dict]:
-    """({seed: d_head 32 numbers}, {seed: d_head 256 numbers}) from the case's committed runs."""
-    small, big = {}, {}
-    entries = runs_by_name(case_doc) if case_doc else {}
-    scale = R.Scale()
-    for i in range(MAX_SEEDS):
-        seed = R.BOOK_SEED + i
-        u, s = (entries.get(R.case_run(scale, "small", sc, seed).name) for sc in (False, True))
-        if u and s:
-            small[str(seed)] = {"val_unscaled": u["val_loss_end"], "val_scaled": s["val_loss_end"]}
-            ls = ((u.get("trace") or {}).get("layers") or [{}])[0].get("logit_std")
-            if ls:
-                small[str(seed)]["init_logit_std"] = ls[0]
-        u, s = (entries.get(R.case_run(scale, "big", sc, seed).name) for sc in (False, True))
-        if u and s:
-            big[str(seed)] = {"val_unscaled": u["val_loss_end"], "val_scaled": s["val_loss_end"]}
-    return small, big
-
-
-def legacy_tables(prev: dict | None, case_doc: dict | None = None) -> dict[str, dict]:
-    """{"d64": .., "d32": .., "d256": ..} per-seed tables from the committed JSON alone (pure).
-    Results written before this module kept the d_head 64 gaps and both initial logit stds in seed
-    order, not the losses themselves: a migrated seed has its gap, not its two losses."""
-    small, big = _case_tables(case_doc)
-    d64: dict = {}
-    if prev and "per_seed" in prev:
-        for s, row in prev["per_seed"].items():
-            d64[s] = {k[4:]: v for k, v in row.items() if k.startswith("d64_")}
-            got32 = {k[4:]: v for k, v in row.items() if k.startswith("d32_")}
-            got256 = {k[5:]: v for k, v in row.items() if k.startswith("d256_")}
-            small.setdefault(s, {}).update({k: v for k, v in got32.items() if v is not None})
-            big.setdefault(s, {}).update({k: v for k, v in got256.items() if v is not None})
-    elif prev:
-        ls32 = prev.get("init_logit_std_d32", [])
-        for i, s in enumerate(prev.get("seeds", [])):
-            d64[str(s)] = {"gap": prev["gaps"][i], "init_logit_std": prev["init_logit_std_d64"][i]}
-            if i < len(ls32):
-                small.setdefault(str(s), {}).setdefault("init_logit_std", ls32[i])
-    return {"d64": d64, "d32": {s: r for s, r in small.items() if r}, "d256": {s: r for s, r in big.items() if r}}
+def _stored_tables(prev: dict | None) -> dict[str, dict]:
+    """{"d64": .., "d32": .., "d256": ..} per-seed tables of the committed results (the columns of
+    their per-seed table, split by pair)."""
+    d64, d32, d256 = {}, {}, {}
+    for s, row in (prev or {}).get("per_seed", {}).items():
+        d64[s] = {k[4:]: v for k, v in row.items() if k.startswith("d64_")}
+        d32[s] = {k[4:]: v for k, v in row.items() if k.startswith("d32_") and v is not None}
+        d256[s] = {k[5:]: v for k, v in row.items() if k.startswith("d256_") and v is not None}
+    return {"d64": d64, "d32": {s: r for s, r in d32.items() if r}, "d256": {s: r for s, r in d256.items() if r}}
 
 
 def measure(ctx: Context) -> Outcome:
-    prev = {"d64": {}, "d32": {}, "d256": {}}
-    if not ctx.scale.quick:  # the committed numbers are full-size runs; a quick book has none
-        try:
-            case_doc = committed(ctx, "ch1_case.json")
-        except NotAvailable:
-            case_doc = None
-        prev = legacy_tables(ctx.previous, case_doc)
+    prev = _stored_tables(ctx.previous)
     sc = ctx.scale
     d64 = seed_table(
         ctx,
@@ -173,12 +135,6 @@ def tabulate(d64: dict, d32: dict, d256: dict) -> dict:
     }
 
 
-def upgrade(res: dict) -> dict:
-    """Results written before this module, judged as they are (pure: the case's d_head 32 and 256
-    gaps that ``measure`` also brings in are not in them)."""
-    return res if "per_seed" in res else tabulate(**legacy_tables(res))
-
-
 # ---------------------------------------------------------------------------------- judge
 def _effect(values: list[float], sesoi: float) -> S.Judgement:
     return S.effect(values, direction=+1, sesoi=sesoi)
@@ -193,7 +149,7 @@ def _ratios(t: dict) -> list[float]:
 
 
 def judge(res: dict) -> list[dict]:
-    t = upgrade(res)["per_seed"]
+    t = res["per_seed"]
     gaps = [row["d64_gap"] for row in t.values() if row.get("d64_gap") is not None]
     below = paired(t, "d256_gap", "d64_gap")
     parts = [_effect(gaps, SESOI_GAP), _effect(below, SESOI_GAP)]
@@ -240,7 +196,7 @@ def _fmt(xs: list[float]) -> str:
 
 
 def _why_not_zero(res: dict) -> str:
-    t = upgrade(res)["per_seed"]
+    t = res["per_seed"]
     gaps = [row["d64_gap"] for row in t.values() if row.get("d64_gap") is not None]
     return (
         f"d_head=64 的差距 {_fmt(gaps)}；与 d_head=256 之差 {_fmt(paired(t, 'd256_gap', 'd64_gap'))}："
@@ -249,7 +205,7 @@ def _why_not_zero(res: dict) -> str:
 
 
 def _why_above(res: dict) -> str:
-    t = upgrade(res)["per_seed"]
+    t = res["per_seed"]
     d = paired(t, "d64_gap", "d32_gap")
     return (
         f"d_head=64 的差距没有超过 d_head=32 的：同种子之差 {_fmt(d)} / the d_head 64 gap is not above the d_head 32 "
@@ -258,7 +214,7 @@ def _why_above(res: dict) -> str:
 
 
 def _why_sqrt2(res: dict) -> str:
-    r = _ratios(upgrade(res)["per_seed"])
+    r = _ratios(res["per_seed"])
     return (
         f"初始 logits 标准差之比 {', '.join(f'{x:.3f}' for x in r)}，书中 √2 = {BOOK_RATIO:.3f} 不在单次运行的预测区间内 / "
         f"ratios {', '.join(f'{x:.3f}' for x in r)}: √2 lies outside the one-run prediction interval"

@@ -86,9 +86,9 @@ def _measure_pair(fs, d: int, fixed: bool) -> dict:
     }
 
 
-def _legacy(prev: dict | None) -> tuple[dict, dict, dict]:
+def _stored(prev: dict | None) -> tuple[dict, dict, dict]:
     """(per-seed table, per-point means of seeds without per-seed diagnostics, first-seed curves) of
-    committed results, also of the older ones that kept only the gaps per seed ({"seeds", "summary"})."""
+    the committed results."""
     if not prev:
         return {}, {}, {}
     curves = {
@@ -97,20 +97,7 @@ def _legacy(prev: dict | None) -> tuple[dict, dict, dict]:
         for x in pts
         if x.get("val_curve")
     }
-    if "per_seed" in prev:
-        return prev["per_seed"], prev.get("legacy_means", {}), curves
-    table: dict[str, dict] = {}
-    means: dict[str, dict] = {}
-    for fixed, pts, seeds in (
-        (False, prev.get("summary", []), prev.get("seeds", [])),
-        (True, prev.get("fixed_summary", []), prev.get("fixed_seeds", [])),
-    ):
-        for x in pts:
-            d = x["d_head"]
-            for s, g in zip(seeds, x["gaps"]):
-                table.setdefault(str(s), {})[key("gap", d, fixed)] = g
-            means[key("point", d, fixed)] = {"seeds": [str(s) for s in seeds], **{k: x[k] for k in DIAGS}}
-    return table, means, curves
+    return prev.get("per_seed", {}), prev.get("diag_means", {}), curves
 
 
 def _point_mean(table: dict, means: dict, name: str, d: int, fixed: bool) -> float | None:
@@ -166,7 +153,7 @@ def _curves_now(ctx: Context, table: dict) -> dict:
 
 def measure(ctx: Context) -> Outcome:
     scale = ctx.scale
-    prev_table, means, curves = _legacy(ctx.previous)
+    prev_table, means, curves = _stored(ctx.previous)
     table: dict[str, dict] = {}
     for fixed in VARIANTS:
         for d in grid(fixed):
@@ -235,7 +222,7 @@ def measure(ctx: Context) -> Outcome:
         "collapse_d_head": collapse,
         "sesoi": SESOI_GAP,
         "per_seed": table,
-        "legacy_means": means,
+        "diag_means": means,  # the diagnostics of the seeds measured before per-seed ones: means per point
     }
     notes = [
         f"差距超出噪声（效应规则）从 d_head = {crit['critical'] or '—'} 开始，之前已证明“几乎没差别”（±{SESOI_GAP}）的最大 "
@@ -259,11 +246,6 @@ def measure(ctx: Context) -> Outcome:
 
 
 # -------------------------------------------------------------------------------- judge
-def per_seed(res: dict) -> dict:
-    """The per-seed table of results, also of the older ones (gaps in ``summary``)."""
-    return _legacy(res)[0]
-
-
 def critical(table: dict, fixed: bool) -> dict:
     """Where the gap starts to rise, as far as these seeds decide it: ``critical`` the smallest d_head
     whose gap is beyond noise (effect rule, > 0); ``below`` the largest smaller d_head whose gap is shown
@@ -301,7 +283,7 @@ def judge(res: dict) -> list[dict]:
 
 
 def _judge_critical(res: dict) -> list[dict]:
-    table = per_seed(res)
+    table = res["per_seed"]
     out = []
     first, last = D_HEADS[0], D_HEADS[-1]
     g_first, g_last = column(table, key("gap", first, False)), column(table, key("gap", last, False))
@@ -465,7 +447,7 @@ PREDICTION = (
 
 
 def _why_exists(r: dict) -> str:
-    t = per_seed(r)
+    t = r["per_seed"]
     a, b = column(t, key("gap", D_HEADS[0], False)), column(t, key("gap", D_HEADS[-1], False))
     return (
         f"网格两端没有给出“先几乎没差别、后明显变差” / the grid does not bracket a rise: gap at d_head {D_HEADS[0]} "
@@ -475,7 +457,7 @@ def _why_exists(r: dict) -> str:
 
 
 def _why_growth(r: dict) -> str:
-    t = per_seed(r)
+    t = r["per_seed"]
     g = paired(t, key("gap", FIXED_D_HEADS[-1], True), key("gap", FIXED_D_HEADS[0], True))
     return (
         f"d_model 固定时差距没有随 d_head 明显增大 / at fixed d_model the gap did not grow beyond noise: "
@@ -487,7 +469,7 @@ WHY = {
     "ex2_critical_exists": _why_exists,
     "ex2_big_gap": lambda r: (
         f"d_head {D_HEADS[-1]} 的差距没有超出噪声 / the gap at d_head {D_HEADS[-1]} is not beyond noise: "
-        + ", ".join(f"{x:+.3f}" for x in column(per_seed(r), key("gap", D_HEADS[-1], False)))
+        + ", ".join(f"{x:+.3f}" for x in column(r["per_seed"], key("gap", D_HEADS[-1], False)))
     ),
     "ex2_direction_fixed_d_model": _why_growth,
     FOUR_HEADS: _why_four_heads,

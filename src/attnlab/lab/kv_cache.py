@@ -27,16 +27,6 @@ def runs_of_seed(scale, seed: int) -> list:
     return [R.kv_run(scale, g, seed) for g in SCHEMES]
 
 
-def _legacy_table(prev: dict | None) -> dict:
-    """Per-seed numbers of results written before per-seed tables ({"seeds", "val_loss"})."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    seeds, val = prev.get("seeds", []), prev.get("val_loss", {})
-    return {str(s): {f"val_{g}": val[str(g)][i] for g in SCHEMES if str(g) in val} for i, s in enumerate(seeds)}
-
-
 def measure(ctx: Context) -> Outcome:
     from ..attention.memory import kv_cache_bytes
     from ..model import KVCache, TinyGPT
@@ -65,7 +55,7 @@ def measure(ctx: Context) -> Outcome:
         ctx,
         lambda s: runs_of_seed(ctx.scale, s),
         lambda fs: {f"val_{g}": final_val(f) for g, f in zip(SCHEMES, fs)},
-        _legacy_table(ctx.previous),
+        (ctx.previous or {}).get("per_seed", {}),
     )
     means = {g: (sum(v) / len(v) if (v := column(table, f"val_{g}")) else None) for g in SCHEMES}
     res = {

@@ -230,6 +230,7 @@ def run_book(
         if not e.remeasure and e.id not in explicit and old.is_file() and _same_scale(old, scale):
             log(f"lab book: {e.id}: kept its measurement ({old}); `--only {e.id}` measures again")
             kept = read_json(old, error=BookError, hint=_AGAIN.format(e.id))  # its numbers stay; the whys are today's
+            _refuse_older_shape(e, old, kept)
             kept = rejudge(e, kept, root) if e.judge else kept
             kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
             kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
@@ -506,12 +507,23 @@ class NotAvailable(Exception):
     """Raised by an analysis whose inputs (e.g. a committed JSON) are absent."""
 
 
+def _refuse_older_shape(e: Experiment, path: Path, doc) -> None:
+    """A stored entry whose results are not in today's shape (attnlab.schemas.ENTRY_RESULTS) is refused:
+    the numbers of seeds whose runs are gone come from it, and are never dropped silently."""
+    from ..schemas import results_problem
+
+    why = results_problem(e.id, doc.get("results")) if isinstance(doc, dict) else None
+    if why is not None:
+        raise BookError(f"{path}: results: {why}{_AGAIN.format(e.id)}")
+
+
 def analyze(e: Experiment, ctx: Context) -> Outcome:
     """measure, then judge the results."""
     if ctx.previous is None:
         prev = ctx.root / DATA_DIR / f"{e.id}.json"
         if prev.is_file() and not ctx.scale.quick:
             doc = read_json(prev, error=BookError, hint=_AGAIN.format(e.id))
+            _refuse_older_shape(e, prev, doc)
             if isinstance(doc, dict) and doc.get("scale", {}).get("quick") is False:
                 ctx.previous = doc.get("results") or None
     outcome = e.measure(ctx)

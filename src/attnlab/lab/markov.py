@@ -92,22 +92,6 @@ def case_table(doc: dict) -> dict[str, dict]:
     return dict(sorted(out.items()))
 
 
-def _legacy_table(prev: dict | None) -> dict[str, dict]:
-    """Per-seed numbers of committed results, also of the older ones that listed models by name
-    ("case big_unscaled" = the first seed, "case small_scaled seed 20261015")."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    out: dict[str, dict] = {}
-    for m in prev.get("models", []):
-        words = m["model"].split()
-        if words[0] == "case" and words[1] in MEMBERS:
-            seed = words[3] if len(words) == 4 and words[2] == "seed" else str(R.BOOK_SEED)
-            out.setdefault(seed, {})[words[1]] = m["val_loss"]
-    return dict(sorted(out.items()))
-
-
 def _extra_seeds(ctx: Context, table: dict) -> dict:
     """Seeds of the case's runs that are on disk (``attnlab book --decide`` or a rerun) but not in
     the case's JSON (full scale only: quick runs are not the case's numbers)."""
@@ -161,7 +145,7 @@ def measure(ctx: Context) -> Outcome:
     try:
         table = case_table(committed(ctx, "ch1_case.json"))
     except NotAvailable:
-        table = _legacy_table(ctx.previous)
+        table = (ctx.previous or {}).get("per_seed", {})
     table = _extra_seeds(ctx, table)
     floor_r = {k: (rnd(v) if isinstance(v, float) else v) for k, v in floor.items()}
     models = [

@@ -85,28 +85,6 @@ def _measure(ctx: Context, kinds: tuple[str, ...], fs: list) -> dict:
     return row
 
 
-def _legacy_table(prev: dict | None) -> dict:
-    """Per-seed numbers of results written before per-seed tables: {"summary": {kind: {"val": [...]}},
-    "seeds", "control_seeds", "portraits" (the first seed's)}."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    out: dict[str, dict] = {}
-    for k, v in (prev.get("summary") or {}).items():
-        seeds = prev.get("control_seeds" if k == CONTROL else "seeds") or []
-        for i, seed in enumerate(seeds):
-            if i < len(v.get("val", [])):
-                out.setdefault(str(seed), {})[f"val_{k}"] = v["val"][i]
-    first = (prev.get("seeds") or [None])[0]
-    if first is not None and prev.get("portraits"):
-        row = out.setdefault(str(first), {})
-        row["portraits"] = dict(prev["portraits"])
-        for k, heads in prev["portraits"].items():
-            row |= _maxima(k, heads)
-    return out
-
-
 def _only(table: dict, kinds: tuple[str, ...]) -> dict:
     """The columns of ``kinds`` of a per-seed table (and their portraits)."""
     out = {}
@@ -126,14 +104,14 @@ def measure(ctx: Context) -> Outcome:
     from ..diagnostics import uniform_reference
     from ..experiments.heads import POSITIONS
 
-    legacy = _legacy_table(ctx.previous)
+    stored = (ctx.previous or {}).get("per_seed", {})
     groups = {"schemes": tuple(POS_KINDS), "control": (CONTROL,)}
     tables = {
         g: seed_table(
             ctx,
             lambda s, kinds=kinds: [R.position_runs(ctx.scale, k, s) for k in kinds],
             lambda fs, kinds=kinds: _measure(ctx, kinds, fs),
-            _only(legacy, kinds),
+            _only(stored, kinds),
         )
         for g, kinds in groups.items()
     }

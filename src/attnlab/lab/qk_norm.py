@@ -86,37 +86,6 @@ def _measure_pair(size: str, fs: list) -> dict:
     return row
 
 
-# the per-model lists of the results written before per-seed tables (results["runs"][model])
-_LEGACY_KEYS = {
-    "val": "val",
-    "std_init": "logit_std_init",
-    "std_end": "logit_std_end",
-    "entropy_end": "entropy_end",
-    "gain_rms": "gain_rms_end",
-    "absmax_end": "logit_absmax_end",
-    "bound_end": "logit_bound_end",
-}
-
-
-def _legacy_table(prev: dict | None) -> dict:
-    """Per-seed numbers of results written before per-seed tables ({"seeds": {size: [...]},
-    "runs": {"<size>_<tag>": {"val": [...], ...}}})."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    out: dict[str, dict] = {}
-    for size, seeds in (prev.get("seeds") or {}).items():
-        for i, seed in enumerate(seeds):
-            row = out.setdefault(str(seed), {})
-            for tag in TAGS:
-                lists = prev.get("runs", {}).get(f"{size}_{tag}", {})
-                for new, old in _LEGACY_KEYS.items():
-                    if i < len(lists.get(old, [])):
-                        row[f"{new}_{size}_{tag}"] = lists[old][i]
-    return out
-
-
 def _only(table: dict, size: str) -> dict:
     return {s: {k: v for k, v in row.items() if f"_{size}_" in k} for s, row in table.items()}
 
@@ -144,13 +113,13 @@ def _mean(xs: list[float]) -> float | None:
 
 
 def measure(ctx: Context) -> Outcome:
-    legacy = _legacy_table(ctx.previous)
+    stored = (ctx.previous or {}).get("per_seed", {})
     tables = {
         size: seed_table(
             ctx,
             lambda s, size=size: qk_pair(ctx.scale, size, s),
             lambda fs, size=size: _measure_pair(size, fs),
-            _only(legacy, size),
+            _only(stored, size),
         )
         for size in SIZES
     }

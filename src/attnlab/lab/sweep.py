@@ -37,21 +37,12 @@ def points(doc: dict) -> list[dict]:
     ]
 
 
-def _legacy_points(prev: dict | None) -> list[dict]:
-    """The points of committed results, also of the older ones that kept only the table rows."""
-    if not prev:
-        return []
-    if "points" in prev:
-        return prev["points"]
-    return [{"d_head": d, "val_scaled": s, "val_unscaled": u, "gap": g} for d, s, u, g in prev.get("rows", [])]
-
-
 def measure(ctx: Context) -> Outcome:
     try:
         doc = committed(ctx, "sweep_critical_dimension.json")
         pts, seeds, seed = points(doc), doc["seeds"], doc["base"]["seed"]
     except NotAvailable:
-        pts = _legacy_points(ctx.previous)
+        pts = (ctx.previous or {}).get("points") or []
         if not pts:
             raise
         seeds, seed = ctx.previous.get("seeds", 1), ctx.previous.get("seed")
@@ -76,7 +67,7 @@ def measure(ctx: Context) -> Outcome:
 
 
 def judge(res: dict) -> list[dict]:
-    pts = _legacy_points(res)
+    pts = res["points"]
     gap = {p["d_head"]: p["gap"] for p in pts}
     out = []
     if 64 in gap:

@@ -41,16 +41,6 @@ def _measure(fs: list) -> dict:
     }
 
 
-def _legacy_table(prev: dict | None) -> dict:
-    """Per-seed numbers of results written before per-seed tables ({"runs": [{"seed", ...}]})."""
-    if not prev:
-        return {}
-    if "per_seed" in prev:
-        return prev["per_seed"]
-    keep = ("val_loss", "temperature_per_layer", "entropy_end", "logit_std_end")
-    return {str(r["seed"]): {k: r[k] for k in keep if k in r} for r in prev.get("runs", [])}
-
-
 def _case_by_seed(ctx: Context) -> dict[str, dict]:
     """The case's big models' final validation loss per seed (unscaled, scaled)."""
     try:
@@ -64,7 +54,8 @@ def _case_by_seed(ctx: Context) -> dict[str, dict]:
 
 
 def measure(ctx: Context) -> Outcome:
-    table = seed_table(ctx, lambda s: [R.temperature_run(ctx.scale, s)], _measure, _legacy_table(ctx.previous))
+    stored = (ctx.previous or {}).get("per_seed", {})
+    table = seed_table(ctx, lambda s: [R.temperature_run(ctx.scale, s)], _measure, stored)
     if not table:
         raise NotAvailable(NOT_RUN)
     case = _case_by_seed(ctx)
