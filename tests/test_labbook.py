@@ -14,6 +14,8 @@ import pytest
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
 from attnlab.lab import EXPERIMENTS
+from attnlab.lab import deep as D
+from attnlab.lab import exercise2 as X
 from attnlab.lab import runs as R
 from attnlab.lab.labbook import BookError, section_key, select
 from attnlab.lab.markov import markov_floor
@@ -53,16 +55,16 @@ def test_no_run_is_trained_twice_under_two_names(quick):
     for e in EXPERIMENTS:
         for r in e.runs(scale):
             assert names.setdefault(repr(r.cfg), r.name) == r.name, f"{r.name} and {names[repr(r.cfg)]} are one model"
-    assert R.exercise2_run(scale, 256, False, R.BOOK_SEED, True) == R.case_run(scale, "big", False, R.BOOK_SEED)
+    assert X.exercise2_run(scale, 256, False, R.BOOK_SEED, True) == R.case_run(scale, "big", False, R.BOOK_SEED)
 
 
 def test_deep_control_stretches_the_whole_schedule():
     """§1.18.5 ③'s control differs from the 1500-step runs only in its schedule (and n_layer)."""
     scale = R.Scale.make(False)
-    short, long = R.deep_run(scale, R.BOOK_SEED).cfg, R.deep_long_run(scale, 4, R.BOOK_SEED).cfg
+    short, long = D.deep_run(scale, R.BOOK_SEED).cfg, D.deep_long_run(scale, 4, R.BOOK_SEED).cfg
     assert (long.max_steps, long.eval_every) == (2 * short.max_steps, 2 * short.eval_every)
     assert long.replace(max_steps=short.max_steps, eval_every=short.eval_every, ckpt_every=short.ckpt_every) == short
-    assert R.deep_long_run(scale, 2, R.BOOK_SEED).cfg == long.replace(n_layer=2)
+    assert D.deep_long_run(scale, 2, R.BOOK_SEED).cfg == long.replace(n_layer=2)
 
 
 def test_every_why_names_a_claim_of_its_experiment():
@@ -128,7 +130,7 @@ def test_book_end_to_end_and_resume(tmp_path, monkeypatch):
     from attnlab.corpus import load_corpus
 
     text = load_corpus()
-    deep = R.deep_run(scale, R.BOOK_SEED)
+    deep = D.deep_run(scale, R.BOOK_SEED)
     with pytest.raises(TrainingInterrupted):
         train(text, deep.cfg, out_dir=deep.dir(tmp_path / "runs"), stop_after=7)
     assert book(tmp_path, "--only", "§1.18.5", "markov", "§1.8.7") == 0
@@ -172,14 +174,14 @@ def test_exercise2_records_what_the_exercise_asks(tmp_path):
     assert book(tmp_path, "--only", "exercise2") == 0
     doc = json.loads((tmp_path / "data" / "lab_book" / "exercise2.json").read_text(encoding="utf-8"))
     res = doc["results"]
-    assert [x["d_head"] for x in res["summary"]] == list(R.EX2_D_HEADS)
+    assert [x["d_head"] for x in res["summary"]] == list(X.EX2_D_HEADS)
     assert [x["d_head"] for x in res["fixed_summary"]] == [32, 64, 128, 256]
-    assert "collapse_d_head" in res and res["critical_d_head"] in (None, *R.EX2_D_HEADS)
-    assert len(res["rows"]) == len(R.EX2_D_HEADS) + 4
+    assert "collapse_d_head" in res and res["critical_d_head"] in (None, *X.EX2_D_HEADS)
+    assert len(res["rows"]) == len(X.EX2_D_HEADS) + 4
     scale = R.Scale.make(True)
     for fixed, pts in ((False, res["summary"]), (True, res["fixed_summary"])):
         for x in pts:
-            run = {sc: R.exercise2_run(scale, x["d_head"], sc, R.BOOK_SEED, fixed) for sc in (False, True)}
+            run = {sc: X.exercise2_run(scale, x["d_head"], sc, R.BOOK_SEED, fixed) for sc in (False, True)}
             val = {
                 sc: json.loads((r.dir(tmp_path / "runs") / "summary.json").read_text())["val_loss_end"]
                 for sc, r in run.items()

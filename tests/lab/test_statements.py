@@ -242,7 +242,7 @@ def test_long_gap(gap, expected):
 # --------------------------------------------------------------------------- what measure rests on
 @pytest.fixture
 def plain():
-    return R.Scale.make(True).cfg(**R.SMALL, pos="none", vocab_size=40, seed=1).replace(device="cpu")
+    return R.Scale.make(True).cfg(**R.SIZES["small"], pos="none", vocab_size=40, seed=1).replace(device="cpu")
 
 
 def _batches(cfg, n=2):
@@ -296,7 +296,7 @@ def test_runs_are_new_or_shared_never_twice(quick):
             assert names.setdefault(r.name, r) == r, f"{r.name} declared twice with different configs"
             assert cfgs.setdefault(repr(r.cfg), r.name) == r.name, f"{r.name} and {cfgs[repr(r.cfg)]} are one model"
     mine = {r.name: r for r in M.EXPERIMENT.runs(scale)}
-    assert mine[f"pos_none_s{R.BOOK_SEED}"] == R.position_runs(scale, "none", R.BOOK_SEED)  # §1.9's, shared
+    assert mine[f"pos_none_s{R.BOOK_SEED}"] == R.position_run(scale, "none", R.BOOK_SEED)  # §1.9's, shared
     if not quick:
         assert mine[f"stmt_mask_zero300_s{R.BOOK_SEED}"].cfg.max_steps == 300
         assert f"stmt_big_unscaled_10000_s{R.BOOK_SEED}" not in mine  # not trained by a plain book

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import committed, final_val, rnd, seed_table
@@ -55,12 +57,24 @@ def sesoi_reach() -> float:
     return (layer[1] - layer[0]) / 2
 
 
+def deep_run(scale: R.Scale, seed: int) -> Run:
+    """§1.18.5 ③: four layers."""
+    return Run(f"deep4_s{seed}", scale.cfg(**R.SIZES["small"], n_layer=4, seed=seed), group="deep")
+
+
+def deep_long_run(scale: R.Scale, n_layer: int, seed: int) -> Run:
+    """§1.18.5 ③'s control: two and four layers trained twice as long (the whole schedule
+    stretched: warmup, cosine and validations), to test "four layers are only undertrained"."""
+    long = replace(scale, steps=2 * scale.steps)
+    return Run(f"deep{n_layer}_long_s{seed}", long.cfg(**R.SIZES["small"], n_layer=n_layer, seed=seed), group="deep")
+
+
 def runs_of_seed(scale: R.Scale, seed: int) -> list:
-    return [R.deep_run(scale, seed), R.baseline(scale, seed)]
+    return [deep_run(scale, seed), R.baseline(scale, seed)]
 
 
 def long_runs_of_seed(scale: R.Scale, seed: int) -> list:
-    return [R.deep_long_run(scale, n, seed) for n in (4, 2)]
+    return [deep_long_run(scale, n, seed) for n in (4, 2)]
 
 
 # --------------------------------------------------------------------------- measuring

@@ -18,12 +18,16 @@ import statistics
 from .. import stats as S
 from ..book import book_values
 from ..config import POS_KINDS
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
-CONTROL = R.POS_CONTROL  # the sinusoidal table on token embeddings x sqrt(d_model)
+# §1.9's schemes, and a control on the sinusoidal one: the table added to token embeddings scaled by
+# sqrt(d_model), as the original Transformer does (this model's embeddings are 36 times smaller than it)
+CONTROL = "sinusoidal_emb_scale"
+POSITIONS = {k: {"pos": k} for k in POS_KINDS} | {CONTROL: {"pos": "sinusoidal", "emb_scale": True}}
 KINDS = (*POS_KINDS, CONTROL)
 # the least the lab book counts as a loss difference: the 0.1 nats written before the runs
 SESOI_LOSS = 0.1
@@ -33,6 +37,11 @@ MARGIN_SCHEMES = 0.15
 
 
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.9)"
+
+
+def position_runs(scale: R.Scale, kind: str, seed: int) -> Run:
+    """One scheme's run (``learned`` is the baseline, ``none`` also §1.13.4's ablation: runs.position_run)."""
+    return R.position_run(scale, kind, seed, **POSITIONS[kind])
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
@@ -105,7 +114,7 @@ def measure(ctx: Context) -> Outcome:
     tables = {
         g: seed_table(
             ctx,
-            lambda s, kinds=kinds: [R.position_runs(ctx.scale, k, s) for k in kinds],
+            lambda s, kinds=kinds: [position_runs(ctx.scale, k, s) for k in kinds],
             lambda fs, kinds=kinds: _measure(ctx, kinds, fs),
             _only(legacy, kinds),
         )
@@ -123,7 +132,7 @@ def measure(ctx: Context) -> Outcome:
         if portraits:
             row["portraits"] = portraits
         table[s] = row
-    cfg = R.position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
+    cfg = position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
     kinds = [k for k in KINDS if column(table, f"val_{k}")]
     summary = {
         k: {
@@ -369,6 +378,6 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     why=WHY,
-    runs=lambda scale: [R.position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
+    runs=lambda scale: [position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
 )

@@ -39,10 +39,15 @@ CASE_TAIL = 20
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.7.8)"
 
 
+def qk_norm_runs(scale: R.Scale) -> list:
+    """§1.7.8: the case's four-run design with QK-norm, every seed."""
+    return [R.qk_run(scale, size, sc, seed) for seed in scale.seed_list() for size in SIZES for sc in (False, True)]
+
+
 def qk_runs_of_seed(scale: R.Scale, seed: int) -> list:
     """The four QK-norm runs of ``seed``, also of a seed beyond the scale's own (an extra seed)."""
     wide = replace(scale, seeds=max(scale.seeds, seed - R.BOOK_SEED + 1))
-    return [r for r in R.qk_norm_runs(wide) if r.name.endswith(f"_s{seed}")]
+    return [r for r in qk_norm_runs(wide) if r.name.endswith(f"_s{seed}")]
 
 
 def qk_pair(scale: R.Scale, size: str, seed: int) -> list:
@@ -438,7 +443,7 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.7.8",
     measure=measure,
     judge=judge,
-    runs=R.qk_norm_runs,
+    runs=qk_norm_runs,
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
     prediction=PREDICTION,
     why=WHY,
