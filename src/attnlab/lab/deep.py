@@ -28,6 +28,7 @@ from .. import stats as S
 from ..book import book_values
 from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import committed, final_val, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -441,6 +442,25 @@ def _why_slower(res: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    """Validation curves of two and four layers, 1500 steps (dashed) and the stretched schedule (solid)."""
+    plt = plot.plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for c in r.get("curves", []):
+        color = {2: "#2463a6", 4: "#c0392b"}.get(c["n_layer"], "#555555")
+        ls = "--" if c["steps"] == min(x["steps"] for x in r["curves"]) else "-"
+        for i, curve in enumerate(c["val"]):
+            label = f"{c['n_layer']} 层 / layers, {c['steps']} 步 / steps" if i == 0 else None
+            ax.plot(*zip(*curve), ls, color=color, alpha=0.8, lw=1.2, label=label)
+    ax.set_xlabel("步 / step")
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("§1.18.5 ③：2 层与 4 层（每个种子一条线）/ two and four layers, one line per seed", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return {"curves.png": fig}
+
+
 WHY = {
     "deep_better": _why_clearer,
     "layer_division_of_labour": _why_reach("reach_4", "per_seed"),
@@ -465,4 +485,5 @@ EXPERIMENT = Experiment(
         (runs_of_seed(scale, seed) if not cid.endswith("_long") or cid == "deep_better_long" else [])
         + (long_runs_of_seed(scale, seed) if cid.endswith("_long") else [])
     ),
+    draw=draw,
 )

@@ -23,6 +23,7 @@ from .. import stats as S
 from ..book import book_values
 from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -417,6 +418,66 @@ def _why_growth(r: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    variants = [(f"n_head = 1, d_model = d_head（{len(r['seeds'])} seeds）", r["summary"], "o-", "#c0392b")]
+    if r.get("fixed_summary"):
+        n = len(r.get("fixed_seeds", []))
+        variants.append((f"d_model = 256, n_head = 256 / d_head（{n} seeds）", r["fixed_summary"], "s--", "#2463a6"))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, pts, fmt, color in variants:
+        xs = [x["d_head"] for x in pts]
+        ax.errorbar(
+            xs,
+            [x["gap_mean"] for x in pts],
+            yerr=[x["gap_sd"] or 0 for x in pts],
+            fmt=fmt,
+            capsize=4,
+            color=color,
+            label=label,
+        )
+        ax2.plot(xs, [x["entropy_end_unscaled"] for x in pts], fmt, color=color, label=f"不缩放 / unscaled, {label}")
+        ax2.plot(
+            xs, [x["entropy_end_scaled"] for x in pts], fmt, color=color, alpha=0.35, label=f"缩放 / scaled, {label}"
+        )
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("d_head")
+    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
+    ax.set_title("练习二：临界维度 / exercise 2")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("d_head")
+    ax2.set_ylabel("第 0 层训练后权重熵 / layer-0 entropy at the end")
+    ax2.set_title("最终熵 / final weight entropy")
+    ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3, which="both")
+    return {"gap.png": fig, "curves.png": _ex2_curves(plt, r)}
+
+
+def _ex2_curves(plt, r: dict):
+    """The exercise's loss curves: validation loss of both versions at every d_head (first seed)."""
+    panels = [("d_model = d_head", r["summary"])] + (
+        [("d_model = 256", r["fixed_summary"])] if r.get("fixed_summary") else []
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    cmap = plt.get_cmap("viridis")
+    for ax, (title, pts) in zip(axes[0], panels):
+        for i, x in enumerate(pts):
+            color = cmap(i / max(1, len(pts) - 1))
+            for tag, ls in (("scaled", "-"), ("unscaled", "--")):
+                curve = x["val_curve"][tag]
+                if curve:
+                    ax.plot(*zip(*curve), ls, color=color, label=f"d_head {x['d_head']}" if tag == "scaled" else None)
+        ax.set_xlabel("步 / step")
+        ax.set_ylabel("验证 loss / val loss")
+        ax.set_title(f"{title}：实线缩放，虚线不缩放 / solid scaled, dashed unscaled", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return fig
+
+
 WHY = {
     "ex2_critical_exists": _why_exists,
     "ex2_big_gap": lambda r: (
@@ -440,4 +501,5 @@ EXPERIMENT = Experiment(
     min_runs=lambda scale: [],
     why=WHY,
     order=(1, 20, 2, 0),
+    draw=draw,
 )

@@ -23,6 +23,7 @@ import math
 from .. import stats as S
 from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import rnd, seed_table
 from .labbook import Context, Experiment, Outcome
@@ -381,14 +382,7 @@ def judge(res: dict) -> list[dict]:
 def draw(res: dict) -> dict:
     """Validation loss vs learning rate, one curve per scaling, one panel per d_head; the largest
     attention logit beneath (first seed of each run; diverged points drawn at the top edge)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..fonts import use_cjk_font
-
-    use_cjk_font()
+    plt = plot.plt()
     table = res.get("per_seed") or {}
     if not table:
         return {}

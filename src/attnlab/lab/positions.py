@@ -20,6 +20,7 @@ from ..book import book_values
 from ..config import POS_KINDS
 from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -360,6 +361,45 @@ def _why_control(r: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    kinds = list(r["summary"])
+    labels = {
+        "learned": "可学习 / learned",
+        "sinusoidal": "正弦 / sinusoidal",
+        "rope": "RoPE",
+        "none": "无 / none",
+        "sinusoidal_emb_scale": "正弦，词向量×√d\n/ sin., emb ×√d",
+    }
+    fig, ax = plt.subplots(figsize=(1.75 * len(kinds) + 1, 3.6))
+    m = {k: r["summary"][k]["val_mean"] for k in kinds}
+    for i, k in enumerate(kinds):
+        ax.bar(i, m[k], color="#2463a6" if k != "none" else "#c0392b")
+        ax.plot([i] * len(r["summary"][k]["val"]), r["summary"][k]["val"], "k.", ms=6)
+    ax.set_xticks(range(len(kinds)), [labels.get(k, k) for k in kinds])
+    ax.set_ylim(min(m.values()) - 0.3, max(m.values()) + 0.15)
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("位置编码 / positional encoding")
+    ax.grid(alpha=0.3, axis="y")
+    portraits = r["portraits"]
+    fig2, axes = plt.subplots(1, len(portraits), figsize=(3 * len(portraits), 3), sharey=True)
+    for a, (k, heads) in zip(axes, portraits.items()):
+        a.bar(range(len(heads)), [h["prev"] for h in heads], color="#2463a6", label="prev")
+        a.bar(
+            range(len(heads)),
+            [h["diag"] for h in heads],
+            bottom=[h["prev"] for h in heads],
+            color="#e0a030",
+            label="diag",
+        )
+        a.set_xticks(range(len(heads)), [f"L{h['layer']}H{h['head']}" for h in heads], rotation=90, fontsize=7)
+        a.set_title(labels.get(k, k).replace("\n", " "), fontsize=8)
+    axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
+    axes[0].legend(fontsize=7)
+    return {"val_loss.png": fig, "portraits.png": fig2}
+
+
 WHY = {
     "three_schemes_close": _why_schemes,
     "sinusoidal_scale_control": _why_control,
@@ -380,4 +420,5 @@ EXPERIMENT = Experiment(
     why=WHY,
     runs=lambda scale: [position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
+    draw=draw,
 )
