@@ -423,10 +423,6 @@ def draw(res: dict) -> dict:
     return {"map.png": fig}
 
 
-# claims that appear only once the d_head 256 panel is trained (their whys wait for them)
-WAITING: set[str] = set()
-
-
 def _gaps_text(res: dict) -> str:
     """none − 1/√d at d_head 256 per lr (mean over seeds), the numbers a FAIL of the every-lr claim rests on."""
     parts = []
