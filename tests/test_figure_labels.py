@@ -40,12 +40,12 @@ def _bilingual(label: str) -> bool:
 
 
 def test_markov_floor_labels_models_in_chinese_first():
-    from attnlab.report.lab_book_figures import markov, markov_label
+    from attnlab.lab.markov import draw, markov_label
 
     assert markov_label("case small_scaled seed 20261014").startswith("案例 / case · 小模型")
     assert "不缩放 / unscaled" in markov_label("sweep d_head=128 unscaled")
     assert markov_label("qk_norm small #0") == "qk_norm small #0"  # another form is kept as it is
-    fig = markov(_doc("markov")["results"])["floor.png"]
+    fig = draw(_doc("markov")["results"])["floor.png"]
     try:
         ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
         assert ticks and all(_bilingual(t) for t in ticks), [t for t in ticks if not _bilingual(t)]
@@ -68,10 +68,10 @@ def test_sinks_share_legend_is_chinese_first():
 
 
 def test_dynamics_has_a_readable_step_axis_and_its_legend_off_the_data():
-    from attnlab.report.lab_book_figures import dynamics
+    from attnlab.lab.dynamics import draw
 
     r = _doc("dynamics")["results"]
-    fig = dynamics(r)["prev.png"]
+    fig = draw(r)["prev.png"]
     try:
         ax = fig.axes[0]
         fig.canvas.draw()

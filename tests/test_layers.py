@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import book_checks
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 
 # (layer, module-name prefixes), lowest first
@@ -211,3 +213,15 @@ def test_the_cycle_check_sees_a_circle(tmp_path):
     assert sorted(find_cycle(graph)[:-1]) == ["runner", "slurm_executor"]
     del graph["runner"]
     assert find_cycle(graph) is None
+
+
+# an entry that imports another (none: entries share through lab/runs.py and lab/common.py)
+NOT_YET: set[tuple[str, str]] = set()
+ENTRIES = sorted(p.stem for p in (SRC / "lab").glob("*.py") if p.stem not in book_checks.ENGINE)
+
+
+@pytest.mark.parametrize("eid", ENTRIES)
+def test_lab_entries_import_only_the_engine_and_lower_layers(eid):
+    """Entries share through lab/runs.py and lab/common.py, never by importing each other."""
+    wrong = book_checks.import_problems(f"lab.{eid}", SRC / "lab" / f"{eid}.py", ENTRIES)
+    assert [w for w in wrong if (eid, w.removeprefix("imports the entry lab.")) not in NOT_YET] == []

@@ -37,7 +37,10 @@ def committed_records() -> tuple[float, dict[str, float]]:
     secs = cost = 0.0
     named: dict[str, float] = {}
     for e in EXPERIMENTS:
-        t = json.loads((COMMITTED / f"{e.id}.json").read_text(encoding="utf-8")).get("timings", {})
+        p = COMMITTED / f"{e.id}.json"
+        if not p.is_file():  # an entry not run yet: no record, its runs at the rate
+            continue
+        t = json.loads(p.read_text(encoding="utf-8")).get("timings", {})
         runs = e.runs(FULL)
         by_name = {r.name: r for r in runs}
         mine = {k: float(v) for k, v in (t.get("per_run") or {}).items() if k in by_name and float(v) > 0}

@@ -319,6 +319,21 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
+BOOK_MODELS = ("small", "big")  # the chapter's two models (the case's pairs; `attnlab bench train`'s configs)
+
+# §1.13.4's ablation checklist: the baseline and one Config change each (`attnlab ablate`, the lab book's
+# ablation entry and its command line all read this one list)
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "baseline": {},
+    "no_scaling": {"scaled": False},
+    "no_residual": {"residual": False},
+    "no_layernorm": {"norm": "none"},
+    "untied": {"tie_weights": False},
+    "no_positions": {"pos": "none"},
+    "no_warmup": {"warmup": 0},
+    "no_clipping": {"grad_clip": 0.0},
+}
+
 
 def preset(name: str, **changes: Any) -> Config:
     if name not in PRESETS:

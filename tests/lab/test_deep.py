@@ -126,7 +126,7 @@ def test_the_committed_record_tabulates_to_its_numbers_and_curves():
     assert res["rows"] == r["rows"]  # the per-layer table
     old = {(c["n_layer"], c["steps"]): c["val"] for c in r["curves"]}
     new = {(c["n_layer"], c["steps"]): c["val"] for c in res["curves"]}
-    assert new == old  # what report.lab_book_figures.deep draws
+    assert new == old  # what deep.draw draws
     reach = [res["per_seed"][s]["reach_4"] for s in SEEDS]
     assert reach == pytest.approx([0.552, -0.171, -0.115], abs=1e-3)
     assert [res["long_per_seed"][s]["reach_4"] for s in SEEDS] == pytest.approx([0.435, 0.396, 0.0558], abs=1e-3)

@@ -263,7 +263,7 @@ def test_kv_cache_evaluation_equals_teacher_forcing_only_without_the_leak(one_th
 
     from attnlab.lab.positions import init_model
 
-    cfg = R.Scale.make(True).cfg(**R.SMALL, vocab_size=40, seed=1).replace(device="cpu")
+    cfg = R.Scale.make(True).cfg(**R.SIZES["small"], vocab_size=40, seed=1).replace(device="cpu")
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, cfg.vocab_size, (2, cfg.batch_size, cfg.block_size + 1), generator=g)
     batches = [(b[:, :-1], b[:, 1:]) for b in x]

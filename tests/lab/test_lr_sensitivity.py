@@ -5,7 +5,7 @@ import pytest
 from attnlab.lab import lr_sensitivity as L
 from attnlab.lab import runs as R
 
-LRS = list(R.LR_GRID)
+LRS = list(L.LR_GRID)
 
 
 def point(val, start=7.0, diverged=False, max_logit=10.0, min_entropy=0.5, collapse=None):
@@ -143,10 +143,10 @@ def test_decide_trains_only_the_runs_a_claim_reads():
     assert len(fastest) == 5 and all(
         r.cfg.n_head == 4 and r.cfg.scaled and r.cfg.attn_scale is None and not r.cfg.qk_norm for r in fastest
     )
-    assert {r.cfg.lr for r in fastest} == set(R.LR_GRID)
+    assert {r.cfg.lr for r in fastest} == set(L.LR_GRID)
     replaces = {r.name for r in L.claim_runs(scale, seed, "lr_qk_norm_replaces_scale_d256")}
     assert len(replaces) == 2 and all(
-        r.cfg.lr == R.BOOK_LR for r in L.claim_runs(scale, seed, "lr_qk_norm_replaces_scale_d256")
+        r.cfg.lr == L.BOOK_LR for r in L.claim_runs(scale, seed, "lr_qk_norm_replaces_scale_d256")
     )
     assert len(L.claim_runs(scale, seed, "lr_qk_norm_lowers_sensitivity_d32")) == 10
     assert len(L.claim_runs(scale, seed, "lr_scaled_beats_none_d256_every_lr")) == 10

@@ -251,14 +251,14 @@ def test_committed_order_claims_judge_as_reported():
 def test_seed_runs_only_for_the_order_claims():
     scale = R.Scale()
     for cid in P.ORDER_CLAIMS:
-        assert P.EXPERIMENT.seed_runs(scale, R.BOOK_SEED + 5, cid) == [R.position_runs(scale, "none", R.BOOK_SEED + 5)]
+        assert P.EXPERIMENT.seed_runs(scale, R.BOOK_SEED + 5, cid) == [P.position_runs(scale, "none", R.BOOK_SEED + 5)]
     assert P.EXPERIMENT.seed_runs(scale, R.BOOK_SEED + 5, "positions_needed") == []
 
 
 # --------------------------------------------------------------------------- what measure rests on
 @pytest.fixture
 def plain():
-    return R.Scale.make(True).cfg(**R.SMALL, pos="none", vocab_size=40, seed=1).replace(device="cpu")
+    return R.Scale.make(True).cfg(**R.SIZES["small"], pos="none", vocab_size=40, seed=1).replace(device="cpu")
 
 
 def _batches(cfg, n=2):

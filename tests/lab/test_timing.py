@@ -39,7 +39,7 @@ def test_the_committed_measurement_judges_as_reported_and_keeps_its_keys():
     got = claims(doc["results"])
     assert {k: c["verdict"] for k, c in got.items()} == {"timing_superlinear": "PASS", "timing_book_exponent": "NA"}
     assert got["timing_superlinear"]["inputs"]["ratio_per_doubling"] == [3.06, 3.51, 3.76, 4.77]
-    # what report.lab_book_figures.timing reads: n in column 0, our ms in column 2
+    # what the timing figure (timing.draw) reads: n in column 0, our ms in column 2
     assert [row[0] for row in doc["results"]["rows"]] == [512, 1024, 2048, 4096, 8192]
     new = T.tabulate([(row[0], row[2]) for row in doc["results"]["rows"]], fit_from=1024)
     assert new["rows"] == doc["results"]["rows"] and new["exponent_ours"] == doc["results"]["exponent_ours"]

@@ -12,40 +12,52 @@ Naming: in ``masks`` and ``positions`` the plain name is the torch version (it
 takes ``device=``) and the NumPy twin ends in ``_np``; ``reference`` is NumPy only.
 """
 
-from attnlab.attention.masks import (
-    IGNORE_INDEX,
-    Packed,
-    build_mask,
-    build_mask_np,
-    masked_lm_loss,
-    pack_sequences,
-    pack_sequences_np,
-    padded_targets,
-    sliding_window_mask,
-    sliding_window_mask_np,
-)
-from attnlab.attention.memory import attention_matrix_bytes, kv_cache_bytes
-from attnlab.attention.online import (
-    OnlineStep,
-    blocked_attention,
-    blocked_attention_np,
-    blocked_attention_torch,
-    online_softmax,
-)
-from attnlab.attention.positions import (
-    apply_rope,
-    apply_rope_np,
-    rope_angles,
-    sinusoidal_table,
-    sinusoidal_table_np,
-)
-from attnlab.attention.reference import (
-    attention,
-    attention_backward,
-    causal_mask,
-    multi_head_attention,
-    softmax,
-)
+import importlib
+
+# each public name and the module that defines it: imported on first use, so that importing a light
+# module of this package (e.g. ``attnlab.attention.memory``, for ``attnlab memory --help``) loads no torch
+_WHERE = {
+    "IGNORE_INDEX": "masks",
+    "OnlineStep": "online",
+    "Packed": "masks",
+    "apply_rope": "positions",
+    "apply_rope_np": "positions",
+    "attention": "reference",
+    "attention_backward": "reference",
+    "attention_matrix_bytes": "memory",
+    "blocked_attention": "online",
+    "blocked_attention_np": "online",
+    "blocked_attention_torch": "online",
+    "build_mask": "masks",
+    "build_mask_np": "masks",
+    "causal_mask": "reference",
+    "kv_cache_bytes": "memory",
+    "masked_lm_loss": "masks",
+    "multi_head_attention": "reference",
+    "online_softmax": "online",
+    "pack_sequences": "masks",
+    "pack_sequences_np": "masks",
+    "padded_targets": "masks",
+    "rope_angles": "positions",
+    "sinusoidal_table": "positions",
+    "sinusoidal_table_np": "positions",
+    "sliding_window_mask": "masks",
+    "sliding_window_mask_np": "masks",
+    "softmax": "reference",
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "IGNORE_INDEX",

@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import ABLATIONS
 from . import common
-
-# = attnlab.experiments.ablate.CHANGES (which imports torch; tests/test_cli_help.py keeps them equal)
-CHANGES = (
-    "baseline",
-    "no_scaling",
-    "no_residual",
-    "no_layernorm",
-    "untied",
-    "no_positions",
-    "no_warmup",
-    "no_clipping",
-)
 
 
 def add_parser(sub):
@@ -40,7 +29,7 @@ def add_parser(sub):
     p.add_argument(
         "--only",
         default=None,
-        help=f"逗号分隔的子集（默认：全部）/ comma-separated subset (default: all) of: {', '.join(CHANGES)}",
+        help=f"逗号分隔的子集（默认：全部）/ comma-separated subset (default: all) of: {', '.join(ABLATIONS)}",
     )
     common.add_executor(p)
     common.add_runs(p)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from ..config import BOOK_MODELS
 from . import common
 
-# = the names of attnlab.experiments.bench.CONFIGS (which imports torch; tests/test_cli_help.py keeps them equal)
-CONFIGS = ("small", "big")
 THREADS = common.int_range(1, 1024, "a thread count")
 
 
@@ -30,8 +29,8 @@ def add_parser(sub):
     t.add_argument(
         "--configs",
         nargs="+",
-        choices=list(CONFIGS),
-        default=list(CONFIGS),
+        choices=list(BOOK_MODELS),
+        default=list(BOOK_MODELS),
         help="要计时的预设模型 / the preset models to time",
     )
     t.add_argument(

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+from attnlab.attention.memory import LLAMA2_70B  # light: the formulas, no torch
 from attnlab.errors import UsageError
-
-# = attnlab.attention.memory.LLAMA2_70B (attnlab.attention imports torch; tests/test_cli_help.py keeps them equal)
-LLAMA2_70B = {"n_layer": 80, "n_head": 64, "d_head": 128}
 
 
 def add_parser(subparsers):

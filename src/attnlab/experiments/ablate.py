@@ -15,22 +15,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import Config
+from ..config import ABLATIONS, Config
 from .common import ExperimentError, format_table, provenance
 
 if TYPE_CHECKING:
     from ..runner import ExecutorOptions
 
-CHANGES: dict[str, dict] = {
-    "baseline": {},
-    "no_scaling": {"scaled": False},
-    "no_residual": {"residual": False},
-    "no_layernorm": {"norm": "none"},
-    "untied": {"tie_weights": False},
-    "no_positions": {"pos": "none"},
-    "no_warmup": {"warmup": 0},
-    "no_clipping": {"grad_clip": 0.0},
-}
+CHANGES = ABLATIONS  # the checklist, one home: attnlab.config.ABLATIONS
 LABELS = {
     "baseline": ("基线", "baseline", "—"),
     "no_scaling": ("去掉 √d_k 缩放", "no scaling", "小模型上影响小，大模型上灾难 / small here, disastrous when large"),

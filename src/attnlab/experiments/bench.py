@@ -37,7 +37,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..config import PRESETS, Config
+from ..config import BOOK_MODELS, PRESETS, Config
 from ..io import write_figure
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from ..snapshots import snapshot_steps
@@ -45,7 +45,7 @@ from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from .common import environment, provenance
 from .reference_gpt import ReferenceGPT
 
-CONFIGS = {name: PRESETS[name] for name in ("small", "big")}
+CONFIGS = {name: PRESETS[name] for name in BOOK_MODELS}
 SNAPSHOT_RUN_STEPS = 1500  # snapshot cost is reported as an average over a run this long
 
 

@@ -3,12 +3,13 @@
 The engine: ``labbook`` (Experiment, Context, Outcome; run, re-judge and index the book),
 ``runs`` (the runs entries share: Scale, the case's runs, the baseline), ``decide``
 (``book --decide``: more seeds where a claim is undecided), ``plan`` (``--plan``: what a run
-costs). Everything else is an entry.
+costs), ``plot`` (the one matplotlib setup). Everything else is an entry; no entry imports another.
 
 Each entry module defines ``EXPERIMENT`` (an :class:`attnlab.lab.labbook.Experiment`):
-its runs, ``measure(ctx)`` (the only part that opens runs or models), ``judge(results)``
-(pure: what ``attnlab report`` re-runs from the JSON), its prediction and the why of
-each FAIL. Adding an experiment is one module here, one test file and one line below.
+its runs (declared in the module), ``measure(ctx)`` (the only part that opens runs or models),
+``judge(results)`` (pure: what ``attnlab report`` re-runs from the JSON), its prediction, the why
+of each FAIL and ``draw`` (its figures). Adding an experiment is one module here, one test file
+and one line below (docs/example_entry.py is one, written out).
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def long_runs(scale: R.Scale, seed: int) -> list[Run]:
     return [
         Run(
             f"stmt_big_{'scaled' if sc else 'unscaled'}_{s.steps}_s{seed}",
-            s.cfg(**R.BIG, scaled=sc, seed=seed),
+            s.cfg(**R.SIZES["big"], scaled=sc, seed=seed),
             group=GROUP,
         )
         for sc in (False, True)

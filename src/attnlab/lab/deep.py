@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
 from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import committed, final_val, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -68,18 +70,30 @@ def sesoi_reach() -> float:
     return (layer[1] - layer[0]) / 2
 
 
+def deep_run(scale: R.Scale, seed: int) -> Run:
+    """§1.18.5 ③: four layers."""
+    return Run(f"deep4_s{seed}", scale.cfg(**R.SIZES["small"], n_layer=4, seed=seed), group="deep")
+
+
+def deep_long_run(scale: R.Scale, n_layer: int, seed: int) -> Run:
+    """§1.18.5 ③'s control: two and four layers trained twice as long (the whole schedule
+    stretched: warmup, cosine and validations), to test "four layers are only undertrained"."""
+    long = replace(scale, steps=2 * scale.steps)
+    return Run(f"deep{n_layer}_long_s{seed}", long.cfg(**R.SIZES["small"], n_layer=n_layer, seed=seed), group="deep")
+
+
 def runs_of_seed(scale: R.Scale, seed: int) -> list:
-    return [R.deep_run(scale, seed), R.baseline(scale, seed)]
+    return [deep_run(scale, seed), R.baseline(scale, seed)]
 
 
 def long_runs_of_seed(scale: R.Scale, seed: int) -> list:
-    return [R.deep_long_run(scale, n, seed) for n in (4, 2)]
+    return [deep_long_run(scale, n, seed) for n in (4, 2)]
 
 
 def one_layer_run(scale: R.Scale, seed: int) -> Run:
     """The chapter's model with one layer (§1.18.4's n_layer row), the same 1500 steps. Its folder is
     runs/statements/, where it was first trained: the same run, never trained twice."""
-    return Run(f"stmt_layer1_s{seed}", scale.cfg(**R.SMALL, n_layer=1, seed=seed), group="statements")
+    return Run(f"stmt_layer1_s{seed}", scale.cfg(**R.SIZES["small"], n_layer=1, seed=seed), group="statements")
 
 
 def one_layer_seed(scale: R.Scale, seed: int) -> list[Run]:
@@ -460,6 +474,25 @@ def _why_slower(res: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    """Validation curves of two and four layers, 1500 steps (dashed) and the stretched schedule (solid)."""
+    plt = plot.plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for c in r.get("curves", []):
+        color = {2: "#2463a6", 4: "#c0392b"}.get(c["n_layer"], "#555555")
+        ls = "--" if c["steps"] == min(x["steps"] for x in r["curves"]) else "-"
+        for i, curve in enumerate(c["val"]):
+            label = f"{c['n_layer']} 层 / layers, {c['steps']} 步 / steps" if i == 0 else None
+            ax.plot(*zip(*curve), ls, color=color, alpha=0.8, lw=1.2, label=label)
+    ax.set_xlabel("步 / step")
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("§1.18.5 ③：2 层与 4 层（每个种子一条线）/ two and four layers, one line per seed", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return {"curves.png": fig}
+
+
 WHY = {
     "deep_better": _why_clearer,
     "layer_division_of_labour": _why_reach("reach_4", "per_seed"),
@@ -490,4 +523,5 @@ EXPERIMENT = Experiment(
         else (runs_of_seed(scale, seed) if not cid.endswith("_long") or cid == "deep_better_long" else [])
         + (long_runs_of_seed(scale, seed) if cid.endswith("_long") else [])
     ),
+    draw=draw,
 )

@@ -15,6 +15,7 @@ from .. import stats as S
 from ..book import book_values
 from ..experiments.common import ExperimentError
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -158,6 +159,67 @@ def judge(res: dict) -> list[dict]:
     ]
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    """Layer 0's largest previous-token and diagonal weight at each kept step: one thin line per seed,
+    the mean over seeds bold, the book's previous-token head and an order-blind head for reference;
+    the steps themselves on a linear axis, the legend beside the data, not over it."""
+    plt = plot.plt()
+    fig, ax = plt.subplots(figsize=(8.2, 4.2))
+    steps = r["steps"]
+    kinds = (
+        ("prev", "前一位权重 / previous-token weight", "#2456a6", "o"),
+        ("diag", "对角权重 / diagonal weight", "#d9822b", "s"),
+    )
+    for key, label, color, marker in kinds:
+        per_seed = [p[key] for p in r["seeds"] if len(p.get(key) or []) == len(steps)]
+        for i, ys in enumerate(per_seed):
+            ax.plot(
+                steps,
+                ys,
+                "-",
+                color=color,
+                lw=0.8,
+                alpha=0.35,
+                label=f"{label}：每个种子 / each seed" if i == 0 else None,
+            )
+        if per_seed:
+            mean = [plot.mean([ys[j] for ys in per_seed]) for j in range(len(steps))]
+            ax.plot(
+                steps,
+                mean,
+                marker + "-",
+                color=color,
+                lw=2.2,
+                ms=6,
+                label=f"{label}：{len(per_seed)} 个种子的均值 / mean",
+            )
+    if r.get("book_prev_head") is not None:
+        ax.axhline(
+            r["book_prev_head"],
+            color="#2456a6",
+            ls="--",
+            lw=1,
+            label=f"书中的前一位头 / the book's prev head {r['book_prev_head']:.2f}",
+        )
+    if r.get("uniform_prev") is not None:
+        ax.axhline(
+            r["uniform_prev"],
+            color="0.45",
+            ls=":",
+            lw=1,
+            label=f"不看顺序的头 / order-blind head {r['uniform_prev']:.2f}",
+        )
+    ax.set_xticks(steps, [str(s) for s in steps])
+    ax.set_xlim(0, max(steps) * 1.04)
+    ax.set_xlabel("训练步数 / step")
+    ax.set_ylabel("层 0 各头中的最大值 / layer 0, largest over heads")
+    ax.set_title("头部特化的过程 / heads specialising")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
+    ax.grid(alpha=0.3)
+    return {"prev.png": fig}
+
+
 WHY = {
     "prev_head_forms": lambda r: (
         "层 0 最大 prev 从第一步到最后一步的上升 "
@@ -179,4 +241,5 @@ EXPERIMENT = Experiment(
     why=WHY,
     runs=lambda scale: [R.baseline(scale, s) for s in scale.seed_list()],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
+    draw=draw,
 )

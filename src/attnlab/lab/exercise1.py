@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import final_val, paired, rnd, seed_table
@@ -33,9 +34,18 @@ BOOK_RATIO = math.sqrt(2)  # "logits 的标准差大约翻 √2 倍"
 TOL_RATIO = (BOOK_RATIO - 1) / 2
 
 
+def exercise1_run(scale: R.Scale, scaled: bool, seed: int) -> Run:
+    """Exercise 1: n_head 2 at d_model 128 (d_head 64)."""
+    return Run(
+        f"ex1_{'scaled' if scaled else 'unscaled'}_s{seed}",
+        scale.cfg(d_model=128, n_head=2, scaled=scaled, seed=seed),
+        group="exercise1",
+    )
+
+
 def runs_of_seed(scale: R.Scale, seed: int) -> list:
     """The exercise's pair and the case's d_head 32 pair (what the exercise compares with)."""
-    return [R.exercise1_run(scale, sc, seed) for sc in (False, True)] + [
+    return [exercise1_run(scale, sc, seed) for sc in (False, True)] + [
         R.case_run(scale, "small", sc, seed) for sc in (False, True)
     ]
 
@@ -66,7 +76,7 @@ def measure(ctx: Context) -> Outcome:
     sc = ctx.scale
     d64 = seed_table(
         ctx,
-        lambda s: [R.exercise1_run(sc, b, s) for b in (False, True)],
+        lambda s: [exercise1_run(sc, b, s) for b in (False, True)],
         lambda fs: {**_pair(fs), "init_logit_std": _first_logit_std(fs[0])},
         prev["d64"],
     )

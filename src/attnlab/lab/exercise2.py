@@ -25,12 +25,16 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
+from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
-D_HEADS = R.EX2_D_HEADS  # 32, 64, 96, 112, 128, 192, 256
+# the exercise's sequence, and 112 where the committed sweep and the 3-seed gaps put the change
+EX2_D_HEADS = (32, 64, 96, 112, 128, 192, 256)
+D_HEADS = EX2_D_HEADS
 FIXED_D_HEADS = (32, 64, 128, 256)
 # fixed from the chapter's words before looking: §1.2 calls the d_head 32 gap of 0.17 "几乎没差别" (almost no
 # difference), so a gap (or a growth of the gap) below 0.17 is not "明显变差" (clearly worse) by the book's own scale
@@ -51,8 +55,22 @@ def grid(fixed: bool) -> tuple[int, ...]:
     return FIXED_D_HEADS if fixed else D_HEADS
 
 
+def exercise2_run(scale: R.Scale, d_head: int, scaled: bool, seed: int, fixed_d_model: bool = False) -> Run:
+    """Exercise 2: n_head 1 and d_model = d_head (as the committed sweep), or d_model 256 fixed
+    and n_head = 256 / d_head. At d_head 256 both are the case's big run (shared, never retrained)."""
+    d_model, n_head = (256, 256 // d_head) if fixed_d_model else (d_head, 1)
+    if {"d_model": d_model, "n_head": n_head} == R.SIZES["big"]:  # d_head 256 in both variants: the case's big pair
+        return R.case_run(scale, "big", scaled, seed)
+    tag = "scaled" if scaled else "unscaled"
+    return Run(
+        f"ex2{'f' if fixed_d_model else ''}_d{d_head}_{tag}_s{seed}",
+        scale.cfg(d_model=d_model, n_head=n_head, scaled=scaled, seed=seed),
+        group="exercise2",
+    )
+
+
 def pair(scale, d: int, seed: int, fixed: bool) -> list:
-    return [R.exercise2_run(scale, d, sc, seed, fixed) for sc in (False, True)]
+    return [exercise2_run(scale, d, sc, seed, fixed) for sc in (False, True)]
 
 
 def runs_of_seed(scale, seed: int) -> list:
@@ -120,7 +138,7 @@ def summarize(ctx_scale, table: dict, means: dict, curves: dict, fixed: bool) ->
         gaps = column(table, key("gap", d, fixed))
         if not gaps:
             continue
-        cfg = R.exercise2_run(ctx_scale, d, False, R.BOOK_SEED, fixed).cfg
+        cfg = exercise2_run(ctx_scale, d, False, R.BOOK_SEED, fixed).cfg
         m, sd = S.mean_sd(gaps)
         out.append(
             {
@@ -465,6 +483,66 @@ def _why_growth(r: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    variants = [(f"n_head = 1, d_model = d_head（{len(r['seeds'])} seeds）", r["summary"], "o-", "#c0392b")]
+    if r.get("fixed_summary"):
+        n = len(r.get("fixed_seeds", []))
+        variants.append((f"d_model = 256, n_head = 256 / d_head（{n} seeds）", r["fixed_summary"], "s--", "#2463a6"))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, pts, fmt, color in variants:
+        xs = [x["d_head"] for x in pts]
+        ax.errorbar(
+            xs,
+            [x["gap_mean"] for x in pts],
+            yerr=[x["gap_sd"] or 0 for x in pts],
+            fmt=fmt,
+            capsize=4,
+            color=color,
+            label=label,
+        )
+        ax2.plot(xs, [x["entropy_end_unscaled"] for x in pts], fmt, color=color, label=f"不缩放 / unscaled, {label}")
+        ax2.plot(
+            xs, [x["entropy_end_scaled"] for x in pts], fmt, color=color, alpha=0.35, label=f"缩放 / scaled, {label}"
+        )
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("d_head")
+    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
+    ax.set_title("练习二：临界维度 / exercise 2")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("d_head")
+    ax2.set_ylabel("第 0 层训练后权重熵 / layer-0 entropy at the end")
+    ax2.set_title("最终熵 / final weight entropy")
+    ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3, which="both")
+    return {"gap.png": fig, "curves.png": _ex2_curves(plt, r)}
+
+
+def _ex2_curves(plt, r: dict):
+    """The exercise's loss curves: validation loss of both versions at every d_head (first seed)."""
+    panels = [("d_model = d_head", r["summary"])] + (
+        [("d_model = 256", r["fixed_summary"])] if r.get("fixed_summary") else []
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    cmap = plt.get_cmap("viridis")
+    for ax, (title, pts) in zip(axes[0], panels):
+        for i, x in enumerate(pts):
+            color = cmap(i / max(1, len(pts) - 1))
+            for tag, ls in (("scaled", "-"), ("unscaled", "--")):
+                curve = x["val_curve"][tag]
+                if curve:
+                    ax.plot(*zip(*curve), ls, color=color, label=f"d_head {x['d_head']}" if tag == "scaled" else None)
+        ax.set_xlabel("步 / step")
+        ax.set_ylabel("验证 loss / val loss")
+        ax.set_title(f"{title}：实线缩放，虚线不缩放 / solid scaled, dashed unscaled", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return fig
+
+
 WHY = {
     "ex2_critical_exists": _why_exists,
     "ex2_big_gap": lambda r: (
@@ -492,4 +570,5 @@ EXPERIMENT = Experiment(
     # a further seed (attnlab book --decide) for §1.8's four heads: its pair at d_model 256; the exercise's
     # own claims add none (their grid is trained on the scale's seeds)
     seed_runs=lambda scale, seed, cid: pair(scale, 64, seed, True) if cid == FOUR_HEADS else [],
+    draw=draw,
 )

@@ -87,8 +87,12 @@ def mask_runs(scale: R.Scale, seed: int) -> list[Run]:
     Their folder is runs/statements/, where they were first trained: the same runs, never trained twice."""
     s = _short(scale)
     return [
-        Run(f"stmt_correct{s.steps}_s{seed}", s.cfg(**R.SMALL, seed=seed), group="statements"),
-        Run(f"stmt_mask_zero{s.steps}_s{seed}", s.cfg(**R.SMALL, bug="mask_zero", seed=seed), group="statements"),
+        Run(f"stmt_correct{s.steps}_s{seed}", s.cfg(**R.SIZES["small"], seed=seed), group="statements"),
+        Run(
+            f"stmt_mask_zero{s.steps}_s{seed}",
+            s.cfg(**R.SIZES["small"], bug="mask_zero", seed=seed),
+            group="statements",
+        ),
     ]
 
 

@@ -13,6 +13,7 @@ import torch
 
 from .. import stats as S
 from ..book import book_values
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import column, final_val, paired, rnd, seed_table
@@ -23,8 +24,15 @@ SCHEMES = {4: "MHA", 2: "GQA g=2", 1: "MQA"}
 SESOI_QUALITY = 0.01
 
 
+def kv_run(scale: R.Scale, n_kv_head: int, seed: int) -> Run:
+    """§1.8.8: GQA (2 KV heads) and MQA (1) at the small configuration; 4 = the baseline (MHA)."""
+    if n_kv_head == 4:
+        return R.baseline(scale, seed)
+    return Run(f"kv{n_kv_head}_s{seed}", scale.cfg(**R.SIZES["small"], n_kv_head=n_kv_head, seed=seed), group="gqa")
+
+
 def runs_of_seed(scale, seed: int) -> list:
-    return [R.kv_run(scale, g, seed) for g in SCHEMES]
+    return [kv_run(scale, g, seed) for g in SCHEMES]
 
 
 def measure(ctx: Context) -> Outcome:
@@ -33,7 +41,7 @@ def measure(ctx: Context) -> Outcome:
 
     per_tok = {k: kv_cache_bytes(80, g, 128, 1) / 1e6 for k, g in (("MHA", 64), ("GQA_g8", 8), ("MQA", 1))}
     held = []  # the formula against the cache our own model really holds (fp32, the small configuration)
-    base = ctx.scale.cfg(**R.SMALL)
+    base = ctx.scale.cfg(**R.SIZES["small"])
     for g in SCHEMES:
         cfg = base.replace(n_kv_head=g, device="cpu")
         model = TinyGPT(cfg).eval()

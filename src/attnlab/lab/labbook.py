@@ -95,7 +95,7 @@ class Context:
 
     def fig(self, name: str) -> str:
         """The path, relative to the root, of a figure of this experiment (figures/lab_book/<id>_<name>);
-        report.lab_book_figures draws it from the experiment's JSON."""
+        the entry's ``draw`` draws it from its JSON (report.lab_book_figures saves it)."""
         return str(FIG_DIR / f"{self.experiment.id}_{name}")
 
 
@@ -121,8 +121,8 @@ class Experiment:
     source: str | None = None  # a committed result this entry brings in (data/...json), judged by ``judge``
     # the runs one more seed adds for a claim (attnlab book --decide): seed_runs(scale, seed, claim_id)
     seed_runs: Callable[[Scale, int, str], list[Run]] | None = None
-    # figures from the results alone: draw(results) -> {name: matplotlib figure}, saved as
-    # figures/lab_book/<id>_<name> when ``measure`` listed that path (ctx.fig(name) + ".png")
+    # figures from the results alone: draw(results) -> {"name.png": matplotlib figure}, each saved as
+    # figures/lab_book/<id>_name.png, the path ``measure`` lists in Outcome.figures as ctx.fig("name.png")
     draw: Callable[[dict], dict] | None = None
 
     def __post_init__(self):

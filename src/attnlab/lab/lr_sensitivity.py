@@ -21,14 +21,27 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
+from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import rnd, seed_table
 from .labbook import Context, Experiment, Outcome
 
 SIZES = ("small", "big")
 D_HEAD = {"small": 32, "big": 256}
-SCALINGS = tuple(R.LR_SCALINGS)
+# Beyond the chapter (issue 23): learning-rate sensitivity of four attention scalings. The chapter's
+# own point is lr 3e-3 ("实测这个值收敛最快", §1.18.4); the grid spans it by half-decades.
+LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+LR_SCALINGS = {  # name -> Config changes
+    "1/sqrt(d)": {},
+    "none": {"scaled": False},
+    "1/d": {"attn_scale": "1/d"},
+    "qk_norm": {"qk_norm": True},
+    "qk_norm_none": {"qk_norm": True, "scaled": False},
+}
+BOOK_LR = 3e-3
+SCALINGS = tuple(LR_SCALINGS)
 LABEL = {
     "1/sqrt(d)": "1/√d（书）",
     "none": "不缩放 none",
@@ -58,8 +71,20 @@ PREDICTION = (
 )
 
 
+def lr_run(scale: R.Scale, size: str, scaling: str, lr: float, seed: int) -> Run:
+    """One point of the learning-rate map. At the book's lr the model is the case's (1/sqrt(d), none)
+    or the QK-norm experiment's (qk_norm, qk_norm_none) run: shared, never trained twice."""
+    if lr == BOOK_LR and scaling in ("1/sqrt(d)", "none"):
+        return R.case_run(scale, size, scaling == "1/sqrt(d)", seed)
+    if lr == BOOK_LR and scaling in ("qk_norm", "qk_norm_none"):
+        return R.qk_run(scale, size, scaling == "qk_norm", seed)
+    slug = {"1/sqrt(d)": "sqrt", "none": "none", "1/d": "inv_d", "qk_norm": "qk", "qk_norm_none": "qk_none"}[scaling]
+    cfg = scale.cfg(**R.SIZES[size], **LR_SCALINGS[scaling], lr=lr, seed=seed)
+    return Run(f"lr_{size}_{slug}_lr{lr:g}_s{seed}", cfg, group="lr")
+
+
 def grid(scale) -> tuple[float, ...]:
-    return R.LR_GRID if not scale.quick else (R.BOOK_LR, 3e-2)
+    return LR_GRID if not scale.quick else (BOOK_LR, 3e-2)
 
 
 def scalings(scale) -> tuple[str, ...]:
@@ -72,16 +97,16 @@ def key(size: str, scaling: str, lr: float) -> str:
 
 
 def runs_of_seed(scale, seed: int) -> list:
-    return [R.lr_run(scale, size, sc, lr, seed) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
+    return [lr_run(scale, size, sc, lr, seed) for size in SIZES for sc in scalings(scale) for lr in grid(scale)]
 
 
 def claim_runs(scale, seed: int, claim_id: str) -> list:
     """The runs of one seed that ``claim_id`` reads (what --decide trains for it), not the whole grid."""
 
     def curve_runs(size, scaling, lrs=None):
-        return [R.lr_run(scale, size, scaling, lr, seed) for lr in (lrs or grid(scale)) if scaling in scalings(scale)]
+        return [lr_run(scale, size, scaling, lr, seed) for lr in (lrs or grid(scale)) if scaling in scalings(scale)]
 
-    book_lr = [R.BOOK_LR]
+    book_lr = [BOOK_LR]
     for size in SIZES:
         d = D_HEAD[size]
         if claim_id == f"lr_qk_norm_lowers_sensitivity_d{d}":
@@ -144,7 +169,7 @@ def measure(ctx: Context) -> Outcome:
                 }
                 part = seed_table(
                     ctx,
-                    lambda s, size=size, sc=sc, lr=lr: [R.lr_run(scale, size, sc, lr, s)],
+                    lambda s, size=size, sc=sc, lr=lr: [lr_run(scale, size, sc, lr, s)],
                     lambda fs, name=name: {name: run_numbers(fs[0])},
                     prev,
                 )
@@ -242,16 +267,16 @@ def judge(res: dict) -> list[dict]:
     lrs = res["grid"]
     out = []
     # §1.18.4: "lr 3e-3：小模型用大学习率；实测这个值收敛最快且不发散" — the book's model at 1500 steps
-    others = [lr for lr in lrs if lr != R.BOOK_LR]
-    if R.BOOK_LR in lrs and others:
+    others = [lr for lr in lrs if lr != BOOK_LR]
+    if BOOK_LR in lrs and others:
         best_other = []
         for row in table.values():
             c = curve(row, "small", "1/sqrt(d)", lrs)
-            if len(c) != len(lrs) or c[R.BOOK_LR]["val"] is None:
+            if len(c) != len(lrs) or c[BOOK_LR]["val"] is None:
                 continue
             vals = [c[lr]["val"] for lr in others if c[lr]["val"] is not None and not c[lr]["diverged"]]
             if vals:
-                best_other.append(min(vals) - c[R.BOOK_LR]["val"])
+                best_other.append(min(vals) - c[BOOK_LR]["val"])
         if best_other:
             out.append(
                 claim(
@@ -306,7 +331,7 @@ def judge(res: dict) -> list[dict]:
         )
     # can QK-norm replace 1/√d? QK-norm without scaling vs the book's 1/√d, at the book's lr, both sizes
     for size in SIZES:
-        d = _paired(res, key(size, "qk_norm_none", R.BOOK_LR), key(size, "1/sqrt(d)", R.BOOK_LR))
+        d = _paired(res, key(size, "qk_norm_none", BOOK_LR), key(size, "1/sqrt(d)", BOOK_LR))
         if d:
             out.append(
                 claim(
@@ -324,7 +349,7 @@ def judge(res: dict) -> list[dict]:
         row[key("big", "none", lr)]["min_entropy"]
         for row in table.values()
         for lr in lrs
-        if lr >= R.BOOK_LR and key("big", "none", lr) in row and row[key("big", "none", lr)]["min_entropy"] is not None
+        if lr >= BOOK_LR and key("big", "none", lr) in row and row[key("big", "none", lr)]["min_entropy"] is not None
     ]
     if mins:
         out.append(
@@ -357,14 +382,7 @@ def judge(res: dict) -> list[dict]:
 def draw(res: dict) -> dict:
     """Validation loss vs learning rate, one curve per scaling, one panel per d_head; the largest
     attention logit beneath (first seed of each run; diverged points drawn at the top edge)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..fonts import use_cjk_font
-
-    use_cjk_font()
+    plt = plot.plt()
     table = res.get("per_seed") or {}
     if not table:
         return {}
@@ -398,15 +416,11 @@ def draw(res: dict) -> dict:
         for ax in (top, bottom):
             ax.set_xscale("log")
             ax.grid(alpha=0.3)
-            ax.axvline(R.BOOK_LR, color="0.6", linestyle=":", linewidth=1)
+            ax.axvline(BOOK_LR, color="0.6", linestyle=":", linewidth=1)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("学习率敏感度：五种注意力缩放（× = 发散）/ LR sensitivity of five attention scalings (× = diverged)")
     fig.tight_layout()
     return {"map.png": fig}
-
-
-# claims that appear only once the d_head 256 panel is trained (their whys wait for them)
-WAITING: set[str] = set()
 
 
 def _gaps_text(res: dict) -> str:
@@ -425,7 +439,7 @@ def _sens_text(res: dict, size: str) -> str:
 
 
 def _replace_text(res: dict, size: str) -> str:
-    d = _paired(res, key(size, "qk_norm_none", R.BOOK_LR), key(size, "1/sqrt(d)", R.BOOK_LR))
+    d = _paired(res, key(size, "qk_norm_none", BOOK_LR), key(size, "1/sqrt(d)", BOOK_LR))
     return ", ".join(f"{x:+.3f}" for x in d) or "—"
 
 

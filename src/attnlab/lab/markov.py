@@ -18,6 +18,7 @@ from ..config import Config
 from ..experiments.case import member_runs
 from ..io import read_json
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, committed, final_val, paired, rnd
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -266,6 +267,59 @@ def _why_dead(r: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    models, floor = r["models"], r["floor"]
+    fig, ax = plt.subplots(figsize=(8, max(3, 0.22 * len(models) + 1)))
+    ys = list(range(len(models)))
+    vals = [m["val_loss"] for m in models]
+    ax.barh(ys, vals, color=[_markov_color(m["model"]) for m in models])  # bars from 0: a bar's length is its loss
+    ax.set_yticks(ys, [markov_label(m["model"]) for m in models], fontsize=7)
+    for y, v in zip(ys, vals):
+        ax.text(v + 0.03, y, f"{v:.2f}", va="center", fontsize=6.5, bbox={"fc": "white", "ec": "none", "pad": 0.3})
+    lines = (
+        ("一元 / unigram", floor["unigram"], "#999999"),
+        ("二元 / bigram", floor["bigram"], "#c0392b"),
+        ("均匀 ln V / uniform", floor["ln_vocab"], "#555555"),
+    )
+    for name, v, c in lines:
+        ax.axvline(v, color=c, ls="--", label=f"{name} {v:.2f}")
+    ax.set_xlim(0, floor["ln_vocab"] * 1.08)
+    ax.set_ylim(-0.8, len(models) - 0.2)
+    ax.set_xlabel("验证 loss（nats）/ validation loss")
+    ax.set_title("检查点②：马尔可夫下限 / the Markov floor")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3)
+    return {"floor.png": fig}
+
+
+_SIZE = {"small": "小模型 d_head 32 / small", "big": "大模型 d_head 256 / big"}
+
+
+def markov_label(name: str) -> str:
+    """A model of the Markov-floor table in Chinese first, English beside: "case small_scaled seed 20261014"
+    is 案例 小模型 d_head 32 · 缩放 · 种子 20261014 / case small, scaled, seed 20261014; a name of another
+    form is kept as it is."""
+    words = name.split()
+    tag = lambda t: "缩放 / scaled" if t == "scaled" else "不缩放 / unscaled"  # noqa: E731
+    if len(words) == 4 and words[0] == "case" and words[2] == "seed" and "_" in words[1]:
+        size, scaled = words[1].split("_", 1)
+        if size in _SIZE and scaled in ("scaled", "unscaled"):
+            return f"案例 / case · {_SIZE[size]} · {tag(scaled)} · 种子 / seed {words[3]}"
+    if (
+        len(words) == 3
+        and words[0] == "sweep"
+        and words[1].startswith("d_head=")
+        and words[2] in ("scaled", "unscaled")
+    ):
+        return f"扫描 / sweep · d_head {words[1].split('=', 1)[1]} · {tag(words[2])}"
+    return name
+
+
+def _markov_color(name: str) -> str:
+    return "#c8372d" if name.split()[-1] == "unscaled" or "_unscaled" in name else "#2456a6"
+
+
 WHY = {"dead_attention_near_markov": _why_dead}
 
 EXPERIMENT = Experiment(
@@ -279,4 +333,5 @@ EXPERIMENT = Experiment(
     judge=judge,
     order=(1, 22, 2, 9),
     why=WHY,
+    draw=draw,
 )

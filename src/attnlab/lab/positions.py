@@ -24,12 +24,17 @@ import statistics
 from .. import stats as S
 from ..book import book_values
 from ..config import POS_KINDS
+from ..runner import Run
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, final_val, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
-CONTROL = R.POS_CONTROL  # the sinusoidal table on token embeddings x sqrt(d_model)
+# §1.9's schemes, and a control on the sinusoidal one: the table added to token embeddings scaled by
+# sqrt(d_model), as the original Transformer does (this model's embeddings are 36 times smaller than it)
+CONTROL = "sinusoidal_emb_scale"
+POSITIONS = {k: {"pos": k} for k in POS_KINDS} | {CONTROL: {"pos": "sinusoidal", "emb_scale": True}}
 KINDS = (*POS_KINDS, CONTROL)
 # the least the lab book counts as a loss difference: the 0.1 nats written before the runs
 SESOI_LOSS = 0.1
@@ -59,6 +64,11 @@ COMMAND = "attnlab book --only §1.9"
 
 
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.9)"
+
+
+def position_runs(scale: R.Scale, kind: str, seed: int) -> Run:
+    """One scheme's run (``learned`` is the baseline, ``none`` also §1.13.4's ablation: runs.position_run)."""
+    return R.position_run(scale, kind, seed, **POSITIONS[kind])
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
@@ -109,7 +119,7 @@ def measure(ctx: Context) -> Outcome:
     tables = {
         g: seed_table(
             ctx,
-            lambda s, kinds=kinds: [R.position_runs(ctx.scale, k, s) for k in kinds],
+            lambda s, kinds=kinds: [position_runs(ctx.scale, k, s) for k in kinds],
             lambda fs, kinds=kinds: _measure(ctx, kinds, fs),
             _only(stored, kinds),
         )
@@ -131,7 +141,7 @@ def measure(ctx: Context) -> Outcome:
     for s, row in order.items():
         table.setdefault(s, {}).update(row)
     table = {s: table[s] for s in sorted(table, key=int)}
-    cfg = R.position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
+    cfg = position_runs(ctx.scale, "sinusoidal", ctx.scale.seed_list()[0]).cfg
     kinds = [k for k in KINDS if column(table, f"val_{k}")]
     summary = {
         k: {
@@ -419,7 +429,7 @@ def _order_table(ctx: Context, committed: dict) -> tuple[dict[str, dict], dict]:
     prev = {s: {k: row[k] for k in ORDER_KEYS if k in row} for s, row in committed.items()}
     trained = seed_table(
         ctx,
-        lambda s: [R.position_runs(scale, "none", s)],
+        lambda s: [position_runs(scale, "none", s)],
         lambda fs: _no_position_numbers(ctx, fs[0]),
         {s: row for s, row in prev.items() if "nopos_shuffle_diff" in row},
     )
@@ -428,7 +438,7 @@ def _order_table(ctx: Context, committed: dict) -> tuple[dict[str, dict], dict]:
         table.setdefault(s, {}).update(row)
     for s in sorted({str(x) for x in scale.seed_list()} | set(trained), key=int):
         if table.get(s, {}).get("init_equiv_dev") is None:
-            cfg = R.position_runs(scale, "none", int(s)).cfg
+            cfg = position_runs(scale, "none", int(s)).cfg
             e = equivariance(init_model(cfg, int(s)), _batches(ctx, cfg, 2))
             table.setdefault(s, {}).update(
                 {
@@ -437,7 +447,7 @@ def _order_table(ctx: Context, committed: dict) -> tuple[dict[str, dict], dict]:
                     "init_forward_match": rnd(e["forward_match"]),
                 }
             )
-    missing = [R.position_runs(scale, "none", s) for s in scale.seed_list() if str(s) not in trained]
+    missing = [position_runs(scale, "none", s) for s in scale.seed_list() if str(s) not in trained]
     return table, pending(missing)
 
 
@@ -590,6 +600,45 @@ def _why_control(r: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    kinds = list(r["summary"])
+    labels = {
+        "learned": "可学习 / learned",
+        "sinusoidal": "正弦 / sinusoidal",
+        "rope": "RoPE",
+        "none": "无 / none",
+        "sinusoidal_emb_scale": "正弦，词向量×√d\n/ sin., emb ×√d",
+    }
+    fig, ax = plt.subplots(figsize=(1.75 * len(kinds) + 1, 3.6))
+    m = {k: r["summary"][k]["val_mean"] for k in kinds}
+    for i, k in enumerate(kinds):
+        ax.bar(i, m[k], color="#2463a6" if k != "none" else "#c0392b")
+        ax.plot([i] * len(r["summary"][k]["val"]), r["summary"][k]["val"], "k.", ms=6)
+    ax.set_xticks(range(len(kinds)), [labels.get(k, k) for k in kinds])
+    ax.set_ylim(min(m.values()) - 0.3, max(m.values()) + 0.15)
+    ax.set_ylabel("验证 loss / val loss")
+    ax.set_title("位置编码 / positional encoding")
+    ax.grid(alpha=0.3, axis="y")
+    portraits = r["portraits"]
+    fig2, axes = plt.subplots(1, len(portraits), figsize=(3 * len(portraits), 3), sharey=True)
+    for a, (k, heads) in zip(axes, portraits.items()):
+        a.bar(range(len(heads)), [h["prev"] for h in heads], color="#2463a6", label="prev")
+        a.bar(
+            range(len(heads)),
+            [h["diag"] for h in heads],
+            bottom=[h["prev"] for h in heads],
+            color="#e0a030",
+            label="diag",
+        )
+        a.set_xticks(range(len(heads)), [f"L{h['layer']}H{h['head']}" for h in heads], rotation=90, fontsize=7)
+        a.set_title(labels.get(k, k).replace("\n", " "), fontsize=8)
+    axes[0].set_ylabel("前一位 + 对角权重 / prev + diag")
+    axes[0].legend(fontsize=7)
+    return {"val_loss.png": fig, "portraits.png": fig2}
+
+
 WHY = {
     "three_schemes_close": _why_schemes,
     "sinusoidal_scale_control": _why_control,
@@ -610,8 +659,9 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     why=WHY,
-    runs=lambda scale: [R.position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
+    runs=lambda scale: [position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
     # a further seed (attnlab book --decide) for §1.22.10's claims: the no-position model; the others add none
-    seed_runs=lambda scale, seed, cid: [R.position_runs(scale, "none", seed)] if cid in ORDER_CLAIMS else [],
+    seed_runs=lambda scale, seed, cid: [position_runs(scale, "none", seed)] if cid in ORDER_CLAIMS else [],
+    draw=draw,
 )

@@ -20,6 +20,7 @@ from .. import stats as S
 from ..book import book_values
 from ..experiments.claims import runs as case_runs
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import column, committed, final_val, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -39,10 +40,15 @@ CASE_TAIL = 20
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.7.8)"
 
 
+def qk_norm_runs(scale: R.Scale) -> list:
+    """§1.7.8: the case's four-run design with QK-norm, every seed."""
+    return [R.qk_run(scale, size, sc, seed) for seed in scale.seed_list() for size in SIZES for sc in (False, True)]
+
+
 def qk_runs_of_seed(scale: R.Scale, seed: int) -> list:
     """The four QK-norm runs of ``seed``, also of a seed beyond the scale's own (an extra seed)."""
     wide = replace(scale, seeds=max(scale.seeds, seed - R.BOOK_SEED + 1))
-    return [r for r in R.qk_norm_runs(wide) if r.name.endswith(f"_s{seed}")]
+    return [r for r in qk_norm_runs(wide) if r.name.endswith(f"_s{seed}")]
 
 
 def qk_pair(scale: R.Scale, size: str, seed: int) -> list:
@@ -374,6 +380,40 @@ def _why_init(size: str, scaled: bool):
     return why
 
 
+# ------------------------------------------------------------------------------------- figure
+def _as_list(v) -> list:
+    """A value or a list of values (per seed); None is no value."""
+    return [] if v is None else v if isinstance(v, list) else [v]
+
+
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = [0, 1]
+    w = r["without_qk_norm"]
+    for off, label, vals, color in (
+        (
+            -0.18,
+            "无 QK-norm（案例）/ without (case)",
+            [w.get("small", []), _as_list(w.get("big"))],
+            "#999999",
+        ),
+        (0.18, "有 QK-norm / with QK-norm", [r["gap"]["small"], r["gap"]["big"]], "#2463a6"),
+    ):
+        ax.bar([x + off for x in xs], [plot.mean(v) for v in vals], width=0.34, color=color, label=label)
+        for x, v in zip(xs, vals):
+            ax.plot([x + off] * len(v), v, "k.", ms=6)
+            if not v:
+                ax.text(x + off, 0.02, "未运行\nnot run", ha="center", va="bottom", fontsize=9)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(xs, ["d_head = 32", "d_head = 256"])
+    ax.set_ylabel("验证 loss 差距（不缩放 − 缩放）/ val gap")
+    ax.set_title("QK-norm：去掉缩放的代价 / the cost of removing the scale")
+    ax.legend()
+    ax.grid(alpha=0.3, axis="y")
+    return {"gaps.png": fig}
+
+
 WHY = {
     "qk_small_gap_appears": _why_small,
     "qk_big_gap_persists": _why_big,
@@ -407,8 +447,9 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.7.8",
     measure=measure,
     judge=judge,
-    runs=R.qk_norm_runs,
+    runs=qk_norm_runs,
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
     prediction=PREDICTION,
     why=WHY,
+    draw=draw,
 )

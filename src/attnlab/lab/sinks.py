@@ -30,6 +30,7 @@ import math
 from .. import stats as S
 from ..diagnostics import SINK_THRESHOLD, sink_baseline, sink_share
 from ..verdicts import claim
+from . import plot
 from . import runs as R
 from .common import rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -439,14 +440,7 @@ TAG_LABEL = {"scaled": "缩放 / scaled", "unscaled": "不缩放 / unscaled"}
 def draw(res: dict) -> dict:
     """Sink share vs step, one line per run (scaled blue, unscaled red): the mean over heads above,
     the strongest head beneath, one column per head size; the uniform baseline and the threshold."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..fonts import use_cjk_font
-
-    use_cjk_font()
+    plt = plot.plt()
     color = {"scaled": "#2456a6", "unscaled": "#c8372d"}
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True, sharey="row")
     for j, size in enumerate(SIZES):

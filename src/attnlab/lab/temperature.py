@@ -16,6 +16,7 @@ import statistics
 from .. import stats as S
 from ..book import book_values
 from ..experiments.claims import runs as case_runs
+from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import committed, final_val, rnd, seed_table
@@ -27,6 +28,15 @@ SESOI_LOG_TEMP = math.log(math.sqrt(2))
 
 
 NOT_RUN = "未运行：没有完成的运行，也没有提交的数字 / not run yet: no finished run and no committed numbers (attnlab book --only §1.6.3)"
+
+
+def temperature_run(scale: R.Scale, seed: int) -> Run:
+    """Exercise ⑬: the unscaled big model with a learnable temperature per head (1 at init)."""
+    return Run(
+        f"temp_big_unscaled_s{seed}",
+        scale.cfg(**R.SIZES["big"], scaled=False, learn_temp=True, seed=seed),
+        group="temperature",
+    )
 
 
 def _measure(fs: list) -> dict:
@@ -55,7 +65,7 @@ def _case_by_seed(ctx: Context) -> dict[str, dict]:
 
 def measure(ctx: Context) -> Outcome:
     stored = (ctx.previous or {}).get("per_seed", {})
-    table = seed_table(ctx, lambda s: [R.temperature_run(ctx.scale, s)], _measure, stored)
+    table = seed_table(ctx, lambda s: [temperature_run(ctx.scale, s)], _measure, stored)
     if not table:
         raise NotAvailable(NOT_RUN)
     case = _case_by_seed(ctx)
@@ -73,7 +83,7 @@ def measure(ctx: Context) -> Outcome:
         ],
         "seeds": [int(s) for s in table],
         "per_seed": table,
-        "d_head": R.temperature_run(ctx.scale, ctx.scale.seed_list()[0]).cfg.d_head,
+        "d_head": temperature_run(ctx.scale, ctx.scale.seed_list()[0]).cfg.d_head,
         "book_big_gap": book_values("case_loss_1_2_and_1_4")["gap_big"],
     }
     notes = [] if len(table) >= ctx.scale.seeds else [f"{len(table)} of {ctx.scale.seeds} seeds"]
@@ -188,6 +198,6 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     why=WHY,
-    runs=lambda scale: [R.temperature_run(scale, s) for s in scale.seed_list()],
+    runs=lambda scale: [temperature_run(scale, s) for s in scale.seed_list()],
     min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
 )

@@ -21,6 +21,7 @@ import statistics
 from .. import stats as S
 from ..book import book_values
 from ..verdicts import claim
+from . import plot
 from .common import rnd
 from .labbook import Context, Experiment, Outcome
 
@@ -171,6 +172,32 @@ def _why_superlinear(res: dict) -> str:
     )
 
 
+# ------------------------------------------------------------------------------------- figure
+def draw(r: dict) -> dict:
+    plt = plot.plt()
+    book = book_values("sdpa_timing_rtx_a6000_1_14_2")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(
+        [row[0] for row in r["rows"]],
+        [row[2] for row in r["rows"]],
+        "o-",
+        color="#2463a6",
+        label="本机 CPU / this CPU (SDPA)",
+    )
+    ax.loglog(book["n"], book["ms"], "s--", color="#c0392b", label="书中 RTX A6000 / book")
+    from matplotlib.ticker import NullFormatter
+
+    ns = sorted({row[0] for row in r["rows"]} | set(book["n"]))
+    ax.set_xticks(ns, [str(n) for n in ns])  # the measured lengths, not 3×10³4×10³ running together
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("序列长度 n / sequence length")
+    ax.set_ylabel("单次前向 ms / forward ms")
+    ax.set_title("§1.14.2 注意力耗时 / attention time")
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return {"timing.png": fig}
+
+
 EXPERIMENT = Experiment(
     "timing",
     SECTION,
@@ -181,4 +208,5 @@ EXPERIMENT = Experiment(
     judge=judge,
     remeasure=False,
     why={"timing_superlinear": _why_superlinear},
+    draw=draw,
 )

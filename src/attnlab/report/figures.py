@@ -4,28 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..fonts import use_cjk_font
-from ..io import write_figure
+from ..lab import plot
 
 RED, BLUE = "#c0392b", "#2463a6"
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    use_cjk_font()
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    write_figure(path, fig, dpi=130, bbox_inches="tight")  # PNG and SVG
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def _smooth(y: list[float], w: int | None = None) -> list[float]:
@@ -41,7 +22,7 @@ def _smooth(y: list[float], w: int | None = None) -> list[float]:
 
 
 def loss_figure(res: dict, path: Path) -> Path:
-    plt = _plt()
+    plt = plot.plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, size, title in (
         (axes[0], "small", "d_head = 32（小模型 / small）"),
@@ -59,11 +40,11 @@ def loss_figure(res: dict, path: Path) -> Path:
     axes[0].set_ylabel("交叉熵 loss / cross-entropy")
     axes[1].legend(fontsize=8)
     fig.suptitle("图 1.2　去掉 1/√d_k：小模型几乎无差别，大模型明显分离 / Fig 1.2")
-    return _save(fig, path)
+    return plot.save(fig, path, svg=True)  # PNG and SVG
 
 
 def logit_std_figure(res: dict, path: Path) -> Path:
-    plt = _plt()
+    plt = plot.plt()
     sw = res["init_sweep"]
     d = [r["d_head"] for r in sw]
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -95,11 +76,11 @@ def logit_std_figure(res: dict, path: Path) -> Path:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     ax.set_title("图 1.3　初始化状态下 logits 的尺度 / Fig 1.3")
-    return _save(fig, path)
+    return plot.save(fig, path, svg=True)  # PNG and SVG
 
 
 def diagnostics_figure(res: dict, path: Path) -> Path:
-    plt = _plt()
+    plt = plot.plt()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6.4), sharex=True)
     for scaled, color, label in ((False, RED, "不缩放 / unscaled"), (True, BLUE, "缩放 / scaled")):
         for size, style, width in (("big", "-", 1.6), ("small", ":", 1.0)):
@@ -119,7 +100,7 @@ def diagnostics_figure(res: dict, path: Path) -> Path:
     handles, labels = a1.get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, ncol=2, loc="lower center", bbox_to_anchor=(0.5, -0.06))
     fig.suptitle("图 1.4　训练中注意力层的两个诊断量（对数轴）/ Fig 1.4")
-    return _save(fig, path)
+    return plot.save(fig, path, svg=True)  # PNG and SVG
 
 
 def case_figures(res: dict, fig_dir: Path) -> list[Path]:

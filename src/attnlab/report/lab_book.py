@@ -427,16 +427,17 @@ def _image(root: Path, rel: str) -> str | None:
     return None
 
 
-def build_book_report(root: Path, data: Path | None = None) -> list[Path]:
+def build_book_report(root: Path, data: Path | None = None, registry=None) -> list[Path]:
     """Write reports/lab_book.md and reports/lab_book.html under ``root`` from the book in ``data``
-    (default ``root``/data); returns the paths."""
+    (default ``root``/data); returns the paths. ``registry``: the entries that draw the figures
+    (default :data:`attnlab.lab.EXPERIMENTS`)."""
     from .lab_book_figures import draw_figures
 
     root = Path(root)
     book, docs = load_book(root, data)
     markdown = render_markdown(book, docs)  # before anything is written: a damaged entry fails here
     for doc in docs.values():
-        draw_figures(doc, root)
+        draw_figures(doc, root, registry)
     md = write_text(root / "reports" / "lab_book.md", markdown)
     page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root))
     return [md, page]
