@@ -52,7 +52,7 @@ from typing import Any
 from .checkpoint import WEIGHTS_DIR, CheckpointUnreadable, KeepWeights
 from .config import Config
 from .errors import AttnlabError, CheckpointError, RunFolderBusy
-from .runfolder import RUN_FILES, lock_holder
+from .runfolder import RUN_FILES, load_average, lock_holder
 from .tokenizer import CharTokenizer
 
 EXECUTORS = ("serial", "local", "ray", "slurm")
@@ -263,7 +263,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     """Train (reuse, resume) one run described by plain data; never raises for a failing run.
 
     task: name, dir, config (dict), text, threads and keep_weights (optional). Returns name, status
-    (reused | trained | resumed | interrupted | failed), seconds, error, messages.
+    (reused | trained | resumed | interrupted | failed), seconds, cpu_s (this process's CPU time over
+    them), load (the machine's 1-minute load at the end; runfolder.load_state), error, messages.
     """
     import torch
 
@@ -272,7 +273,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     out = Path(task["dir"])
     cfg = Config.from_dict(task["config"])
     result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0, "error": None, "messages": []}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         try:
             if finished_history(out, cfg):
@@ -325,6 +326,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
     result["seconds"] = round(time.perf_counter() - t0, 3)
+    result["cpu_s"] = round(time.process_time() - cpu0, 3)
+    result["load"] = load_average()
     return result
 
 
