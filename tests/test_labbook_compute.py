@@ -74,3 +74,11 @@ def test_the_record_says_each_runs_cores(tmp_path):
     from attnlab.schemas import check
 
     check("lab_book_entry", {"id": "x", "status": "done", "timings": rec}, "x.json")
+
+
+def test_a_run_trained_on_an_accelerator_says_nothing_of_a_cores_speed(tmp_path):
+    from attnlab.runfolder import training_conditions
+
+    a = _run("a")
+    record_session(a.dir(tmp_path), {"seconds": 10.0, "cpu_s": 9.9, "load_end": 0.5, "cpus": 2, "device": "cuda:0"})
+    assert training_conditions(a.dir(tmp_path))["state"] == "unknown"
