@@ -455,6 +455,100 @@ def book_plan_block(plans) -> str:
         "",
         f"再多的 CPU 也快不过最长的一个运行（约 {_minutes(max(secs))}，单线程）。*No number of CPUs beats the longest "
         f"single run (about {_minutes(max(secs))} on one thread).*",
+        "",
+        calibration_sentence(book.calibration),
+    ]
+    return "\n".join(lines)
+
+
+def calibration_sentence(cal) -> str:
+    """What the plan calibrated on, in the docs' words (attnlab.lab.plan.calibrate): Chinese, then English."""
+    from attnlab.lab.plan import MIN_RECORDS
+    from attnlab.runfolder import BUSY, UNKNOWN
+
+    busy_aside, unknown = cal.aside.get(BUSY, 0), cal.aside.get(UNKNOWN, 0)
+    check = sum(r.source == "plan_check" for r in cal.used)
+    book = len(cal.used) - check
+    busy = sum(r.state == BUSY for r in cal.used)
+    zh_src = f"{book} 个手册的运行、{check} 个 `scripts/plan_check.py` 的运行"
+    en_src = f"{book} of the book's runs, {check} of `scripts/plan_check.py`'s"
+    zh_aside = f"搁置 {unknown} 个负载未知的记录（记录 CPU 时间与负载之前计时的）和 {busy_aside} 个共享核上的记录。"
+    en_aside = (
+        f"Set aside: {unknown} records of unknown load (timed before CPU time and load were recorded) and "
+        f"{busy_aside} taken on shared cores."
+    )
+    if cal.basis == "idle":
+        zh = f"只用空闲核上计时的运行的墙钟时间（{len(cal.used)} 个：{zh_src}）。"
+        en = f"Calibrated on the wall time of runs timed on idle cores only ({len(cal.used)}: {en_src})."
+    elif cal.basis == "cpu":
+        zh = (
+            f"空闲核上计时的运行不足 {MIN_RECORDS} 个，所以用 {len(cal.used)} 个运行的 CPU 时间（{zh_src}；其中 {busy} 个"
+            f"在共享的核上，它们的墙钟时间不用）：一个运行独占一个核时要的时间，核被共享时墙钟更长。"
+        )
+        en = (
+            f"Fewer than {MIN_RECORDS} runs were timed on idle cores, so the plan calibrates on the CPU time of "
+            f"{len(cal.used)} runs ({en_src}; {busy} of them on shared cores, whose wall time is not used): what a "
+            f"run takes on a core of its own; shared cores take longer."
+        )
+    else:
+        zh = "没有足够的空闲核记录或 CPU 时间记录，用 `decide.py` 的默认速率。"
+        en = "Too few records of idle cores or of CPU time: decide.py's default rate."
+    return f"校准 / calibration：{zh}{zh_aside} *{en} {en_aside}*"
+
+
+def plan_check_block() -> str:
+    """data/plan_check.json (scripts/plan_check.py): the plan's estimate of each run beside what it took."""
+    doc = _json("data/plan_check.json")
+    tol = doc["tolerance"]
+    lines = [
+        "| 运行 / run | d_model / n_head / 层 layers | 步数 / steps | 计划 / plan (s) | 实测 / measured (s) | "
+        "实测 ÷ 计划 / ratio | CPU 时间 / CPU (s) | CPU ÷ 计划 | 负载 / load | 核 / cores |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = doc["runs"]
+    for r in rows:
+        c = r["config"]
+        cpu = r.get("cpu_s")
+        cores = {"idle": "空闲 / idle", "busy": "共享 / shared"}.get(r["state"], "未知 / unknown")
+        est = r["estimate_s"]
+        cpu_cells = ("—", "—") if cpu is None else (f"{cpu:.0f}", f"{cpu / est:.2f}")
+        load = "—" if r.get("load") is None else f"{r['load']:.1f}"
+        lines.append(
+            f"| `{r['name']}` | {c['d_model']} / {c['n_head']} / {c['n_layer']} | {c['max_steps']} | "
+            f"{est:.0f} | {r['seconds']:.0f} | {r['seconds'] / est:.2f} | {cpu_cells[0]} | {cpu_cells[1]} | "
+            f"{load} | {cores} |"
+        )
+    wall = [r["seconds"] / r["estimate_s"] for r in rows]
+    cpu = [r["cpu_s"] / r["estimate_s"] for r in rows if r.get("cpu_s") is not None]
+    within = all(abs(x - 1) <= tol for x in wall)
+    cpu_within = len(cpu) == len(rows) and all(abs(x - 1) <= tol for x in cpu)
+    loads = [r["load"] for r in rows if r.get("load") is not None]
+    busy = sum(r["state"] != "idle" for r in rows)
+    yes = lambda b: "是 / yes" if b else "否 / no"  # noqa: E731
+    load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "—"
+    cpus = doc["machine"].get("cpus")
+    if busy:
+        zh_honest = (
+            f"这次测量时核是共享的：{busy} 个运行的核不空闲（1 分钟平均负载 {load}，{cpus} 个 CPU），"
+            f"墙钟时间里有等核的时间，不能用来检验一个空闲核上的计划；在空闲的核上再运行一次这条命令才算数。"
+        )
+        en_honest = (
+            f"The cores were shared while this was measured ({busy} of {len(rows)} runs on busy cores, 1-minute load "
+            f"{load} on {cpus} CPUs): the wall times include waiting for a core and do not test a plan for idle "
+            f"cores; run the command again on quiet cores for that."
+        )
+    else:
+        zh_honest = f"所有运行都在空闲的核上（1 分钟平均负载 {load}，{cpus} 个 CPU）。"
+        en_honest = f"Every run on idle cores (1-minute load {load} on {cpus} CPUs)."
+    worst = max(wall, key=lambda x: abs(x - 1))
+    lines += [
+        "",
+        f"{doc['measured_at'][:10]}，{doc['workers']} 个单线程 worker，共 {doc['wall_s'] / 60:.0f} min。"
+        f"每个估计都在实测墙钟的 ±{tol:.0%} 之内：**{yes(within)}**（最偏的比值 {worst:.2f}）；"
+        f"在 CPU 时间的 ±{tol:.0%} 之内：**{yes(cpu_within)}**。{zh_honest}"
+        f" *{doc['measured_at'][:10]}, {doc['workers']} one-thread workers, {doc['wall_s'] / 60:.0f} min in all. "
+        f"Every estimate within ±{tol:.0%} of the measured wall time: {'yes' if within else 'no'} (worst ratio "
+        f"{worst:.2f}); of the CPU time: {'yes' if cpu_within else 'no'}. {en_honest}*",
     ]
     return "\n".join(lines)
 
@@ -590,7 +684,7 @@ def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
             ("case-fails", lambda: fails_block(case["claims"])),
             ("case-wd", lambda: wd_block(case)),
         ],
-        DOCS / "scale-out.md": [("book-plan", lambda: book_plan_block(plan()))],
+        DOCS / "scale-out.md": [("book-plan", lambda: book_plan_block(plan())), ("plan-check", plan_check_block)],
         DOCS / "speed.md": [("bench-executors", bench_executors_block)],
         DOCS / "commands.md": [("corpus-stats", corpus_block)],
         DOCS / "layout.md": [("other-results", other_results_block)],

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from attnlab.cli import main
+from attnlab.errors import AttnlabError
 from attnlab.lab import EXPERIMENTS
 from attnlab.lab.decide import DEFAULT_S_PER_COST
 from attnlab.lab.plan import book_plan, pack, read_records
 from attnlab.lab.runs import Scale
+from attnlab.perf import shape_key
 from attnlab.runner import ExecutorOptions, execute, train_cost
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -30,32 +32,10 @@ def unique_runs(scale):
     return list(runs.values())
 
 
-def committed_records() -> tuple[float, dict[str, float]]:
-    """The rate the plan must use and the runs recorded one by one, worked out here from the JSON: a record
-    with ``per_run`` counts its named runs of the experiment at their own seconds and exact cost; an older
-    record its seconds over its timed runs counted at the mean train_cost of its runs."""
-    secs = cost = 0.0
-    named: dict[str, float] = {}
-    for e in EXPERIMENTS:
-        p = COMMITTED / f"{e.id}.json"
-        if not p.is_file():  # an entry not run yet: no record, its runs at the rate
-            continue
-        t = json.loads(p.read_text(encoding="utf-8")).get("timings", {})
-        runs = e.runs(FULL)
-        by_name = {r.name: r for r in runs}
-        mine = {k: float(v) for k, v in (t.get("per_run") or {}).items() if k in by_name and float(v) > 0}
-        if mine:
-            secs += sum(mine.values())
-            cost += sum(train_cost(by_name[k].cfg) for k in mine)
-            named.update(mine)
-        elif t.get("timed_runs") and t.get("compute_s") and runs:
-            secs += t["compute_s"]
-            cost += t["timed_runs"] * sum(train_cost(r.cfg) for r in runs) / len(runs)
-    return secs / cost, named
-
-
-def committed_rate() -> float:
-    return committed_records()[0]
+def idle(seconds: float, share: float = 0.97, load: float = 1.0) -> dict:
+    """per_run_conditions of a run timed with ``share`` of its wall time on the CPU at ``load`` on 2 CPUs."""
+    state = "idle" if share >= 0.9 and load <= 2.5 else "busy"
+    return {"state": state, "cpu_s": round(seconds * share, 3), "load": load, "cpus": 2, "threads": 1}
 
 
 def plan_numbers(out: str) -> dict:
@@ -93,24 +73,127 @@ def test_pack_is_longest_first_onto_the_slot_that_frees_first():
 
 
 def test_full_book_plan_comes_from_the_committed_records(tmp_path, capsys):
+    """The committed plan: what calibrate() makes of the committed records, as `book --plan` prints it."""
+    from attnlab.lab.plan import PLAN_CHECK, calibrate, read_check_records, read_run_records
+
     assert main(["book", "--plan", "--executor", "local", "--workers", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     got = plan_numbers(out)
     runs = unique_runs(FULL)
-    rate, named = committed_records()
-    assert rate != pytest.approx(DEFAULT_S_PER_COST, rel=0.05)  # the records, not the fallback
-    each = [named.get(r.name, train_cost(r.cfg) * rate) for r in runs]
-    core = sum(each)
+    timed, sums = read_run_records(EXPERIMENTS, COMMITTED, FULL)
+    cal = calibrate(timed + read_check_records(COMMITTED.parent / PLAN_CHECK), sums)
+    each = [cal.own.get(r.name) or cal.seconds(r.cfg) for r in runs]
     assert got["todo"] == len(runs) and got["done"] == 0  # nothing on disk under tmp_path
-    assert got["core_s"] == pytest.approx(core, abs=18)  # printed to 0.01 core-h
-    wall = pack(each, 2)
-    assert f"wall ≈ {wall / 3600:.1f} h" in out
+    assert got["core_s"] == pytest.approx(sum(each), abs=18)  # printed to 0.01 core-h
+    assert f"wall ≈ {pack(each, 2) / 3600:.1f} h" in out
+    assert "校准 / calibrated on" in out and "搁置 / set aside" in out
+    # no committed lab-book record says its cores were idle: none of them calibrates
+    assert all(r.state != "idle" for r in timed)
+    assert not any(r.source != "plan_check" for r in cal.used)
     assert not (tmp_path / "runs").exists() and not (tmp_path / "data").exists()  # trained and wrote nothing
-    # the same records doubled: every cost doubles (the numbers come from the records)
+
+
+def test_records_of_unknown_or_busy_cores_do_not_calibrate(tmp_path, capsys):
+    """Doubling the seconds of records that do not say their cores were idle changes nothing; the plan
+    says it set them aside and fell back to decide's default rate."""
+    with_records(tmp_path / "x1")
     with_records(tmp_path / "x2", scale_by=2.0)
-    capsys.readouterr()
-    assert main(["book", "--plan", "--executor", "local", "--workers", "2", "--out", str(tmp_path / "x2")]) == 0
-    assert plan_numbers(capsys.readouterr().out)["core_s"] == pytest.approx(2 * core, abs=36)
+    got = []
+    for d in ("x1", "x2"):
+        assert main(["book", "--plan", "--executor", "serial", "--out", str(tmp_path / d)]) == 0
+        out = capsys.readouterr().out
+        got.append(plan_numbers(out)["core_s"])
+        assert "decide's default rate" in out and re.search(r"set aside: \d+ unknown", out)
+    assert got[0] == got[1]
+    plan = book_plan(EXPERIMENTS, tmp_path / "x1", FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
+    assert plan.calibration.basis == "default" and plan.rate == DEFAULT_S_PER_COST
+    n_named = len({r.name for r in read_run_records_all(tmp_path / "x1")})
+    assert plan.calibration.aside["unknown"] >= n_named > 0
+
+
+def read_run_records_all(root):
+    from attnlab.lab.plan import read_run_records
+
+    return read_run_records(EXPERIMENTS, root / "data" / "lab_book", FULL)[0]
+
+
+def mark(d: Path, experiment: str, conditions, keep: set = frozenset()) -> set[str]:
+    """Give the runs ``experiment``'s record names (but those in ``keep``) the conditions
+    ``conditions(seconds)`` in every record that names them (a run shared by several experiments
+    has one folder); their names."""
+    names = set(json.loads((d / f"{experiment}.json").read_text(encoding="utf-8"))["timings"]["per_run"]) - keep
+    for p in d.glob("*.json"):
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        t = doc.get("timings") or {}
+        mine = {k: conditions(v) for k, v in (t.get("per_run") or {}).items() if k in names}
+        if mine:
+            t["per_run_conditions"] = {**t.get("per_run_conditions", {}), **mine}
+            p.write_text(json.dumps(doc), encoding="utf-8")
+    return names
+
+
+def test_idle_records_calibrate_on_their_wall_time_and_busy_ones_are_set_aside(tmp_path, capsys):
+    d = with_records(tmp_path)
+    runs = {r.name: r for r in unique_runs(FULL)}
+    idle_names = mark(d, "failures", idle) & set(runs)  # idle cores: their wall time calibrates
+    busy_names = mark(d, "ablation", lambda s: idle(s, share=0.5), keep=idle_names) & set(runs)  # shared: aside
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
+    cal = plan.calibration
+    named = {r.name: r.seconds for r in cal.used}
+    assert cal.basis == "idle" and set(named) == idle_names
+    assert cal.aside["busy"] == len(busy_names)
+    cost = {c.run.name: c.seconds for c in plan.costs}
+    assert all(cost[k] == v for k, v in named.items())  # an idle run costs what it took
+    by_shape: dict = {}
+    for k in named:
+        by_shape.setdefault(shape_key(runs[k].cfg), []).append(k)
+    for key, names in by_shape.items():  # each shape's rate: its idle runs' seconds over their cost
+        rate = sum(named[k] for k in names) / sum(train_cost(runs[k].cfg) for k in names)
+        others = [r for r in runs.values() if r.name not in named and shape_key(r.cfg) == key]
+        for other in others:
+            assert cost[other.name] == pytest.approx(train_cost(other.cfg) * rate)
+    assert busy_names and all(cost[k] == pytest.approx(cal.seconds(runs[k].cfg)) for k in busy_names)
+    assert main(["book", "--plan", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"calibrated on: {len(named)} run(s) timed on idle cores" in out
+    assert f"{cal.aside['busy']} busy" in out
+
+
+def test_too_few_idle_records_fall_back_to_cpu_time(tmp_path, capsys):
+    d = with_records(tmp_path)
+    runs = {r.name: r for r in unique_runs(FULL)}
+    busy = mark(d, "ablation", lambda s: idle(s, share=0.4, load=4.0)) & set(runs)
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
+    cal = plan.calibration
+    cpu = {r.name: r.cpu_s for r in cal.used}
+    assert cal.basis == "cpu" and set(cpu) == busy
+    assert all(r.cpu_s == pytest.approx(r.seconds * 0.4, abs=0.002) for r in cal.used)
+    assert cal.rate == pytest.approx(sum(cpu.values()) / sum(train_cost(runs[k].cfg) for k in cpu))
+    cost = {c.run.name: c.seconds for c in plan.costs}
+    assert all(cost[k] == v for k, v in cpu.items())  # its CPU time, not its wall
+    assert main(["book", "--plan", "--out", str(tmp_path)]) == 0
+    assert "fewer than 3 runs timed on idle cores, so the CPU time of" in capsys.readouterr().out
+
+
+def test_the_checks_runs_calibrate_too(tmp_path):
+    """data/plan_check.json beside data/lab_book: its idle runs calibrate the full book's plan."""
+    with_records(tmp_path)
+    small = next(r for r in unique_runs(FULL) if r.name.startswith("small_scaled"))
+    rows = [
+        {"name": f"pc_{i}", "config": small.cfg.replace(max_steps=100 * (i + 1)).to_dict(), "seconds": 10.0 * (i + 1)}
+        | {"cpu_s": 9.8 * (i + 1), "load": 1.5, "cpus": 2, "threads": 1}
+        for i in range(3)
+    ]
+    (tmp_path / "data" / "plan_check.json").write_text(json.dumps({"kind": "plan_check", "runs": rows}), "utf-8")
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
+    assert plan.calibration.basis == "idle" and {r.source for r in plan.calibration.used} == {"plan_check"}
+    cost = {c.run.name: c.seconds for c in plan.costs}
+    assert cost[small.name] == pytest.approx(10.0 * 15)  # 0.1 s a step at its shape, 1500 steps
+    (tmp_path / "data" / "plan_check.json").write_text(
+        json.dumps({"kind": "plan_check", "runs": [{"name": 1}]}), "utf-8"
+    )
+    with pytest.raises(AttnlabError, match="plan_check.json"):
+        book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
 
 
 def test_records_are_read_per_experiment():
@@ -164,24 +247,3 @@ def test_case_plan_and_its_bad_input(tmp_path, capsys):
     assert main(["case", "--plan", "--executor", "slurm", "--slurm-time", "soon", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--slurm-time" in err
-
-
-def test_a_record_that_names_its_runs_costs_them_exactly(tmp_path):
-    """timings.per_run (run name -> seconds): those runs cost what they took, and the rate is theirs."""
-    d = with_records(tmp_path)
-    for p in d.glob("*.json"):  # only ablation names its runs here (another record may name a shared run)
-        other = json.loads(p.read_text(encoding="utf-8"))
-        if other.get("timings", {}).pop("per_run", None) is not None:
-            p.write_text(json.dumps(other), encoding="utf-8")
-    doc = json.loads((d / "ablation.json").read_text(encoding="utf-8"))
-    runs = EXPERIMENTS[[e.id for e in EXPERIMENTS].index("ablation")].runs(FULL)
-    named = {r.name: 100.0 + i for i, r in enumerate(runs[:3])}
-    doc["timings"]["per_run"] = named
-    (d / "ablation.json").write_text(json.dumps(doc), encoding="utf-8")
-    rec = {r.experiment: r for r in read_records(EXPERIMENTS, d)}["ablation"]
-    assert rec.timed_runs == 3 and rec.compute_s == sum(named.values())
-    assert rec.rate == pytest.approx(sum(named.values()) / sum(train_cost(r.cfg) for r in runs[:3]))
-    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("serial"))
-    cost = {c.run.name: c.seconds for c in plan.costs}
-    assert all(cost[k] == v for k, v in named.items())
-    assert cost[runs[3].name] == pytest.approx(train_cost(runs[3].cfg) * plan.rate)

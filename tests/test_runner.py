@@ -289,3 +289,25 @@ def test_a_label_function_is_asked_again_after_each_run(tmp_path, tiny_cfg, text
         rs, text, tmp_path, progress=True, on_result=lambda r: done.append(r["name"]), desc=lambda: f"done {len(done)}"
     )
     assert shown == ["done 0", "done 1", "done 2"]
+
+
+def test_every_timing_record_carries_cpu_time_and_load(tmp_path, tiny_cfg, text):
+    """A run's session (RUN/timing.json) and the runner's result record the process's CPU time and the
+    machine's load and CPU count, so a plan can tell idle cores from shared ones (runfolder.load_state)."""
+    import os
+
+    from attnlab.runfolder import load_state, training_conditions, training_sessions
+
+    seen = []
+    execute(runs(tiny_cfg, 2), text, tmp_path, executor="local", workers=2, progress=False, on_result=seen.append)
+    for r in seen:
+        assert r["status"] == "trained" and r["cpu_s"] > 0 and (r["load"] is None or r["load"] >= 0)
+    for name in ("r0", "r1"):
+        (s,) = training_sessions(tmp_path / "g" / name)
+        assert s["cpus"] == os.cpu_count() and s["threads"] == 1  # 2 workers on this machine's cores
+        assert s["cpu_s"] > 0 and (s["load_end"] is None or s["load_end"] >= 0)
+        assert s["cpu_s"] <= s["seconds"] * s["threads"] * 1.05 + 0.05  # one thread cannot use more than its wall
+        c = training_conditions(tmp_path / "g" / name)
+        assert c["cpu_s"] == s["cpu_s"] and c["state"] == load_state(
+            s["seconds"], s["cpu_s"], s["load_end"], s["cpus"], s["threads"]
+        )

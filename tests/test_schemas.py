@@ -123,6 +123,10 @@ TABLE = [
             ("timings.compute_s", -100.0, "timings.compute_s: -100.0"),
             ("timings.timed_runs", -3, "timings.timed_runs: -3"),
             ("timings.per_run", {"x": "abc"}, "timings.per_run.x is str"),
+            ("timings.per_run_conditions", {"x": {"state": "calm"}}, "timings.per_run_conditions.x.state: 'calm'"),
+            ("timings.per_run_conditions", {"x": {"state": "idle", "cpu_s": -1.0}}, "per_run_conditions.x.cpu_s: -1.0"),
+            ("timings.per_run_conditions", {"x": {"state": "busy", "cpus": 0}}, "per_run_conditions.x.cpus: 0"),
+            ("timings.per_run_conditions", {"x": {"cpu_s": 1.0}}, "per_run_conditions.x.state is missing"),
         ],
     ),
     (
@@ -158,11 +162,34 @@ TABLE = [
     ),
     (
         "run_timing",
-        {"sessions": [{"seconds": 12.5, "pid": 3}]},
+        {
+            "sessions": [
+                {"seconds": 12.5, "pid": 3},  # recorded before CPU time and load were: its cores unknown
+                {"seconds": 8.0, "cpu_s": 7.9, "load_start": 0.3, "load_end": 1.2, "cpus": 2, "threads": 1},
+            ]
+        },
         [
             ("sessions[0].seconds", -1.0, "sessions[0].seconds: -1.0"),
             ("sessions[0].seconds", True, "sessions[0].seconds is a boolean"),
             ("sessions", "-", "sessions is missing"),
+            ("sessions[1].cpu_s", -2.0, "sessions[1].cpu_s: -2.0"),
+            ("sessions[1].load_end", "high", "sessions[1].load_end is str"),
+            ("sessions[1].cpus", 0, "sessions[1].cpus: 0"),
+            ("sessions[1].threads", 1.5, "sessions[1].threads is float"),
+        ],
+    ),
+    (
+        "plan_check",
+        {
+            "kind": "plan_check",
+            "runs": [{"name": "pc_small_300", "config": {"d_model": 128}, "seconds": 30.5, "cpu_s": 29.0, "load": 1.5}],
+        },
+        [
+            ("runs[0].seconds", 0.0, "runs[0].seconds: 0.0 should be greater than 0"),
+            ("runs[0].cpu_s", True, "runs[0].cpu_s is a boolean"),
+            ("runs[0].config", "abc", "runs[0].config is str"),
+            ("runs", "-", "runs is missing"),
+            ("kind", "lab_book", "kind: 'lab_book'"),
         ],
     ),
     (
@@ -225,6 +252,7 @@ def test_every_committed_json_has_its_declared_shape():
     files["heads"] = [DATA / "head_portrait.json"]
     files["sweep"] = [DATA / "sweep_critical_dimension.json"]
     files["failures"] = [DATA / "failure_symptoms.json"]
+    files["plan_check"] = [DATA / "plan_check.json"]
     published = REPO_ROOT / "src" / "attnlab" / "data" / "published" / "ch1_case.json"
     if published.is_file():
         files["case"].append(published)

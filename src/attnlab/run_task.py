@@ -22,6 +22,7 @@ from typing import Any
 from .checkpoint import CheckpointUnreadable, KeepWeights
 from .config import Config
 from .errors import AttnlabError, CheckpointError, RunFolderBusy
+from .runfolder import load_average
 from .tokenizer import CharTokenizer
 
 
@@ -79,7 +80,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     """Train (reuse, resume) one run described by plain data; never raises for a failing run.
 
     task: name, dir, config (dict), text, threads and keep_weights (optional). Returns name, status
-    (reused | trained | resumed | interrupted | failed), seconds, error, messages.
+    (reused | trained | resumed | interrupted | failed), seconds, cpu_s (this process's CPU time over
+    them), load (the machine's 1-minute load at the end; runfolder.load_state), error, messages.
     """
     import torch
 
@@ -88,7 +90,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
     out = Path(task["dir"])
     cfg = Config.from_dict(task["config"])
     result: dict[str, Any] = {"name": task["name"], "status": "failed", "seconds": 0.0, "error": None, "messages": []}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         try:
             if finished_history(out, cfg):
@@ -141,6 +143,8 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
     result["seconds"] = round(time.perf_counter() - t0, 3)
+    result["cpu_s"] = round(time.process_time() - cpu0, 3)
+    result["load"] = load_average()
     return result
 
 

@@ -22,7 +22,7 @@ from .errors import OutputError, RunFolderBusy
 from .io import clean_stale_temps, write_json
 
 LOCK_NAME = ".attnlab-lock"
-TIMING_FILE = "timing.json"  # one entry per training session: steps, seconds, threads
+TIMING_FILE = "timing.json"  # one entry per training session: steps, seconds, CPU time, load, threads
 RUN_FILES = (
     "ckpt.pt",
     "summary.json",
@@ -206,3 +206,88 @@ def training_seconds(run_dir: str | os.PathLike) -> float | None:
     """Wall seconds spent training this run over all its sessions; None when none was recorded."""
     sessions = training_sessions(run_dir)
     return round(sum(float(s.get("seconds", 0.0)) for s in sessions), 3) if sessions else None
+
+
+# ------------------------------------------------------------------ idle or busy cores
+# A timing record says how long a run took on the cores it had. Taken on cores that other work
+# shared, its wall time is that of the sharing, not of the run: it must not calibrate a plan.
+IDLE_CPU_SHARE = 0.9  # below this share of its wall time on the CPU, a run waited for its core
+LOAD_SLACK = 0.5  # 1-minute load above the CPU count by more than this: some work waited for a core
+IDLE, BUSY, UNKNOWN = "idle", "busy", "unknown"
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (runnable and waiting tasks), None where there is none."""
+    try:
+        return round(float(os.getloadavg()[0]), 3)
+    except (OSError, AttributeError):
+        return None
+
+
+def machine_cpus() -> int:
+    """The CPUs the load average is shared among (os.cpu_count())."""
+    return os.cpu_count() or 1
+
+
+def load_state(
+    seconds: float | None,
+    cpu_s: float | None,
+    load_end: float | None = None,
+    cpus: int | None = None,
+    threads: int | None = 1,
+) -> str:
+    """Whether a run's timing was taken on idle cores: ``idle``, ``busy`` or ``unknown``.
+
+    The rule: a run was **busy** when its process was on the CPU less than ``IDLE_CPU_SHARE`` (0.9)
+    of its wall time per thread (``cpu_s / (seconds * threads)``: it waited for a core that other
+    work held, or that the hypervisor lent elsewhere), or when the machine's 1-minute load average
+    at its end exceeded the CPU count by more than ``LOAD_SLACK`` (0.5: more work than cores, so
+    something waited; the load counts this batch's own runs, so a batch of more runs than cores is
+    busy too). The end load is used, not the start's: the 1-minute average at the end covers the
+    run's last minute, at the start the minute before it. **Idle** otherwise; **unknown** without
+    the CPU time (records written before it was recorded), or without wall time.
+    """
+    if not seconds or seconds <= 0 or cpu_s is None:
+        return UNKNOWN
+    if cpu_s / (seconds * max(1, int(threads or 1))) < IDLE_CPU_SHARE:
+        return BUSY
+    if load_end is not None and cpus and load_end > cpus + LOAD_SLACK:
+        return BUSY
+    return IDLE
+
+
+def training_conditions(run_dir: str | os.PathLike) -> dict | None:
+    """What the run's sessions record about the machine, over all of them: ``cpu_s`` (the process's
+    CPU time, user + system), ``load`` (the highest 1-minute load at a session's end), ``load_start``,
+    ``cpus``, ``threads``, and ``state`` (:func:`load_state`, busy when any session was). None
+    when no session was recorded; ``state`` unknown when a session predates CPU time records or
+    trained on an accelerator."""
+    sessions = training_sessions(run_dir)
+    if not sessions:
+        return None
+    return conditions_of(sessions)
+
+
+def conditions_of(sessions: list[dict]) -> dict:
+    """:func:`training_conditions` of a list of session records."""
+    states = []
+    for s in sessions:
+        if not str(s.get("device") or "cpu").startswith("cpu"):
+            states.append(UNKNOWN)  # trained on an accelerator: says nothing of one CPU core's speed
+            continue
+        states.append(load_state(s.get("seconds"), s.get("cpu_s"), s.get("load_end"), s.get("cpus"), s.get("threads")))
+    known = all(s.get("cpu_s") is not None for s in sessions)
+    out: dict = {"state": BUSY if BUSY in states else (UNKNOWN if UNKNOWN in states else IDLE)}
+    if known:
+        out["cpu_s"] = round(sum(float(s["cpu_s"]) for s in sessions), 3)
+    for key, field in (("load", "load_end"), ("load_start", "load_start")):
+        xs = [float(s[field]) for s in sessions if s.get(field) is not None]
+        if xs:
+            out[key] = round(max(xs), 3)
+    cpus = [int(s["cpus"]) for s in sessions if s.get("cpus")]
+    if cpus:
+        out["cpus"] = min(cpus)
+    threads = [int(s["threads"]) for s in sessions if s.get("threads")]
+    if threads:
+        out["threads"] = max(threads)
+    return out

@@ -27,6 +27,7 @@ One schema per kind (:data:`KINDS`):
   run_summary       RUN/summary.json
   run_timing        RUN/timing.json
   tokenizer         RUN/tokenizer.json
+  plan_check        data/plan_check.json (``python scripts/plan_check.py``)
   slurm_config      ``--slurm-config`` (TOML or JSON)
 """
 
@@ -247,6 +248,17 @@ class Scale(_Open):
     seeds: Pos
 
 
+class RunConditions(_Open):
+    """One run's machine while it trained (attnlab.runfolder.training_conditions)."""
+
+    state: Literal["idle", "busy", "unknown"]
+    cpu_s: NonNeg | None = None
+    load: NonNeg | None = None
+    load_start: NonNeg | None = None
+    cpus: Pos | None = None
+    threads: Pos | None = None
+
+
 class TimingRecord(_Open):
     """An entry's "timings": what its runs cost (attnlab book --plan / case --plan read it)."""
 
@@ -256,6 +268,9 @@ class TimingRecord(_Open):
     runs: Count = 0
     timed_runs: Count = 0
     per_run: dict[Str, NonNeg] = {}
+    # what each timed run's sessions say of the machine (runfolder.training_conditions); runs
+    # timed before CPU time and load were recorded have none: their cores are unknown
+    per_run_conditions: dict[Str, RunConditions] = {}
 
 
 class RunRef(_Open):
@@ -437,12 +452,39 @@ class RunSummary(_Open):
 
 class Session(_Open):
     seconds: NonNeg = 0.0
+    # since CPU time and load were recorded (older sessions lack them: their cores are unknown)
+    cpu_s: NonNeg | None = None  # the training process's CPU time, user + system
+    load_start: NonNeg | None = None  # the machine's 1-minute load average at the start and end
+    load_end: NonNeg | None = None
+    cpus: Pos | None = None  # the machine's CPU count
+    threads: Pos | None = None  # torch's threads
 
 
 class RunTiming(_Open):
     """RUN/timing.json: one record per training session."""
 
     sessions: list[Session]
+
+
+class PlanCheckRun(_Open):
+    """One run of scripts/plan_check.py: the plan's estimate beside what it took."""
+
+    name: Str
+    config: dict[Str, Any]
+    seconds: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+    cpu_s: NonNeg | None = None
+    load: NonNeg | None = None
+    load_start: NonNeg | None = None
+    cpus: Pos | None = None
+    threads: Pos | None = None
+    estimate_s: NonNeg | None = None
+
+
+class PlanCheck(_Open):
+    """data/plan_check.json: the plan against measurement (scripts/plan_check.py)."""
+
+    kind: Literal["plan_check"] = "plan_check"
+    runs: list[PlanCheckRun]
 
 
 class TokenizerFile(_Open):
@@ -480,6 +522,7 @@ KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     "run_summary": (RunSummary, "train the run again (attnlab train --overwrite)"),
     "run_timing": (RunTiming, "delete it (the run's training time is then unknown)"),
     "tokenizer": (TokenizerFile, "train the run again (attnlab train --overwrite)"),
+    "plan_check": (PlanCheck, "python scripts/plan_check.py"),
     "slurm_config": (SlurmConfig, "fix the file (see `attnlab book --help`, --slurm-config)"),
 }
 

@@ -30,7 +30,7 @@ from .config import DEVICE, Config
 from .errors import AttnlabError, CheckpointError, ConfigError, CorpusError, RunFolderError
 from .io import write_json, write_text
 from .model import TinyGPT
-from .runfolder import RUN_FILES, RunFolder, holds_run, record_session
+from .runfolder import RUN_FILES, RunFolder, holds_run, load_average, machine_cpus, record_session
 from .runtime import keep_freed_memory
 from .snapshots import run_observers
 from .tokenizer import CharTokenizer
@@ -541,6 +541,7 @@ def _train(
     stopper = _StopRequest()
     step = start
     t_start = time.perf_counter()
+    cpu_start, load_start = time.process_time(), load_average()  # idle or busy cores: runfolder.load_state
     completed = False
     _fire(callbacks, "on_train_begin", start, model)
     try:
@@ -594,6 +595,10 @@ def _train(
                         "from_step": start,
                         "to_step": len(history.records),
                         "seconds": round(time.perf_counter() - t_start, 3),
+                        "cpu_s": round(time.process_time() - cpu_start, 3),  # this process, user + system
+                        "load_start": load_start,
+                        "load_end": load_average(),
+                        "cpus": machine_cpus(),
                         "threads": torch.get_num_threads(),
                         "device": str(device),
                         "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

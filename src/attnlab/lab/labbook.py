@@ -33,7 +33,7 @@ from .. import verdicts as V
 from ..errors import AttnlabError
 from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
-from ..runfolder import training_seconds
+from ..runfolder import training_conditions, training_seconds
 from ..runner import SERIAL, ExecutorOptions, Finished, Run, execute, finished_history
 from ..sequential import record as record_looks
 from .runs import Scale
@@ -270,6 +270,14 @@ def run_book(
     }
     if merged:
         before_book["per_run"] = merged
+    merged_conditions = dict(before_book.get("per_run_conditions") or {})
+    for t in kept_runs.values():  # an entry's seconds come with its conditions, or with none
+        for k in t.get("per_run") or {}:
+            merged_conditions.pop(k, None)
+            if k in (t.get("per_run_conditions") or {}):
+                merged_conditions[k] = t["per_run_conditions"][k]
+    if merged_conditions:
+        before_book["per_run_conditions"] = merged_conditions
     book["timings"] = {
         "this_run_s": round(time.perf_counter() - t0, 3),
         "training_s": round(train_s, 3),
@@ -440,25 +448,37 @@ def compute_time(runs: Sequence[Run], runs_root: Path, before: dict | None = Non
     (``per_run``), merged with the record ``before`` (the runs folder is not in git: a run trained
     on another machine keeps its seconds; a folder on disk wins, it holds every session). Runs
     trained before timing was recorded, or not trained yet, are counted apart (runs − timed_runs).
-    A record from before ``per_run`` existed that counted more timed runs is kept whole."""
+    A record from before ``per_run`` existed that counted more timed runs is kept whole.
+    ``per_run_conditions`` says, for each run whose sessions recorded them, the process's CPU time
+    and the machine's load while it trained, and whether its cores were idle
+    (attnlab.runfolder.training_conditions): ``attnlab book --plan`` calibrates only on idle ones."""
     before = before or {}
     per_run = {k: float(v) for k, v in (before.get("per_run") or {}).items()}
+    conditions = {k: dict(v) for k, v in (before.get("per_run_conditions") or {}).items()}
     for r in runs:
         s = training_seconds(r.dir(runs_root))
         if s is not None:
             per_run[r.name] = s
+            conditions.pop(r.name, None)  # the folder wins, sessions and conditions alike
+            c = training_conditions(r.dir(runs_root))
+            if c and "cpu_s" in c:
+                conditions[r.name] = c
     names = {r.name for r in runs}
     if not keep_unlisted:
         per_run = {k: v for k, v in per_run.items() if k in names}
+    conditions = {k: v for k, v in conditions.items() if k in per_run}
     if "per_run" not in before and before.get("timed_runs", 0) > len(per_run):
         return {k: before[k] for k in ("compute_s", "runs", "timed_runs") if k in before}
     n = len(names | set(per_run))
-    return {
+    out = {
         "compute_s": round(sum(per_run.values()), 1),
         "runs": n,
         "timed_runs": len(per_run),
         "per_run": dict(sorted(per_run.items())),
     }
+    if conditions:
+        out["per_run_conditions"] = dict(sorted(conditions.items()))
+    return out
 
 
 def _train_seconds(e: Experiment, scale: Scale, finished: dict[str, Finished]) -> float:

@@ -8,15 +8,23 @@ first (the runner's own order). ``ray`` counts the cluster's advertised CPUs
 this machine would start), ``slurm`` its ``--slurm-cpus`` x array parallelism.
 
 Costs come from the committed timing records (``data/lab_book/<id>.json`` "timings": the seconds
-``compute_s`` its ``timed_runs`` of ``runs`` took, one thread each, on the machines that trained
-them; ``per_run`` names each timed run's seconds where the record has it) and the cost model of
-``attnlab book --decide`` (attnlab.lab.decide): a run takes ``runner.train_cost(cfg)``
-times a rate in seconds per unit of cost. The rate is the recorded seconds of every experiment
-over the expected cost of its timed runs (without ``per_run`` the records do not say which runs
-were timed: they count as runs of the experiment's mean cost, exact where its runs share one
-shape), pooled over the experiments, so runs of one config cost the same whoever declares them;
-a run that ``per_run`` names costs its own recorded seconds; without records, ``decide``'s
-default rate. Per-run speed is that of one thread (the book's small models gain little from more).
+``per_run`` each timed run took, one thread each, on the machines that trained them, and
+``per_run_conditions``, what its sessions recorded of the machine; and ``data/plan_check.json``,
+the runs ``scripts/plan_check.py`` timed) and the cost model of ``attnlab book --decide``
+(attnlab.lab.decide): a run takes ``runner.train_cost(cfg)`` times a rate in seconds per unit of
+cost, the rate of the records of its shape (``perf.shape_key``: the same matrices) where there are
+some, else the rate pooled over every record that calibrates.
+
+Only records taken on idle cores calibrate (:func:`attnlab.runfolder.load_state`: the process was
+on the CPU at least 0.9 of its wall time and the load did not exceed the CPUs): the wall time of a
+run on shared cores is the sharing's, and records older than the CPU-time record say nothing of
+their cores. With at least ``MIN_RECORDS`` idle runs the plan calibrates on their wall time; with
+fewer, on the CPU time of every run that recorded it (the time a run takes on a core of its own,
+without the waits of shared ones; slightly short of an idle core's wall, which also counts I/O);
+without either, on decide's default rate. The plan says which it did and how many records it set
+aside. A run whose own record calibrates costs its own seconds (not in ``--quick``, whose runs
+are not the records'). Per-run speed is that of one thread (the book's small models gain little
+from more).
 """
 
 from __future__ import annotations
@@ -28,7 +36,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import Config
 from ..errors import AttnlabError
+from ..perf import shape_key
+from ..runfolder import BUSY, IDLE, IDLE_CPU_SHARE, LOAD_SLACK, UNKNOWN, load_state
 from ..runner import SERIAL, ExecutorOptions, Run, finished_history, steps_on_disk, train_cost
 from .decide import DEFAULT_S_PER_COST
 from .labbook import DATA_DIR
@@ -37,6 +48,10 @@ from .runs import Scale
 
 class PlanError(AttnlabError):
     pass
+
+
+MIN_RECORDS = 3  # idle runs (else runs with CPU time) needed to calibrate on them
+PLAN_CHECK = "plan_check.json"  # scripts/plan_check.py's runs, in data/ beside data/lab_book/
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,37 @@ class Record:
     def expected_cost(self) -> float:
         """train_cost of the timed runs, each counted at the experiment's mean."""
         return self.compute_s / self.rate
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One timed run: its wall seconds and what it recorded of the machine."""
+
+    name: str
+    source: str  # the experiment whose record holds it, or "plan_check"
+    cfg: Config
+    seconds: float  # wall, over its sessions
+    cpu_s: float | None = None  # the training process's CPU time (user + system)
+    load: float | None = None  # the machine's 1-minute load at its end (the highest over sessions)
+    cpus: int | None = None
+    threads: int = 1
+    state: str = UNKNOWN  # idle | busy | unknown (runfolder.load_state)
+
+
+@dataclass
+class Calibration:
+    """What the plan's rates come from: the records that calibrate and those set aside."""
+
+    basis: str  # "idle" (wall time of idle runs) | "cpu" (CPU time) | "default" (decide's rate)
+    rate: float  # seconds per unit of train_cost, pooled
+    shape_rates: dict = field(default_factory=dict)  # perf.shape_key -> seconds per unit of cost
+    own: dict[str, float] = field(default_factory=dict)  # run name -> its own calibrating seconds
+    used: list[RunRecord] = field(default_factory=list)
+    aside: dict[str, int] = field(default_factory=dict)  # busy | unknown -> runs set aside
+
+    def seconds(self, cfg: Config) -> float:
+        """One thread's seconds for a run of ``cfg``: its shape's rate, else the pooled one."""
+        return train_cost(cfg) * self.shape_rates.get(shape_key(cfg), self.rate)
 
 
 @dataclass
@@ -75,7 +121,8 @@ class Plan:
     costs: list[RunCost] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     records_from: str = ""
-    rate: float = DEFAULT_S_PER_COST  # seconds per unit of train_cost (pooled_rate of the records)
+    rate: float = DEFAULT_S_PER_COST  # seconds per unit of train_cost (the calibration's pooled rate)
+    calibration: Calibration | None = None
     owner: dict[str, str] = field(default_factory=dict)  # run name -> first experiment declaring it
 
     @property
@@ -135,20 +182,105 @@ def read_records(experiments: Sequence, records_dir: Path) -> list[Record]:
     return out
 
 
-def pooled_rate(records: Sequence[Record]) -> float:
-    """Seconds per unit of train_cost: every record's seconds over its timed runs' expected cost;
-    decide's default without records."""
-    cost = sum(r.expected_cost for r in records)
-    return sum(r.compute_s for r in records) / cost if cost > 0 else DEFAULT_S_PER_COST
+def read_run_records(experiments: Sequence, records_dir: Path, scale: Scale) -> tuple[list[RunRecord], int]:
+    """Every run timed one by one in the records under ``records_dir`` at ``scale`` (each run once,
+    from the first experiment naming it), with its machine's conditions, and the count of timed
+    runs only a sum records (records older than ``per_run``: their cores are unknown)."""
+    from ..schemas import load
+
+    out: dict[str, RunRecord] = {}
+    sums = 0
+    for e in experiments:
+        p = Path(records_dir) / f"{e.id}.json"
+        if not (p.exists() or p.is_symlink()):
+            continue
+        doc = load("lab_book_entry", p, error=PlanError, id=e.id)
+        if bool((doc.get("scale") or {}).get("quick", False)) != scale.quick:
+            continue
+        t = doc.get("timings") or {}
+        by_name = {r.name: r for r in e.runs(scale)}
+        per_run = {k: float(v) for k, v in (t.get("per_run") or {}).items() if k in by_name and float(v) > 0}
+        if not per_run:
+            sums += int(t.get("timed_runs") or 0) if t.get("compute_s") else 0
+            continue
+        conditions = t.get("per_run_conditions") or {}
+        for k, secs in per_run.items():
+            if k not in out:
+                out[k] = run_record(k, e.id, by_name[k].cfg, secs, conditions.get(k) or {})
+    return list(out.values()), sums
+
+
+def run_record(name: str, source: str, cfg: Config, seconds: float, c: Mapping) -> RunRecord:
+    """A RunRecord from a run's seconds and its conditions; its state by runfolder.load_state (busy
+    also where the sessions said so: one busy session makes the run busy)."""
+    threads = int(c.get("threads") or 1)
+    state = load_state(seconds, c.get("cpu_s"), c.get("load"), c.get("cpus"), threads)
+    if c.get("state") == BUSY and state == IDLE:
+        state = BUSY
+    return RunRecord(name, source, cfg, float(seconds), c.get("cpu_s"), c.get("load"), c.get("cpus"), threads, state)
+
+
+def read_check_records(path: Path) -> list[RunRecord]:
+    """The runs scripts/plan_check.py timed (data/plan_check.json), as records."""
+    from ..schemas import load
+
+    if not (path.exists() or path.is_symlink()):
+        return []
+    doc = load("plan_check", path, error=PlanError)
+    out = []
+    for r in doc["runs"]:
+        try:
+            cfg = Config.from_dict(r["config"])
+        except AttnlabError as e:
+            raise PlanError(f"{path}: run {r['name']}: {e}; run `python scripts/plan_check.py` again") from None
+        out.append(run_record(r["name"], "plan_check", cfg, r["seconds"], r))
+    return out
+
+
+def calibrate(records: Sequence[RunRecord], unknown_sums: int = 0) -> Calibration:
+    """The rates of a plan from timed runs: the wall time of idle runs when there are at least
+    ``MIN_RECORDS``, else the CPU time of every run that recorded it when there are that many,
+    else decide's default rate. Each shape (perf.shape_key) with records gets its own rate.
+    ``unknown_sums``: timed runs only a sum records, set aside as unknown."""
+    idle = [r for r in records if r.state == IDLE]
+    with_cpu = [r for r in records if r.cpu_s]
+    if len(idle) >= MIN_RECORDS:
+        basis, used, measure = "idle", idle, (lambda r: r.seconds)
+    elif len(with_cpu) >= MIN_RECORDS:
+        basis, used, measure = "cpu", with_cpu, (lambda r: r.cpu_s)
+    else:
+        basis, used, measure = "default", [], (lambda r: 0.0)
+    chosen = {id(r) for r in used}
+    aside: dict[str, int] = {}
+    for r in records:
+        if id(r) not in chosen:
+            aside[r.state] = aside.get(r.state, 0) + 1
+    if unknown_sums:
+        aside[UNKNOWN] = aside.get(UNKNOWN, 0) + unknown_sums
+    if not used:
+        return Calibration(basis, DEFAULT_S_PER_COST, aside=aside)
+    secs: dict[tuple, float] = {}
+    cost: dict[tuple, float] = {}
+    for r in used:
+        k = shape_key(r.cfg)
+        secs[k] = secs.get(k, 0.0) + measure(r)
+        cost[k] = cost.get(k, 0.0) + train_cost(r.cfg)
+    rate = sum(secs.values()) / sum(cost.values())
+    shape_rates = {k: secs[k] / cost[k] for k in secs}
+    own = {r.name: measure(r) for r in used}
+    return Calibration(basis, rate, shape_rates, own, list(used), aside)
 
 
 def cost_runs(
-    runs: Sequence[Run], rate: float, runs_root: Path, recorded: Mapping[str, float] | None = None
+    runs: Sequence[Run], cal: Calibration | float, runs_root: Path, recorded: Mapping[str, float] | None = None
 ) -> list[RunCost]:
-    """Each run's cost: its own recorded seconds where a record names it, else train_cost x rate."""
+    """Each run's cost: its own calibrating seconds where a record names it, else its shape's rate
+    (or the pooled one) x train_cost. ``cal`` may be a bare rate."""
     out, recorded = [], recorded or {}
+    if not isinstance(cal, Calibration):
+        cal = Calibration("default", float(cal))
     for run in runs:
-        full = recorded.get(run.name) or train_cost(run.cfg) * rate
+        full = recorded.get(run.name) or cal.seconds(run.cfg)
         d = run.dir(runs_root)
         try:
             done = finished_history(d, run.cfg)
@@ -225,18 +357,33 @@ def make_plan(
     scale: Scale,
     options: ExecutorOptions = SERIAL,
 ) -> Plan:
-    """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``,
-    executed as ``options`` say (attnlab.runner.ExecutorOptions)."""
+    """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``
+    (and data/plan_check.json beside them, at full scale) that were taken on idle cores, executed as
+    ``options`` say (attnlab.runner.ExecutorOptions)."""
     records = read_records(registry, records_dir)
-    rate = pooled_rate(records)
-    recorded = {k: v for r in records for k, v in r.per_run.items()}
-    costs = cost_runs(runs, rate, Path(runs_root), recorded if not scale.quick else {})
+    timed, sums = read_run_records(registry, records_dir, scale)
+    if not scale.quick:
+        timed += read_check_records(Path(records_dir).parent / PLAN_CHECK)
+    cal = calibrate(timed, sums)
+    costs = cost_runs(runs, cal, Path(runs_root), cal.own if not scale.quick else {})
     slots, cpus, where = slots_for(options, sum(not c.finished for c in costs))
     owner: dict[str, str] = {}
     for e in registry:
         for r in e.runs(scale):
             owner.setdefault(r.name, e.id)
-    return Plan(title, options.executor, slots, cpus, where, costs, records, str(records_dir), rate, owner)
+    return Plan(
+        title,
+        options.executor,
+        slots,
+        cpus,
+        where,
+        costs=costs,
+        records=records,
+        records_from=str(records_dir),
+        rate=cal.rate,
+        calibration=cal,
+        owner=owner,
+    )
 
 
 def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **kw) -> Plan:
@@ -306,14 +453,43 @@ def render(p: Plan) -> str:
             f"  每{'个实验' if p.owner else '组运行'} / per {'experiment' if p.owner else 'kind of run'} (runs, cost): "
             + ", ".join(f"{k} {len(v)} {_core(sum(v))}" for k, v in parts)
         )
-    if p.records:
-        timed = sum(r.timed_runs for r in p.records)
-        lo, hi = min(r.rate for r in p.records), max(r.rate for r in p.records)
-        lines.append(
-            f"  依据 / from: the timing records in {p.records_from} ({len(p.records)} experiment(s), {timed} timed "
-            f"run record(s), {p.rate / DEFAULT_S_PER_COST:.2f} x the default rate, the experiments' own "
-            f"{lo / DEFAULT_S_PER_COST:.2f}-{hi / DEFAULT_S_PER_COST:.2f} x)"
+    lines += calibration_lines(p.calibration or Calibration("default", p.rate), p.records_from)
+    return "\n".join(lines)
+
+
+def _sources(used: Sequence[RunRecord]) -> str:
+    n: dict[str, int] = {}
+    for r in used:
+        key = "data/plan_check.json" if r.source == "plan_check" else "data/lab_book"
+        n[key] = n.get(key, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in n.items())
+
+
+def calibration_lines(cal: Calibration, records_from: str = "") -> list[str]:
+    """What the plan calibrated on and what it set aside, as `--plan` prints it."""
+    rule = f"busy: CPU time < {IDLE_CPU_SHARE:g} x wall, or 1-min load > CPUs + {LOAD_SLACK:g}"
+    x = f"{cal.rate / DEFAULT_S_PER_COST:.2f} x decide's default rate"
+    if cal.basis == "idle":
+        head = (
+            f"  校准 / calibrated on: {len(cal.used)} run(s) timed on idle cores, their wall time "
+            f"({_sources(cal.used)}; {len(cal.shape_rates)} shape(s) with their own rate; pooled {x})"
+        )
+    elif cal.basis == "cpu":
+        busy = sum(r.state == BUSY for r in cal.used)
+        head = (
+            f"  校准 / calibrated on: fewer than {MIN_RECORDS} runs timed on idle cores, so the CPU time of "
+            f"{len(cal.used)} run(s) ({_sources(cal.used)}; {busy} on busy cores, their wall time not used): "
+            f"the time a run takes on a core of its own ({len(cal.shape_rates)} shape(s) with their own rate; "
+            f"pooled {x})"
         )
     else:
-        lines.append(f"  依据 / from: no timing records in {p.records_from}: the default rate (decide.py)")
-    return "\n".join(lines)
+        head = (
+            f"  校准 / calibrated on: fewer than {MIN_RECORDS} runs timed on idle cores, and fewer than "
+            f"{MIN_RECORDS} with their CPU time, in {records_from or 'the records'}: decide's default rate "
+            f"(one core of the development machine)"
+        )
+    aside = ", ".join(f"{n} {state}" for state, n in sorted(cal.aside.items())) or "none"
+    return [
+        head,
+        f"  搁置 / set aside: {aside} run record(s) ({rule}; unknown: recorded before CPU time and load were)",
+    ]
