@@ -33,6 +33,7 @@ LAYERS = [
             "stats",
             "sequential",
             "verdicts",
+            "claims_registry",
             "outputs",
             "schemas",
         ),

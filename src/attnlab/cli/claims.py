@@ -1,0 +1,92 @@
+"""``attnlab claims``: the registry of claims (data/claims_registry.json) and its check.
+
+``attnlab claims --check`` judges every claim again from the committed JSON (the lab book's
+entries, which bring in the case, the head portrait and the failures) and compares each claim's
+specification in code (attnlab.verdicts.claim_spec) with its registration plus amendments
+(attnlab.claims_registry). It exits 1 naming every claim that differs or is missing from the
+registry, 0 otherwise. Without ``--check`` it prints the registry's counts and its post hoc claims.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "claims",
+        help="论断登记表：每条论断的规格、登记时间与修订；--check 核对代码与登记 / the registry of claims; --check "
+        "compares the code with it",
+        description="每条论断（实验手册与案例）在 data/claims_registry.json 里登记：陈述、书中原话、类型、规则及其参数"
+        "（容差、SESOI、区间、margin），登记的日期与提交、首次有数据的日期与提交，以及每次修订（日期、提交、改了什么、为什么）。"
+        "--check 从提交的 JSON 重新判定每条论断，代码中的规格与“登记 + 修订”不一致、或未登记的，逐条列出并以 1 退出。"
+        "\nEvery claim (lab book and case) is registered in data/claims_registry.json: statement, the "
+        "chapter's words, kind, rule and its parameters (tolerance, SESOI, band, margin), when it was registered "
+        "and first judged on data, and every amendment (date, commit, what, why). --check judges every claim "
+        "again from the committed JSON and exits 1 naming each claim whose specification in code differs from its "
+        "registration plus amendments, or that is not registered.",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="核对代码中的规格与登记表，不一致则以 1 退出 / exit 1 unless every claim's spec in code is the registered one",
+    )
+    p.add_argument(
+        "--registry",
+        default=None,
+        metavar="PATH",
+        help="登记表（默认：DATA/claims_registry.json）/ the registry (default: DATA/claims_registry.json)",
+    )
+    p.add_argument(
+        "--data",
+        default="data",
+        metavar="DATA",
+        help="提交的数据文件夹（默认：data/）/ the folder of the committed data (default: data/)",
+    )
+    return p
+
+
+def current_claims(data: Path) -> list[dict]:
+    """Every claim of the lab book judged now, from the JSON in ``data`` (nothing is written)."""
+    from ..errors import AttnlabError
+    from ..lab import EXPERIMENTS
+    from ..lab.labbook import judge_input, read_entries
+
+    data = Path(data)
+    if not (data / "lab_book").is_dir():
+        raise AttnlabError(f"--data {data}: no lab_book/ folder there; give the folder that holds lab_book.json")
+    docs = read_entries(EXPERIMENTS, data)
+    out = []
+    for e in EXPERIMENTS:
+        doc = docs.get(e.id)
+        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
+            continue
+        out += e.judge(judge_input(e, data.resolve().parent, doc["results"], data))
+    return out
+
+
+def main(args) -> int:
+    from .. import claims_registry as R
+
+    data = Path(args.data)
+    path = Path(args.registry) if args.registry else R.find(Path("."), data)
+    registry = R.load(path)
+    claims = current_claims(data)
+    if args.check:
+        problems = R.check(registry, claims)
+        for line in problems:
+            print(line)
+        if problems:
+            print(
+                f"{len(problems)} 条论断与登记表不符 / claim(s) differ from the registry {path}: record each change "
+                "as an amendment (date, commit, what, why) or restore the registered specification"
+            )
+            return 1
+        print(f"{len(claims)} 条论断都符合登记 / claims match the registry {path}")
+        return 0
+    print(R.count_text(R.counts(registry, [c["id"] for c in claims])))
+    for c in claims:
+        e = registry["claims"].get(c["id"])
+        if e is None or e.get("post_hoc") or e.get("amendments"):
+            print(f"{c['id']}: {R.mark(e, c)}")
+    return 0
