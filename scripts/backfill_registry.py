@@ -223,8 +223,8 @@ def _why(msg: str) -> str:
 
 # ------------------------------------------------------------------ the registry
 def build() -> dict:
-    from attnlab.cli.claims import current_claims
     from attnlab.claims_registry import KIND, spec_key
+    from attnlab.cli.claims import current_claims
 
     now = {c["id"]: c for c in current_claims(ROOT / "data")}
     src = "\n".join((ROOT / p).read_text(encoding="utf-8") for p in git("ls-files", "src/*.py").split())
@@ -236,8 +236,7 @@ def build() -> dict:
     registered = first_added(tokens)
     hist = history()
     dates = {c: d for c, d, *_ in hist}
-    msgs = {c: m for c, _, m, *_ in hist}
-    for cid, (c, d, _) in registered.items():
+    for c, d, _ in registered.values():
         dates[c] = d
     entries = {}
     for cid, claim in now.items():

@@ -226,6 +226,17 @@ def count_text(c: Mapping[str, int]) -> str:
     return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
 
 
+def for_reports(data: Path | None = None) -> dict:
+    """The registry the reports mark their claims with: ``data``/claims_registry.json, else the
+    repository's; an empty one when there is none (every claim then reads "unregistered")."""
+    from .corpus import REPO_ROOT
+
+    for p in ([Path(data) / REGISTRY.name] if data is not None else []) + [REPO_ROOT / REGISTRY]:
+        if p.is_file():
+            return load(p)
+    return {"kind": KIND, "claims": {}}
+
+
 def find(root: Path, data: Path | None = None) -> Path:
     """Where the registry of a data folder is (``data``/claims_registry.json, default root/data)."""
     return (Path(data) if data is not None else Path(root) / "data") / REGISTRY.name

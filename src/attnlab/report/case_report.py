@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from .. import claims_registry as R
 from .. import stats
 from .. import verdicts as V
 from ..book import book_values
@@ -204,6 +205,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
         headline_rows(res, by_id),
     )
     h(3, "全部论断 / every claim")
+    registered = R.for_reports().get("claims", {})  # data/claims_registry.json (attnlab.claims_registry)
     p(
         "每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
         "每个 INCONCLUSIVE 都写了需要多少个种子。判定规则见下文“判定方法”。 / Each FAIL says why (a finding about "
@@ -222,6 +224,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
             "结果 / verdict",
             "n / 所需 / needed",
             "原因 / why",
+            "登记 / registered",
         ],
         [
             [
@@ -235,6 +238,7 @@ def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
                 verdict_label(c),
                 f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
                 reason_text(c) or c.get("detail", ""),
+                R.mark(registered.get(c["id"]), c),  # 事前 / 事后 and the registered spec's verdict
             ]
             for c in claims
         ],
