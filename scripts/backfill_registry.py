@@ -26,7 +26,10 @@ claims among them) it finds, in the repository's full history:
 
 The last specification of each claim's chain (its registration, or its last amendment) is the
 exact specification in code today, so ``attnlab claims --check`` passes on the data it was built
-from. Nothing is guessed beyond this: every date says how it was found.
+from. Dates: ``date`` is the commit's committer date, ``authored`` its author date; which of two
+commits came first is their ancestry (a rebase rewrote committer dates: two commits a second apart
+may have been written an hour apart), and only for commits on parallel branches their committer
+dates. Nothing is guessed beyond this: every date says how it was found.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ JUDGED = ("PASS", "FAIL", "INCONCLUSIVE")
 PARAM_INPUT = re.compile(r"(^|_)(sesoi|tol|margin|threshold|bound)")
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|inf"
 RECON = "reconstructed from git history"
+AUTHORED: dict[str, str] = {}  # commit -> its author date (a rebase rewrites committer dates, not these)
 
 
 def git(*args: str) -> str:
@@ -54,11 +58,13 @@ def git(*args: str) -> str:
 
 # ------------------------------------------------------------------ the committed records
 def history() -> list[tuple[str, str, str, str, list[dict]]]:
-    """(commit, date, message, path, claims) for each new version of a committed claims file, parents first."""
+    """(commit, date, message, path, claims) for each new version of a committed claims file, parents first
+    (date: the commit's committer date; :data:`AUTHORED` keeps its author date)."""
     commits = git("rev-list", "--reverse", "--date-order", "HEAD", "--", *DATA_PATHS).split()
     seen, out = set(), []
     for c in commits:
-        date, msg = git("show", "-s", "--format=%cI%x00%B", c).split("\x00", 1)
+        date, authored, msg = git("show", "-s", "--format=%cI%x00%aI%x00%B", c).split("\x00", 2)
+        AUTHORED[c] = authored.strip()
         for line in git("ls-tree", "-r", c, "--", *DATA_PATHS).splitlines():
             info, path = line.split("\t", 1)
             sha = info.split()[2]
@@ -139,6 +145,9 @@ def observed(c: dict) -> dict:
 
 
 def _close(a, b) -> bool:
+    from attnlab.stats import param_value
+
+    a, b = param_value(a), param_value(b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         if a == b:
             return True
@@ -186,13 +195,15 @@ def _token(cid: str, src: str) -> tuple[str, str] | None:
 
 def first_added(tokens: dict[str, str]) -> dict[str, tuple[str, str, str]]:
     """For each claim, the first commit (date order, parents first) adding a src/**.py line holding its token."""
-    log = git("log", "--reverse", "--date-order", "-p", "--no-merges", "--format=@@@COMMIT %H %cI", "--", "src/*.py")
+    log = git(
+        "log", "--reverse", "--date-order", "-p", "--no-merges", "--format=@@@COMMIT %H %cI %aI", "--", "src/*.py"
+    )
     found: dict[str, tuple[str, str, str]] = {}
     commit = date = path = ""
     waiting = dict(tokens)
     for line in log.splitlines():
         if line.startswith("@@@COMMIT "):
-            _, commit, date = line.split(" ", 2)
+            _, commit, date, AUTHORED[commit] = line.split(" ", 3)
         elif line.startswith("+++ b/"):
             path = line[6:]
         elif line.startswith("+") and not line.startswith("+++"):
@@ -261,6 +272,7 @@ def build() -> dict:
                 chain.append(
                     {
                         "date": date,
+                        "authored": AUTHORED.get(commit),
                         "commit": commit,
                         "what": "; ".join(what),
                         "from": state,
@@ -288,6 +300,7 @@ def build() -> dict:
             {
                 "commit": reg[0],
                 "date": reg[1],
+                "authored": AUTHORED.get(reg[0]),
                 "how": f"first commit adding a line of {reg[2]} (src/) with {token_how[cid]} {tokens[cid]!r}",
             }
             if reg
@@ -297,6 +310,7 @@ def build() -> dict:
             {
                 "commit": first[0],
                 "date": first[1],
+                "authored": AUTHORED.get(first[0]),
                 "path": first[2],
                 "verdict": first[3],
                 "how": "first commit whose committed JSON holds a judged verdict (PASS/FAIL/INCONCLUSIVE) for it",

@@ -89,6 +89,21 @@ def test_an_amendment_is_what_a_claim_is_held_to(registry, claims):
     assert R.check(reg, claims) == []
 
 
+def test_amend_records_one_entry_per_change_and_the_check_then_passes(registry, claims):
+    reg = _amended_param(registry, "qk_small_gap_appears")  # as if the code moved the SESOI
+    c = next(c for c in claims if c["id"] == "qk_small_gap_appears")
+    n = len(reg["claims"]["qk_small_gap_appears"]["amendments"])
+    a = R.amend(reg, c, "the SESOI is half the book's gap", "2026-12-02T00:00:00+00:00")
+    assert a["what"].startswith("params.sesoi:") and a["verdict_before"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    assert len(reg["claims"]["qk_small_gap_appears"]["amendments"]) == n + 1
+    assert R.check(reg, claims) == []
+    with pytest.raises(ValueError, match="nothing to amend"):
+        R.amend(reg, c, "again", "2026-12-02T00:00:00+00:00")
+    del reg["claims"]["kv_formula_MQA"]
+    R.register(reg, next(c for c in claims if c["id"] == "kv_formula_MQA"), "2026-12-02T00:00:00+00:00")
+    assert R.check(reg, claims) == []
+
+
 def test_registered_spec_is_judged_on_todays_numbers():
     inputs = {"diff": [0.05, 0.06, 0.07]}
     c = claim("x", "§", "s", S.effect(inputs["diff"], direction=+1, sesoi=0.01), inputs=inputs)
@@ -116,3 +131,46 @@ def test_counts_say_before_after_and_amended(registry, claims):
     assert c["before"] + c["post_hoc"] == len(claims) and c["unregistered"] == 0
     assert c["amended"] == sum(bool(e["amendments"]) for e in registry["claims"].values())
     assert "事后" in R.count_text(c)
+
+
+def _backfill():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("backfill_registry", ROOT / "scripts" / "backfill_registry.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_backfill_reads_parameters_off_old_records_and_compares_only_what_both_show():
+    b = _backfill()
+    old = {
+        "rule": "effect",
+        "detail": "mean +0.01, 95% CI [-0.02, +0.04] over 3 seeds; stated > 0: wholly below the smallest effect "
+        "of interest 0.085",
+        "inputs": {"gap": [0.0, 0.01, 0.02], "sesoi": 0.085},
+    }
+    seen = b.observed(old)
+    assert seen["params"] == {"direction": 1, "sesoi": 0.085} and seen["shown"] == {"input:sesoi": 0.085}
+    later = dict(old, detail="mean +0.05, 95% CI [+0.01, +0.09] over 3 seeds; stated > 0: excludes 0")
+    assert b.changes(seen, b.observed(later)) == []  # the SESOI is not printed on a PASS: not a change
+    moved = dict(later, inputs={"gap": [0.0], "sesoi": 0.1})
+    assert b.changes(seen, b.observed(moved)) == ["input:sesoi: 0.085 → 0.1"]
+    words = b.observed({"expected": "0.17 within mean ± 0.146 (max(2 sd, 10%))", "pass": True})
+    assert words == {"rule": None, "criterion": "0.17 within mean ± # (max(2 sd, 10%))", "reconstructed": True}
+    assert b.changes(words, b.observed({"expected": "0.17 within mean ± 0.234 (max(2 sd, 10%))"})) == []
+    assert b.changes(words, seen)[0] == "rule: criterion in words → effect"
+    code = {"rule": "every", "params": {"lo": 0.0, "hi": "inf"}, "reads": "x"}
+    parsed = b.observed({"rule": "every", "detail": "3 of 3 seeds inside [0, inf]"})
+    assert b.changes(parsed, code) == []  # "inf" in JSON is infinity
+
+
+def test_reports_mark_post_hoc_claims(registry):
+    from attnlab.report.lab_book import load_book, render_markdown
+
+    book, docs = load_book(ROOT)
+    md = render_markdown(book, docs, registry=registry)
+    posthoc = [cid for cid, e in registry["claims"].items() if e["post_hoc"]]
+    assert posthoc and "事后 / post hoc" in md and "登记 / registered" in md
+    c = R.counts(registry, registry["claims"])
+    assert f"{c['post_hoc']} 条与数据同时或之后（事后）" in md.split("\n## ")[0]  # the headline says it

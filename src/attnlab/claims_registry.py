@@ -226,6 +226,69 @@ def count_text(c: Mapping[str, int]) -> str:
     return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
 
 
+def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict:
+    """Append to ``registry`` one amendment: the claim's specification in code replaces the one it was
+    held to (``why`` in words; its commit is the one that adds the entry). Returns the amendment;
+    ValueError when nothing differs or the claim is not registered."""
+    cid = claim["id"]
+    e = (registry.get("claims") or {}).get(cid)
+    if e is None:
+        raise ValueError(f"{cid} is not registered: register it first (attnlab claims --register {cid})")
+    if not why.strip():
+        raise ValueError("say why the specification changes (--why)")
+    before = effective_spec(e)
+    diff = differences(before, claim.get("spec"))
+    if not diff:
+        raise ValueError(f"{cid}: its specification in code is the registered one; nothing to amend")
+    held = {**e, "spec": before, "amendments": []}
+    entry = {
+        "date": date,
+        "commit": None,
+        "what": "; ".join(diff),
+        "from": before,
+        "spec": spec_key(claim.get("spec")),
+        "verdict_before": registered_verdict(held, claim),
+        "why": why.strip(),
+        "how": "recorded by `attnlab claims --amend` with the change (its commit is the one that adds this entry)",
+    }
+    e.setdefault("amendments", []).append(entry)
+    return entry
+
+
+def register(registry: dict, claim: Mapping[str, Any], date: str) -> dict:
+    """Register a new claim with its specification in code (before it is judged on committed data)."""
+    cid = claim["id"]
+    entries = registry.setdefault("claims", {})
+    if cid in entries:
+        raise ValueError(f"{cid} is registered already; change its specification with --amend")
+    entries[cid] = {
+        "id": cid,
+        "kind": claim.get("kind"),
+        "section": claim.get("section"),
+        "statement": claim.get("statement"),
+        "book": claim.get("book"),
+        "rule": claim.get("rule"),
+        "inputs": list((claim.get("inputs") or {}).keys()),
+        "registered": {
+            "commit": None,
+            "date": date,
+            "how": "recorded by `attnlab claims --register` (its commit is the one that adds this entry)",
+        },
+        "first_data": {
+            "commit": None,
+            "date": None,
+            "path": None,
+            "verdict": None,
+            "how": "not judged on committed data yet",
+        },
+        "post_hoc": False,
+        "spec": spec_key(claim.get("spec")),
+        "spec_how": "the specification in code when it was registered",
+        "amendments": [],
+    }
+    return entries[cid]
+
+
 def for_reports(data: Path | None = None) -> dict:
     """The registry the reports mark their claims with: ``data``/claims_registry.json, else the
     repository's; an empty one when there is none (every claim then reads "unregistered")."""

@@ -32,6 +32,22 @@ def add_parser(sub):
         help="核对代码中的规格与登记表，不一致则以 1 退出 / exit 1 unless every claim's spec in code is the registered one",
     )
     p.add_argument(
+        "--amend",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="把这些论断在代码中的新规格记为一条修订（需 --why）/ record each claim's new spec in code as one amendment "
+        "(with --why)",
+    )
+    p.add_argument(
+        "--register",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="登记新论断（在它有数据之前）/ register new claims (before their data)",
+    )
+    p.add_argument("--why", default="", help="修订的原因 / why the specification changes")
+    p.add_argument(
         "--registry",
         default=None,
         metavar="PATH",
@@ -72,6 +88,8 @@ def main(args) -> int:
     path = Path(args.registry) if args.registry else R.find(Path("."), data)
     registry = R.load(path)
     claims = current_claims(data)
+    if args.amend or args.register:
+        return _write(args, registry, path, claims)
     if args.check:
         problems = R.check(registry, claims)
         for line in problems:
@@ -79,14 +97,42 @@ def main(args) -> int:
         if problems:
             print(
                 f"{len(problems)} 条论断与登记表不符 / claim(s) differ from the registry {path}: record each change "
-                "as an amendment (date, commit, what, why) or restore the registered specification"
+                "as an amendment (`attnlab claims --amend ID --why ...`), register a new claim (`--register ID`), "
+                "or restore the registered specification"
             )
             return 1
         print(f"{len(claims)} 条论断都符合登记 / claims match the registry {path}")
         return 0
     print(R.count_text(R.counts(registry, [c["id"] for c in claims])))
+    print("事后登记或修订过的论断 / claims registered post hoc or amended:")
     for c in claims:
         e = registry["claims"].get(c["id"])
         if e is None or e.get("post_hoc") or e.get("amendments"):
             print(f"{c['id']}: {R.mark(e, c)}")
+    return 0
+
+
+def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
+    """--register / --amend: one entry per claim and change, written atomically."""
+    from datetime import datetime, timezone
+
+    from .. import claims_registry as R
+    from ..errors import AttnlabError
+    from ..io import write_json
+
+    by_id = {c["id"]: c for c in claims}
+    unknown = [cid for cid in (args.register or []) + (args.amend or []) if cid not in by_id]
+    if unknown:
+        raise AttnlabError(f"no claim {', '.join(unknown)} in the lab book judged now; give ids its entries judge")
+    date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        for cid in args.register or []:
+            R.register(registry, by_id[cid], date)
+            print(f"{cid}: registered")
+        for cid in args.amend or []:
+            a = R.amend(registry, by_id[cid], args.why, date)
+            print(f"{cid}: amended ({a['what']})")
+    except ValueError as e:
+        raise AttnlabError(str(e)) from None
+    write_json(path, registry)
     return 0
