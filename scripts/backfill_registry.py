@@ -325,13 +325,17 @@ def build() -> dict:
         if not chain:
             e["spec"] = spec_key(code)
             e["spec_how"] = (
-                "the specification in code now; its records since the first data show no change of rule or parameters"
+                "the specification in code now; its records since the first data print no change of rule or "
+                "parameters (a parameter a record does not print can have changed unseen)"
             )
         else:
             e["spec"] = first_spec
             e["spec_how"] = "as its first judged record shows it (" + RECON + ")"
             chain[-1]["spec"] = spec_key(code)
-            chain[-1]["spec_how"] = "the specification in code now (what this change led to)"
+            chain[-1]["spec_how"] = (
+                "the specification in code now: the records after this change print no other change of rule or "
+                "parameters (a parameter a record does not print can have changed unseen)"
+            )
         e["amendments"] = chain
         entries[cid] = e
     return {

@@ -6,7 +6,6 @@ parameter changed, or without a claim, fails naming that claim. `make test` runs
 refuses a specification changed in code without an amendment.
 """
 
-import argparse
 import copy
 import json
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from attnlab import claims_registry as R
 from attnlab import stats as S
+from attnlab.cli import build_parser
 from attnlab.cli import claims as C
 from attnlab.verdicts import claim
 
@@ -33,7 +33,8 @@ def claims():
 
 
 def run_check(registry_path: Path, capsys) -> tuple[int, str]:
-    rc = C.main(argparse.Namespace(check=True, registry=str(registry_path), data=str(DATA)))
+    args = build_parser().parse_args(["claims", "--check", "--registry", str(registry_path), "--data", str(DATA)])
+    rc = C.main(args)
     return rc, capsys.readouterr().out
 
 

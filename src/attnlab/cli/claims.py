@@ -108,7 +108,7 @@ def main(args) -> int:
     for c in claims:
         e = registry["claims"].get(c["id"])
         if e is None or e.get("post_hoc") or e.get("amendments"):
-            print(f"{c['id']}: {R.mark(e, c)}")
+            print(f"{c['id']}（现判定 / now {c['verdict']}）: {R.mark(e, c)}")
     return 0
 
 
