@@ -256,7 +256,7 @@ def build() -> dict:
         per_file: dict[str, dict] = {}
         chain: list[dict] = []  # amendments
         last_verdict = None
-        first_spec = None
+        first_spec = first_seen = None
         for commit, date, msg, path, claims in hist:
             rec = next((x for x in claims if x.get("id") == cid), None)
             if rec is None:
@@ -267,7 +267,7 @@ def build() -> dict:
                 first = (commit, date, path, v)
                 first_spec = obs
             if state is None:
-                state = obs
+                state = first_seen = obs
             elif obs != per_file.get(path) and (what := changes(state, obs)):
                 chain.append(
                     {
@@ -329,8 +329,8 @@ def build() -> dict:
                 "parameters (a parameter a record does not print can have changed unseen)"
             )
         else:
-            e["spec"] = first_spec
-            e["spec_how"] = "as its first judged record shows it (" + RECON + ")"
+            e["spec"] = first_spec or first_seen
+            e["spec_how"] = f"as its first {'judged ' if first_spec else ''}record shows it ({RECON})"
             chain[-1]["spec"] = spec_key(code)
             chain[-1]["spec_how"] = (
                 "the specification in code now: the records after this change print no other change of rule or "
