@@ -61,6 +61,16 @@ def legacy_records(book: dict) -> dict[str, dict]:
     return {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
 
 
+def registration(book: dict) -> str:
+    """How many of the book's claims were fixed before their data, with or after it, and amended
+    (data/claims_registry.json)."""
+    from attnlab import claims_registry as R
+
+    registry = R.load(ROOT / "data" / "claims_registry.json")
+    ids = [c["id"] for sec in book["sections"] for c in sec.get("claims", [])]
+    return R.count_text(R.counts(registry, ids))
+
+
 def summary_block(book: dict) -> str:
     s = book["summary"]
     timings = book.get("timings", {})
@@ -70,6 +80,9 @@ def summary_block(book: dict) -> str:
         START,
         f"提交的这一版 / the committed book（2 核 CPU）：{s['experiments']} 个实验；{s['claims']} 条论断：",
         f"**{s['count_line']}**。每条 FAIL 写明原因，每条 INCONCLUSIVE 写明还需要多少个种子（或“再多种子也定不下来”）。",
+        "",
+        f"{registration(book)}（data/claims_registry.json，`attnlab claims --check`；事后登记或修订过的论断，报告中并列"
+        "给出按登记规格的判定 / post hoc and amended claims show the verdict of their registered specification beside).",
         "",
         "训练时间来自每个运行目录自己的计时记录（单线程核时；和案例共用的运行在每个用到它的实验里都算，合计里只算一次；"
         "“有计时”少于运行数的，是计时功能出现之前训练的运行）。"
@@ -145,6 +158,8 @@ def readme_block(book: dict) -> str:
             f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL; {holm} of the book's "
             f"{len(book_pass)} PASS survive Holm), {v['INCONCLUSIVE']} "
             f"INCONCLUSIVE, {v['REPORTED'] + v['NA']} reported or not testable here.*",
+            "",
+            f"{registration(book)}。",
             README_END,
         ]
     )

@@ -38,6 +38,7 @@ LAYERS = [
             "stats",
             "sequential",
             "verdicts",
+            "claims_registry",
             "outputs",
             "schemas",
         ),

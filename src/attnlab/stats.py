@@ -42,10 +42,12 @@ simulation, with the rules' false-positive rate and power).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from scipy import stats as _st
@@ -97,6 +99,9 @@ class Judgement:
     # the rule again at other levels, for a look held to levels(...) (attnlab.sequential):
     # at_levels(levels) -> (verdict, seeds a decision would need); never stored
     at_levels: Callable[[LevelOf], tuple[str, int | None]] | None = field(default=None, compare=False, repr=False)
+    # the specification the rule was called with, from code: {"rule", "params"} and the numbers it judged
+    # ("values"), or for all_of its "parts"; attnlab.verdicts stores it in the claim (its ``spec``)
+    spec: dict | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -108,7 +113,7 @@ class Judgement:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        del d["at_levels"]
+        del d["at_levels"], d["spec"]
         d["interval"] = None if self.interval is None else [_r(self.interval[0]), _r(self.interval[1])]
         for k in ("estimate", "sd", "p"):
             d[k] = _r(d[k])
@@ -190,6 +195,49 @@ def mean_halfwidth(sd: float, n: int, conf: float = 1 - ALPHA) -> float:
 def _seeds_until(n: int, enough: Callable[[int], bool]) -> int | None:
     """The fewest seeds beyond ``n`` for which ``enough`` holds (None: not below MAX_SEEDS)."""
     return next((k for k in range(n + 1, MAX_SEEDS) if enough(k)), None)
+
+
+def _spec(rule: str, xs: Sequence[float] | None = None, **params) -> dict:
+    """A rule's specification: its name, its parameters (an unbounded end as "inf" / "-inf", since JSON
+    has no infinity) and the numbers it judged."""
+    out: dict = {"rule": rule, "params": {k: _param(v) for k, v in params.items()}}
+    if xs is not None:
+        out["values"] = [float(x) for x in xs]
+    return out
+
+
+def _param(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # "inf", "-inf", "nan"
+    return v
+
+
+def param_value(v):
+    """A stored parameter as the rule takes it ("inf" back to infinity)."""
+    return float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
+
+
+def judge_spec(spec: dict, values: Sequence[float] | None = None) -> Judgement:
+    """Judge ``values`` (default: the numbers the spec records) by the rule and parameters of ``spec``
+    (a :class:`Judgement`'s ``spec``, or one stored with a claim or in the registry of claims). An
+    all_of judges each part with its own. Raises ValueError for a spec that records no rule in code."""
+    rule = spec.get("rule")
+    params = {k: param_value(v) for k, v in (spec.get("params") or {}).items()}
+    xs = list(values if values is not None else spec.get("values") or [])
+    if rule == "all_of":
+        parts = spec.get("parts") or []
+        if not parts:
+            raise ValueError("an all_of spec without parts")
+        return all_of([judge_spec(p) for p in parts])
+    if rule in RULE_FUNCTIONS:
+        return RULE_FUNCTIONS[rule](xs, **params)
+    if rule == "exact" and isinstance(spec.get("ok"), bool):  # arithmetic: the check it recorded
+        return exact(spec["ok"], "recorded arithmetic check")
+    if rule == "reported":
+        return reported("reported")
+    if rule == "na":
+        return na("not testable here")
+    raise ValueError(f"no rule in code to judge with: {rule!r}")
 
 
 def _one_seed(rule: str, xs: list[float], level: float = ONE_SIDED) -> Judgement:
@@ -304,6 +352,24 @@ def _first(ks: np.ndarray, ok: np.ndarray) -> int | None:
 
 
 # ------------------------------------------------------------------------------ rules
+def _specified(fn):
+    """A rule that records its specification in its Judgement: its name, the parameters it was called
+    with (alpha only when not the default) and the numbers it judged."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def rule(values, *args, **kwargs):
+        values = list(values)
+        j = fn(values, *args, **kwargs)
+        bound = sig.bind(values, *args, **kwargs)
+        bound.apply_defaults()
+        params = {k: v for k, v in bound.arguments.items() if k != "values" and not (k == "alpha" and v == ALPHA)}
+        return replace(j, spec=_spec(fn.__name__, _clean(values), **params))
+
+    return rule
+
+
+@_specified
 def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha: float = ALPHA) -> Judgement:
     """Per-seed paired differences; the statement says their mean is > 0 (direction +1) or < 0 (-1).
 
@@ -358,6 +424,7 @@ def prediction_halfwidth(sd: float, n: int, alpha: float = ALPHA) -> float:
     return t_crit(n, 1 - alpha) * sd * math.sqrt(1 + 1 / n)
 
 
+@_specified
 def value(values: Sequence[float], book: float, *, tol: float, alpha: float = ALPHA) -> Judgement:
     """The book's one run against our runs. FAIL when the book's value lies outside the 95% prediction
     interval for one run; PASS when that whole interval lies within book ± ``tol`` (so our runs pin a
@@ -410,6 +477,7 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
     return judged(INCONCLUSIVE, need, base + f": inside but wider than the book's ± {tol:.3g}; {why}")
 
 
+@_specified
 def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA) -> Judgement:
     """The 95% interval of the mean against the book's band [lo, hi] (not widened).
 
@@ -454,6 +522,7 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
     return judged(INCONCLUSIVE, need, base + ": overlaps an edge")
 
 
+@_specified
 def every(values: Sequence[float], lo: float, hi: float) -> Judgement:
     """Every seed's value inside [lo, hi]: for statements about each run ("都在 0.1–0.2 之间")."""
     xs = _clean(values)
@@ -465,6 +534,7 @@ def every(values: Sequence[float], lo: float, hi: float) -> Judgement:
     return Judgement(FAIL if out else PASS, "every", len(xs), m, sd, (min(xs), max(xs)), None, detail)
 
 
+@_specified
 def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA) -> Judgement:
     """Two one-sided tests: the difference lies within ±margin ("几乎一样 / unchanged").
 
@@ -510,15 +580,17 @@ def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA)
 
 def exact(ok: bool, detail: str = "", estimate: float | None = None) -> Judgement:
     """Deterministic arithmetic: a formula, a byte count, a bound computed from the weights."""
-    return Judgement(PASS if ok else FAIL, "exact", 1, estimate, None, None, None, detail)
+    return Judgement(
+        PASS if ok else FAIL, "exact", 1, estimate, None, None, None, detail, spec={**_spec("exact"), "ok": bool(ok)}
+    )
 
 
 def reported(detail: str, estimate: float | None = None, n: int = 0) -> Judgement:
-    return Judgement(REPORTED, "reported", n, estimate, None, None, None, detail)
+    return Judgement(REPORTED, "reported", n, estimate, None, None, None, detail, spec=_spec("reported"))
 
 
 def na(reason: str) -> Judgement:
-    return Judgement(NA, "na", 0, None, None, None, None, reason)
+    return Judgement(NA, "na", 0, None, None, None, None, reason, spec=_spec("na"))
 
 
 def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
@@ -542,8 +614,9 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
     # the seeds the statement stands on: an exact part (arithmetic, n = 1) counts no seeds
     n = min([p.n for p in parts if p.rule != "exact"] or [p.n for p in parts])
     tested = [p for p in parts if p.p is not None]
+    spec = {"rule": "all_of", "parts": [p.spec or _spec(p.rule) for p in parts]}
     if not tested:
-        return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words)
+        return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words, spec=spec)
 
     def at_levels(levels: LevelOf) -> tuple[str, int | None]:
         each = [p.at_levels(levels) if p.at_levels else (p.verdict, p.n_needed) for p in parts]
@@ -567,4 +640,15 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
         p=max(p.p for p in tested),
         level=min(p.level for p in tested if p.level is not None),
         at_levels=at_levels,
+        spec=spec,
     )
+
+
+# the rules a stored specification can name, to judge again with its parameters (judge_spec)
+RULE_FUNCTIONS: dict[str, Callable[..., Judgement]] = {
+    "effect": effect,
+    "value": value,
+    "band": band,
+    "every": every,
+    "equivalence": equivalence,
+}

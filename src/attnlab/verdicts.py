@@ -7,6 +7,11 @@ from the JSON alone and a reader can see why:
   book                           the chapter's number or words
   rule, inputs                   the rule of attnlab.stats and its inputs: name -> per-seed
                                  numbers, plus scalars (the book's value, the margin ...)
+  spec                           the specification the judge called its rule with, from code
+                                 (:func:`claim_spec`): rule, params (tolerance, SESOI, band,
+                                 margin ...), and ``reads`` (the input it judged) or ``values``
+                                 (numbers derived from the inputs); an all_of has ``parts``.
+                                 data/claims_registry.json registers it (attnlab.claims_registry)
   verdict, interval, n, n_needed PASS | FAIL | INCONCLUSIVE | REPORTED | NA, and its evidence
   p                              the p-value of the test behind the rule's PASS (None: no test)
   looks, seq, seq_n_needed       every judgement at a seed count, and the verdict over them
@@ -135,11 +140,49 @@ def claim(
             "detail": judgement.detail,
             "pass": judgement.verdict == PASS,
             "p": judgement.to_dict()["p"],
+            "spec": claim_spec(judgement, inputs),
         }
     )
     out.judgement = judgement
     if reason:
         out["reason"] = dict(reason)
+    return out
+
+
+def claim_spec(j: Judgement, inputs: Mapping[str, Any]) -> dict:
+    """The judgement's specification (attnlab.stats, from code) as a claim stores it: each part's
+    numbers named by the input that holds exactly them (``reads``), else kept (``values``: numbers
+    the judge derived from its inputs)."""
+
+    def one(spec: dict) -> dict:
+        if spec.get("rule") == "all_of":
+            return {"rule": "all_of", "parts": [one(p) for p in spec.get("parts") or []]}
+        out = {k: v for k, v in spec.items() if k != "values"}
+        if "values" in spec:
+            name = next((k for k, v in inputs.items() if _numbers(v) == spec["values"]), None)
+            out["reads"] = name
+            if name is None:
+                out["values"] = spec["values"]
+        return out
+
+    return one(judgement_spec(j))
+
+
+def judgement_spec(j: Judgement) -> dict:
+    return j.spec if j.spec is not None else {"rule": j.rule, "params": {}}
+
+
+def _numbers(v: Any) -> list[float] | None:
+    """A stored list of numbers as a rule reads it (None dropped), or None if it is not one."""
+    if not isinstance(v, (list, tuple)):
+        return None
+    out = []
+    for x in v:
+        if x is None:
+            continue
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return None
+        out.append(float(x))
     return out
 
 

@@ -27,7 +27,7 @@ from .common import Parser
 GROUPS = (
     ("开始 / start", ("case", "serve", "site")),
     ("训练与生成 / train and sample", ("train", "generate", "info")),
-    ("实验与报告 / experiments and reports", ("book", "report", "heads", "failures", "ablate", "sweep")),
+    ("实验与报告 / experiments and reports", ("book", "report", "claims", "heads", "failures", "ablate", "sweep")),
     ("语料 / corpus", ("corpus-stats", "build-corpus")),
     ("公式与速度 / formulas and speed", ("memory", "precision", "bench")),
 )

@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from .. import claims_registry as R
 from .. import stats
 from .. import verdicts as V
 from ..book import book_values
@@ -201,12 +202,14 @@ CLAIM_HEAD = [
     "结果 / verdict",
     "n / 所需 / needed",
     "原因 / why",
+    "登记 / registered",
 ]
 CLAIM_DETAIL = (5, 6, 9)  # in the HTML, the long columns go on a second line under the claim's row
 
 
-def claim_row(c: dict) -> list:
-    """One claim as a row of the claims table (CLAIM_HEAD)."""
+def claim_row(c: dict, registered: dict | None = None) -> list:
+    """One claim as a row of the claims table (CLAIM_HEAD); ``registered``: the claims registry's
+    entries by id (attnlab.claims_registry), for the 事前 / 事后 mark."""
     return [
         c["id"],
         c["kind"],
@@ -218,6 +221,7 @@ def claim_row(c: dict) -> list:
         verdict_label(c),
         f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
         reason_text(c) or c.get("detail", ""),
+        R.mark((registered or {}).get(c["id"]), c),  # 事前 / 事后 and the registered spec's verdict
     ]
 
 
@@ -253,13 +257,14 @@ def _opening(pg: _Page, res: dict, by_id: dict) -> None:
         headline_rows(res, by_id),
     )
     pg.h(3, "全部论断 / every claim")
+    registered = R.for_reports().get("claims", {})  # data/claims_registry.json (attnlab.claims_registry)
     pg.p(
         "每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
         "每个 INCONCLUSIVE 都写了需要多少个种子。判定规则见下文“判定方法”。 / Each FAIL says why (a finding about "
         "the book with evidence, a protocol difference with the experiment, our specification, scale, or "
         "unexplained); each INCONCLUSIVE names the seeds it needs; the rules are under 'method' below."
     )
-    pg.table(CLAIM_HEAD, [claim_row(c) for c in claims], detail=CLAIM_DETAIL)
+    pg.table(CLAIM_HEAD, [claim_row(c, registered) for c in claims], detail=CLAIM_DETAIL)
 
 
 def _method(pg: _Page, res: dict) -> None:

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import claims_registry as R
 from .. import verdicts as V
 from ..io import write_text
 from ..stats import METHOD
@@ -165,13 +166,37 @@ def verdict(c: dict) -> str:
     return {"REPORTED": "REPORTED（记录 / reported）", "NA": "NA（本机无法检验 / not testable here）"}.get(v, v)
 
 
-def summary_line(book: dict) -> str:
+def summary_line(book: dict, registry: dict | None = None) -> str:
     s = book["summary"]
     counts = s.get("count_line") or f"{s['pass']} PASS，{s['fail']} FAIL"
-    return (
+    line = (
         f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
         f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}：{counts}"
     )
+    return line + (f"；{registry_line(book, registry)}" if registry is not None else "")
+
+
+def registry_line(book: dict, registry: dict) -> str:
+    """How many of the book's claims were fixed before their data, with or after it, and amended."""
+    return R.count_text(R.counts(registry, families(book)))
+
+
+REGISTRY_METHOD = (
+    "登记 / registration: 每条论断的规格（规则与参数：容差、SESOI、区间、margin）登记在 data/claims_registry.json，"
+    "附登记的提交、首次有数据的提交与每次修订（attnlab claims --check 核对代码与登记）。在数据之前登记的为“事前”；"
+    "与数据同一提交或之后登记的为“事后”，旁边给出按登记时的规格（同一规则、登记的参数、今天的数）判定的结果；"
+    "修订过的同样给出。日期由 git 历史重建。"
+    " / Each claim's specification (rule and parameters: tolerance, SESOI, band, margin) is registered in "
+    "data/claims_registry.json with the commit that registered it, the commit of its first data and every "
+    "amendment (attnlab claims --check holds the code to it). Registered before its data: 'before'; in the same "
+    "commit as its data or after: 'post hoc', shown with the verdict of its registered specification (the same "
+    "rule with the registered parameters on today's numbers); amended claims likewise. Dates reconstructed from "
+    "git history."
+)
+
+
+def registry_text(c: dict, registry: dict | None) -> str:
+    return R.mark((registry or {}).get("claims", {}).get(c["id"]), c) if registry is not None else "—"
 
 
 def compute_line(t: dict | None) -> str:
@@ -202,14 +227,14 @@ def _placeholder(book: dict, eid: str) -> dict | None:
 
 
 # -------------------------------------------------------------------------------- markdown
-def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") -> str:
+def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../", registry: dict | None = None) -> str:
     out = [
         "# 实验手册 / The lab book",
         "",
         "第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：`attnlab book`。"
         "*Every experiment the chapter runs or invites, in one command.*",
         "",
-        f"**{summary_line(book)}**",
+        f"**{summary_line(book, registry)}**",
         "",
         "## 目录 / Contents",
         "",
@@ -223,11 +248,12 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
             f"| {s.get('inconclusive', 0)} |"
         )
     out += ["", "## 判定规则 / How verdicts are reached", "", METHOD, "", FAMILY_METHOD, "", SEQUENTIAL_METHOD, ""]
+    out += [REGISTRY_METHOD, ""]
     index = families(book)
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
-            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index)
+            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index, registry)
     env = book.get("environment", {})
     out += [
         "## 环境 / Environment",
@@ -240,7 +266,9 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../") 
     return "\n".join(out) + "\n"
 
 
-def _md_experiment(eid: str, doc: dict | None, fig_prefix: str, index: dict[str, dict] | None = None) -> list[str]:
+def _md_experiment(
+    eid: str, doc: dict | None, fig_prefix: str, index: dict[str, dict] | None = None, registry: dict | None = None
+) -> list[str]:
     if doc is None:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
     out = [
@@ -270,14 +298,14 @@ def _md_experiment(eid: str, doc: dict | None, fig_prefix: str, index: dict[str,
     if doc["claims"]:
         out += [
             "| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict | p "
-            "| Holm | 顺序 / sequential |",
-            "|---|---|---|---|---|---|---|---|",
+            "| Holm | 顺序 / sequential | 登记 / registered |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for c in doc["claims"]:
             out.append(
                 f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
                 f"{_fmt(c['measured'])} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
-                f"| {seq_text(c)} |"
+                f"| {seq_text(c)} | {registry_text(c, registry)} |"
             )
         out.append("")
     out += [f"- {n}" for n in doc.get("notes", [])]
@@ -299,7 +327,7 @@ code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:10
 """.replace("SANS", SANS_STACK).replace("MONO", MONO_STACK)
 
 
-def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
+def render_html(book: dict, docs: dict[str, dict], root: Path, registry: dict | None = None) -> str:
     parts = []
     nav = [
         "<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th>"
@@ -320,12 +348,13 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     parts.append(
         f"<h2>判定规则 / How verdicts are reached</h2><p>{html.escape(METHOD)}</p>"
         f"<p id=families>{html.escape(FAMILY_METHOD)}</p><p id=sequential>{html.escape(SEQUENTIAL_METHOD)}</p>"
+        f"<p id=registry>{html.escape(REGISTRY_METHOD)}</p>"
     )
     index = families(book)
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
-            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index))
+            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index, registry))
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
@@ -344,7 +373,7 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
         "<h1>实验手册 / The lab book</h1>"
         "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
         "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
-        f"<p class=summary id=summary>{html.escape(summary_line(book))}</p>" + "".join(parts)
+        f"<p class=summary id=summary>{html.escape(summary_line(book, registry))}</p>" + "".join(parts)
     )
     text, code = page_text(title + body)  # the fonts hold exactly what the page shows
     fonts, missing = font_css(text, code)
@@ -356,7 +385,9 @@ def render_html(book: dict, docs: dict[str, dict], root: Path) -> str:
     )
 
 
-def _html_experiment(eid: str, doc: dict | None, root: Path, index: dict[str, dict] | None = None) -> str:
+def _html_experiment(
+    eid: str, doc: dict | None, root: Path, index: dict[str, dict] | None = None, registry: dict | None = None
+) -> str:
     e = html.escape
     if doc is None:
         return f"<h3>{e(eid)}</h3><p><span class='badge not_run'>{NOT_RUN}</span></p>"
@@ -400,7 +431,8 @@ def _html_experiment(eid: str, doc: dict | None, root: Path, index: dict[str, di
     if doc["claims"]:
         out.append(
             "<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
-            "<th>本次 / measured</th><th>判定 / verdict</th><th>p</th><th>Holm</th><th>顺序 / sequential</th></tr>"
+            "<th>本次 / measured</th><th>判定 / verdict</th><th>p</th><th>Holm</th><th>顺序 / sequential</th>"
+            "<th>登记 / registered</th></tr>"
         )
         for c in doc["claims"]:
             v = verdict(c)
@@ -409,7 +441,8 @@ def _html_experiment(eid: str, doc: dict | None, root: Path, index: dict[str, di
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}</td><td>{e(p_text(c))}</td>"
-                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td></tr>"
+                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td>"
+                f"<td>{e(registry_text(c, registry))}</td></tr>"
             )
         out.append("</table>")
     if doc.get("notes"):
@@ -427,17 +460,18 @@ def _image(root: Path, rel: str) -> str | None:
     return None
 
 
-def build_book_report(root: Path, data: Path | None = None, registry=None) -> list[Path]:
+def build_book_report(root: Path, data: Path | None = None, experiments=None) -> list[Path]:
     """Write reports/lab_book.md and reports/lab_book.html under ``root`` from the book in ``data``
-    (default ``root``/data); returns the paths. ``registry``: the entries that draw the figures
-    (default :data:`attnlab.lab.EXPERIMENTS`)."""
+    (default ``root``/data); returns the paths. ``experiments``: the entries that draw the figures
+    (default :data:`attnlab.lab.EXPERIMENTS`); the claims registry is read from ``data``."""
     from .lab_book_figures import draw_figures
 
     root = Path(root)
     book, docs = load_book(root, data)
-    markdown = render_markdown(book, docs)  # before anything is written: a damaged entry fails here
+    registry = R.for_reports(Path(data) if data is not None else root / "data")
+    markdown = render_markdown(book, docs, registry=registry)  # before anything is written: a damaged entry fails here
     for doc in docs.values():
-        draw_figures(doc, root, registry)
+        draw_figures(doc, root, experiments)
     md = write_text(root / "reports" / "lab_book.md", markdown)
-    page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root))
+    page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root, registry))
     return [md, page]

@@ -1,0 +1,305 @@
+"""The registry of claims: each claim's specification, when it was fixed, and every change since.
+
+data/claims_registry.json holds, for every claim id (the lab book's and the case's), its
+statement, the chapter's words, kind, rule and **specification**, and the history of that
+specification:
+
+  spec            the specification as registered: ``{"rule", "params", "reads"}`` (an all_of:
+                  ``{"rule": "all_of", "parts": [...]}``). "The specification in code" is exactly
+                  what the judge called its rule of :mod:`attnlab.stats` with: the rule's name, its
+                  parameters (tolerance ``tol``, SESOI ``sesoi`` and ``direction``, band ``lo``/``hi``,
+                  ``margin``, the book's value ``book``) and the input it judged (``reads``; None when
+                  the judge derived the numbers from its inputs). Every claim record carries it
+                  (attnlab.verdicts.claim_spec, field ``spec``); the per-seed numbers are not part of it.
+  registered      {commit, date, how}: when the claim id first appeared in src/
+  first_data      {commit, date, path, verdict, how}: the first committed JSON holding a judged
+                  verdict (PASS / FAIL / INCONCLUSIVE) for it
+  post_hoc        registered in the same commit as its first data, or after it (事后)
+  amendments      one entry per change of rule or parameters: {date, commit, what, from, spec, why,
+                  how, verdict_before}; ``spec`` is the specification from then on
+
+The specification a claim is held to is its registration with every amendment applied
+(:func:`effective_spec`); ``attnlab claims --check`` refuses any claim whose specification in code
+differs from it, and any claim missing from the registry. A change of specification is therefore
+one new amendment in the registry, in the same commit as the code that makes it.
+
+Specifications reconstructed from history (before claims carried ``spec``) hold only the parameters
+their records show (``"reconstructed": true``); the rest are taken as unchanged. One registered as
+a criterion in words (before the rules of attnlab.stats) has ``rule`` None and ``criterion``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+REGISTRY = Path("data") / "claims_registry.json"
+KIND = "claims_registry"
+POST_HOC = "事后 / post hoc"
+BEFORE = "事前 / before data"
+
+# the values a registry's spec is compared on (the numbers judged are data, not specification)
+_DATA_KEYS = ("values", "ok")
+
+
+def spec_key(spec: Mapping[str, Any] | None) -> dict | None:
+    """A specification without the numbers it judged: rule, params, reads (parts for an all_of)."""
+    if spec is None:
+        return None
+    if spec.get("rule") == "all_of":
+        return {"rule": "all_of", "parts": [spec_key(p) for p in spec.get("parts") or []]}
+    return {k: v for k, v in spec.items() if k not in _DATA_KEYS}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return a == b or (math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def differences(registered: Mapping[str, Any] | None, now: Mapping[str, Any] | None, where: str = "") -> list[str]:
+    """What differs between two specifications, in words ("params.sesoi: 0.1 → 0.085")."""
+    a, b = spec_key(registered), spec_key(now)
+    if a is None or b is None:
+        return [] if a == b else [f"{where or 'spec'}: {a} → {b}"]
+    out = []
+    if a.get("rule") != b.get("rule"):
+        return [f"{where}rule: {a.get('rule')} → {b.get('rule')}"]
+    if a.get("rule") == "all_of":
+        pa, pb = a.get("parts") or [], b.get("parts") or []
+        if len(pa) != len(pb):
+            return [f"{where}parts: {len(pa)} → {len(pb)}"]
+        for i, (x, y) in enumerate(zip(pa, pb)):
+            out += differences(x, y, f"{where}parts[{i}].")
+        return out
+    for k in sorted(set(a) | set(b)):
+        if k == "params":
+            pa, pb = a.get("params") or {}, b.get("params") or {}
+            out += [
+                f"{where}params.{p}: {pa.get(p, '—')} → {pb.get(p, '—')}"
+                for p in sorted(set(pa) | set(pb))
+                if not _same(pa.get(p), pb.get(p))
+            ]
+        elif k != "reconstructed" and not _same(a.get(k), b.get(k)):
+            out.append(f"{where}{k}: {a.get(k)} → {b.get(k)}")
+    return out
+
+
+def effective_spec(entry: Mapping[str, Any]) -> dict | None:
+    """The specification a claim is held to: its registration with every amendment applied."""
+    spec = entry.get("spec")
+    for a in entry.get("amendments") or []:
+        spec = a.get("spec")
+    return spec
+
+
+def load(path: Path) -> dict:
+    """The registry at ``path``, checked for its shape (a one-line error naming the problem)."""
+    from .errors import AttnlabError
+    from .io import read_json
+
+    doc = read_json(Path(path), hint="; rebuild it with `python scripts/backfill_registry.py`")
+    if not (isinstance(doc, dict) and doc.get("kind") == KIND and isinstance(doc.get("claims"), dict)):
+        raise AttnlabError(f"{path} is not a registry of claims (kind {KIND!r} with claims by id)")
+    for cid, e in doc["claims"].items():
+        if not isinstance(e, dict) or not isinstance(e.get("amendments", []), list):
+            raise AttnlabError(f"{path}: claim {cid!r} is not a registry entry (spec, registered, amendments)")
+    return doc
+
+
+def check(registry: Mapping[str, Any], claims: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per claim whose specification in code differs from its registration plus amendments,
+    and per claim missing from the registry (empty: every claim is held to what was registered)."""
+    entries = registry.get("claims") or {}
+    out = []
+    for c in claims:
+        cid = c.get("id")
+        e = entries.get(cid)
+        if e is None:
+            out.append(f"{cid}: not in the registry; register it (its spec: {spec_key(c.get('spec'))})")
+            continue
+        if c.get("spec") is None:
+            out.append(f"{cid}: its record carries no spec; judge it again with `attnlab report`")
+            continue
+        diff = differences(effective_spec(e), c["spec"])
+        if diff:
+            out.append(f"{cid}: the spec in code differs from the registered one: {'; '.join(diff)}")
+    return out
+
+
+def _fill(registered: Mapping[str, Any], now: Mapping[str, Any]) -> dict | None:
+    """The registered spec with the numbers of today's claim (``now``, its record's spec with the
+    inputs resolved): parameters a reconstruction does not show are taken from today's. None when the
+    two have different shapes (an all_of of other parts): nothing to judge."""
+    if registered.get("rule") is None:
+        return None
+    if registered.get("rule") == "all_of":
+        pr, pn = registered.get("parts") or [], now.get("parts") or []
+        if now.get("rule") != "all_of" or len(pr) != len(pn):
+            return None
+        parts = [_fill(a, b) for a, b in zip(pr, pn)]
+        return None if any(p is None for p in parts) else {"rule": "all_of", "parts": parts}
+    if now.get("rule") == "all_of":
+        return None
+    params = dict(now.get("params") or {}) if registered.get("rule") == now.get("rule") else {}
+    params.update(registered.get("params") or {})
+    out = {"rule": registered["rule"], "params": params}
+    for k in _DATA_KEYS:
+        if k in now:
+            out[k] = now[k]
+    return out
+
+
+def _resolved(spec: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict:
+    """A claim's spec with each part's numbers (read from its input, or kept in the spec)."""
+    if spec.get("rule") == "all_of":
+        return {**spec, "parts": [_resolved(p, inputs) for p in spec.get("parts") or []]}
+    out = dict(spec)
+    if spec.get("reads") is not None and "values" not in spec:
+        out["values"] = [float(x) for x in inputs.get(spec["reads"]) or [] if x is not None]
+    return out
+
+
+def registered_verdict(entry: Mapping[str, Any], claim: Mapping[str, Any]) -> str | None:
+    """The verdict of the claim's *registered* specification on today's numbers: the same rule with
+    the registered parameters (None: nothing to judge, e.g. a criterion registered in words)."""
+    from .stats import judge_spec
+
+    reg, now = entry.get("spec"), claim.get("spec")
+    if not reg or not now:
+        return None
+    filled = _fill(reg, _resolved(now, claim.get("inputs") or {}))
+    if filled is None:
+        return None
+    try:
+        return judge_spec(filled).verdict
+    except (ValueError, TypeError):
+        return None
+
+
+def status(entry: Mapping[str, Any] | None) -> str:
+    """ "before" (fixed before its data), "post_hoc" (with or after its data) or "unregistered"."""
+    if entry is None:
+        return "unregistered"
+    return "post_hoc" if entry.get("post_hoc") else "before"
+
+
+def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
+    """The registry column of a report: 事前 / 事后, the amendments, and the registered spec's verdict
+    beside the current one when they could differ."""
+    if entry is None:
+        return "未登记 / unregistered"
+    amended = len(entry.get("amendments") or [])
+    words = [POST_HOC if entry.get("post_hoc") else BEFORE]
+    if amended:
+        words.append(f"修订 {amended} 次 / amended {amended}×")
+    if entry.get("post_hoc") or amended:
+        v = registered_verdict(entry, claim)
+        words.append(f"登记的规格判定 / registered spec: {v}" if v else "登记时只有文字标准 / registered in words only")
+    return "；".join(words)
+
+
+def counts(registry: Mapping[str, Any], ids: Iterable[str]) -> dict[str, int]:
+    """How many of ``ids`` were registered before their data, with or after it, amended, unregistered."""
+    entries = registry.get("claims") or {}
+    out = {"before": 0, "post_hoc": 0, "amended": 0, "unregistered": 0}
+    for cid in ids:
+        e = entries.get(cid)
+        out[status(e)] += 1
+        if e is not None and e.get("amendments"):
+            out["amended"] += 1
+    return out
+
+
+def count_text(c: Mapping[str, int]) -> str:
+    """The registry's headline: fixed before their data, after, amended."""
+    text = (
+        f"登记 / registration: {c['before']} 条在数据之前定下 / fixed before their data, "
+        f"{c['post_hoc']} 条与数据同时或之后（事后）/ with or after (post hoc), {c['amended']} 条修订过 / amended"
+    )
+    return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
+
+
+def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict:
+    """Append to ``registry`` one amendment: the claim's specification in code replaces the one it was
+    held to (``why`` in words; its commit is the one that adds the entry). Returns the amendment;
+    ValueError when nothing differs or the claim is not registered."""
+    cid = claim["id"]
+    e = (registry.get("claims") or {}).get(cid)
+    if e is None:
+        raise ValueError(f"{cid} is not registered: register it first (attnlab claims --register {cid})")
+    if not why.strip():
+        raise ValueError("say why the specification changes (--why)")
+    before = effective_spec(e)
+    diff = differences(before, claim.get("spec"))
+    if not diff:
+        raise ValueError(f"{cid}: its specification in code is the registered one; nothing to amend")
+    held = {**e, "spec": before, "amendments": []}
+    entry = {
+        "date": date,
+        "commit": None,
+        "what": "; ".join(diff),
+        "from": before,
+        "spec": spec_key(claim.get("spec")),
+        "verdict_before": registered_verdict(held, claim),
+        "why": why.strip(),
+        "how": "recorded by `attnlab claims --amend` with the change (its commit is the one that adds this entry)",
+    }
+    e.setdefault("amendments", []).append(entry)
+    return entry
+
+
+def register(registry: dict, claim: Mapping[str, Any], date: str) -> dict:
+    """Register a new claim with its specification in code (before it is judged on committed data)."""
+    cid = claim["id"]
+    entries = registry.setdefault("claims", {})
+    if cid in entries:
+        raise ValueError(f"{cid} is registered already; change its specification with --amend")
+    entries[cid] = {
+        "id": cid,
+        "kind": claim.get("kind"),
+        "section": claim.get("section"),
+        "statement": claim.get("statement"),
+        "book": claim.get("book"),
+        "rule": claim.get("rule"),
+        "inputs": list((claim.get("inputs") or {}).keys()),
+        "registered": {
+            "commit": None,
+            "date": date,
+            "how": "recorded by `attnlab claims --register` (its commit is the one that adds this entry)",
+        },
+        "first_data": {
+            "commit": None,
+            "date": None,
+            "path": None,
+            "verdict": None,
+            "how": "not judged on committed data yet",
+        },
+        "post_hoc": False,
+        "spec": spec_key(claim.get("spec")),
+        "spec_how": "the specification in code when it was registered",
+        "amendments": [],
+    }
+    return entries[cid]
+
+
+def for_reports(data: Path | None = None) -> dict:
+    """The registry the reports mark their claims with: ``data``/claims_registry.json, else the
+    repository's; an empty one when there is none (every claim then reads "unregistered")."""
+    from .corpus import REPO_ROOT
+
+    for p in ([Path(data) / REGISTRY.name] if data is not None else []) + [REPO_ROOT / REGISTRY]:
+        if p.is_file():
+            return load(p)
+    return {"kind": KIND, "claims": {}}
+
+
+def find(root: Path, data: Path | None = None) -> Path:
+    """Where the registry of a data folder is (``data``/claims_registry.json, default root/data)."""
+    return (Path(data) if data is not None else Path(root) / "data") / REGISTRY.name

@@ -1,0 +1,138 @@
+"""``attnlab claims``: the registry of claims (data/claims_registry.json) and its check.
+
+``attnlab claims --check`` judges every claim again from the committed JSON (the lab book's
+entries, which bring in the case, the head portrait and the failures) and compares each claim's
+specification in code (attnlab.verdicts.claim_spec) with its registration plus amendments
+(attnlab.claims_registry). It exits 1 naming every claim that differs or is missing from the
+registry, 0 otherwise. Without ``--check`` it prints the registry's counts and its post hoc claims.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "claims",
+        help="论断登记表：每条论断的规格、登记时间与修订；--check 核对代码与登记 / the registry of claims; --check "
+        "compares the code with it",
+        description="每条论断（实验手册与案例）在 data/claims_registry.json 里登记：陈述、书中原话、类型、规则及其参数"
+        "（容差、SESOI、区间、margin），登记的日期与提交、首次有数据的日期与提交，以及每次修订（日期、提交、改了什么、为什么）。"
+        "--check 从提交的 JSON 重新判定每条论断，代码中的规格与“登记 + 修订”不一致、或未登记的，逐条列出并以 1 退出。"
+        "\nEvery claim (lab book and case) is registered in data/claims_registry.json: statement, the "
+        "chapter's words, kind, rule and its parameters (tolerance, SESOI, band, margin), when it was registered "
+        "and first judged on data, and every amendment (date, commit, what, why). --check judges every claim "
+        "again from the committed JSON and exits 1 naming each claim whose specification in code differs from its "
+        "registration plus amendments, or that is not registered.",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="核对代码中的规格与登记表，不一致则以 1 退出 / exit 1 unless every claim's spec in code is the registered one",
+    )
+    p.add_argument(
+        "--amend",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="把这些论断在代码中的新规格记为一条修订（需 --why）/ record each claim's new spec in code as one amendment "
+        "(with --why)",
+    )
+    p.add_argument(
+        "--register",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="登记新论断（在它有数据之前）/ register new claims (before their data)",
+    )
+    p.add_argument("--why", default="", help="修订的原因 / why the specification changes")
+    p.add_argument(
+        "--registry",
+        default=None,
+        metavar="PATH",
+        help="登记表（默认：DATA/claims_registry.json）/ the registry (default: DATA/claims_registry.json)",
+    )
+    p.add_argument(
+        "--data",
+        default="data",
+        metavar="DATA",
+        help="提交的数据文件夹（默认：data/）/ the folder of the committed data (default: data/)",
+    )
+    return p
+
+
+def current_claims(data: Path) -> list[dict]:
+    """Every claim of the lab book judged now, from the JSON in ``data`` (nothing is written)."""
+    from ..errors import AttnlabError
+    from ..lab import EXPERIMENTS
+    from ..lab.labbook import judge_input, read_entries
+
+    data = Path(data)
+    if not (data / "lab_book").is_dir():
+        raise AttnlabError(f"--data {data}: no lab_book/ folder there; give the folder that holds lab_book.json")
+    docs = read_entries(EXPERIMENTS, data)
+    out = []
+    for e in EXPERIMENTS:
+        doc = docs.get(e.id)
+        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
+            continue
+        out += e.judge(judge_input(e, data.resolve().parent, doc["results"], data))
+    return out
+
+
+def main(args) -> int:
+    from .. import claims_registry as R
+
+    data = Path(args.data)
+    path = Path(args.registry) if args.registry else R.find(Path("."), data)
+    registry = R.load(path)
+    claims = current_claims(data)
+    if args.amend or args.register:
+        return _write(args, registry, path, claims)
+    if args.check:
+        problems = R.check(registry, claims)
+        for line in problems:
+            print(line)
+        if problems:
+            print(
+                f"{len(problems)} 条论断与登记表不符 / claim(s) differ from the registry {path}: record each change "
+                "as an amendment (`attnlab claims --amend ID --why ...`), register a new claim (`--register ID`), "
+                "or restore the registered specification"
+            )
+            return 1
+        print(f"{len(claims)} 条论断都符合登记 / claims match the registry {path}")
+        return 0
+    print(R.count_text(R.counts(registry, [c["id"] for c in claims])))
+    print("事后登记或修订过的论断 / claims registered post hoc or amended:")
+    for c in claims:
+        e = registry["claims"].get(c["id"])
+        if e is None or e.get("post_hoc") or e.get("amendments"):
+            print(f"{c['id']}（现判定 / now {c['verdict']}）: {R.mark(e, c)}")
+    return 0
+
+
+def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
+    """--register / --amend: one entry per claim and change, written atomically."""
+    from datetime import datetime, timezone
+
+    from .. import claims_registry as R
+    from ..errors import AttnlabError
+    from ..io import write_json
+
+    by_id = {c["id"]: c for c in claims}
+    unknown = [cid for cid in (args.register or []) + (args.amend or []) if cid not in by_id]
+    if unknown:
+        raise AttnlabError(f"no claim {', '.join(unknown)} in the lab book judged now; give ids its entries judge")
+    date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        for cid in args.register or []:
+            R.register(registry, by_id[cid], date)
+            print(f"{cid}: registered")
+        for cid in args.amend or []:
+            a = R.amend(registry, by_id[cid], args.why, date)
+            print(f"{cid}: amended ({a['what']})")
+    except ValueError as e:
+        raise AttnlabError(str(e)) from None
+    write_json(path, registry)
+    return 0
