@@ -38,7 +38,7 @@ LAYERS = [
         ),
     ),
     (1, ("model",)),
-    (2, ("checkpoint", "train", "perf", "runner", "slurm_executor", "snapshots", "tensorboard_log")),
+    (2, ("checkpoint", "train", "perf", "runner", "runstore", "slurm_executor", "snapshots", "tensorboard_log")),
     (3, ("experiments",)),
     (4, ("lab",)),
     (5, ("report", "web")),
