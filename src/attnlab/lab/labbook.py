@@ -238,7 +238,8 @@ def run_book(
     t0 = time.perf_counter()
     finished: dict[str, Finished] = {}
     statuses: dict[str, str] = {}
-    store = RunStore.load(root)  # every entry reads each (config, seed) as first measured
+    # every entry reads each (config, seed) as first measured; quick runs share no key with the committed ones
+    store = RunStore() if scale.quick else RunStore.load(root)
     if needed and train:
         log(f"lab book: {len(needed)} runs for {len(experiments)} experiment(s) under {runs_root}")
         finished = execute(
