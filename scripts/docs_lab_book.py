@@ -663,6 +663,51 @@ def timeline_block() -> str:
     )
 
 
+REPRO_LABELS = {
+    "same": "同样设置再训一次 / the same settings again",
+    "threads2": "2 个线程（参照 1 个）/ 2 threads (reference: 1)",
+    "avx2": "AVX2 内核（ATEN_CPU_CAPABILITY、MKL_CBWR）/ AVX2 kernels",
+    "batches": "批次顺序错开一步 / batch stream shifted by one draw",
+}
+
+
+def _e(x: float) -> str:
+    return "0" if x == 0 else f"{x:.1e}"
+
+
+R_SEED = 20261014  # scripts/repro_check.py trains the book's first seed
+
+
+def repro_block() -> str:
+    """scripts/repro_check.py's measurement (data/repro_check.json) and the case's first seed trained
+    again elsewhere (data/run_store.json's differences)."""
+    rep, store = _json("data/repro_check.json"), _json("data/run_store.json")
+    models = list(rep["models"])
+    steps = [s for s, _ in next(iter(rep["models"].values()))["variants"]["same"]["abs_delta_val"]]
+    head = "| 变化 / change | " + " | ".join(
+        f"{m}：各验证点 \\|Δ val loss\\| / at steps {', '.join(str(s + 1) for s in steps)}" for m in models
+    )
+    lines = [head + " | 权重逐位相同 / weights identical |", "|---|" + "---|" * (len(models) + 1)]
+    for name, label in REPRO_LABELS.items():
+        cells = [", ".join(_e(d) for _, d in rep["models"][m]["variants"][name]["abs_delta_val"]) for m in models]
+        same = "/".join(
+            "是 yes" if rep["models"][m]["variants"][name]["weights_identical"] else "否 no" for m in models
+        )
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {same} |")
+    lines += [
+        "",
+        f"（{rep['steps']} 步，小模型 d_head 32，种子 {R_SEED}，本机 {rep['models'][models[0]]['reference_capability']}；"
+        f"{rep['steps']} steps, the small model, seed {R_SEED}）",
+        "",
+        "| 运行 / run | 已存 / stored | 重训 / retrained | Δ | 重训出自 / retrained in |",
+        "|---|---|---|---|---|",
+    ]
+    for d in store["differences"]:
+        where = d["retrained_source"].split(" (")[0]
+        lines.append(f"| {d['name']} | {d['stored']:.5f} | {d['retrained']:.5f} | {d['delta']:+.5f} | {where} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------- pages
 def _block(name: str, body: str) -> str:
     return f"<!-- {name}:start -->\n{body}\n<!-- {name}:end -->"
@@ -698,6 +743,7 @@ def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
             ("case-table", lambda: case_table_block(case)),
             ("case-fails", lambda: fails_block(case["claims"])),
             ("case-wd", lambda: wd_block(case)),
+            ("case-repro", repro_block),
         ],
         DOCS / "scale-out.md": [("book-plan", lambda: book_plan_block(plan())), ("plan-check", plan_check_block)],
         DOCS / "speed.md": [("bench-executors", bench_executors_block)],

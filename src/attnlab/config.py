@@ -51,6 +51,14 @@ LIMITS = {
 }
 
 
+# Fields that never change a run's numbers, left out of its identity (Config.run_key): the device it
+# runs on (another machine is a reproducibility difference, not another run), how often it is
+# validated (no_grad, on batches drawn before training from their own generator), when it checkpoints,
+# and its attention snapshots (no_grad). record_every stays in: a recorded step takes the explicit
+# attention path (attnlab.model), whose float32 rounding differs from the fused kernel's.
+NOT_IDENTITY = frozenset({"device", "eval_every", "ckpt_every", "probe", "snapshot_every", "snapshot_dense"})
+
+
 @dataclass(frozen=True)
 class Config:
     # model (chapter §1.1, §1.18.4)
@@ -210,6 +218,22 @@ class Config:
                 "n_kv_head",
                 f"must divide n_head={self.n_head} (GQA groups of equal size)",
             )
+
+    # --------------------------------------------------------------- identity
+    def identity(self) -> dict[str, Any]:
+        """The fields that make a run's numbers what they are (the seed included), in canonical form:
+        every field but those in ``NOT_IDENTITY`` (where and how often a run is looked at)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IDENTITY}
+
+    def run_key(self) -> str:
+        """A run's identity: a fingerprint of ``identity()``. Two names for one config and seed give
+        the same key; a change to anything that changes training (or the validation it ends with)
+        gives another. One (config, seed) is measured once: attnlab.runstore keeps its first numbers."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     # ----------------------------------------------------------- construction
     def replace(self, **changes: Any) -> Config:

@@ -111,6 +111,11 @@ class Run:
     def dir(self, root: str | Path) -> Path:
         return Path(root) / self.group / self.name if self.group else Path(root) / self.name
 
+    @property
+    def key(self) -> str:
+        """The run's identity (its config and seed, never its name): ``Config.run_key``."""
+        return self.cfg.run_key()
+
 
 @dataclass
 class Finished:

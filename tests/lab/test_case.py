@@ -102,7 +102,8 @@ def test_the_committed_table_judges_as_reported(measured):
     v = {c["id"]: c["verdict"] for c in C.statements(COMMITTED)}
     assert v["unscaled_grad_norm_vanishes"] == v["attention_dead_in_layer1"] == "FAIL"
     assert v["small_unscaled_saturates"] == "FAIL" and v["loss_1500_about_4_0"] == "PASS"
-    assert v["loss_small_unscaled_4_17"] == "PASS" and v["loss_small_scaled_4_0"] == "FAIL"
+    # 4_17 read the learning-rate map's retraining of the first seed once (4.269 for 4.2898): INCONCLUSIVE now
+    assert v["loss_small_unscaled_4_17"] == "INCONCLUSIVE" and v["loss_small_scaled_4_0"] == "FAIL"
     assert v["loss_big_unscaled_5_18"] == v["loss_big_scaled_4_23"] == "INCONCLUSIVE"
     assert v["gap_after_10000_steps"] == "FAIL"
     # the case document alone gives the first seed's gradient norm and layer 1 (measure, no run folder)

@@ -35,6 +35,7 @@ from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_conditions, training_seconds
 from ..runner import SERIAL, ExecutorOptions, Finished, Run, execute, finished_history
+from ..runstore import RunStore, reproducibility_note
 from ..sequential import record as record_looks
 from .runs import Scale
 
@@ -71,24 +72,39 @@ class Context:
     train: bool = True  # False: analyses must not train either (NotAvailable instead)
     previous: dict | None = None  # this experiment's committed results (per-seed numbers of runs not on disk)
     extra: dict[str, Run] = field(default_factory=dict)  # undeclared runs it read (``find``); their compute counts too
+    # one run per (config, seed) (attnlab.runstore): the first measured numbers of every run; None: not checked
+    store: RunStore | None = None
+    differences: list[dict] = field(default_factory=list)  # retrainings refused by ``find`` (复现差异)
 
     def get(self, run: Run) -> Finished | None:
         return self.finished.get(run.name)
 
     def find(self, run: Run) -> Finished | None:
         """A finished run, also one this invocation did not declare (an extra seed trained by
-        ``attnlab book --decide``): looked up on disk under the runs root."""
-        if run.name in self.finished:
-            return self.finished[run.name]
-        d = run.dir(self.root / "runs")
-        try:
-            if finished_history(d, run.cfg):
-                self.finished[run.name] = Finished(run, d, "reused")
-                self.extra[run.name] = run
-                return self.finished[run.name]
-        except AttnlabError:
-            return None
-        return None
+        ``attnlab book --decide``): looked up on disk under the runs root.
+
+        With a store, a run whose (config, seed) was measured before and that now gives another
+        validation loss (a retraining) is not returned: the entry keeps the stored run's numbers,
+        and the retraining is kept beside them in ``differences``."""
+        f = self.finished.get(run.name)
+        if f is None:
+            d = run.dir(self.root / "runs")
+            try:
+                if not finished_history(d, run.cfg):
+                    return None
+            except AttnlabError:
+                return None
+            f = Finished(run, d, "reused")
+        if self.store is not None:
+            diff = self.store.admit(f, self.experiment.id)
+            if diff is not None:
+                if diff not in self.differences:
+                    self.differences.append(diff)
+                return None
+        if run.name not in self.finished:
+            self.finished[run.name] = f
+            self.extra[run.name] = run
+        return f
 
     def have(self, runs: Sequence[Run]) -> bool:
         return all(r.name in self.finished for r in runs)
@@ -201,6 +217,8 @@ def run_book(
     t0 = time.perf_counter()
     finished: dict[str, Finished] = {}
     statuses: dict[str, str] = {}
+    # every entry reads each (config, seed) as first measured; quick runs share no key with the committed ones
+    store = RunStore() if scale.quick else RunStore.load(root)
     if needed and train:
         log(f"lab book: {len(needed)} runs for {len(experiments)} experiment(s) under {runs_root}")
         finished = execute(
@@ -237,7 +255,7 @@ def run_book(
             write_json(old, kept)
             continue
         previous = _read(old) if old.is_file() and _same_scale(old, scale) else None
-        ctx = Context(scale, text, root, finished, e, train)
+        ctx = Context(scale, text, root, finished, e, train, store=store)
         doc = _run_one(e, ctx, scale, finished, train, log)
         lost = [r.name for r in e.runs(scale) if r.name in unfinished]
         if doc is not None and lost and _more_complete(previous, doc):
@@ -253,6 +271,8 @@ def run_book(
             }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
+    if store.changed and not scale.quick:  # quick numbers mean nothing beyond the plumbing
+        store.save(root)
     book = build_index(registry or experiments, root, scale)
     every = {r.name: r for e in (registry or experiments) for r in e.runs(scale)}
     for used in used_runs.values():
@@ -520,7 +540,11 @@ def _run_one(
         )
     # a measure/judge entry knows its own status (seeds measured or brought from its JSON)
     status = outcome.status if (e.measure is not None or ctx.have(runs)) else "partial"
-    return envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
+    doc = envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
+    if ctx.differences:  # retrainings the entry did not read, beside the stored runs it read
+        doc["reproducibility"] = list(ctx.differences)
+        doc["notes"] = [reproducibility_note(d) for d in ctx.differences] + doc["notes"]
+    return doc
 
 
 class NotAvailable(Exception):
