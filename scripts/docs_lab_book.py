@@ -11,6 +11,9 @@ this script would write, so they cannot drift from the data.
 
     python scripts/docs_lab_book.py            # rewrite the pages
     python scripts/docs_lab_book.py --check    # exit 1 when a page is stale
+
+When: after any change to the committed JSON, the plan or the timing records (a new lab-book entry, a
+full-size run, ``attnlab report``); tests/test_docs.py runs ``--check``.
 """
 
 import argparse
