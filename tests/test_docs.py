@@ -127,3 +127,36 @@ def test_readme_plan_times_are_the_plans():
     page = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"完整案例 {len(secs)} 个运行、{sum(secs) / 3600:.2f} 核时，约 {gen._minutes(pack(secs, 2))}" in page
     assert f"第一份报告（{len(first)} 个运行）" in page
+
+
+# files the pages name, as a reader would look for them: lab entries, scripts, committed data
+NAMED_FILE = re.compile(
+    r"(?<![\w/.])((?:lab|experiments)/[a-z_0-9]+\.py|scripts/[a-z_0-9]+\.(?:py|sh)|data/[a-z_0-9]+\.json)"
+)
+
+
+def test_the_files_the_docs_name_exist():
+    """A page that names lab/<x>.py, scripts/<x>.py or data/<x>.json names a file the repository has:
+    a module moved or a script deleted leaves no page pointing at it."""
+    missing = []
+    for page in [*PAGES, ROOT / "CONTRIBUTING.md"]:
+        for name in NAMED_FILE.findall(page.read_text(encoding="utf-8")):
+            where = ROOT / name if name.startswith(("scripts/", "data/")) else ROOT / "src" / "attnlab" / name
+            if not where.exists():
+                missing.append(f"{page.name}: {name}")
+    assert not missing, missing
+    assert NAMED_FILE.findall("见 `lab/statements.py` 与 scripts/gone.py") == ["lab/statements.py", "scripts/gone.py"]
+
+
+def test_the_layout_names_every_module_and_commands_every_command():
+    """docs/layout.md names every module of src/attnlab (top level) and every package; docs/commands.md
+    names every command of `attnlab --help`."""
+    from attnlab.cli import COMMANDS
+
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    src = ROOT / "src" / "attnlab"
+    names = [p.name for p in src.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    names += [p.name + "/" for p in src.iterdir() if (p / "__init__.py").exists()]
+    assert not [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout)]
+    commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert not [c for c in COMMANDS if f"attnlab {c}" not in commands]
