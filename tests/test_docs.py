@@ -160,3 +160,50 @@ def test_the_layout_names_every_module_and_commands_every_command():
     assert not [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout)]
     commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
     assert not [c for c in COMMANDS if f"attnlab {c}" not in commands]
+
+
+# ------------------------------------------------------------------ seed counts and verdicts come from the data
+def test_the_head_portraits_findings_follow_its_claims():
+    """docs/case.md's findings about the book in the head portrait are its FAIL claims of category
+    "finding", generated: a verdict that changes in data/head_portrait.json changes the page."""
+    import copy
+    import json
+
+    gen = _generator()
+    portrait = json.loads((ROOT / "data" / "head_portrait.json").read_text(encoding="utf-8"))
+    block = gen.head_findings_block(portrait)
+    assert block in (ROOT / "docs" / "case.md").read_text(encoding="utf-8")
+    found = [
+        c for c in portrait["claims"] if c["verdict"] == "FAIL" and (c.get("reason") or {}).get("category") == "finding"
+    ]
+    assert f"还有 {len(found)} 条书的问题" in block and all(f"`{c['id']}`" in block for c in found)
+    passed = copy.deepcopy(portrait)
+    for c in passed["claims"]:
+        c.update(verdict="PASS", reason=None)
+    assert "没有别的书的问题" in gen.head_findings_block(passed)
+
+
+def test_seed_counts_left_in_prose_are_the_commands_defaults():
+    """The data's seed and run counts sit in generated blocks; the few counts left in prose are the
+    commands' defaults, checked here against the code."""
+    import json
+
+    from attnlab.cli import build_parser
+    from attnlab.experiments.case import CaseSettings
+
+    settings = CaseSettings()
+    commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert f"默认 {build_parser().parse_args(['failures']).seeds} 个种子" in commands
+    outputs = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    assert (
+        f"比默认的 {len(settings.seeds)} 个种子多得多" in outputs
+        and f"than the default {len(settings.seeds)} " in outputs
+    )
+    case = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    assert len(case["seeds"]["runs"]) > len(settings.seeds)  # "many more seeds than the default"
+    assert f"默认 {settings.wd_seeds} 个种子，`--wd-seeds N` 更多" in (ROOT / "docs" / "case.md").read_text(
+        encoding="utf-8"
+    )
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
+    for typed in ("三个种子定不下", "训练 8 个不同形状的运行", "还有一条书的问题", "trains 8 runs"):
+        assert typed not in text, typed
