@@ -260,8 +260,8 @@ def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
         shown = [f"{row[v]} {v}" for v in (PASS, FAIL, INCONCLUSIVE)] + [
             f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]
         ]
-        if kind == "question":  # answered, never PASS / FAIL: only what it has
-            shown = [f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]]
+        if kind in ("question", "beyond"):  # answers, in no family: only the verdicts they have
+            shown = [f"{row[v]} {v}" for v in (PASS, FAIL, INCONCLUSIVE, REPORTED, NA) if row[v]]
         mine = [x for x in claims if x.get("kind", "book") == kind]
         extra = []
         if any("holm" in x for x in mine):
