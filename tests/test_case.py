@@ -101,7 +101,7 @@ def test_quick_case_claims_are_checks(quick_case):
     for c in claims.values():
         assert {"id", "kind", "section", "statement", "book", "rule", "inputs", "verdict", "n"} <= set(c)
         assert {"measured", "expected", "pass"} <= set(c)
-        assert c["kind"] in ("book", "sanity") and c["section"].startswith("§")
+        assert c["kind"] in ("book", "sanity", "beyond") and c["section"].startswith("§")  # beyond: small_gap_not_zero
         assert ("reason" in c) == (c["kind"] == "book" and c["verdict"] == "FAIL")
     # properties of untrained models do not depend on the run length: these hold ...
     for cid in (
@@ -141,7 +141,7 @@ def _report_verdicts(md: str) -> dict[str, str]:
     out = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        if len(cells) >= 9 and cells[1] in ("book", "sanity"):
+        if len(cells) >= 9 and cells[1] in ("book", "sanity", "beyond"):
             out[cells[0]] = cells[7].split()[-1]
     return out
 

@@ -342,6 +342,9 @@ FIX = {
     "small_init_logit_std_176": lambda r: _set_series(
         r, "small_unscaled", "logit_std", lambda t, v: 0.070 if t == 0 else v
     ),
+    # the chapter's own q growth 17.3 (5.457 / 0.316) sits at the edge of the "17 倍" it writes (16.5–17.5): at
+    # three book-like seeds its interval straddles 17.5, undecided; the fix grows q as much as k (16.9)
+    "training_amplifies_qk": lambda r: _set_qk(r, "big_unscaled", "q_std", "after", 16.9 / 17.27),
 }
 
 # id -> mutation that leaves it undecided at three seeds: the seeds disagree, the interval is wide
@@ -484,7 +487,8 @@ def test_the_book_like_result_passes_everything_the_book_does_not_contradict():
 
 def test_kinds_and_fields():
     for c in check_claims(book_like()):
-        assert c["kind"] in ("book", "sanity")
+        assert c["kind"] in ("book", "sanity", "beyond")
+        assert c["kind"] != "beyond" or c["id"] == "small_gap_not_zero"  # §1.2 says the opposite: not the book's
         assert {"id", "kind", "section", "statement", "book", "rule", "inputs", "verdict", "interval", "n"} <= set(c)
         assert {"n_needed", "measured", "expected", "pass"} <= set(c)
         assert c["pass"] == (c["verdict"] == "PASS")
@@ -514,7 +518,7 @@ COMMITTED_VERDICTS = {
     "big_unscaled_beats_unigram": "PASS",
     "small_gap_small": "INCONCLUSIVE",
     "small_gap_over_seeds": "FAIL",
-    "small_gap_not_zero": "PASS",  # +0.057, 95% CI [+0.006, +0.108] over 10 seeds
+    "small_gap_not_zero": "PASS",  # +0.057, 95% CI [+0.006, +0.108] over 10 seeds (kind beyond: ours, not §1.2's)
     "big_gap_large": "PASS",
     "big_gap_several_times_small": "PASS",
     "curves_part_near_200": "PASS",
@@ -540,7 +544,8 @@ COMMITTED_VERDICTS = {
     "small_init_safe_zone": "FAIL",
     "big_init_near_critical": "PASS",
     "big_unscaled_logits_explode": "FAIL",
-    "training_amplifies_qk": "PASS",
+    # the chapter's band 1.6×–17× (not "> 1"): big_scaled q grows 1.6 ± 0.15, its 95% CI [1.44, 1.76] on the edge
+    "training_amplifies_qk": "INCONCLUSIVE",
     "w_qkv_grows": "PASS",
     "unscaled_big_logits_vs_scaled": "PASS",
     "superlinear_growth": "PASS",

@@ -54,7 +54,9 @@ def test_every_claim_is_registered_with_its_history(registry, claims):
         assert e["first_data"]["commit"] or now[cid] in ("REPORTED", "NA"), cid
         assert e["post_hoc"] in (True, False)
         for a in e["amendments"]:  # one entry per change, each with its why
-            assert a["commit"] and a["date"] and a["what"] and a["why"], cid
+            # commit: back-filled from history, or (recorded by --amend) the commit that adds the entry: git log finds it
+            assert a["commit"] or a["how"].startswith("recorded by `attnlab claims --amend`"), cid
+            assert a["date"] and a["what"] and a["why"], cid
 
 
 def _amended_param(registry: dict, cid: str, key: str = "sesoi") -> dict:
@@ -116,6 +118,34 @@ def test_registered_spec_is_judged_on_todays_numbers():
     words = {"spec": {"rule": None, "criterion": "gap > 0.1"}, "post_hoc": True}
     assert R.registered_verdict(words, c) is None
     assert "事后" in R.mark(words, c)
+
+
+def test_a_change_of_kind_is_checked_and_amended_like_a_change_of_rule():
+    inputs = {"gap": [0.3, 0.31, 0.29]}
+    book = claim("q", "§", "s", S.every(inputs["gap"], 0.8, 1.0), inputs=inputs)
+    reg = {"claims": {}}
+    R.register(reg, book, "2026-12-01T00:00:00+00:00")
+    asked = claim("q", "§", "s", S.reported("gap 0.3"), inputs=inputs, kind="question")
+    assert R.check(reg, [asked]) == [
+        "q: the spec in code differs from the registered one: rule: every → reported; kind: book → question"
+    ]
+    a = R.amend(reg, asked, "the chapter asks it", "2026-12-02T00:00:00+00:00")
+    assert a["kind_from"] == "book" and a["kind"] == "question" and a["what"].endswith("kind: book → question")
+    assert a["verdict_before"] == "FAIL"  # the every rule judged again on the input it read
+    assert R.check(reg, [asked]) == [] and R.effective_kind(reg["claims"]["q"]) == "question"
+    mark = R.mark(reg["claims"]["q"], asked)
+    assert "registered spec: FAIL" in mark and "kind was: book" in mark
+    # a second amendment: the mark shows the verdict of the spec in force before it too
+    relabelled = claim("q", "§", "s", S.every(inputs["gap"], 0.2, 0.4), inputs=inputs, kind="beyond")
+    R.amend(reg, relabelled, "ours", "2026-12-02T01:00:00+00:00")
+    mark = R.mark(reg["claims"]["q"], relabelled)
+    assert "registered spec: FAIL" in mark and "spec before the latest amendment: REPORTED" in mark
+    assert "kind was: question" in mark
+    with pytest.raises(ValueError, match="nothing to amend"):
+        R.amend(reg, relabelled, "again", "2026-12-02T02:00:00+00:00")
+    kind_only = claim("q", "§", "s", S.every(inputs["gap"], 0.2, 0.4), inputs=inputs, kind="sanity")
+    assert R.check(reg, [kind_only]) == ["q: the spec in code differs from the registered one: kind: beyond → sanity"]
+    assert R.amend(reg, kind_only, "a check of ours", "2026-12-02T03:00:00+00:00")["what"] == "kind: beyond → sanity"
 
 
 def test_spec_of_every_rule_comes_from_code():

@@ -69,6 +69,9 @@ def test_committed_results_measure_and_judge(tmp_path):
     c = claims(res)
     assert c["prev_head_forms"]["verdict"] == "PASS"  # rises 0.385, 0.305, 0.365 (was PASS)
     assert c["specialisation_gradual_or_sudden"]["verdict"] == "REPORTED"
+    assert (
+        c["specialisation_gradual_or_sudden"]["kind"] == "question"
+    )  # §1.12.4 asks it (“是一次性出现的，还是逐渐形成的？”)
     assert "gradual" in c["specialisation_gradual_or_sudden"]["detail"]
     assert D.judge(json.loads(json.dumps(res))) == D.judge(res)
 

@@ -466,16 +466,20 @@ SESOI_SMALL_GAP = 0.01
 @check
 def _small_gap_not_zero(res):
     gaps = _rs(small_seed_gaps(res))
+    # not the book's: §1.2 says the opposite ("差距都在 0.1–0.2 之间浮动，量级与训练本身的随机性相当。在这个配置下，
+    # 去掉缩放因子不影响训练"); a finding of ours beyond the chapter, specified after the ten seeds were in
     return _claim(
         "small_gap_not_zero",
         "§1.2",
-        "终点差 0.17：d_head=32 时去掉缩放也有代价，不缩放那条略高 / at d_head 32 removing the scale still costs "
-        "something: the unscaled small model ends higher (paired gap > 0)",
+        "超出本章（本章说的是“在这个配置下，去掉缩放因子不影响训练”）：d_head=32 时去掉缩放也有一点代价，不缩放那条略高 / "
+        "beyond the chapter (which says removing the scale does not affect training at d_head 32): the unscaled "
+        "small model ends slightly higher (paired gap > 0)",
         stats.effect(gaps, direction=+1, sesoi=SESOI_SMALL_GAP),
         inputs={"val_gap": gaps, "sesoi": SESOI_SMALL_GAP},
-        book=GAP_SMALL,
+        book="差距都在 0.1–0.2 之间浮动，量级与训练本身的随机性相当。在这个配置下，去掉缩放因子不影响训练",
         expected=f"effect: the 95% t-interval of the paired val gap (unscaled − scaled, same seed) above 0; "
-        f"FAIL below the smallest cost of interest {SESOI_SMALL_GAP} nats",
+        f"FAIL below the smallest cost of interest {SESOI_SMALL_GAP} nats (ours: specified after the seeds were in)",
+        kind="beyond",
     )
 
 
@@ -1041,8 +1045,12 @@ def _qk_book() -> dict[str, dict[str, list[float]]]:
 
 
 # "都涨了 … 幅度从 1.6 倍到 17 倍": a growth counts when the factor exceeds 1 beyond noise; the
-# smallest growth of interest is half of the book's smallest factor's excess, (1.6 − 1) / 2
+# smallest growth of interest is half of the book's smallest factor's excess, (1.6 − 1) / 2 (‖W_qkv‖)
 GROWTH_SESOI = 0.3
+# "每一个配置里，q 和 k 的尺度都涨了，幅度从 1.6 倍（d_head=256 缩放）到 17 倍（d_head=256 不缩放）": each
+# configuration's growth factor inside the chapter's band (the band of growth it states, not "> 1"), its ends as
+# precise as they are written: "1.6" to 0.05, "17" to 0.5 (the chapter's own table gives 17.3 for that "17 倍")
+QK_GROWTH_BAND = (1.55, 17.5)
 
 
 @check
@@ -1069,7 +1077,11 @@ def _qk_growth(res):
                 bf = b[col][1] / b[col][0]
                 inputs[name] = f
                 book[name] = round_sig(bf, 3)
-                parts.append(stats.effect([x - 1 for x in f], direction=+1, sesoi=GROWTH_SESOI))
+                parts.append(
+                    stats.band(f, *QK_GROWTH_BAND)
+                    if cid == "training_amplifies_qk"
+                    else stats.effect([x - 1 for x in f], direction=+1, sesoi=GROWTH_SESOI)
+                )
                 v = stats.value(f, bf, tol=TOL_HALF * (bf - 1))  # reported beside the verdict, not judged
                 entries[name] = {
                     "book": round_sig(bf, 3),
@@ -1078,7 +1090,12 @@ def _qk_growth(res):
                     "detail": v.detail,
                 }
         grown = sum(p.verdict == stats.PASS for p in parts)
-        j = stats.all_of(parts, f"{grown} of {len(parts)} entries grow (growth − 1 > 0, 95% CI)")
+        summary = (
+            f"{grown} of {len(parts)} entries' growth factors inside {list(QK_GROWTH_BAND)} (95% CI)"
+            if cid == "training_amplifies_qk"
+            else f"{grown} of {len(parts)} entries grow (growth − 1 > 0, 95% CI)"
+        )
+        j = stats.all_of(parts, summary)
         c = _claim(
             cid,
             "§1.7.7",
@@ -1086,9 +1103,14 @@ def _qk_growth(res):
             j,
             inputs=inputs,
             book=book,
-            expected=f"effect on every entry (layer 0, fixed validation batch): growth after/before − 1 > 0, "
-            f"95% CI; smallest growth of interest {GROWTH_SESOI} (half the excess of the book's smallest 1.6×). "
-            "Each entry's factor against the book's is reported (value, ± half the book's growth) in per_entry",
+            expected=(
+                f"band on every entry (layer 0, fixed validation batch): the 95% CI of the growth factor after/before "
+                f"inside the chapter's {QK_GROWTH_BAND[0]}×–{QK_GROWTH_BAND[1]:g}×"
+                if cid == "training_amplifies_qk"
+                else f"effect on every entry (layer 0, fixed validation batch): growth after/before − 1 > 0, "
+                f"95% CI; smallest growth of interest {GROWTH_SESOI} (half the excess of the book's smallest 1.6×)"
+            )
+            + ". Each entry's factor against the book's is reported (value, ± half the book's growth) in per_entry",
         )
         c["per_entry"] = entries
         out.append(c)

@@ -66,11 +66,11 @@ MEMBERS = {  # pair member -> (size, scaled, the book's key)
     "big_unscaled": ("big", False, "big_d256_unscaled"),
     "big_scaled": ("big", True, "big_d256_scaled"),
 }
-# §1.13.1 "1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现": the chapter's model at 1500 steps, §1.2's
-# 4.00; the book's broken model (§1.4) ends at 5.18; a loss nearer 4.0 than that is "about 4.0", one nearer
-# 5.18 is "far off": half the distance
+# §1.13.1 "1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现": where a correct implementation's run lands
+# (each run: "应当能到"), not the book's one run (that is loss_small_scaled_4_0). "≈ … 左右" is read with the
+# chapter's own scale for two losses that do not differ, §1.2's "几乎没差别 … 差 0.17" (SAME), not with "差得远"
 ABOUT_4 = LOSSES["small_d32_scaled"]["end"]
-TOL_ABOUT_4 = (LOSSES["big_d256_unscaled"]["end"] - ABOUT_4) / 2
+TOL_ABOUT_4 = SAME
 LONG_STEPS = 10000  # §1.22.2 "继续训 10000 步"
 LONG_BAND = (0.8, 1.0)  # "最终稳定在比缩放版高 0.8–1.0 的位置"
 END = 50  # "end" of a trace: the mean of its last 50 steps (as the case's claims)
@@ -468,9 +468,14 @@ def statements(res: dict) -> list[dict]:
             "§1.13.1",
             "“42 万参数的模型在 25 万字唐诗上，1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现” / the 420k model "
             "reaches about 4.0 in 1500 steps",
-            # "应当能到 ≈ 4.0" is a statement about where our runs land, not the book's one run:
-            # the mean's 95% CI inside 4.0 ± the tolerance (nearer 4.0 than the broken model's 5.18)
-            S.band(vals, ABOUT_4 - TOL_ABOUT_4, ABOUT_4 + TOL_ABOUT_4),
+            # "应当能到 ≈ 4.0" is a statement about where each run of a correct implementation lands: every
+            # seed's loss within 4.0 ± 0.17 (§1.2's "几乎没差别")
+            _every(
+                vals,
+                ABOUT_4 - TOL_ABOUT_4,
+                ABOUT_4 + TOL_ABOUT_4,
+                "number not stored: the small scaled model's validation loss (`attnlab case`)",
+            ),
             inputs={
                 "val_loss_end": vals,
                 "train_loss_end": column(t, "train_small_scaled"),
@@ -478,31 +483,47 @@ def statements(res: dict) -> list[dict]:
                 "tol": TOL_ABOUT_4,
             },
             book=ABOUT_4,
-            expected=f"band: the 95% CI of our mean inside 4.0 ± {TOL_ABOUT_4:.3g} (half the way to the book's "
-            "broken model at 5.18: nearer 4.0 than that is 'about 4.0', nearer 5.18 is 'far off')",
+            expected=f"every: each seed's validation loss at step 1500 within 4.0 ± {TOL_ABOUT_4:.3g} (“≈ 4.0 左右” read "
+            "with §1.2's scale of “几乎没差别”, 0.17; “应当能到” is said of every run of a correct implementation)",
         )
     )
 
-    # §1.22.2: 10000 steps
+    # §1.4 asks "如果继续训 10000 步会怎样？" (its hint in §1.22.2: "最终稳定在比缩放版高 0.8–1.0"): a question the
+    # chapter asks, answered with our measured gap and REPORTED, never a FAIL of the book
     lg = column(t, "long_gap")
     out.append(
         claim(
             "gap_after_10000_steps",
-            "§1.22.2",
-            "“继续训 10000 步……最终稳定在比缩放版高 0.8–1.0 的位置。差距不会消失” / after 10000 steps the unscaled big "
-            "model settles 0.8–1.0 above the scaled one",
-            _every(lg, *LONG_BAND, _pending(res, "gap_after_10000_steps"), needed=1),
+            "§1.4 / §1.22.2",
+            "书中的问题“如果继续训 10000 步会怎样？”（§1.22.2 的提示：“最终稳定在比缩放版高 0.8–1.0 的位置。差距不会消失”）："
+            "我们的回答是训练 10000 步后的验证 loss 差距 / the chapter asks what 10000 steps would do (its hint: the "
+            "unscaled big model settles 0.8–1.0 above the scaled one); our answer is the measured gap",
+            _long_answer(res, t),
             inputs={
                 "val_gap_10000": lg,
                 "val_unscaled": column(t, "long_val_unscaled"),
                 "val_scaled": column(t, "long_val_scaled"),
             },
             book=list(LONG_BAND),
-            expected=f"every run trained {LONG_STEPS} steps (one seed: a statement about one run, said as one): the "
-            f"validation gap unscaled − scaled in [{LONG_BAND[0]}, {LONG_BAND[1]}]",
+            kind="question",
+            expected=f"reported: the validation gap unscaled − scaled of the big pair trained {LONG_STEPS} steps, beside "
+            f"the hint's {LONG_BAND[0]}–{LONG_BAND[1]} (a question the chapter asks: answered, not a verdict on the book)",
         )
     )
     return out
+
+
+def _long_answer(res: dict, t: dict) -> S.Judgement:
+    """The answer to §1.4's "如果继续训 10000 步会怎样？": the measured gaps, reported (NA until trained)."""
+    lg = column(t, "long_gap")
+    if not lg:
+        return S.na(_pending(res, "gap_after_10000_steps"))
+    inside = sum(LONG_BAND[0] <= g <= LONG_BAND[1] for g in lg)
+    return S.reported(
+        f"{inside} of {len(lg)} inside the hint's {LONG_BAND[0]}–{LONG_BAND[1]}: " + _why_long(res),
+        estimate=sum(lg) / len(lg),
+        n=len(lg),
+    )
 
 
 def judge(doc: dict) -> list[dict]:
@@ -570,8 +591,8 @@ def _why_long(r: dict) -> str:
     t = r.get("per_seed") or {}
     text = (
         f"after {LONG_STEPS} steps the validation gap is {_list(column(t, 'long_gap'))} (unscaled "
-        f"{_list(column(t, 'long_val_unscaled'), 4)}, scaled {_list(column(t, 'long_val_scaled'), 4)}), outside the "
-        f"book's {LONG_BAND[0]}–{LONG_BAND[1]}"
+        f"{_list(column(t, 'long_val_unscaled'), 4)}, scaled {_list(column(t, 'long_val_scaled'), 4)}); the "
+        f"chapter's hint: {LONG_BAND[0]}–{LONG_BAND[1]}"
     )
     tu, ts = column(t, "long_train_unscaled"), column(t, "long_train_scaled")
     if tu and ts:

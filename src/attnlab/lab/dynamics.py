@@ -155,6 +155,7 @@ def judge(res: dict) -> list[dict]:
                 "sudden_at": SUDDEN,
             },
             book="书中留作问题 / left open",
+            kind="question",
         ),
     ]
 

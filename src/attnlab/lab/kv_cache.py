@@ -141,7 +141,8 @@ def judge(res: dict) -> list[dict]:
             book="损失一些质量",
         )
     )
-    order = [S.effect(gqa, direction=+1, sesoi=0.0), S.effect(mqa_gqa, direction=+1, sesoi=0.0)]
+    # each step of the order is a quality difference: the same smallest one of interest as "一些质量" (0.01 nats)
+    order = [S.effect(gqa, direction=+1, sesoi=SESOI_QUALITY), S.effect(mqa_gqa, direction=+1, sesoi=SESOI_QUALITY)]
     out.append(
         claim(
             "gqa_small_loss",

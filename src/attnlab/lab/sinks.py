@@ -46,6 +46,9 @@ LABEL = {
 # have std ~1e-2 at init, §1.12); the metric must read them as the uniform baseline to within 0.02,
 # a tenth of the 12-character probe's baseline (0.19), fixed before looking
 INIT_MARGIN = 0.02
+# the smallest distance of interest for the predictions "no sink" / "no excess" (effects, which need a SESOI
+# above 0): a sink share within INIT_MARGIN of a line is one the metric cannot tell from it
+SESOI_SHARE = INIT_MARGIN
 
 PREDICTION = (
     "写于 2026-12-01，在对真实运行计算本指标之前（但写之前无意中看过一次 small_scaled_s20261017 最后一步的"
@@ -327,7 +330,7 @@ def judge(res: dict) -> list[dict]:
                     f"{SINK_THRESHOLD}（Gu et al. 的阈值；汇聚头占比为 0）/ prediction: no attention sink in the {size} "
                     f"{tag} model at the end: its strongest head's final sink share is below {SINK_THRESHOLD} "
                     "(strongest − threshold < 0 over seeds)",
-                    S.effect(d, direction=-1, sesoi=0.0),
+                    S.effect(d, direction=-1, sesoi=SESOI_SHARE),
                     inputs={
                         "strongest_minus_threshold": d,
                         "final_sink_heads": _col(res, size, tag, "final_sink_heads"),
@@ -345,7 +348,7 @@ def judge(res: dict) -> list[dict]:
                 "预测：训练后的书中模型（小、缩放）给第一个位置的注意力（头均值）不高于均匀基线 / prediction: the "
                 "trained book's model gives the first position no more attention (mean of heads) than uniform "
                 "attention would (final share − baseline < 0 over seeds)",
-                S.effect(d, direction=-1, sesoi=0.0),
+                S.effect(d, direction=-1, sesoi=SESOI_SHARE),
                 inputs={"final_share_minus_baseline": d, "baseline": res["baseline"]},
                 kind="prediction",
             )
