@@ -141,6 +141,17 @@ def test_with_holm_families_and_what_it_may_change():
     assert line.startswith("书中论断 / book claims: 3 PASS (Holm 2)")
 
 
+def test_a_question_is_reported_counted_apart_and_in_no_family():
+    q = V.claim("q", "§1.2", "what if we train 10000 steps?", S.reported("gap 0.3 at 10000 steps"), kind="question")
+    assert q["verdict"] == "REPORTED" and q["kind"] == "question" and q["p"] is None
+    out = V.with_holm([q, claim_of("b", "book", "PASS", 0.001)])
+    assert "holm" not in out[0]  # a question tests nothing: in no family
+    assert V.counts(out)["question"]["REPORTED"] == 1 and V.counts(out)["book"]["PASS"] == 1
+    assert "问题 / questions: 1 REPORTED" in V.count_line(out)
+    with pytest.raises(ValueError, match="REPORTED"):  # never a PASS or FAIL of the book
+        V.claim("q", "§1.2", "what if …?", S.effect([1.0, 2.0, 3.0], sesoi=0.1), kind="question")
+
+
 # ------------------------------------------------------------------ the vectorised rule the decide loop simulates
 def test_effect_decide_and_seeds_for_many_are_the_rule_itself():
     rng = np.random.default_rng(11)

@@ -64,7 +64,7 @@ Str = StrictStr
 
 # the names a stored claim may use (copies: attnlab.stats imports scipy; tests/test_schemas.py keeps them equal)
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")  # attnlab.stats.VERDICTS
-CLAIM_KINDS = ("book", "sanity", "prediction", "beyond")  # attnlab.verdicts.KINDS
+CLAIM_KINDS = ("book", "question", "sanity", "prediction", "beyond")  # attnlab.verdicts.KINDS
 REASONS = ("finding", "protocol", "ours", "scale", "unexplained")  # attnlab.verdicts.REASON_LABELS
 RULES = ("effect", "value", "band", "every", "equivalence", "exact", "reported", "na", "all_of")  # attnlab.stats
 STATUSES = ("done", "partial", "not_run")

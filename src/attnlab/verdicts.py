@@ -3,7 +3,7 @@
 A claim keeps everything its judge used, so ``attnlab report`` can judge it again
 from the JSON alone and a reader can see why:
 
-  id, kind, section, statement   what is claimed (kind: book | sanity | prediction)
+  id, kind, section, statement   what is claimed (kind: book | question | sanity | prediction | beyond)
   book                           the chapter's number or words
   rule, inputs                   the rule of attnlab.stats and its inputs: name -> per-seed
                                  numbers, plus scalars (the book's value, the margin ...)
@@ -23,7 +23,8 @@ from the JSON alone and a reader can see why:
   reason                         why a FAIL fails (or what an INCONCLUSIVE needs)
   pass                           verdict == "PASS" (for old readers)
 
-kinds: ``book`` is a statement of the chapter; ``sanity`` a property our own
+kinds: ``book`` is a statement of the chapter; ``question`` a question the chapter asks, answered
+and REPORTED with the measured answer (never a FAIL of the book); ``sanity`` a property our own
 measurement must have to mean anything; ``prediction`` something we wrote
 before the runs (a failed prediction is ours, not the book's); ``beyond`` an answer to a question
 beyond the chapter (the learning-rate map, attention sinks), reported with its numbers.
@@ -36,7 +37,7 @@ from typing import Any
 
 from .stats import FAIL, INCONCLUSIVE, NA, ONE_SIDED, PASS, REPORTED, VERDICTS, Judgement, holm, mean_sd
 
-KINDS = ("book", "sanity", "prediction", "beyond")
+KINDS = ("book", "question", "sanity", "prediction", "beyond")
 
 # why a book claim fails, as the reports name it
 REASON_LABELS = {
@@ -121,6 +122,11 @@ def claim(
     """One judged statement, with everything its judge used (see the module docstring)."""
     if kind not in KINDS:
         raise ValueError(f"claim kind must be one of {KINDS}, got {kind!r}")
+    if kind == "question" and judgement.verdict not in (REPORTED, NA):
+        raise ValueError(
+            f"{cid}: a question the chapter asks is answered and REPORTED (attnlab.stats.reported), "
+            f"never {judgement.verdict}; judge it with stats.reported and the measured answer"
+        )
     inputs = dict(inputs or {})
     out = Claim(
         {
@@ -241,6 +247,7 @@ def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
     c = counts(claims)
     names = {
         "book": "书中论断 / book claims",
+        "question": "问题 / questions",
         "sanity": "自检 / sanity",
         "prediction": "预测 / predictions",
         "beyond": "超出本章 / beyond the chapter",
@@ -253,6 +260,8 @@ def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
         shown = [f"{row[v]} {v}" for v in (PASS, FAIL, INCONCLUSIVE)] + [
             f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]
         ]
+        if kind == "question":  # answered, never PASS / FAIL: only what it has
+            shown = [f"{row[v]} {v}" for v in (REPORTED, NA) if row[v]]
         mine = [x for x in claims if x.get("kind", "book") == kind]
         extra = []
         if any("holm" in x for x in mine):

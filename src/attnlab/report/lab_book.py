@@ -34,7 +34,8 @@ FAMILY_METHOD = (
     "INCONCLUSIVE（更多种子仍可能定下来），FAIL 与 INCONCLUSIVE 不变（Holm 只约束假 PASS：FAIL 是单条论断自己的判定，"
     "其 p 在表中可查）。族有两个：书中论断是一族——它们一起回答“书对不对”，读者按总数来读；我们自己的预测是另一族——"
     "它们是我们的说法，不该与书的说法共用或稀释同一份错误预算。自检不进入任何族：它们检验的是我们的测量本身是否有意义"
-    "（起点 loss、掩码、对照），是测量成立的前提而不是发现，若不成立，该修的是测量；精确算术与逐种子检查（every）"
+    "（起点 loss、掩码、对照），是测量成立的前提而不是发现，若不成立，该修的是测量；书中提出的问题（类型“问题”）只作答、"
+    "记为 REPORTED，不检验，也不进入任何族；精确算术与逐种子检查（every）"
     "不是带错误率的检验，没有 p，Holm 列照抄原判定。"
     " / Every claim that tests a hypothesis carries its p, that of the test behind its PASS: for an effect the "
     "one-sided t test of the per-seed paired differences against 0; for a value the one-run predictive t test "
@@ -49,7 +50,8 @@ FAMILY_METHOD = (
     "and our own predictions, our statements, which should neither share nor dilute the book's error budget. "
     "Sanity checks are in no family: they test whether our measurement means anything (the starting loss, the "
     "mask, the controls), a precondition rather than a finding, and one that fails calls for fixing the "
-    "measurement. Exact arithmetic and every-seed checks are not tests with an error rate: no p, and their Holm "
+    "measurement. Questions the chapter asks (kind question) are answered and REPORTED, not tested, and are in "
+    "no family. Exact arithmetic and every-seed checks are not tests with an error rate: no p, and their Holm "
     "column repeats the verdict."
 )
 
