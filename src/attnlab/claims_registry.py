@@ -15,8 +15,9 @@ specification:
   first_data      {commit, date, path, verdict, how}: the first committed JSON holding a judged
                   verdict (PASS / FAIL / INCONCLUSIVE) for it
   post_hoc        registered in the same commit as its first data, or after it (事后)
-  amendments      one entry per change of rule or parameters: {date, commit, what, from, spec, why,
-                  how, verdict_before}; ``spec`` is the specification from then on
+  amendments      one entry per change of rule, parameters or kind: {date, commit, what, from, spec, why,
+                  how, verdict_before}, and {kind_from, kind} when the kind changes (book → question …);
+                  ``spec`` is the specification from then on, ``kind`` the kind
 
 The specification a claim is held to is its registration with every amendment applied
 (:func:`effective_spec`); ``attnlab claims --check`` refuses any claim whose specification in code
@@ -99,6 +100,14 @@ def effective_spec(entry: Mapping[str, Any]) -> dict | None:
     return spec
 
 
+def effective_kind(entry: Mapping[str, Any]) -> str | None:
+    """The kind a claim is held to: its registration's, or the latest amendment that changed it."""
+    kind = entry.get("kind")
+    for a in entry.get("amendments") or []:
+        kind = a.get("kind", kind)
+    return kind
+
+
 def load(path: Path) -> dict:
     """The registry at ``path``, checked for its shape (a one-line error naming the problem)."""
     from .errors import AttnlabError
@@ -128,6 +137,9 @@ def check(registry: Mapping[str, Any], claims: Iterable[Mapping[str, Any]]) -> l
             out.append(f"{cid}: its record carries no spec; judge it again with `attnlab report`")
             continue
         diff = differences(effective_spec(e), c["spec"])
+        kind = effective_kind(e)
+        if kind is not None and c.get("kind", "book") != kind:
+            diff.append(f"kind: {kind} → {c.get('kind', 'book')}")
         if diff:
             out.append(f"{cid}: the spec in code differs from the registered one: {'; '.join(diff)}")
     return out
@@ -174,9 +186,12 @@ def registered_verdict(entry: Mapping[str, Any], claim: Mapping[str, Any]) -> st
     reg, now = entry.get("spec"), claim.get("spec")
     if not reg or not now:
         return None
-    filled = _fill(reg, _resolved(now, claim.get("inputs") or {}))
+    inputs = claim.get("inputs") or {}
+    filled = _fill(reg, _resolved(now, inputs))
     if filled is None:
         return None
+    if "values" not in filled and reg.get("reads") in inputs:  # today's rule reads nothing (e.g. reported)
+        filled["values"] = [float(x) for x in inputs[reg["reads"]] or [] if x is not None]
     try:
         return judge_spec(filled).verdict
     except (ValueError, TypeError):
@@ -202,6 +217,12 @@ def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
     if entry.get("post_hoc") or amended:
         v = registered_verdict(entry, claim)
         words.append(f"登记的规格判定 / registered spec: {v}" if v else "登记时只有文字标准 / registered in words only")
+    last = (entry.get("amendments") or [{}])[-1]
+    if amended > 1 and last.get("from"):  # the specification in force before the latest amendment, too
+        v = registered_verdict({"spec": last["from"]}, claim)
+        words.append(f"末次修订前的规格判定 / spec before the latest amendment: {v or '—'}")
+    if last.get("kind_from"):
+        words.append(f"原类型 / kind was: {last['kind_from']}")
     return "；".join(words)
 
 
@@ -238,8 +259,11 @@ def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict
         raise ValueError("say why the specification changes (--why)")
     before = effective_spec(e)
     diff = differences(before, claim.get("spec"))
+    kind_before, kind = effective_kind(e), claim.get("kind", "book")
+    if kind_before != kind:
+        diff.append(f"kind: {kind_before} → {kind}")
     if not diff:
-        raise ValueError(f"{cid}: its specification in code is the registered one; nothing to amend")
+        raise ValueError(f"{cid}: its specification and kind in code are the registered ones; nothing to amend")
     held = {**e, "spec": before, "amendments": []}
     entry = {
         "date": date,
@@ -248,6 +272,7 @@ def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict
         "from": before,
         "spec": spec_key(claim.get("spec")),
         "verdict_before": registered_verdict(held, claim),
+        **({"kind_from": kind_before, "kind": kind} if kind_before != kind else {}),
         "why": why.strip(),
         "how": "recorded by `attnlab claims --amend` with the change (its commit is the one that adds this entry)",
     }
