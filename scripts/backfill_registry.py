@@ -30,6 +30,10 @@ from. Dates: ``date`` is the commit's committer date, ``authored`` its author da
 commits came first is their ancestry (a rebase rewrote committer dates: two commits a second apart
 may have been written an hour apart), and only for commits on parallel branches their committer
 dates. Nothing is guessed beyond this: every date says how it was found.
+
+When: data/claims_registry.json was made by this script, and re-running it is how the registry is
+rebuilt when the file is lost or unreadable (``attnlab claims`` names it then). A deliberate change of a
+claim's specification is an amendment (``attnlab claims --amend ID --why ...``), not a re-run.
 """
 
 from __future__ import annotations

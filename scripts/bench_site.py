@@ -10,6 +10,9 @@ WebAssembly runtime, loading the model, one forward pass, drawing) and opens 实
 same context (the browser's cache warm). Reported per load: milliseconds from navigation start
 (``performance.now()`` in the page) to the first map's canvas, and to switching to the big
 unscaled model. Needs Chromium (scripts/ci_system_deps.sh) and playwright (the test extra).
+
+When: after a change to the static site's pages, its vendored runtimes or the shipped ONNX graphs, to
+see what a reader's first page load costs.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ this script would write, so they cannot drift from the data.
 
     python scripts/docs_lab_book.py            # rewrite the pages
     python scripts/docs_lab_book.py --check    # exit 1 when a page is stale
+
+When: after any change to the committed JSON, the plan or the timing records (a new lab-book entry, a
+full-size run, ``attnlab report``); tests/test_docs.py runs ``--check``.
 """
 
 import argparse
@@ -382,6 +385,22 @@ def fails_block(claims: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def head_findings_block(portrait: dict) -> str:
+    """The head portrait's FAILs that are findings about the book, as its claims record them."""
+    found = [
+        c
+        for c in portrait["claims"]
+        if V.verdict_of(c) == "FAIL" and (c.get("reason") or {}).get("category") == "finding"
+    ]
+    where = "头部画像（`data/head_portrait.json`，`attnlab heads`）"
+    if not found:
+        return f"{where}里没有别的书的问题。 *No further finding about the book in the head portrait.*"
+    return (
+        f"{where}里还有 {len(found)} 条书的问题 / {len(found)} more finding(s) about the book in the head portrait:\n\n"
+        + fails_block(found)
+    )
+
+
 # (outcome key, label, the book's number, significant digits)
 WD_ROWS = (
     ("unscaled_logit_std_end", "不缩放：训练后 logits 标准差（训练批）/ unscaled logit std", "5477"),
@@ -744,6 +763,7 @@ def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
             ("case-runs", lambda: case_runs_block(case)),
             ("case-table", lambda: case_table_block(case)),
             ("case-fails", lambda: fails_block(case["claims"])),
+            ("case-head-findings", lambda: head_findings_block(_json("data/head_portrait.json"))),
             ("case-wd", lambda: wd_block(case)),
             ("case-repro", repro_block),
         ],

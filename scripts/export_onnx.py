@@ -25,6 +25,9 @@ the probe, the poem, a one-character text, a text of block_size characters and r
 its patterns must be within TOLERANCE of torch's float64 model (:func:`check`; the distances are
 recorded, with torch's float32 distance for comparison). tests/test_site.py fails when a shipped checkpoint drifts from its
 export.
+
+When: after the shipped case models change (scripts/ship_case_models.py) or the attention patterns'
+math does; tests/test_site.py says when the committed graphs are stale.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 Each row runs in its own process (``python -m attnlab.cli``) in an empty working directory,
 under a timeout and an address-space limit, so a hang or a runaway allocation is counted
-instead of taking the machine down. The counts are the issue's: tried / clean (exit 2 and one
+instead of taking the machine down. The counts are docs/hostile-inputs.md's: tried / clean (exit 2 and one
 ``attnlab: error:`` line naming the problem) / traceback / hang / other (any other ending,
 e.g. exit 0 with a wrong result). Usage::
 
     PYTHONPATH=src python scripts/hostile_probe.py [--timeout 60] [--json out.json]
+
+When: after a change to how the CLI checks its input, to recount docs/hostile-inputs.md's table.
 """
 
 from __future__ import annotations

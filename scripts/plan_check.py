@@ -13,6 +13,9 @@ plan, which calibrates on these runs too). About 3 min on two idle cores; shared
 
     nice -n 10 python scripts/plan_check.py              # train, measure, write the JSON and the docs
     python scripts/plan_check.py --report                # the table again from data/plan_check.json
+
+When: after a change to what a run costs (the training loop, the diagnostics, runner.train_cost or
+lab.plan's calibration), on idle cores, to see whether the plan still holds.
 """
 
 import argparse

@@ -12,6 +12,9 @@ sweep_critical_dimension figures/sweep_critical_dimension.{png,svg}: the one-see
                          it has (data/lab_book/exercise2.json, the same protocol).
 dynamics, markov, sinks  the lab book's figures of these experiments (figures/lab_book/), from
                          data/lab_book/<id>.json, as `attnlab report` draws them.
+
+When: after a change to how one of these figures is drawn; nothing is trained, only the figures are
+rewritten (tests/test_figure_labels.py loads its drawing functions).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ torch and MKL pick are fixed before torch is imported:
 
 and writes, for each, max |Δ val loss| against the reference over the validations, the final
 |Δ val loss| and whether the final weights are bit-identical, to a JSON (docs/case.md reads it).
+
+When: on a new machine or after a torch upgrade, to see how far a retrained run can differ from the
+committed one (data/repro_check.json, its table in docs/case.md).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ rate are the case's runs trained again), then the models shipped in the package
 (src/attnlab/data/case_runs, the case's first seed trained again). The first measurement of a
 (config, seed) is the stored one; a later one that disagrees is listed as a reproducibility
 difference beside it (attnlab.runstore). ``attnlab book`` adds the runs it measures later.
+
+When: to rebuild data/run_store.json from scratch, after the committed case or learning-rate map was
+measured again or the store was lost (attnlab.runstore names this script then).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ simplified-Chinese line is typed (converted to traditional on the page), and one
 enlarged (exp1-2-simplified-nocjk.png, exp1-2-enlarged.png):
 
     .venv/bin/python scripts/screenshots.py --only nocjk
+
+When: after a visible change to the playground or the static site, to refresh docs/screenshots/.
 """
 
 from __future__ import annotations

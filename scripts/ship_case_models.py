@@ -11,6 +11,8 @@ history). Weights are stored in float16 when every attention weight the float16 
 within ``HEADROOM × TOLERANCE`` of the float32 model's, measured on ``--texts`` validation windows of
 full block length and the chapter's poem (the headroom covers texts nobody measured); otherwise in float32. What was measured and chosen is written
 to ``src/attnlab/data/case_runs/manifest.json`` (tests/test_shipped_models.py reads it back).
+
+When: after the case's first seed was trained again at 1500 steps; then scripts/export_onnx.py.
 """
 
 from __future__ import annotations

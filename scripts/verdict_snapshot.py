@@ -9,6 +9,9 @@ reader sees of each claim: its kind, verdict, and the family-wise (``holm``) and
 are re-judged in memory, exactly as ``attnlab report`` judges them. tests/test_verdicts_unchanged.py
 compares today's map with the baseline, so moving code can never change a verdict unnoticed;
 a claim re-specified on purpose is recorded as an amendment, never by editing the baseline.
+
+When: after a deliberate re-specification (an amendment in the claims registry), to update the
+baseline for exactly the claims it changed; check that ``git diff`` touches only those.
 """
 
 from __future__ import annotations

@@ -85,6 +85,15 @@ def test_a_short_run_s_collapse_fail_is_scale_and_names_its_steps(committed):
     assert "warmup" in text and "规模" in REASON_LABELS["scale"] and "scale" in REASON_LABELS["scale"]
 
 
+def test_the_full_case_trains_the_book_s_run_and_scale_reason_names_its_sizes(committed):
+    """The full case's settings (experiments.case_settings, below both case and claims) train the book's
+    1500 steps, and the sizes scale_reason names for the full case are those settings'."""
+    full = CaseSettings()
+    assert full.steps == C.BOOK_RUN_STEPS
+    why = C.scale_reason("big_unscaled_entropy_collapses", shortened(committed, 225))
+    assert why is not None and f"{full.steps} steps, {len(full.seeds)} seeds" in why
+
+
 def test_the_same_claim_at_full_size_is_never_scale(committed):
     """At the book's 1500 steps the scale explains nothing: the committed FAILs keep their reasons, and
     the collapse claim broken at full size is unexplained, not scale."""

@@ -127,3 +127,83 @@ def test_readme_plan_times_are_the_plans():
     page = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"完整案例 {len(secs)} 个运行、{sum(secs) / 3600:.2f} 核时，约 {gen._minutes(pack(secs, 2))}" in page
     assert f"第一份报告（{len(first)} 个运行）" in page
+
+
+# files the pages name, as a reader would look for them: lab entries, scripts, committed data
+NAMED_FILE = re.compile(
+    r"(?<![\w/.])((?:lab|experiments)/[a-z_0-9]+\.py|scripts/[a-z_0-9]+\.(?:py|sh)|data/[a-z_0-9]+\.json)"
+)
+
+
+def test_the_files_the_docs_name_exist():
+    """A page that names lab/<x>.py, scripts/<x>.py or data/<x>.json names a file the repository has:
+    a module moved or a script deleted leaves no page pointing at it."""
+    missing = []
+    for page in [*PAGES, ROOT / "CONTRIBUTING.md"]:
+        for name in NAMED_FILE.findall(page.read_text(encoding="utf-8")):
+            where = ROOT / name if name.startswith(("scripts/", "data/")) else ROOT / "src" / "attnlab" / name
+            if not where.exists():
+                missing.append(f"{page.name}: {name}")
+    assert not missing, missing
+    assert NAMED_FILE.findall("见 `lab/statements.py` 与 scripts/gone.py") == ["lab/statements.py", "scripts/gone.py"]
+
+
+def test_the_layout_names_every_module_and_commands_every_command():
+    """docs/layout.md names every module of src/attnlab (top level) and every package; docs/commands.md
+    names every command of `attnlab --help`."""
+    from attnlab.cli import COMMANDS
+
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    src = ROOT / "src" / "attnlab"
+    names = [p.name for p in src.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    names += [p.name + "/" for p in src.iterdir() if (p / "__init__.py").exists()]
+    assert not [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout)]
+    commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert not [c for c in COMMANDS if f"attnlab {c}" not in commands]
+
+
+# ------------------------------------------------------------------ seed counts and verdicts come from the data
+def test_the_head_portraits_findings_follow_its_claims():
+    """docs/case.md's findings about the book in the head portrait are its FAIL claims of category
+    "finding", generated: a verdict that changes in data/head_portrait.json changes the page."""
+    import copy
+    import json
+
+    gen = _generator()
+    portrait = json.loads((ROOT / "data" / "head_portrait.json").read_text(encoding="utf-8"))
+    block = gen.head_findings_block(portrait)
+    assert block in (ROOT / "docs" / "case.md").read_text(encoding="utf-8")
+    found = [
+        c for c in portrait["claims"] if c["verdict"] == "FAIL" and (c.get("reason") or {}).get("category") == "finding"
+    ]
+    assert f"还有 {len(found)} 条书的问题" in block and all(f"`{c['id']}`" in block for c in found)
+    passed = copy.deepcopy(portrait)
+    for c in passed["claims"]:
+        c.update(verdict="PASS", reason=None)
+    assert "没有别的书的问题" in gen.head_findings_block(passed)
+
+
+def test_seed_counts_left_in_prose_are_the_commands_defaults():
+    """The data's seed and run counts sit in generated blocks; the few counts left in prose are the
+    commands' defaults, checked here against the code."""
+    import json
+
+    from attnlab.cli import build_parser
+    from attnlab.experiments.case import CaseSettings
+
+    settings = CaseSettings()
+    commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert f"默认 {build_parser().parse_args(['failures']).seeds} 个种子" in commands
+    outputs = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    assert (
+        f"比默认的 {len(settings.seeds)} 个种子多得多" in outputs
+        and f"than the default {len(settings.seeds)} " in outputs
+    )
+    case = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    assert len(case["seeds"]["runs"]) > len(settings.seeds)  # "many more seeds than the default"
+    assert f"默认 {settings.wd_seeds} 个种子，`--wd-seeds N` 更多" in (ROOT / "docs" / "case.md").read_text(
+        encoding="utf-8"
+    )
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
+    for typed in ("三个种子定不下", "训练 8 个不同形状的运行", "还有一条书的问题", "trains 8 runs"):
+        assert typed not in text, typed

@@ -1285,7 +1285,7 @@ def scale_reason(cid: str, res: dict) -> str | None:
     where the claim reads nothing smaller than the full case (then the scale explains nothing: a FAIL at
     full size is never put down to it). Steps count for the claims that read the training, inits for
     those that read the sweeps; step 0 of a run is the same at any length."""
-    from .case import CaseSettings  # the full case's sizes (case imports this module)
+    from .case_settings import CaseSettings  # the full case's sizes
 
     full = CaseSettings()
     if cid in AT_INIT_CLAIMS:

@@ -512,7 +512,7 @@ EXPERIMENT = Experiment(
         [r for s in scale.seed_list() for r in runs_of_seed(scale, s) + long_runs_of_seed(scale, s)]
         + [one_layer_run(scale, R.BOOK_SEED)]
     ),  # the one-layer model: the first seed (more through --decide)
-    min_runs=lambda scale: [],  # the committed record is judged (and migrated) without any run folder
+    min_runs=lambda scale: [],  # the committed record is judged without any run folder
     why=WHY,
     seed_runs=lambda scale, seed, cid: (
         one_layer_seed(scale, seed)

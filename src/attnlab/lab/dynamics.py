@@ -240,6 +240,6 @@ EXPERIMENT = Experiment(
     judge=judge,
     why=WHY,
     runs=lambda scale: [R.baseline(scale, s) for s in scale.seed_list()],
-    min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
+    min_runs=lambda scale: [],  # measure reads the committed numbers when no run is on disk
     draw=draw,
 )

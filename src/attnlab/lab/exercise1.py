@@ -245,7 +245,7 @@ EXPERIMENT = Experiment(
     measure=measure,
     judge=judge,
     runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],  # the committed record is judged (and migrated) without any run folder
+    min_runs=lambda scale: [],  # the committed record is judged without any run folder
     why=WHY,
     seed_runs=lambda scale, seed, cid: (
         runs_of_seed(scale, seed)

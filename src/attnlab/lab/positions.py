@@ -660,7 +660,7 @@ EXPERIMENT = Experiment(
     judge=judge,
     why=WHY,
     runs=lambda scale: [position_runs(scale, k, s) for s in scale.seed_list() for k in KINDS],
-    min_runs=lambda scale: [],  # measure migrates the committed numbers when no run is on disk
+    min_runs=lambda scale: [],  # measure reads the committed numbers when no run is on disk
     # a further seed (attnlab book --decide) for §1.22.10's claims: the no-position model; the others add none
     seed_runs=lambda scale, seed, cid: [position_runs(scale, "none", seed)] if cid in ORDER_CLAIMS else [],
     draw=draw,
