@@ -195,6 +195,8 @@ def decide_block() -> str:
             take = "再多种子也定不下 / more seeds will not settle it"
         if v == "FAIL" and (c.get("reason") or {}).get("text"):
             take = f"原因 / why ({c['reason'].get('category', '')}): " + c["reason"]["text"].replace("|", "/")
+        if v == "REPORTED" and c.get("detail"):  # a question answered: its answer
+            take = c["detail"].replace("|", "/")
         lines.append(f"| {question} | `{eid}.{cid}` | **{v}** | {c.get('n') or 0} | {take} |")
     lines.append(DECIDE_END)
     return "\n".join(lines)

@@ -67,6 +67,11 @@ def test_no_residual_does_not_train_loses_most_of_what_the_baseline_learns():
     assert verdict(results(no_residual=stuck), "ablate_no_residual") == "PASS"
     assert verdict(results(no_residual=plus(0.1)), "ablate_no_residual") == "FAIL"
     assert verdict(results(n=1, no_residual=stuck), "ablate_no_residual") == "INCONCLUSIVE"
+    # SESOI from the chapter's own '训不动' (the big unscaled model loses (5.18 − 4.23) / (H1 − 4.23) of what the
+    # scaled one learns): surely losing little more than half is not "直接训不动" (a FAIL the SESOI 0 could not give)
+    assert A.sesoi_lost_share(5.514) == pytest.approx((5.18 - 4.23) / (5.514 - 4.23) - 0.5, abs=1e-4)
+    half = {"val_loss_end": [BASE["val_loss_end"] + x * (H1 - BASE["val_loss_end"]) for x in (0.55, 0.56, 0.54)]}
+    assert verdict(results(no_residual=half), "ablate_no_residual") == "FAIL"
     # a diverged run keeps nothing of what it learned
     nan = {"val_loss_end": None, "diverged": True}
     assert verdict(results(no_residual=nan), "ablate_no_residual") == "PASS"

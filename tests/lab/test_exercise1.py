@@ -38,6 +38,10 @@ def test_gap_not_large_but_not_zero():
     assert verdict(results([-0.2, -0.25, -0.18]), "ex1_gap_small_not_zero") == "FAIL"  # zero or less
     assert verdict(results([1.3, 1.2, 1.25]), "ex1_gap_small_not_zero") == "FAIL"  # as large as d_head 256's
     assert verdict(results([0.33, 0.28, 0.08]), "ex1_gap_small_not_zero") == "INCONCLUSIVE"  # the committed gaps
+    # "不为零" against the chapter's own no-effect scale (§1.2: the d_head 32 gap 0.17 "不影响训练"): a sure but tiny
+    # gap is not "不为零" in the chapter's sense (with the former SESOI 0.01 this was a PASS)
+    assert E.SESOI_GAP == 0.17
+    assert verdict(results([0.05, 0.06, 0.055]), "ex1_gap_small_not_zero") == "FAIL"
     # without the d_head 256 pair "not large" cannot be judged: not a PASS
     assert verdict(results([0.33, 0.28, 0.30], g256=()), "ex1_gap_small_not_zero") == "INCONCLUSIVE"
 

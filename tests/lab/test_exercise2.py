@@ -56,6 +56,7 @@ def test_critical_d_head_is_reported_with_its_bracket():
     assert (c["critical"], c["below"], c["undecided"]) == (128, 32, [64, 96])
     claim = next(x for x in X.judge(r) if x["id"] == "ex2_critical_d_head")
     assert claim["verdict"] == "REPORTED" and "critical d_head in (32, 128] (64, 96 undecided)" in claim["detail"]
+    assert claim["kind"] == "question"  # §1.20.2 asks "找出这个差值开始明显上升的位置": answered, not the book's
     # clearly worse already at the grid's smallest d_head: the critical size lies below it
     low = X.critical(results({32: [0.53, 0.55, 0.52], 256: BIG})["per_seed"], False)
     assert (low["critical"], low["below"]) == (32, None)

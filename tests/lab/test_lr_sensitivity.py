@@ -63,6 +63,65 @@ def test_book_lr_fastest():
     assert verdicts(results(bad))["lr_book_converges_fastest"] == "FAIL"
     assert verdicts(results(mixed))["lr_book_converges_fastest"] == "INCONCLUSIVE"
     assert verdicts(results(good[:1]))["lr_book_converges_fastest"] == "INCONCLUSIVE"  # one seed
+    # a sure lead far below the chapter's noise (SESOI 0.05, half its 0.1) is no "最快" (SESOI 0 made it a PASS)
+    tiny = [seed_row({("small", "1/sqrt(d)"): [4.02 + j, 4.0, 4.01 + j, 4.6, 5.0]}) for j in (0, 0.002, 0.004)]
+    assert verdicts(results(tiny))["lr_book_converges_fastest"] == "FAIL"
+
+
+# ------------------------------------------------ the written prediction's three unscored sentences
+def _within(spread_at_1e2):
+    """Five scalings at d_head 32: 4.0 … 4.08 at lr <= 3e-3, the given spread at 1e-2."""
+    vals = {
+        ("small", sc): [4.0 + 0.02 * i, 4.0 + 0.02 * i, 4.0 + spread_at_1e2 * i / 4, 4.6, 5.0]
+        for i, sc in enumerate(L.SCALINGS)
+    }
+    return seed_row(vals)
+
+
+def test_prediction_d32_five_scalings_within_0_1_at_lr_up_to_1e2():
+    c = next(c for c in L.judge(results([_within(0.08)])) if c["id"] == "lr_pred_d32_scalings_within_0_1")
+    assert c["kind"] == "prediction" and c["verdict"] == "PASS" and c["n"] == 3  # lr 1e-3, 3e-3, 1e-2
+    assert verdicts(results([_within(0.9)]))["lr_pred_d32_scalings_within_0_1"] == "FAIL"
+    diverged = _within(0.08)
+    diverged[L.key("small", "none", 1e-2)] = point(None, diverged=True)
+    assert verdicts(results([diverged]))["lr_pred_d32_scalings_within_0_1"] == "FAIL"  # one diverged: not within
+
+
+def _entropies(size, scaling, per_lr):
+    row = seed_row({})
+    for lr, e in zip(LRS, per_lr):
+        row[L.key(size, scaling, lr)]["min_entropy"] = e
+    return row
+
+
+def test_prediction_d256_sqrt_collapses_only_from_3e2():
+    cid = "lr_pred_d256_sqrt_collapses_only_from_3e-2"
+    assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 1e-3, 1e-6])]))[cid] == "PASS"
+    assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 3e-4, 1e-3, 1e-6])]))[cid] == "FAIL"  # at 1e-2
+    assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 0.2, 1e-6])]))[cid] == "FAIL"  # not at 3e-2
+
+
+def test_prediction_d256_mup_never_collapses():
+    cid = "lr_pred_d256_mup_never_collapses"
+    assert verdicts(results([_entropies("big", "1/d", [0.9, 0.9, 0.5, 0.3, 0.1])]))[cid] == "PASS"
+    assert verdicts(results([_entropies("big", "1/d", [0.9, 0.9, 0.5, 7e-5, 4e-11])]))[cid] == "FAIL"
+
+
+def test_the_committed_map_contradicts_the_three_written_sentences():
+    import json
+
+    from attnlab.corpus import REPO_ROOT
+
+    doc = json.loads((REPO_ROOT / "data" / "lab_book" / "lr_sensitivity.json").read_text(encoding="utf-8"))
+    got = {c["id"]: (c["kind"], c["verdict"]) for c in L.judge(doc["results"]) if c["id"].startswith("lr_pred_")}
+    assert got == {
+        "lr_pred_d32_scalings_within_0_1": ("prediction", "FAIL"),  # spreads 0.28, 0.28, 0.91 (first seed)
+        "lr_pred_d256_sqrt_collapses_only_from_3e-2": ("prediction", "FAIL"),  # entropy 3e-4 at lr 1e-2
+        "lr_pred_d256_mup_never_collapses": ("prediction", "FAIL"),  # 7.7e-5 at 3e-2, 4e-11 at 1e-1
+    }
+    # each sentence is in the prediction text, written before the runs
+    for words in ("lr ≤ 1e-2 时五种缩放的验证 loss 相差都在 0.1 以内", "1/√d 只在 lr ≥ 3e-2 时塌缩", "1/d 从不塌缩"):
+        assert words in L.PREDICTION and words in doc["prediction"]
 
 
 def test_qk_norm_lowers_sensitivity():

@@ -32,7 +32,7 @@ def test_critical_one_seed_is_reported():
     c = by_id(results())["sweep_critical_one_seed"]
     assert (
         c["verdict"] == "REPORTED"
-        and c["kind"] == "book"
+        and c["kind"] == "question"  # §1.20.2 asks: 找出这个差值开始明显上升的位置
         and "d_head 128 (gap +0.536; d_head 96: -0.002)" in c["detail"]
     )
     assert "d_head 32 (gap +0.300)" in by_id(results({**GAPS, 32: 0.3}))["sweep_critical_one_seed"]["detail"]

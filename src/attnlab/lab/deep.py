@@ -11,9 +11,10 @@ The committed record is the two per-seed tables of data/lab_book/deep.json (the 
 reach at 1500 steps from the same protocol's portrait of the baseline). Further seeds join
 from their run folders (``common.seed_table``).
 
-Judged: the chapter's §1.18.5 sentence — four layers show a clearer division of labour
-than two (paired per seed) and, within four layers, the last layer looks further than
-the first (at 1500 steps, and in the stretched control) — by the effect rule; §1.18.4's
+Answered (kind ``question``, REPORTED, never a FAIL of the book): the chapter's §1.18.5 question —
+do four layers show a clearer division of labour than two (paired per seed), and, within four
+layers, does the last layer look further than the first (at 1500 steps, and in the stretched
+control)? — each answer read by the effect rule against half the book's own division; §1.18.4's
 "三层以上训练变慢" on the training loss at equal steps; our prediction written before the
 stretched runs as kind ``prediction``.
 
@@ -332,6 +333,16 @@ def _effect(values: list[float], sesoi: float) -> S.Judgement:
     return S.effect(values, direction=+1, sesoi=sesoi)
 
 
+ANSWER = {S.PASS: "是 / yes", S.FAIL: "否 / no", S.INCONCLUSIVE: "未定 / undecided"}
+
+
+def _answer(values: list[float], sesoi: float) -> S.Judgement:
+    """The chapter's question ③ ("能不能学出更明显的层间分工") answered: REPORTED (a question is never a FAIL
+    of the book), the answer read by the effect rule against half the book's own division (``sesoi``)."""
+    j = _effect(values, sesoi)
+    return S.reported(f"答 / answer: {ANSWER[j.verdict]} — {j.detail}", j.estimate, j.n)
+
+
 def judge(res: dict) -> list[dict]:
     return _judge_layers(res) + judge_one_layer(res)
 
@@ -347,7 +358,7 @@ def _judge_layers(res: dict) -> list[dict]:
             "“③ 加深：看 4 层的模型能不能学出更明显的层间分工”：4 层的分工（最后一层与第 0 层的平均注意力距离之差）"
             "大于 2 层的（第 1 层减第 0 层），同一种子配对 / four layers show a clearer division of labour than "
             "two: their last-minus-first mean attention distance exceeds the two-layer model's, seed by seed",
-            _effect(clearer, sesoi),
+            _answer(clearer, sesoi),
             inputs={
                 "reach_4_minus_reach_2": clearer,
                 "reach_4_layers": _col(t, "reach_4"),
@@ -355,15 +366,21 @@ def _judge_layers(res: dict) -> list[dict]:
                 "sesoi": sesoi,
             },
             book="更明显的层间分工",
+            kind="question",
+            expected=f"问题，作答 / a question, answered: the paired difference > 0 by the effect rule with smallest "
+            f"effect of interest {sesoi:.3g} (half the book's own two-layer division, §1.8.5) — yes, no or undecided",
         ),
         claim(
             "layer_division_of_labour",
             SECTION,
             "层间分工（§1.8.5：“第一层的头更局部……第二层的头更全局”）在 4 层中：最后一层比第 0 层看得更远 / "
             "division of labour in four layers: the last layer looks further than the first (1500 steps)",
-            _effect(_col(t, "reach_4"), sesoi),
+            _answer(_col(t, "reach_4"), sesoi),
             inputs={"last_minus_first": _col(t, "reach_4"), "sesoi": sesoi},
-            book="浅层更局部，深层更全局",
+            book="能不能学出更明显的层间分工（§1.8.5 两层时：浅层更局部，深层更全局）",
+            kind="question",
+            expected=f"问题，作答 / a question, answered: last − first layer's mean distance > 0 by the effect rule, "
+            f"smallest effect of interest {sesoi:.3g} (half the book's two-layer division) — yes, no or undecided",
         ),
     ]
     if lg:
@@ -373,9 +390,12 @@ def _judge_layers(res: dict) -> list[dict]:
                 SECTION,
                 "同上，训练加倍（整个计划拉长）后：最后一层比第 0 层看得更远 / the same with the schedule "
                 "stretched to twice the steps",
-                _effect(_col(lg, "reach_4"), sesoi),
+                _answer(_col(lg, "reach_4"), sesoi),
                 inputs={"last_minus_first_long": _col(lg, "reach_4"), "sesoi": sesoi},
-                book="浅层更局部，深层更全局",
+                book="能不能学出更明显的层间分工（§1.8.5 两层时：浅层更局部，深层更全局）",
+                kind="question",
+                expected=f"问题，作答 / a question, answered (our stretched schedule): last − first > 0 by the effect "
+                f"rule, smallest effect of interest {sesoi:.3g} — yes, no or undecided",
             )
         )
     slower = _diff(t, "train_4", "train_2")
@@ -446,26 +466,6 @@ def _why_long(res: dict) -> str:
     )
 
 
-def _why_reach(key: str, table: str):
-    def why(res: dict) -> str:
-        xs = _col(res[table], key)
-        j = _effect(xs, res.get("sesoi_reach") or sesoi_reach())
-        return (
-            "书提出的是一个问题，这里的答案是“没有” / the book asks; the answer here is no: 最后一层减第 0 层的平均注意力"
-            f"距离 {_fmt(xs)} / last minus first mean distance {_fmt(xs)}: {j.detail}"
-        )
-
-    return why
-
-
-def _why_clearer(res: dict) -> str:
-    t = res["per_seed"]
-    return (
-        f"4 层的分工不比 2 层更明显 / four layers divide no more clearly than two: 4 层 {_fmt(_col(t, 'reach_4'))}，"
-        f"2 层 {_fmt(_col(t, 'reach_2'))}（最后一层减第 0 层的平均距离）/ last-minus-first distance"
-    )
-
-
 def _why_slower(res: dict) -> str:
     t = res["per_seed"]
     return (
@@ -494,9 +494,6 @@ def draw(r: dict) -> dict:
 
 
 WHY = {
-    "deep_better": _why_clearer,
-    "layer_division_of_labour": _why_reach("reach_4", "per_seed"),
-    "layer_division_of_labour_long": _why_reach("reach_4", "long_per_seed"),
     "deep_trains_slower": _why_slower,
     "deep_better_long": _why_long,
     "one_layer_no_head_division": _why_one_layer,

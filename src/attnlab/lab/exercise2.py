@@ -343,7 +343,8 @@ def _judge_critical(res: dict) -> list[dict]:
                     for f in VARIANTS
                     for d, p in crits[f]["points"].items()
                 },
-                book="不是一个通用常数",
+                book="找出这个差值开始明显上升的位置（“不是一个通用常数”）",
+                kind="question",  # the exercise asks "找出这个差值开始明显上升的位置": answered, REPORTED
             )
         )
     if g_last:

@@ -284,9 +284,12 @@ def judge(res: dict) -> list[dict]:
                     "§1.18.4",
                     "lr 3e-3：“实测这个值收敛最快且不发散” / the book's lr 3e-3 converges fastest: its validation loss "
                     "after 1500 steps is below that of every other lr of the grid (1/√d, d_head 32)",
-                    S.effect(best_other, direction=+1, sesoi=0.0),
-                    inputs={"best_other_lr_minus_3e-3": best_other},
+                    S.effect(best_other, direction=+1, sesoi=SESOI),
+                    inputs={"best_other_lr_minus_3e-3": best_other, "sesoi": SESOI},
                     book="3e-3 收敛最快且不发散",
+                    expected=f"every other lr's best val − lr 3e-3's > 0 per seed (95% CI); smallest effect of interest "
+                    f"{SESOI}: half the 0.1 the chapter calls noise (§1.2 “差距都在 0.1–0.2 之间浮动，量级与训练本身的"
+                    "随机性相当”) — “最快” needs a lead a tenth of a nat would not hide",
                 )
             )
     # QK-norm lowers LR sensitivity (Wortsman et al.), at both sizes: paired per seed
@@ -363,6 +366,7 @@ def judge(res: dict) -> list[dict]:
                 kind="prediction",
             )
         )
+    out += _written_predictions(res)
     # the sensitivity of each scaling, reported (one number per seed)
     out.append(
         claim(
@@ -375,6 +379,86 @@ def judge(res: dict) -> list[dict]:
             kind="beyond",
         )
     )
+    return out
+
+
+def _min_entropies(res: dict, size: str, scaling: str, keep) -> list[float]:
+    """The lowest layer-0 entropy of every run of ``size``/``scaling`` whose lr passes ``keep``, all seeds."""
+    return [
+        row[k]["min_entropy"]
+        for row in (res.get("per_seed") or {}).values()
+        for lr in res["grid"]
+        if keep(lr) and (k := key(size, scaling, lr)) in row and row[k]["min_entropy"] is not None
+    ]
+
+
+# where PREDICTION was written: src/attnlab/lab/lr_sensitivity.py in commit 71c71be (2026-12-01 10:23:44 UTC), unchanged
+# since (git log -p); the entry's committed JSON held no run until f9f3cad (2026-12-01 12:05:48 UTC, status not_run
+# before). Three of its sentences were scored by no claim; each is one claim of kind prediction here.
+WRITTEN = "训练前写下（71c71be，2026-12-01 10:23 UTC；首批数据 f9f3cad，12:05 UTC）/ written before the runs: "
+
+
+def _written_predictions(res: dict) -> list[dict]:
+    table = res.get("per_seed") or {}
+    out = []
+    # ① "d_head 32：lr ≤ 1e-2 时五种缩放的验证 loss 相差都在 0.1 以内": per seed and lr, the spread of the five
+    spreads = []
+    for row in table.values():
+        for lr in res["grid"]:
+            if lr > 1e-2:
+                continue
+            pts = [row.get(key("small", sc, lr)) for sc in SCALINGS]
+            if all(pts):  # a diverged run counts as its starting loss (as the sensitivity does): not within 0.1
+                vals = [p["loss_start"] if p["diverged"] or p["val"] is None else p["val"] for p in pts]
+                spreads.append(max(vals) - min(vals))
+    if spreads:
+        out.append(
+            claim(
+                "lr_pred_d32_scalings_within_0_1",
+                "beyond §1.18.4",
+                WRITTEN
+                + "“① d_head 32：lr ≤ 1e-2 时五种缩放的验证 loss 相差都在 0.1 以内” / at d_head 32 and lr <= 1e-2 "
+                f"the five scalings end within {MARGIN} of each other",
+                S.every(spreads, 0.0, MARGIN),
+                inputs={"spread_of_five_val_losses": spreads, "margin": MARGIN},
+                kind="prediction",
+                expected=f"each seed and lr <= 1e-2 with all five scalings: max − min of the five val losses <= {MARGIN}",
+            )
+        )
+    # ② "1/√d 只在 lr ≥ 3e-2 时塌缩" (d_head 256): no run below 3e-2 collapses, every run from 3e-2 does
+    below = _min_entropies(res, "big", "1/sqrt(d)", lambda lr: lr < 3e-2)
+    above = _min_entropies(res, "big", "1/sqrt(d)", lambda lr: lr >= 3e-2)
+    if below and above:
+        out.append(
+            claim(
+                "lr_pred_d256_sqrt_collapses_only_from_3e-2",
+                "beyond §1.12.1",
+                WRITTEN + "“② d_head 256：1/√d 只在 lr ≥ 3e-2 时塌缩” / at d_head 256, 1/√d collapses (layer-0 entropy "
+                f"< {COLLAPSED}) only at lr >= 3e-2",
+                S.all_of(
+                    [S.every(below, COLLAPSED, math.inf), S.every(above, 0.0, COLLAPSED)],
+                ),
+                inputs={"min_entropy_lr_below_3e-2": below, "min_entropy_lr_from_3e-2": above},
+                kind="prediction",
+                expected=f"every run at lr < 3e-2 keeps layer-0 entropy >= {COLLAPSED}; every run at lr >= 3e-2 "
+                f"falls below it",
+            )
+        )
+    # ② "1/d 从不塌缩" (d_head 256)
+    mup = _min_entropies(res, "big", "1/d", lambda lr: True)
+    if mup:
+        out.append(
+            claim(
+                "lr_pred_d256_mup_never_collapses",
+                "beyond §1.12.1",
+                WRITTEN + "“② d_head 256：1/d 从不塌缩” / at d_head 256, 1/d never collapses (layer-0 entropy stays "
+                f">= {COLLAPSED} at every lr of the grid)",
+                S.every(mup, COLLAPSED, math.inf),
+                inputs={"min_entropy_1_over_d": mup},
+                kind="prediction",
+                expected=f"every 1/d run at d_head 256, every lr: lowest layer-0 entropy >= {COLLAPSED}",
+            )
+        )
     return out
 
 
@@ -444,6 +528,25 @@ def _replace_text(res: dict, size: str) -> str:
 
 
 WHY = {
+    "lr_pred_d32_scalings_within_0_1": lambda r: (
+        "lr ≤ 1e-2 时五种缩放并不都在 0.1 以内（我们的预测错了）：每个种子、每个 lr 的极差 / not within 0.1 (our "
+        "prediction was wrong): spread per seed and lr "
+        + ", ".join(
+            f"{x:.3f}"
+            for x in next(c for c in judge(r) if c["id"] == "lr_pred_d32_scalings_within_0_1")["inputs"][
+                "spread_of_five_val_losses"
+            ]
+        )
+    ),
+    "lr_pred_d256_sqrt_collapses_only_from_3e-2": lambda r: (
+        "1/√d 在 lr 3e-2 之前就塌缩了（我们的预测错了）：lr < 3e-2 各次运行层 0 最低熵 / 1/sqrt(d) collapsed below "
+        "lr 3e-2 (our prediction was wrong): lowest layer-0 entropy at lr < 3e-2 "
+        + ", ".join(f"{x:.3g}" for x in _min_entropies(r, "big", "1/sqrt(d)", lambda lr: lr < 3e-2))
+    ),
+    "lr_pred_d256_mup_never_collapses": lambda r: (
+        "1/d 也塌缩了（我们的预测错了）：各 lr 层 0 最低熵 / 1/d collapsed too (our prediction was wrong): lowest "
+        "layer-0 entropy per lr " + ", ".join(f"{x:.3g}" for x in _min_entropies(r, "big", "1/d", lambda lr: True))
+    ),
     "lr_book_converges_fastest": lambda r: (
         "网格中另有学习率在 1500 步后验证 loss 更低 / another lr of the grid ends lower"
     ),

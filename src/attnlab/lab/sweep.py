@@ -110,6 +110,7 @@ def judge(res: dict) -> list[dict]:
                 ),
                 inputs={f"gap_d{d}": g for d, g in gap.items()},
                 book="差值开始明显上升的位置",
+                kind="question",  # the exercise asks "找出这个差值开始明显上升的位置": answered, REPORTED
             )
         )
     return out
