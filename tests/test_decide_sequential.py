@@ -171,7 +171,6 @@ SEQUENTIAL_DIFFERS = {
     ("lr_sensitivity", "lr_book_converges_fastest"): (3,),
     ("sinks", "sink_init_uniform"): (3,),
     ("sinks", "no_sink_big_scaled"): (3,),
-    ("case", "loss_small_unscaled_4_17"): (10,),
     ("failures", "mask_zero_exposed_at_inference"): (3,),
 }
 
