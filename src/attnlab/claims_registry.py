@@ -248,10 +248,14 @@ def count_text(c: Mapping[str, int]) -> str:
     return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
 
 
-def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict:
+def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str, committed_verdict: str | None = None) -> dict:
     """Append to ``registry`` one amendment: the claim's specification in code replaces the one it was
     held to (``why`` in words; its commit is the one that adds the entry). Returns the amendment;
-    ValueError when nothing differs or the claim is not registered."""
+    ValueError when nothing differs or the claim is not registered.
+
+    A rule of attnlab.stats whose code changes moves a verdict under the same specification: with
+    ``committed_verdict`` (the verdict its committed record holds) differing from the claim's verdict
+    now, the amendment records that move (``what``: the verdict before and after; ``spec`` unchanged)."""
     cid = claim["id"]
     e = (registry.get("claims") or {}).get(cid)
     if e is None:
@@ -263,16 +267,22 @@ def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str) -> dict
     kind_before, kind = effective_kind(e), claim.get("kind", "book")
     if kind_before != kind:
         diff.append(f"kind: {kind_before} → {kind}")
-    if not diff:
-        raise ValueError(f"{cid}: its specification and kind in code are the registered ones; nothing to amend")
+    now = claim.get("verdict")
+    moved = committed_verdict is not None and committed_verdict != now
+    if not diff and not moved:
+        raise ValueError(
+            f"{cid}: its specification and kind in code are the registered ones and its verdict is unchanged; "
+            "nothing to amend"
+        )
     held = {**e, "spec": before, "amendments": []}
+    what = "; ".join(diff) if diff else f"the rule's code (same specification): verdict {committed_verdict} → {now}"
     entry = {
         "date": date,
         "commit": None,
-        "what": "; ".join(diff),
+        "what": what,
         "from": before,
-        "spec": spec_key(claim.get("spec")),
-        "verdict_before": registered_verdict(held, claim),
+        "spec": spec_key(claim.get("spec")) if diff else before,
+        "verdict_before": committed_verdict if moved else registered_verdict(held, claim),
         **({"kind_from": kind_before, "kind": kind} if kind_before != kind else {}),
         "why": why.strip(),
         "how": "recorded by `attnlab claims --amend` with the change (its commit is the one that adds this entry)",

@@ -24,7 +24,9 @@ The rules (every interval is a Student-t interval over seeds; alpha = 0.05):
       but wider: INCONCLUSIVE. A wider spread can never turn a value claim into PASS.
   band(values, lo, hi)               the 95% interval of the mean against the
       book's band, never a widened band: inside PASS, wholly outside FAIL.
-  every(values, lo, hi)              every seed's value inside the band (no widening).
+  every(values, lo, hi)              every seed's value inside the band (no widening); at fewer than
+      MIN_SEEDS seeds INCONCLUSIVE like every other rule, unless ``one_run`` quotes the chapter's
+      words that speak of one run (then one run decides, as the chapter's one run did).
   equivalence(values, margin)        two one-sided tests ("changes little"): the
       90% interval inside ±margin PASS, wholly outside it FAIL.
   exact(ok)                          deterministic arithmetic (formulas, byte counts).
@@ -58,6 +60,9 @@ ALPHA = 0.05
 POWER = 0.80
 MIN_SEEDS = 3  # the fewest seeds that estimate a spread worth an interval
 ONE_SEED = "one seed has no spread: at least 3 seeds to judge it"
+# effect refuses a SESOI of 0 (an effect that can never FAIL a true null) once no claim uses one:
+# tests/test_stats_guards.py lists the claims that still do; set this True when that list is empty
+REFUSE_ZERO_SESOI = False
 MAX_SEEDS = 1000  # n_needed beyond this is reported as None ("more seeds will not settle it")
 ONE_SIDED = ALPHA / 2  # the level of a one-sided test behind a two-sided 95% interval
 
@@ -102,6 +107,8 @@ class Judgement:
     # the specification the rule was called with, from code: {"rule", "params"} and the numbers it judged
     # ("values"), or for all_of its "parts"; attnlab.verdicts stores it in the claim (its ``spec``)
     spec: dict | None = field(default=None, compare=False, repr=False)
+    # the verdict that n_needed prices: PASS, FAIL, or None (either, or unknown); all_of uses it
+    toward: str | None = None
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -113,7 +120,7 @@ class Judgement:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        del d["at_levels"], d["spec"]
+        del d["at_levels"], d["spec"], d["toward"]
         d["interval"] = None if self.interval is None else [_r(self.interval[0]), _r(self.interval[1])]
         for k in ("estimate", "sd", "p"):
             d[k] = _r(d[k])
@@ -363,7 +370,11 @@ def _specified(fn):
         j = fn(values, *args, **kwargs)
         bound = sig.bind(values, *args, **kwargs)
         bound.apply_defaults()
-        params = {k: v for k, v in bound.arguments.items() if k != "values" and not (k == "alpha" and v == ALPHA)}
+        params = {
+            k: v
+            for k, v in bound.arguments.items()
+            if k != "values" and not (k == "alpha" and v == ALPHA) and not (k == "one_run" and v is None)
+        }
         return replace(j, spec=_spec(fn.__name__, _clean(values), **params))
 
     return rule
@@ -381,6 +392,10 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
         raise ValueError("direction must be +1 or -1")
     if sesoi < 0:
         raise ValueError("sesoi is a size: give it as a non-negative number")
+    if REFUSE_ZERO_SESOI and sesoi <= 0:
+        raise ValueError(
+            "sesoi must be > 0: with a SESOI of 0 no data can FAIL a true null; fix it from the chapter's words"
+        )
     xs = [direction * x for x in _clean(values)]
     n = len(xs)
     if n < 2:
@@ -398,8 +413,22 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
             )
             return CODES[int(code[0])], int(need[0]) or None if code[0] == 0 else None
 
+        # an undecided mean on the stated side at or above the SESOI heads for a PASS, one on the wrong side (or
+        # at 0) for a FAIL; one between 0 and the SESOI can go either way
+        toward = None if verdict != INCONCLUSIVE else PASS if m > 0 and m >= sesoi else FAIL if m <= 0 else None
         return Judgement(
-            verdict, "effect", n, direction * m, sd, show, need, detail, p=p, level=alpha / 2, at_levels=at_levels
+            verdict,
+            "effect",
+            n,
+            direction * m,
+            sd,
+            show,
+            need,
+            detail,
+            p=p,
+            level=alpha / 2,
+            at_levels=at_levels,
+            toward=toward,
         )
 
     words = "> 0" if direction > 0 else "< 0"
@@ -459,7 +488,10 @@ def value(values: Sequence[float], book: float, *, tol: float, alpha: float = AL
             half = _st.t.isf(levels(ks, alpha / 2), ks - 1) * sd * np.sqrt(1 + 1 / ks)
             return INCONCLUSIVE, _first(ks, off + half <= tol)
 
-        return Judgement(verdict, "value", n, m, sd, pi, need, detail, p=p, level=alpha / 2, at_levels=at_levels)
+        toward = PASS if verdict == INCONCLUSIVE else None  # its price is the seeds that pin one run to ± tol
+        return Judgement(
+            verdict, "value", n, m, sd, pi, need, detail, p=p, level=alpha / 2, at_levels=at_levels, toward=toward
+        )
 
     base = f"book {book:.4g}; one-run 95% PI {m:.4g} ± {h:.3g} over {n} seeds"
     if not pi[0] <= book <= pi[1]:
@@ -505,7 +537,11 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
             half = _st.t.isf(levels(ks, alpha / 2), ks - 1) * sd / np.sqrt(ks)
             return INCONCLUSIVE, _first(ks, half <= min(m - lo, hi - m))
 
-        return Judgement(verdict, "band", n, m, sd, (a, b), need, detail, p=p, level=alpha / 2, at_levels=at_levels)
+        # a mean inside the band heads for a PASS, one outside it for a FAIL
+        toward = None if verdict != INCONCLUSIVE else PASS if lo <= m <= hi else FAIL
+        return Judgement(
+            verdict, "band", n, m, sd, (a, b), need, detail, p=p, level=alpha / 2, at_levels=at_levels, toward=toward
+        )
 
     base = f"mean {m:.4g}, 95% CI [{a:.4g}, {b:.4g}] over {n} seeds vs the book's [{lo:g}, {hi:g}]"
     if lo <= a and b <= hi:
@@ -523,14 +559,35 @@ def band(values: Sequence[float], lo: float, hi: float, *, alpha: float = ALPHA)
 
 
 @_specified
-def every(values: Sequence[float], lo: float, hi: float) -> Judgement:
-    """Every seed's value inside [lo, hi]: for statements about each run ("都在 0.1–0.2 之间")."""
+def every(values: Sequence[float], lo: float, hi: float, *, one_run: str | None = None) -> Judgement:
+    """Every seed's value inside [lo, hi]: for statements about each run ("都在 0.1–0.2 之间").
+
+    At fewer than MIN_SEEDS seeds it is INCONCLUSIVE (n_needed MIN_SEEDS), as every other rule is:
+    one or two runs inside a band say nothing of every run. Unless the chapter itself speaks of one
+    run: ``one_run`` quotes its words (e.g. "如果继续训 10000 步会怎样"), shown in the detail, and then
+    one run decides, PASS or FAIL, as the chapter's one run did. Tests nothing (p None)."""
+    if one_run is not None and not (isinstance(one_run, str) and one_run.strip()):
+        raise ValueError("one_run quotes the chapter's words that speak of one run: give them as text")
     xs = _clean(values)
     if not xs:
         raise ValueError("no values to judge")
     m, sd = mean_sd(xs)
     out = [x for x in xs if not lo <= x <= hi]
     detail = f"{len(xs) - len(out)} of {len(xs)} seeds inside [{lo:g}, {hi:g}]"
+    if one_run is not None:
+        detail += f" (the chapter speaks of one run: “{one_run.strip()}”)"
+    elif len(xs) < MIN_SEEDS:
+        return Judgement(
+            INCONCLUSIVE,
+            "every",
+            len(xs),
+            m,
+            sd,
+            (min(xs), max(xs)),
+            MIN_SEEDS,
+            detail + f": fewer than {MIN_SEEDS} seeds say nothing of every run; {MIN_SEEDS} seeds to judge it",
+            toward=FAIL if out else None,
+        )
     return Judgement(FAIL if out else PASS, "every", len(xs), m, sd, (min(xs), max(xs)), None, detail)
 
 
@@ -564,7 +621,10 @@ def equivalence(values: Sequence[float], margin: float, *, alpha: float = ALPHA)
             half = _st.t.isf(levels(ks, alpha), ks - 1) * sd / np.sqrt(ks)
             return INCONCLUSIVE, _first(ks, half < margin - abs(m))
 
-        return Judgement(verdict, "equivalence", n, m, sd, (a, b), need, detail, p=p, level=alpha, at_levels=at_levels)
+        toward = None if verdict != INCONCLUSIVE else PASS if margin - abs(m) > 0 else FAIL
+        return Judgement(
+            verdict, "equivalence", n, m, sd, (a, b), need, detail, p=p, level=alpha, at_levels=at_levels, toward=toward
+        )
 
     base = f"mean {m:+.3g}, 90% CI [{a:+.3g}, {b:+.3g}] over {n} seeds vs ±{margin:.3g}"
     if -margin < a and b < margin:
@@ -596,6 +656,14 @@ def na(reason: str) -> Judgement:
 def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
     """A statement made of several parts: FAIL if any part fails, PASS if all pass, else INCONCLUSIVE.
 
+    ``n_needed`` (INCONCLUSIVE only) is that of the part that decides the statement: a FAILing part
+    decides a FAIL (n_needed None). Else the statement is decided at the first seed count at which it
+    would be: a FAIL needs one part to FAIL, a PASS every part to PASS. So when an undecided part heads
+    for a FAIL (its ``toward``), the fewest seeds among those that price one; otherwise the most seeds
+    among the undecided parts (None if one of them has no price: more seeds will not settle it). A
+    part heading for a FAIL with no price leaves the statement unpriced too. ``toward`` is FAIL when a
+    FAIL decides it, PASS when every undecided part heads for a PASS.
+
     ``p``: the intersection-union test (Berger 1982): the statement holds only if every part does,
     so its p is the largest p of the parts that test something (None when none does); ``level``
     the smallest of theirs."""
@@ -608,15 +676,14 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
         v = PASS
     else:
         v = INCONCLUSIVE
-    needs = [p.n_needed for p in parts if p.verdict == INCONCLUSIVE]
-    need = None if not needs or any(x is None for x in needs) else max(needs)
+    need, toward = _deciding([(p.verdict, p.n_needed, p.toward) for p in parts])
     words = detail or "; ".join(f"{p.verdict}: {p.detail}" for p in parts)
     # the seeds the statement stands on: an exact part (arithmetic, n = 1) counts no seeds
     n = min([p.n for p in parts if p.rule != "exact"] or [p.n for p in parts])
     tested = [p for p in parts if p.p is not None]
     spec = {"rule": "all_of", "parts": [p.spec or _spec(p.rule) for p in parts]}
     if not tested:
-        return Judgement(v, "all_of", n, None, None, None, need if v == INCONCLUSIVE else None, words, spec=spec)
+        return Judgement(v, "all_of", n, None, None, None, need, words, spec=spec, toward=toward)
 
     def at_levels(levels: LevelOf) -> tuple[str, int | None]:
         each = [p.at_levels(levels) if p.at_levels else (p.verdict, p.n_needed) for p in parts]
@@ -625,8 +692,7 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
             return FAIL, None
         if all(x == PASS for x in vs):
             return PASS, None
-        needs = [k for x, k in each if x == INCONCLUSIVE]
-        return INCONCLUSIVE, None if not needs or any(k is None for k in needs) else max(needs)
+        return INCONCLUSIVE, _deciding([(x, k, p.toward) for (x, k), p in zip(each, parts)])[0]
 
     return Judgement(
         v,
@@ -635,13 +701,31 @@ def all_of(parts: Sequence[Judgement], detail: str = "") -> Judgement:
         None,
         None,
         None,
-        need if v == INCONCLUSIVE else None,
+        need,
         words,
         p=max(p.p for p in tested),
         level=min(p.level for p in tested if p.level is not None),
         at_levels=at_levels,
         spec=spec,
+        toward=toward,
     )
+
+
+def _deciding(parts: Sequence[tuple[str, int | None, str | None]]) -> tuple[int | None, str | None]:
+    """(n_needed, toward) of an all_of from its parts' (verdict, n_needed, toward): see :func:`all_of`."""
+    verdicts = [v for v, _, _ in parts]
+    if FAIL in verdicts or all(v == PASS for v in verdicts):
+        return None, None
+    open_ = [(k, t) for v, k, t in parts if v == INCONCLUSIVE]
+    if not open_:  # undecided only by parts that test nothing (REPORTED, NA): no seeds decide it
+        return None, None
+    failing = [k for k, t in open_ if t == FAIL]
+    if failing:  # one part's FAIL decides the statement: the first of them to come
+        priced = [k for k in failing if k is not None]
+        return (min(priced) if priced else None), FAIL
+    needs = [k for k, _ in open_]
+    toward = PASS if all(t == PASS for _, t in open_) else None
+    return (None if any(k is None for k in needs) else max(needs)), toward
 
 
 # the rules a stored specification can name, to judge again with its parameters (judge_spec)

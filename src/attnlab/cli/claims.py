@@ -81,6 +81,15 @@ def current_claims(data: Path) -> list[dict]:
     return out
 
 
+def committed_verdicts(data: Path) -> dict[str, str]:
+    """{claim id: the verdict its committed record in ``data``/lab_book holds} (before a re-judgement)."""
+    from ..lab import EXPERIMENTS
+    from ..lab.labbook import read_entries
+
+    docs = read_entries(EXPERIMENTS, Path(data))
+    return {c["id"]: c.get("verdict") for doc in docs.values() for c in doc.get("claims") or [] if "id" in c}
+
+
 def main(args) -> int:
     from .. import claims_registry as R
 
@@ -121,6 +130,7 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
     from ..io import write_json
 
     by_id = {c["id"]: c for c in claims}
+    committed = committed_verdicts(Path(args.data))
     unknown = [cid for cid in (args.register or []) + (args.amend or []) if cid not in by_id]
     if unknown:
         raise AttnlabError(f"no claim {', '.join(unknown)} in the lab book judged now; give ids its entries judge")
@@ -130,7 +140,7 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
             R.register(registry, by_id[cid], date)
             print(f"{cid}: registered")
         for cid in args.amend or []:
-            a = R.amend(registry, by_id[cid], args.why, date)
+            a = R.amend(registry, by_id[cid], args.why, date, committed.get(cid))
             print(f"{cid}: amended ({a['what']})")
     except ValueError as e:
         raise AttnlabError(str(e)) from None

@@ -349,11 +349,18 @@ def _pending(res: dict, cid: str) -> str:
     return f"runs not trained yet: {runs} (`{LONG_COMMAND}`, about {p.get('minutes_one_core', '?')} min on one core)"
 
 
-def _every(values: list[float], lo: float, hi: float, missing: str, needed: int | None = None) -> S.Judgement:
+# the chapter's words where it speaks of its one case run (stats.every's one_run)
+GRAD_ONE_RUN = "本章案例里不缩放那一边就是这样（雅可比范数掉到 8×10⁻⁵）"
+
+
+def _every(
+    values: list[float], lo: float, hi: float, missing: str, needed: int | None = None, one_run: str | None = None
+) -> S.Judgement:
     """Every seed inside [lo, hi]; with no seeds: NA, or INCONCLUSIVE naming the ``needed`` seeds
-    (so `attnlab book --decide` trains them) where a plain `attnlab book` never would."""
+    (so `attnlab book --decide` trains them) where a plain `attnlab book` never would. ``one_run``:
+    the chapter's words where it speaks of one run (stats.every)."""
     if values:
-        return S.every(values, lo, hi)
+        return S.every(values, lo, hi, one_run=one_run)
     if needed:
         return S.Judgement(S.INCONCLUSIVE, "every", 0, n_needed=needed, detail=missing)
     return S.na(missing)
@@ -374,7 +381,11 @@ def statements(res: dict) -> list[dict]:
             "“如果它（梯度范数）掉到 10⁻⁴ 以下并且不回升，说明梯度消失了——本章案例里不缩放那一边就是这样”：不缩放大模型的"
             "全局梯度范数最小值与最后 50 步的中位数都低于 10⁻⁴ / the unscaled big model's gradient norm falls below 1e-4 "
             "and stays there",
-            S.all_of([S.every(mins, 0.0, FROZEN), S.every(ends, 0.0, FROZEN)]) if mins and ends else S.na(miss),
+            S.all_of(
+                [S.every(mins, 0.0, FROZEN, one_run=GRAD_ONE_RUN), S.every(ends, 0.0, FROZEN, one_run=GRAD_ONE_RUN)]
+            )
+            if mins and ends
+            else S.na(miss),
             inputs={
                 "grad_norm_min": mins,
                 "grad_norm_end_median": ends,
@@ -401,6 +412,7 @@ def statements(res: dict) -> list[dict]:
                 0.0,
                 COLLAPSE,
                 "number not stored: layer 1 of the big unscaled model (`attnlab case` keeps it for the first seed)",
+                one_run="loss 并不是不降了（它从 7.05 降到了 5.18）……只有注意力这一层”死”了",
             ),
             inputs={
                 "layer1_entropy_end": l1,
