@@ -208,7 +208,7 @@ def test_the_committed_record_judges_as_reported():
         "ablate_no_warmup": "INCONCLUSIVE",
         "ablate_no_warmup_grad_spike": "INCONCLUSIVE",
         "ablate_no_clipping": "NA",
-        "ablate_clipping_idle": "PASS",
+        "ablate_clipping_idle": "INCONCLUSIVE",  # its clipped share rests on one baseline run (every needs 3)
     }
 
 

@@ -204,7 +204,7 @@ CLAIM_HEAD = [
     "原因 / why",
     "登记 / registered",
 ]
-CLAIM_DETAIL = (5, 6, 9)  # in the HTML, the long columns go on a second line under the claim's row
+CLAIM_DETAIL = (5, 6, 9, 10)  # in the HTML, the long columns go on a second line under the claim's row
 
 
 def claim_row(c: dict, registered: dict | None = None) -> list:
@@ -571,7 +571,8 @@ def _dynamics(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
         head += (
             [f"{name} 书中", "单步", "窗口 / window"] + (["验证批 / val batches"] if has_val else []) + ["论断 / claim"]
         )
-    pg.table(head, rows)
+    size = 5 if has_val else 4  # the columns of each quantity; its batches and its claim go on a second line
+    pg.table(head, rows, detail=tuple(2 + g * size + k for g in range(3) for k in range(3, size)))
     pg.p("这张表里各论断的原因 / why, claim by claim:")
     for cid in (
         "big_scaled_entropy_band",
@@ -686,7 +687,7 @@ def _qk(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
     head = ["config"]
     for name in ("q", "k", "logits", "‖W_qkv‖"):
         head += [f"{name} 书中", f"{name} 本次", "论断 / claim"]
-    pg.table(head, rows)
+    pg.table(head, rows, detail=(3, 6, 9, 12))  # each quantity's claim on a second line
     pg.whys(
         by_id,
         (

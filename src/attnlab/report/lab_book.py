@@ -433,8 +433,8 @@ def _html_experiment(
     if doc["claims"]:
         out.append(
             "<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
-            "<th>本次 / measured</th><th>判定 / verdict</th><th>p</th><th>Holm</th><th>顺序 / sequential</th>"
-            "<th>登记 / registered</th></tr>"
+            "<th>本次 / measured</th><th>判定（登记）/ verdict (registration)</th><th>p</th><th>Holm</th>"
+            "<th>顺序 / sequential</th></tr>"
         )
         for c in doc["claims"]:
             v = verdict(c)
@@ -442,9 +442,9 @@ def _html_experiment(
             out.append(
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
-                f"<td class='{V.verdict_of(c)}'>{e(v)}</td><td>{e(p_text(c))}</td>"
-                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td>"
-                f"<td>{e(registry_text(c, registry))}</td></tr>"
+                f"<td class='{V.verdict_of(c)}'>{e(v)}<br><small>{e(registry_text(c, registry))}</small></td>"
+                f"<td>{e(p_text(c))}</td>"
+                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td></tr>"
             )
         out.append("</table>")
     if doc.get("notes"):
