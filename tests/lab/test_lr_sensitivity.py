@@ -100,7 +100,9 @@ def test_prediction_d256_sqrt_collapses_only_from_3e2():
     assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 1e-3, 1e-6])]))[cid] == "INCONCLUSIVE"
     assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 1e-3, 1e-6])] * 3))[cid] == "PASS"
     assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 3e-4, 1e-3, 1e-6])]))[cid] == "FAIL"  # at 1e-2
-    assert verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 0.2, 1e-6])] * 3))[cid] == "FAIL"  # not at 3e-2
+    assert (
+        verdicts(results([_entropies("big", "1/sqrt(d)", [0.8, 0.8, 0.4, 0.2, 1e-6])] * 3))[cid] == "FAIL"
+    )  # not at 3e-2
 
 
 def test_prediction_d256_mup_never_collapses():
