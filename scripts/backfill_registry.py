@@ -238,6 +238,7 @@ def _why(msg: str) -> str:
 
 # ------------------------------------------------------------------ the registry
 def build() -> dict:
+    from attnlab import claims_registry as R
     from attnlab.claims_registry import KIND, spec_key
     from attnlab.cli.claims import current_claims
 
@@ -291,15 +292,7 @@ def build() -> dict:
             last_verdict = v
         reg = registered.get(cid)
         code = claim.get("spec")
-        e: dict = {
-            "id": cid,
-            "kind": claim.get("kind"),
-            "section": claim.get("section"),
-            "statement": claim.get("statement"),
-            "book": claim.get("book"),
-            "rule": claim.get("rule"),
-            "inputs": list((claim.get("inputs") or {}).keys()),
-        }
+        e: dict = R.described({**claim, "id": cid})
         e["registered"] = (
             {
                 "commit": reg[0],

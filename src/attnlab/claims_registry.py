@@ -291,6 +291,20 @@ def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str, committ
     return entry
 
 
+def described(claim: Mapping[str, Any]) -> dict:
+    """What a registry entry says a claim is: its id, kind, section, statement, the book's words, its
+    rule and the names of its inputs (the specification itself is ``spec``)."""
+    return {
+        "id": claim["id"],
+        "kind": claim.get("kind"),
+        "section": claim.get("section"),
+        "statement": claim.get("statement"),
+        "book": claim.get("book"),
+        "rule": claim.get("rule"),
+        "inputs": list((claim.get("inputs") or {}).keys()),
+    }
+
+
 def register(registry: dict, claim: Mapping[str, Any], date: str) -> dict:
     """Register a new claim with its specification in code (before it is judged on committed data)."""
     cid = claim["id"]
@@ -298,13 +312,7 @@ def register(registry: dict, claim: Mapping[str, Any], date: str) -> dict:
     if cid in entries:
         raise ValueError(f"{cid} is registered already; change its specification with --amend")
     entries[cid] = {
-        "id": cid,
-        "kind": claim.get("kind"),
-        "section": claim.get("section"),
-        "statement": claim.get("statement"),
-        "book": claim.get("book"),
-        "rule": claim.get("rule"),
-        "inputs": list((claim.get("inputs") or {}).keys()),
+        **described(claim),
         "registered": {
             "commit": None,
             "date": date,
