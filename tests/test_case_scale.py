@@ -134,7 +134,7 @@ def test_no_fail_of_a_quick_sized_run_is_left_unexplained(committed):
     assert fails and all(c["reason"]["category"] in ("finding", "protocol", "scale") for c in fails), [
         (c["id"], c["reason"]["category"]) for c in fails
     ]
-    assert sum(c["reason"]["category"] == "scale" for c in fails) >= 2
+    assert sum(c["reason"]["category"] == "scale" for c in fails) >= 1
 
 
 PLAN = {"runs": 16, "wall": "55 min", "core": "1.82 core-h"}
