@@ -4,8 +4,8 @@
     python scripts/run_store.py --write    # write data/run_store.json
 
 In the order the numbers were measured: the case's runs (data/ch1_case.json) first, then the
-learning-rate map's grid (data/lab_book/lr_sensitivity.json, whose points at the book's learning
-rate are the case's runs trained again), then the models shipped in the package
+learning-rate map's grid (data/lab_book/lr_sensitivity.json: its points at the book's learning
+rate are the case's runs, and its ``reproducibility`` list the map's own retrainings of them), then the models shipped in the package
 (src/attnlab/data/case_runs, the case's first seed trained again). The first measurement of a
 (config, seed) is the stored one; a later one that disagrees is listed as a reproducibility
 difference beside it (attnlab.runstore). ``attnlab book`` adds the runs it measures later.
@@ -41,6 +41,9 @@ def build(root: Path = ROOT) -> RunStore:
             size, scaling, rate = cell.split("|")
             run = lr_run(scale, size, scaling, float(rate), int(seed))
             store.measured(run.cfg, f"{run.group}/{run.name}", row.get("val"), f"{LR.as_posix()} ({cell})")
+    for d in lr.get("reproducibility") or []:  # its retrainings of case runs, which it no longer reads
+        if d not in store.differences:
+            store.differences.append(dict(d))
     manifest = json.loads((root / SHIPPED / "manifest.json").read_text(encoding="utf-8"))
     for name, rec in manifest["runs"].items():
         cfg = Config.from_dict(json.loads((root / SHIPPED / "case" / name / "config.json").read_text(encoding="utf-8")))

@@ -61,10 +61,27 @@ def test_committed_store_holds_the_case_first_and_the_learning_rate_maps_retrain
     run = R.case_run(R.Scale(), "small", False, R.BOOK_SEED)
     assert store.first(run.cfg)["val_loss_end"] == case["pairs"]["small_unscaled"]["val_loss_end"]
     lr = json.loads((REPO_ROOT / "data" / "lab_book" / "lr_sensitivity.json").read_text(encoding="utf-8"))
-    retrained = lr["results"]["per_seed"][str(R.BOOK_SEED)]["small|none|0.003"]["val"]
+    (shown,) = [d for d in lr["reproducibility"] if d["key"] == run.key]
+    assert round(shown["retrained"], 4) == 4.2685  # the map's own retraining, kept beside the stored run
     diffs = [d for d in store.differences if d["key"] == run.key]
-    assert retrained in [d["retrained"] for d in diffs]
+    assert shown in diffs
     assert all(d["stored"] == case["pairs"]["small_unscaled"]["val_loss_end"] for d in diffs)
+
+
+def test_the_learning_rate_map_reads_every_case_run_as_the_case_measured_it():
+    """The map's points at the book's lr are case runs: each holds the case's number, never a retraining."""
+    case = json.loads((REPO_ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    lr = json.loads((REPO_ROOT / "data" / "lab_book" / "lr_sensitivity.json").read_text(encoding="utf-8"))
+    n = 0
+    for m in case_entry.MEMBERS:
+        size, tag = m.split("_")
+        cell = f"{size}|{'1/sqrt(d)' if tag == 'scaled' else 'none'}|0.003"
+        for r in [case["pairs"][m], *case.get("seed_runs", {}).get(m, [])]:
+            row = lr["results"]["per_seed"].get(str(r["config"]["seed"]), {})
+            if cell in row:
+                assert row[cell]["val"] == r["val_loss_end"], (cell, r["config"]["seed"])
+                n += 1
+    assert n >= 20
 
 
 def test_the_case_entry_reads_every_case_run_as_the_case_measured_it():
@@ -146,3 +163,23 @@ def test_a_run_first_measured_by_an_entry_is_stored(trained):
     ctx = Context(R.Scale.make(True), TEXT, root, {}, _entry(lambda s: []), train=False, store=store)
     assert ctx.find(run) is not None
     assert store.first(run.cfg)["val_loss_end"] == val and store.changed
+
+
+def test_a_learning_rate_point_holding_a_retraining_is_read_from_the_case_instead(tmp_path):
+    """What ``attnlab book`` does with a map measured before the store (the committed map until
+    2026-12-02): the point that holds a retraining of a case run gets the case's own numbers, the
+    retraining goes to the entry's differences; a point that is the stored run, or not a case run, stays."""
+    case = json.loads((REPO_ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    ctx = Context(R.Scale(), "", tmp_path, {}, LR.EXPERIMENT, train=False, store=RunStore.load(REPO_ROOT))
+    seed = str(R.BOOK_SEED)
+    name = LR.key("small", "none", LR.BOOK_LR)
+    stored = LR.trace_numbers(case["pairs"]["small_unscaled"])
+    retrained = {**stored, "val": 4.268537938594818, "max_logit": 246.8}
+    out = LR.stored_cells(ctx, "small", "none", LR.BOOK_LR, {seed: {name: retrained}})
+    assert out[seed][name] == stored and stored["val"] == case["pairs"]["small_unscaled"]["val_loss_end"]
+    assert stored["max_logit"] is not None and stored["collapse_step"] is None  # the first seed keeps its logits
+    assert [d["retrained"] for d in ctx.differences] == [4.268537938594818]
+    assert LR.stored_cells(ctx, "small", "none", LR.BOOK_LR, {seed: {name: stored}}) == {seed: {name: stored}}
+    other = {seed: {LR.key("small", "none", 1e-2): retrained}}
+    assert LR.stored_cells(ctx, "small", "none", 1e-2, other) == other
+    assert len(ctx.differences) == 1

@@ -191,18 +191,10 @@ def final_val_of(f: Finished) -> float | None:
     return val[-1][1] if val else None
 
 
-def reproducibility_note(d: dict, reads_stored: bool = True) -> str:
-    """One line of an entry's notes for a retraining that disagreed with the stored run.
-    ``reads_stored`` False: an entry measured before this store, whose numbers still hold the retraining."""
+def reproducibility_note(d: dict) -> str:
+    """One line of an entry's notes for a retraining that disagreed with the stored run (the entry reads the stored one)."""
     delta = d.get("delta")
-    zh, en = (
-        ("条目读已存的那次", "the entry reads the stored run")
-        if reads_stored
-        else (
-            "本条目此格仍是重训的数（早于“每个配置与种子只算一次”）",
-            "this entry still holds the retraining here (measured before one run per (config, seed))",
-        )
-    )
+    zh, en = "条目读已存的那次", "the entry reads the stored run"
     return (
         f"复现差异 / reproducibility difference: {d['name']} (seed {d['seed']}) 重训得 val loss "
         f"{_fmt(d['retrained'])}，已存 {_fmt(d['stored'])}（{d['stored_source']}），差 {_fmt(delta, signed=True)}；"

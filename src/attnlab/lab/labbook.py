@@ -541,9 +541,13 @@ def _run_one(
     # a measure/judge entry knows its own status (seeds measured or brought from its JSON)
     status = outcome.status if (e.measure is not None or ctx.have(runs)) else "partial"
     doc = envelope(e, scale, status=status, runs=runs, finished=finished, outcome=outcome)
-    if ctx.differences:  # retrainings the entry did not read, beside the stored runs it read
-        doc["reproducibility"] = list(ctx.differences)
-        doc["notes"] = [reproducibility_note(d) for d in ctx.differences] + doc["notes"]
+    # retrainings the entry did not read, beside the stored runs it read: those found now and those its
+    # stored JSON already shows (a difference, once seen, stays part of the entry's history)
+    before = (_read(ctx.root / DATA_DIR / f"{e.id}.json") or {}).get("reproducibility") or [] if not scale.quick else []
+    seen = [*before, *(d for d in ctx.differences if d not in before)]
+    if seen:
+        doc["reproducibility"] = seen
+        doc["notes"] = [reproducibility_note(d) for d in seen] + doc["notes"]
     return doc
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from .. import stats as S
+from ..config import Config
 from ..runner import Run
 from ..verdicts import claim
 from . import plot
@@ -49,6 +50,7 @@ LABEL = {
     "qk_norm": "QK-norm + 1/√d",
     "qk_norm_none": "QK-norm，不缩放",
 }
+LR_JSON = "data/lab_book/lr_sensitivity.json"
 COLLAPSED = 0.01  # layer-0 weight entropy below this = collapsed (the chapter's §1.13.1 alarm)
 # fixed before the runs: 0.1 nats is the margin attnlab uses for "几乎没差别 / changes little"
 # (the chapter calls its 0.10 difference of bug ④ "不变"); the smallest effect of interest for
@@ -125,34 +127,78 @@ def claim_runs(scale, seed: int, claim_id: str) -> list:
 def run_numbers(f) -> dict:
     """What the map needs of one finished run (its history only)."""
     h = f.history
-    recs = h.records
-    losses = [r["loss"] for r in recs]
-    val = h.val
-    final = val[-1][1] if val else None
+    recs = [r for r in h.records if r.get("layers")]
+    return numbers(
+        [r["loss"] for r in h.records],
+        [r["step"] for r in recs],
+        [r["layers"][0].get("weight_entropy") for r in recs],
+        [max((lay.get("logit_absmax") or 0.0) for lay in r["layers"]) for r in recs],
+        h.val[-1][1] if h.val else None,
+        h.diverged_at,
+    )
+
+
+def trace_numbers(r: dict) -> dict:
+    """The same numbers from a run the case measured (a run record of data/ch1_case.json, its trace).
+    The case keeps the largest logit only for its first seed: for the others ``max_logit`` is None."""
+    t = r["trace"]
+    layers = t.get("layers") or []
+    steps = t["step"]
+    absmax = [lay.get("logit_absmax") for lay in layers]
+    logit = [max(a[i] or 0.0 for a in absmax) for i in range(len(steps))] if layers and all(absmax) else []
+    ent = layers[0]["weight_entropy"] if layers else []
+    return numbers(t["loss"], steps, ent, logit, r.get("val_loss_end"), r.get("diverged_at"))
+
+
+def numbers(losses, steps, entropy0, logit_max, final, diverged_at) -> dict:
+    """One run's point of the map: its last validation loss, whether it diverged, the largest
+    attention logit and the lowest layer-0 entropy over training and the first step below COLLAPSED."""
     start = losses[0] if losses else None
     finite = final is not None and math.isfinite(final)
-    ent, logit, first = [], [], None
-    for r in recs:
-        layers = r.get("layers")
-        if not layers:
-            continue
-        e0 = layers[0].get("weight_entropy")
-        if e0 is not None and math.isfinite(e0):
-            ent.append(e0)
-            if first is None and e0 < COLLAPSED:
-                first = r["step"]
-        mx = max((lay.get("logit_absmax") or 0.0) for lay in layers)
-        if math.isfinite(mx):
-            logit.append(mx)
+    ent = [(s, e) for s, e in zip(steps, entropy0) if e is not None and math.isfinite(e)]
+    logit = [x for x in logit_max if math.isfinite(x)]
     return {
         "val": final if finite else None,
         "loss_start": start,
-        "diverged": h.diverged_at is not None or not finite or (start is not None and final > start),
-        "diverged_at": h.diverged_at,
+        "diverged": diverged_at is not None or not finite or (start is not None and final > start),
+        "diverged_at": diverged_at,
         "max_logit": max(logit) if logit else None,
-        "min_entropy": min(ent) if ent else None,
-        "collapse_step": first,
+        "min_entropy": min(e for _, e in ent) if ent else None,
+        "collapse_step": next((s for s, e in ent if e < COLLAPSED), None),
     }
+
+
+def stored_cells(ctx: Context, size: str, scaling: str, lr: float, prev: dict) -> dict:
+    """``prev`` ({seed: {cell: numbers}}, the committed map) with every point of the book's lr that is a
+    case run and holds another training of it than the one the run store keeps (the map was measured
+    before one run per (config, seed)) replaced by the case's own measurement of that run; the retraining
+    is kept in ``ctx.differences`` (shown as a reproducibility difference, never read)."""
+    if ctx.store is None or lr != BOOK_LR or scaling not in ("1/sqrt(d)", "none") or not prev:
+        return prev
+    from ..runstore import run_label
+    from .common import committed
+
+    name = key(size, scaling, lr)
+    out = dict(prev)
+    case_runs = None
+    for s, row in prev.items():
+        run = lr_run(ctx.scale, size, scaling, lr, int(s))
+        diff = ctx.store.measured(run.cfg, run_label(run), row[name]["val"], f"{LR_JSON} ({name})")
+        if diff is None:
+            continue  # the stored run itself
+        if case_runs is None:
+            case = committed(ctx, "ch1_case.json")
+            case_runs = {
+                Config.from_dict(r["config"]).run_key(): r
+                for r in [*case["pairs"].values(), *(x for rs in case.get("seed_runs", {}).values() for x in rs)]
+            }
+        r = case_runs.get(run.cfg.run_key())
+        if r is None or r["val_loss_end"] != ctx.store.first(run.cfg)["val_loss_end"]:
+            continue  # the stored run is not the case's: keep what the map measured, the difference says so
+        out[s] = {name: trace_numbers(r)}
+        if diff not in ctx.differences:
+            ctx.differences.append(diff)
+    return out
 
 
 def measure(ctx: Context) -> Outcome:
@@ -167,6 +213,7 @@ def measure(ctx: Context) -> Outcome:
                     for s, row in ((ctx.previous or {}).get("per_seed") or {}).items()
                     if name in row
                 }
+                prev = stored_cells(ctx, size, sc, lr, prev)
                 part = seed_table(
                     ctx,
                     lambda s, size=size, sc=sc, lr=lr: [lr_run(scale, size, sc, lr, s)],
