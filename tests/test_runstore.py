@@ -183,3 +183,17 @@ def test_a_learning_rate_point_holding_a_retraining_is_read_from_the_case_instea
     other = {seed: {LR.key("small", "none", 1e-2): retrained}}
     assert LR.stored_cells(ctx, "small", "none", 1e-2, other) == other
     assert len(ctx.differences) == 1
+
+
+def test_each_lab_folder_has_its_own_store(tmp_path):
+    """A book in a folder of one's own (``attnlab book --out mine``) reads the runs trained there: the
+    checkout's committed numbers never refuse them. The folder's own case is its first measurement."""
+    run = R.case_run(R.Scale(), "small", False, R.BOOK_SEED)
+    assert RunStore.load(REPO_ROOT).first(run.cfg) is not None
+    assert RunStore.load(tmp_path).runs == {}
+    case = json.loads((REPO_ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))
+    case["pairs"]["small_unscaled"]["val_loss_end"] = 4.25  # this folder's own training of the run
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ch1_case.json").write_text(json.dumps(case), encoding="utf-8")
+    mine = RunStore.load(tmp_path)
+    assert mine.first(run.cfg)["val_loss_end"] == 4.25 and mine.differences == []

@@ -54,16 +54,19 @@ class RunStore:
     # ------------------------------------------------------------------ reading
     @classmethod
     def load(cls, root: Path | None = None) -> RunStore:
-        """The store of ``root`` (its data/run_store.json, then its data/ch1_case.json), falling back
-        to the repository's committed files for each that ``root`` lacks."""
+        """The store of the lab folder ``root``: its data/run_store.json, then its data/ch1_case.json.
+
+        Each folder is its own lab: a book in ``mine/`` reads the runs trained there, first measured
+        there, and never has them refused for disagreeing with the checkout's committed numbers (the same
+        configs trained on another machine); ``root`` None: the checkout."""
         from .corpus import REPO_ROOT
         from .io import read_json
 
         store = cls()
-        places = [Path(root)] if root is not None else []
+        here = Path(root) if root is not None else REPO_ROOT
         for rel in (STORE, CASE):  # the store's records first: a case JSON trained again differs from them
-            p = next((b / rel for b in [*places, REPO_ROOT] if (b / rel).is_file()), None)
-            if p is None:
+            p = here / rel
+            if not p.is_file():
                 continue
             doc = read_json(p, hint="; run its command again")
             if rel == CASE:
