@@ -197,3 +197,30 @@ def test_each_lab_folder_has_its_own_store(tmp_path):
     (tmp_path / "data" / "ch1_case.json").write_text(json.dumps(case), encoding="utf-8")
     mine = RunStore.load(tmp_path)
     assert mine.first(run.cfg)["val_loss_end"] == 4.25 and mine.differences == []
+
+
+def test_a_case_trained_again_in_its_own_folder_never_replaces_the_judged_numbers(tmp_path):
+    """`attnlab case` where the folder's case was measured before: a result with the same numbers is
+    written as usual; one whose runs gave other numbers (another machine, other threads) goes beside it,
+    ch1_case.retrained.json, and its differences into the folder's run store."""
+    from attnlab.experiments.case import write_result
+
+    committed = (REPO_ROOT / "data" / "ch1_case.json").read_bytes()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ch1_case.json").write_bytes(committed)
+    same = json.loads(committed)
+    assert write_result(tmp_path, same, log=lambda m: None) == tmp_path / "data" / "ch1_case.json"
+    assert not (tmp_path / "data" / "run_store.json").exists()
+
+    (tmp_path / "data" / "ch1_case.json").write_bytes(committed)
+    again = json.loads(committed)
+    again["seed_runs"]["small_unscaled"][0]["val_loss_end"] = 4.25
+    said = []
+    p = write_result(tmp_path, again, log=said.append)
+    assert p == tmp_path / "data" / "ch1_case.retrained.json"
+    assert (tmp_path / "data" / "ch1_case.json").read_bytes() == committed  # the judged numbers stay
+    store = json.loads((tmp_path / "data" / "run_store.json").read_text(encoding="utf-8"))
+    (d,) = store["differences"]
+    assert d["retrained"] == 4.25 and d["name"].startswith("case/small_unscaled_s20261015")
+    assert d["stored"] == json.loads(committed)["seed_runs"]["small_unscaled"][0]["val_loss_end"]
+    assert "--out mine" in said[0]

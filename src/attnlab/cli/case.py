@@ -192,8 +192,8 @@ def main(args) -> int:
             if data[0].name == "ch1_case.json":
                 paths[:] = build_report(res, out)
                 drop_partial_report(out)  # it held less than this one
-            else:  # beside the complete result, its report and figures, which stay as they are
-                paths[:] = build_report(res, out, name="ch1_case.partial")
+            else:  # beside the judged result (partial or retrained), its report and figures stay as they are
+                paths[:] = build_report(res, out, name=data[0].stem)
             report_s[0] += time.perf_counter() - t0
             prog = res.get("progress") or {}
             where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""

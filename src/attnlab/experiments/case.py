@@ -946,11 +946,26 @@ def holds_less(new: dict, old: dict) -> list[str]:
 
 
 def write_result(out: Path, result: dict, overwrite: bool = False, log: Callable[[str], None] = print) -> Path:
-    """Write ``result`` to ``out/data/ch1_case.json``, or beside it (:func:`partial_path`) when the
-    result there holds more (:func:`holds_less`), unless ``overwrite`` and ``result`` is complete.
-    Writing the main file removes a partial one beside it (it holds less). Returns the path written.
-    An unreadable file there is replaced."""
+    """Write ``result`` to ``out/data/ch1_case.json``, or beside it: to :func:`retrained_path` when
+    ``out`` measured some of its runs before with other numbers (one run per (config, seed),
+    :func:`retrained`), else to :func:`partial_path` when the result there holds more
+    (:func:`holds_less`), unless ``overwrite`` and ``result`` is complete. Writing the main file
+    removes a partial one beside it (it holds less). Returns the path written. An unreadable file
+    there is replaced."""
     path = Path(out) / "data" / "ch1_case.json"
+    again = retrained(out, result)
+    if again:
+        aside = retrained_path(path)
+        write_json(aside, result)
+        runs = ", ".join(sorted({d["name"] for d in again}))
+        log(
+            f"这些运行本文件夹已测过，这次重训得到不同的数：{runs}。已判定的数不变；这次的结果写到 {aside}，"
+            f"差异记在 data/run_store.json（复现差异）。要从头测一遍，请换一个文件夹（--out mine）/ this folder "
+            f"measured these runs before and this training gives other numbers: {runs}. The judged numbers stay; "
+            f"this result went to {aside} and the differences to data/run_store.json (reproducibility "
+            "differences). To measure afresh, use another folder (--out mine)"
+        )
+        return aside
     aside = partial_path(path)
     less: list[str] = []
     if path.is_file():
@@ -969,6 +984,40 @@ def write_result(out: Path, result: dict, overwrite: bool = False, log: Callable
     write_json(path, result)
     aside.unlink(missing_ok=True)
     return path
+
+
+def retrained_path(path: Path) -> Path:
+    """Where a result that trained again runs ``path``'s folder already measured goes: ``NAME.retrained.json``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.retrained{path.suffix}")
+
+
+def retrained(out: Path, result: dict) -> list[dict]:
+    """The runs of ``result`` that ``out`` measured before with another final validation loss (its run
+    store: data/run_store.json and the case already in data/), each a reproducibility difference, saved
+    in the folder's data/run_store.json. A case is the first measurement of its runs or a retraining;
+    it never replaces the numbers judged (attnlab.runstore)."""
+    from ..runstore import RunStore
+
+    store = RunStore.load(Path(out))
+    source = retrained_path(Path("data") / "ch1_case.json").as_posix()
+    found = []
+    for member, r in _result_runs(result):
+        name = f"case/{r.get('run') or member}"
+        d = store.measured(Config.from_dict(r["config"]), name, r.get("val_loss_end"), source)
+        if d is not None:
+            found.append(d)
+    if found:
+        store.save(Path(out))
+    return found
+
+
+def _result_runs(res: dict):
+    for member, r in (res.get("pairs") or {}).items():
+        yield member, r
+    for member, rs in (res.get("seed_runs") or {}).items():
+        for r in rs:
+            yield member, r
 
 
 def seeds_summary(rows: list[dict]) -> dict:
