@@ -19,7 +19,7 @@ def doc_with(claims, seeds=3):
     return {"results": {"per_seed": {str(BOOK_SEED + i): {} for i in range(seeds)}}, "claims": claims}
 
 
-def inconclusive(cid, diffs, sesoi=0.0):
+def inconclusive(cid, diffs, sesoi=0.01):
     return V.claim(cid, "§x", "s", S.effect(diffs, sesoi=sesoi), inputs={"d": diffs})
 
 

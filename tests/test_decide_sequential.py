@@ -105,7 +105,7 @@ def test_the_power_it_costs():
 
 
 # ------------------------------------------------------------------ a claim's looks
-def judged(values, sesoi=0.0):
+def judged(values, sesoi=0.01):
     return V.claim("c", "§x", "s", S.effect(values, sesoi=sesoi), inputs={"d": values})
 
 
@@ -120,7 +120,7 @@ def test_record_keeps_the_looks_and_the_decision_that_crossed():
     later = Q.record([judged(xs)], [first])[0]
     assert [x["n"] for x in later["looks"]] == [3, 6]
     assert later["looks"][1]["nominal"] == pytest.approx(Q.nominal((3, 6), 0.025)[1], rel=1e-3)
-    assert later["verdict"] == S.effect(xs, sesoi=0.0).verdict  # the verdict itself is the fixed rule's
+    assert later["verdict"] == S.effect(xs, sesoi=0.01).verdict  # the verdict itself is the fixed rule's
     # a PASS at an earlier look stands, whatever later seeds say
     crossed = {**later, "looks": [{"n": 3, "p": 1e-6, "verdict": "PASS"}]}
     worse = Q.record([judged([0.9, 1.1, 1.0, -3.0, -2.0])], [crossed])[0]

@@ -27,11 +27,11 @@ def samples(seed=0, count=300):
 @pytest.mark.parametrize("direction", [+1, -1])
 def test_effect_p_is_the_one_sided_t_test_against_zero(direction):
     for xs in samples(1):
-        j = S.effect(xs, direction=direction, sesoi=0.0)
+        j = S.effect(xs, direction=direction, sesoi=1e-9)
         ref = st.ttest_1samp(xs, 0.0, alternative="greater" if direction > 0 else "less").pvalue
         assert j.p == pytest.approx(ref, rel=1e-9, abs=1e-15)
         assert j.level == 0.025
-        # with SESOI 0 the FAIL is "wholly on the wrong side": PASS is exactly p < 2.5%
+        # with a SESOI this small the FAIL is "wholly on the wrong side": PASS is exactly p < 2.5%
         assert (j.verdict == S.PASS) == (j.p < 0.025), (xs, j)
 
 
@@ -79,18 +79,18 @@ def test_value_p_is_the_predictive_test_behind_its_pass():
 def test_rules_that_test_nothing_have_no_p_and_parts_combine():
     assert S.exact(True).p is None and S.every([1.0, 2.0], 0, 3).p is None
     assert S.reported("x").p is None and S.na("x").p is None
-    assert S.effect([0.3], sesoi=0.0).p == 1.0  # one seed: no test can reject
-    a, b = S.effect([0.3, 0.31, 0.29], sesoi=0.0), S.equivalence([0.01, -0.02, 0.0], 0.1)
+    assert S.effect([0.3], sesoi=0.01).p == 1.0  # one seed: no test can reject
+    a, b = S.effect([0.3, 0.31, 0.29], sesoi=0.01), S.equivalence([0.01, -0.02, 0.0], 0.1)
     j = S.all_of([a, b, S.exact(True)])
     assert j.p == max(a.p, b.p) and j.level == 0.025  # intersection-union: the weakest part
     assert S.all_of([S.exact(True), S.every([1.0], 0, 2)]).p is None
 
 
 def test_claim_records_p_and_json_is_ready():
-    c = V.claim("x", "§1", "s", S.effect([0.3, 0.31, 0.29], sesoi=0.0), inputs={"d": [0.3, 0.31, 0.29]})
+    c = V.claim("x", "§1", "s", S.effect([0.3, 0.31, 0.29], sesoi=0.01), inputs={"d": [0.3, 0.31, 0.29]})
     assert c["p"] == float(f"{c['p']:.4g}") and 0 < c["p"] < 0.025
     json.dumps(c)
-    assert "at_levels" not in S.effect([0.3, 0.31, 0.29], sesoi=0.0).to_dict()
+    assert "at_levels" not in S.effect([0.3, 0.31, 0.29], sesoi=0.01).to_dict()
 
 
 # ------------------------------------------------------------------ Holm
@@ -156,7 +156,7 @@ def test_a_question_is_reported_counted_apart_and_in_no_family():
 def test_effect_decide_and_seeds_for_many_are_the_rule_itself():
     rng = np.random.default_rng(11)
     for _ in range(200):
-        n, sesoi = int(rng.integers(2, 12)), float(rng.choice([0.0, 0.1, 0.5]))
+        n, sesoi = int(rng.integers(2, 12)), float(rng.choice([1e-9, 0.1, 0.5]))
         xs = rng.normal(rng.normal(0.2, 0.4), 1.0, n)
         j = S.effect(xs.tolist(), sesoi=sesoi)
         m, sd = xs.mean(), xs.std(ddof=1)

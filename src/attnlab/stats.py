@@ -60,9 +60,6 @@ ALPHA = 0.05
 POWER = 0.80
 MIN_SEEDS = 3  # the fewest seeds that estimate a spread worth an interval
 ONE_SEED = "one seed has no spread: at least 3 seeds to judge it"
-# effect refuses a SESOI of 0 (an effect that can never FAIL a true null) once no claim uses one:
-# tests/test_stats_guards.py lists the claims that still do; set this True when that list is empty
-REFUSE_ZERO_SESOI = False
 MAX_SEEDS = 1000  # n_needed beyond this is reported as None ("more seeds will not settle it")
 ONE_SIDED = ALPHA / 2  # the level of a one-sided test behind a two-sided 95% interval
 
@@ -390,11 +387,10 @@ def effect(values: Sequence[float], *, direction: int = +1, sesoi: float, alpha:
     (a FAIL). ``level`` alpha / 2 = 0.025."""
     if direction not in (+1, -1):
         raise ValueError("direction must be +1 or -1")
-    if sesoi < 0:
-        raise ValueError("sesoi is a size: give it as a non-negative number")
-    if REFUSE_ZERO_SESOI and sesoi <= 0:
+    if not sesoi > 0:  # also NaN
         raise ValueError(
-            "sesoi must be > 0: with a SESOI of 0 no data can FAIL a true null; fix it from the chapter's words"
+            f"sesoi must be > 0 (got {sesoi}): with a SESOI of 0 no data can FAIL a true null; fix it from the "
+            "chapter's words"
         )
     xs = [direction * x for x in _clean(values)]
     n = len(xs)
