@@ -689,6 +689,7 @@ REPRO_LABELS = {
     "threads2": "2 个线程（参照 1 个）/ 2 threads (reference: 1)",
     "avx2": "AVX2 内核（ATEN_CPU_CAPABILITY、MKL_CBWR）/ AVX2 kernels",
     "batches": "批次顺序错开一步 / batch stream shifted by one draw",
+    "torch": "PyTorch {torch}（参照 {ref}）/ PyTorch {torch} (reference: {ref})",
 }
 
 
@@ -710,6 +711,10 @@ def repro_block() -> str:
     )
     lines = [head + " | 权重逐位相同 / weights identical |", "|---|" + "---|" * (len(models) + 1)]
     for name, label in REPRO_LABELS.items():
+        if name not in rep["models"][models[0]]["variants"]:
+            continue
+        first = rep["models"][models[0]]
+        label = label.format(torch=first["variants"][name].get("torch"), ref=first.get("reference_torch"))
         cells = [", ".join(_e(d) for _, d in rep["models"][m]["variants"][name]["abs_delta_val"]) for m in models]
         same = "/".join(
             "是 yes" if rep["models"][m]["variants"][name]["weights_identical"] else "否 no" for m in models

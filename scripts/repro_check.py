@@ -1,6 +1,7 @@
 """How far two trainings of one config and seed differ on this machine, and why.
 
     nice -n 10 python scripts/repro_check.py [--steps 200] [--out data/repro_check.json]
+    nice -n 10 python scripts/repro_check.py --only torch --torch-python /path/to/other/venv/bin/python
 
 Trains the case's small model (d_head 32; scaled and unscaled, the book's first seed) for a few
 hundred steps, several times, each in its own process so that the thread count and the kernels
@@ -10,6 +11,11 @@ torch and MKL pick are fixed before torch is imported:
   threads2    2 torch threads instead of 1                     (float32 sums split differently)
   avx2        ATEN_CPU_CAPABILITY=avx2 and MKL_CBWR=AVX2: the kernels an older CPU runs
   batches     the same init, the batch stream shifted by one draw (a different batch order)
+  torch       another PyTorch release (the interpreter of another venv, ``--torch-python``; that venv
+              needs attnlab's dependencies, attnlab itself comes from this checkout's src/)
+
+``--only`` trains the reference and the variants named, and keeps the other variants' rows the JSON
+at ``--out`` already holds (measured with the same steps).
 
 and writes, for each, max |Δ val loss| against the reference over the validations, the final
 |Δ val loss| and whether the final weights are bit-identical, to a JSON (docs/case.md reads it).
@@ -35,6 +41,7 @@ VARIANTS = {  # name -> (threads, extra environment, perturbation)
     "threads2": (2, {}, None),
     "avx2": (1, {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}, None),
     "batches": (1, {}, "batches"),
+    "torch": (1, {}, None),  # run by --torch-python
 }
 
 
@@ -76,15 +83,16 @@ def child(scaled: bool, steps: int, perturb: str | None) -> dict:
         "weights_sha256": h.hexdigest()[:16],
         "threads": torch.get_num_threads(),
         "capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
 
-def spawn(name: str, scaled: bool, steps: int) -> dict:
+def spawn(name: str, scaled: bool, steps: int, python: str = sys.executable) -> dict:
     threads, extra, perturb = VARIANTS[name]
     env = {**os.environ, **extra, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    args = [sys.executable, __file__, "--child", json.dumps([scaled, steps, perturb])]
+    args = [python, __file__, "--child", json.dumps([scaled, steps, perturb])]
     out = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"variant {name} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--out", default=str(ROOT / "data" / "repro_check.json"))
+    ap.add_argument("--only", nargs="+", choices=[v for v in VARIANTS if v != "reference"], help="these variants")
+    ap.add_argument("--torch-python", help="the interpreter of a venv with another PyTorch (the torch variant)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -102,12 +112,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import platform
 
+    names = ["reference", *(args.only or [v for v in VARIANTS if v != "reference"])]
+    if "torch" in names and not args.torch_python:
+        if args.only:
+            ap.error("the torch variant needs --torch-python (another venv's python)")
+        names.remove("torch")
+    kept = {}
+    if args.only and Path(args.out).is_file():
+        before = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        if before.get("steps") != args.steps:
+            ap.error(f"{args.out} was measured with {before.get('steps')} steps: give --steps {before.get('steps')}")
+        kept = {tag: m["variants"] for tag, m in before["models"].items()}
     result: dict = {"steps": args.steps, "machine": platform.processor() or platform.machine(), "models": {}}
     for scaled in (True, False):
         tag = "small_scaled" if scaled else "small_unscaled"
-        raw = {name: spawn(name, scaled, args.steps) for name in VARIANTS}
+        raw = {
+            name: spawn(name, scaled, args.steps, args.torch_python if name == "torch" else sys.executable)
+            for name in names
+        }
         ref = raw["reference"]
-        rows = {}
+        rows = {k: v for k, v in kept.get(tag, {}).items() if k not in raw}
         for name, r in raw.items():
             if name == "reference":
                 continue
@@ -119,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
                 "weights_identical": r["weights_sha256"] == ref["weights_sha256"],
                 "threads": r["threads"],
                 "capability": r["capability"],
+                "torch": r["torch"],
                 "seconds": r["seconds"],
             }
             print(tag, name, rows[name], flush=True)
         result["models"][tag] = {
             "reference_val": ref["val"],
             "reference_capability": ref["capability"],
-            "variants": rows,
+            "reference_torch": ref["torch"],
+            "variants": {k: rows[k] for k in VARIANTS if k in rows},
         }
     from attnlab.io import write_json
 

@@ -161,7 +161,28 @@ def test_counts_say_before_after_and_amended(registry, claims):
     c = R.counts(registry, [x["id"] for x in claims])
     assert c["before"] + c["post_hoc"] == len(claims) and c["unregistered"] == 0
     assert c["amended"] == sum(bool(e["amendments"]) for e in registry["claims"].values())
+    assert c["post_hoc"] == c["registered_after"] + c["amended_after"]
     assert "事后" in R.count_text(c)
+
+
+def test_a_claim_amended_after_its_data_is_post_hoc():
+    """Registered before its data is not enough: a specification changed once the numbers were seen is
+    post hoc, and the mark says which kind; an amendment before the data keeps it fixed beforehand."""
+    e = {
+        "post_hoc": False,
+        "first_data": {"date": "2026-11-20T00:00:00+00:00"},
+        "amendments": [{"date": "2026-11-10T00:00:00+00:00", "from": None}],
+    }
+    assert R.status(e) == "before"
+    later = {**e, "amendments": [*e["amendments"], {"date": "2026-11-21T00:00:00+00:00", "from": None}]}
+    assert R.status(later) == "post_hoc" and R.amended_after_data(later)
+    assert "amended after its data" in R.mark(later, {"id": "x"})
+    assert R.status({**e, "post_hoc": True}) == "post_hoc"
+    assert "registered with or after its data" in R.mark({**e, "post_hoc": True}, {"id": "x"})
+    reg = {"claims": {"a": e, "b": later, "c": {**e, "post_hoc": True}}}
+    c = R.counts(reg, ["a", "b", "c", "d"])
+    assert (c["before"], c["post_hoc"], c["registered_after"], c["amended_after"]) == (1, 2, 1, 1)
+    assert (c["amended"], c["unregistered"]) == (3, 1)
 
 
 def _backfill():
@@ -201,7 +222,7 @@ def test_reports_mark_post_hoc_claims(registry):
 
     book, docs = load_book(ROOT)
     md = render_markdown(book, docs, registry=registry)
-    posthoc = [cid for cid, e in registry["claims"].items() if e["post_hoc"]]
+    posthoc = [cid for cid, e in registry["claims"].items() if R.status(e) == "post_hoc"]
     assert posthoc and "事后 / post hoc" in md and "登记 / registered" in md
     c = R.counts(registry, registry["claims"])
-    assert f"{c['post_hoc']} 条与数据同时或之后（事后）" in md.split("\n## ")[0]  # the headline says it
+    assert f"{c['post_hoc']} 条事后 / post hoc" in md.split("\n## ")[0]  # the headline says it

@@ -14,7 +14,8 @@ specification:
   registered      {commit, date, how}: when the claim id first appeared in src/
   first_data      {commit, date, path, verdict, how}: the first committed JSON holding a judged
                   verdict (PASS / FAIL / INCONCLUSIVE) for it
-  post_hoc        registered in the same commit as its first data, or after it (事后)
+  post_hoc        registered in the same commit as its first data, or after it (事后); a claim
+                  amended after its first data is post hoc as well (:func:`amended_after_data`)
   amendments      one entry per change of rule, parameters or kind: {date, commit, what, from, spec, why,
                   how, verdict_before}, and {kind_from, kind} when the kind changes (book → question …);
                   ``spec`` is the specification from then on, ``kind`` the kind
@@ -198,11 +199,26 @@ def registered_verdict(entry: Mapping[str, Any], claim: Mapping[str, Any]) -> st
         return None
 
 
+def amended_after_data(entry: Mapping[str, Any]) -> bool:
+    """Whether any amendment of ``entry`` came after its first judged data (a specification fixed, in
+    part, by someone who had seen the numbers)."""
+    seen = (entry.get("first_data") or {}).get("date")
+    return bool(seen) and any(a.get("date", "") > seen for a in entry.get("amendments") or [])
+
+
 def status(entry: Mapping[str, Any] | None) -> str:
-    """ "before" (fixed before its data), "post_hoc" (with or after its data) or "unregistered"."""
+    """ "before" (fixed before its data and never changed after it), "post_hoc" (registered with or
+    after its data, or amended after it) or "unregistered"."""
     if entry is None:
         return "unregistered"
-    return "post_hoc" if entry.get("post_hoc") else "before"
+    return "post_hoc" if entry.get("post_hoc") or amended_after_data(entry) else "before"
+
+
+def post_hoc_why(entry: Mapping[str, Any]) -> str:
+    """Why a post hoc claim is one: registered with or after its data, or amended after it."""
+    if entry.get("post_hoc"):
+        return "与数据同时或之后登记 / registered with or after its data"
+    return "数据之后修订 / amended after its data"
 
 
 def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
@@ -211,10 +227,11 @@ def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
     if entry is None:
         return "未登记 / unregistered"
     amended = len(entry.get("amendments") or [])
-    words = [POST_HOC if entry.get("post_hoc") else BEFORE]
+    post_hoc = status(entry) == "post_hoc"
+    words = [f"{POST_HOC}（{post_hoc_why(entry)}）" if post_hoc else BEFORE]
     if amended:
         words.append(f"修订 {amended} 次 / amended {amended}×")
-    if entry.get("post_hoc") or amended:
+    if post_hoc or amended:
         v = registered_verdict(entry, claim)
         words.append(f"登记的规格判定 / registered spec: {v}" if v else "登记时只有文字标准 / registered in words only")
     last = (entry.get("amendments") or [{}])[-1]
@@ -228,13 +245,20 @@ def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
 
 
 def counts(registry: Mapping[str, Any], ids: Iterable[str]) -> dict[str, int]:
-    """How many of ``ids`` were registered before their data, with or after it, amended, unregistered."""
+    """How many of ``ids`` were fixed before their data (and never changed after it), post hoc (of which
+    registered with or after their data, and registered before it but amended after), amended, unregistered."""
     entries = registry.get("claims") or {}
-    out = {"before": 0, "post_hoc": 0, "amended": 0, "unregistered": 0}
+    out = {"before": 0, "post_hoc": 0, "registered_after": 0, "amended_after": 0, "amended": 0, "unregistered": 0}
     for cid in ids:
         e = entries.get(cid)
         out[status(e)] += 1
-        if e is not None and e.get("amendments"):
+        if e is None:
+            continue
+        if e.get("post_hoc"):
+            out["registered_after"] += 1
+        elif amended_after_data(e):
+            out["amended_after"] += 1
+        if e.get("amendments"):
             out["amended"] += 1
     return out
 
@@ -242,8 +266,10 @@ def counts(registry: Mapping[str, Any], ids: Iterable[str]) -> dict[str, int]:
 def count_text(c: Mapping[str, int]) -> str:
     """The registry's headline: fixed before their data, after, amended."""
     text = (
-        f"登记 / registration: {c['before']} 条在数据之前定下 / fixed before their data, "
-        f"{c['post_hoc']} 条与数据同时或之后（事后）/ with or after (post hoc), {c['amended']} 条修订过 / amended"
+        f"登记 / registration: {c['before']} 条在数据之前定下、之后未改 / fixed before their data and not changed "
+        f"since, {c['post_hoc']} 条事后 / post hoc（{c['registered_after']} 条与数据同时或之后登记 / registered with "
+        f"or after their data, {c['amended_after']} 条数据之后修订 / amended after it）, {c['amended']} 条修订过 / "
+        "amended"
     )
     return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
 
