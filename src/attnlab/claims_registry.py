@@ -266,10 +266,9 @@ def counts(registry: Mapping[str, Any], ids: Iterable[str]) -> dict[str, int]:
 def count_text(c: Mapping[str, int]) -> str:
     """The registry's headline: fixed before their data, after, amended."""
     text = (
-        f"登记 / registration: {c['before']} 条在数据之前定下、之后未改 / fixed before their data and not changed "
-        f"since, {c['post_hoc']} 条事后 / post hoc（{c['registered_after']} 条与数据同时或之后登记 / registered with "
-        f"or after their data, {c['amended_after']} 条数据之后修订 / amended after it）, {c['amended']} 条修订过 / "
-        "amended"
+        f"登记 / registration: {c['before']} 条事前定下未改 / fixed before data, unchanged; {c['post_hoc']} 条事后 / "
+        f"post hoc（{c['registered_after']} 条登记不早于数据 / registered with or after data, {c['amended_after']} 条"
+        f"数据后修订 / amended after data）; {c['amended']} 条修订过 / amended"
     )
     return text + (f", {c['unregistered']} 条未登记 / unregistered" if c.get("unregistered") else "")
 
