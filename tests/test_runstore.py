@@ -224,3 +224,21 @@ def test_a_case_trained_again_in_its_own_folder_never_replaces_the_judged_number
     assert d["retrained"] == 4.25 and d["name"].startswith("case/small_unscaled_s20261015")
     assert d["stored"] == json.loads(committed)["seed_runs"]["small_unscaled"][0]["val_loss_end"]
     assert "--out mine" in said[0]
+
+
+def test_a_book_judged_again_without_its_runs_loses_nothing(tmp_path):
+    """`attnlab book --no-train` on a fresh clone (no runs/): an entry whose numbers are all stored keeps
+    its JSON byte for byte: when, where and how long it was measured, and its runs' record, included."""
+    from attnlab.corpus import load_corpus
+    from attnlab.lab import BY_ID, EXPERIMENTS
+    from attnlab.lab.labbook import run_book
+
+    shutil.copytree(REPO_ROOT / "data", tmp_path / "data")
+    ids = ["ablation", "lr_sensitivity"]
+    before = {i: (tmp_path / "data" / "lab_book" / f"{i}.json").read_bytes() for i in ids}
+    run_book(
+        [BY_ID[i] for i in ids], load_corpus(), tmp_path, scale=R.Scale(), train=False,
+        registry=EXPERIMENTS, log=lambda m: None,
+    )  # fmt: skip
+    for i in ids:
+        assert (tmp_path / "data" / "lab_book" / f"{i}.json").read_bytes() == before[i], i

@@ -264,11 +264,17 @@ def run_book(
         if doc is not None:
             used = {r.name: r for r in e.runs(scale)} | ctx.extra
             used_runs[e.id] = used
-            doc["timings"] = {
-                "analysis_s": round(time.perf_counter() - t, 3),
-                "train_s": _train_seconds(e, scale, finished),
-                **compute_time(list(used.values()), runs_root, (previous or {}).get("timings")),
-            }
+            if _measured_before(doc, previous, used, finished):
+                # nothing of it read from disk now and the same numbers: when, where and how long they were
+                # measured stays as stored (a book judged again on a machine without its runs loses nothing)
+                doc |= {k: previous[k] for k in ("provenance", "environment", "runs", "timings") if k in previous}
+                doc = {k: doc[k] for k in previous if k in doc} | doc  # and in the stored order
+            else:
+                doc["timings"] = {
+                    "analysis_s": round(time.perf_counter() - t, 3),
+                    "train_s": _train_seconds(e, scale, finished),
+                    **compute_time(list(used.values()), runs_root, (previous or {}).get("timings")),
+                }
             write_json(root / DATA_DIR / f"{e.id}.json", doc)
             timings[e.id] = doc["timings"]
     if store.changed and not scale.quick:  # quick numbers mean nothing beyond the plumbing
@@ -340,6 +346,14 @@ def _more_complete(old: dict | None, new: dict) -> bool:
         return False
     (od, oc), (nd, nc) = _completeness(old), _completeness(new)
     return od > nd or oc > nc
+
+
+def _measured_before(doc: dict, previous: dict | None, used: dict[str, Run], finished: dict) -> bool:
+    """Whether an entry's new ``doc`` holds exactly the numbers of its stored JSON (``previous``) and none
+    of its runs (``used``) was read from disk in this invocation."""
+    if previous is None or previous.get("status") != doc.get("status"):
+        return False
+    return not any(name in finished for name in used) and previous.get("results") == doc.get("results")
 
 
 def _read(path: Path) -> dict | None:
