@@ -710,10 +710,10 @@ def repro_block() -> str:
         f"{m}：各验证点 \\|Δ val loss\\| / at steps {', '.join(str(s + 1) for s in steps)}" for m in models
     )
     lines = [head + " | 权重逐位相同 / weights identical |", "|---|" + "---|" * (len(models) + 1)]
+    first = rep["models"][models[0]]
     for name, label in REPRO_LABELS.items():
-        if name not in rep["models"][models[0]]["variants"]:
+        if name not in first["variants"]:
             continue
-        first = rep["models"][models[0]]
         label = label.format(torch=first["variants"][name].get("torch"), ref=first.get("reference_torch"))
         cells = [", ".join(_e(d) for _, d in rep["models"][m]["variants"][name]["abs_delta_val"]) for m in models]
         same = "/".join(

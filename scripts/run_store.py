@@ -41,9 +41,7 @@ def build(root: Path = ROOT) -> RunStore:
             size, scaling, rate = cell.split("|")
             run = lr_run(scale, size, scaling, float(rate), int(seed))
             store.measured(run.cfg, f"{run.group}/{run.name}", row.get("val"), f"{LR.as_posix()} ({cell})")
-    for d in lr.get("reproducibility") or []:  # its retrainings of case runs, which it no longer reads
-        if d not in store.differences:
-            store.differences.append(dict(d))
+    store.add_differences(lr.get("reproducibility") or [])  # its retrainings of case runs, no longer read
     manifest = json.loads((root / SHIPPED / "manifest.json").read_text(encoding="utf-8"))
     for name, rec in manifest["runs"].items():
         cfg = Config.from_dict(json.loads((root / SHIPPED / "case" / name / "config.json").read_text(encoding="utf-8")))

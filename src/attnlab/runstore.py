@@ -77,16 +77,9 @@ class RunStore:
         return store
 
     def add_case(self, doc: dict, source: str) -> None:
-        """Every run the case JSON holds (its first seed's pairs, then the other seeds)."""
-        for member, r in (doc.get("pairs") or {}).items():
-            self._case_run(member, r, source)
-        for member, rs in (doc.get("seed_runs") or {}).items():
-            for r in rs:
-                self._case_run(member, r, source)
-
-    def _case_run(self, member: str, r: dict, source: str) -> None:
-        cfg = Config.from_dict(r["config"])
-        self.measured(cfg, r.get("run") or member, r.get("val_loss_end"), source)
+        """Every run the case JSON holds (:func:`case_records`)."""
+        for member, r in case_records(doc):
+            self.measured(Config.from_dict(r["config"]), r.get("run") or member, r.get("val_loss_end"), source)
 
     def add_doc(self, doc: dict, path: Path) -> None:
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
@@ -96,7 +89,11 @@ class RunStore:
                 self.runs[key] = dict(rec)
             elif not _same(self.runs[key].get("val_loss_end"), rec.get("val_loss_end")):
                 self._differ(key, rec.get("names", ["?"])[0], rec.get("val_loss_end"), rec.get("source", str(path)))
-        for d in doc.get("differences") or []:
+        self.add_differences(doc.get("differences") or [])
+
+    def add_differences(self, ds) -> None:
+        """Reproducibility differences recorded elsewhere (a store file, an entry's JSON), each once."""
+        for d in ds:
             if d not in self.differences:
                 self.differences.append(dict(d))
 
@@ -171,6 +168,15 @@ class RunStore:
         write_json(p, self.to_dict())
         self.changed = False
         return p
+
+
+def case_records(doc: dict):
+    """(member, run record) of every run a case JSON holds: its first seed's pairs, then the other seeds."""
+    for member, r in (doc.get("pairs") or {}).items():
+        yield member, r
+    for member, rs in (doc.get("seed_runs") or {}).items():
+        for r in rs:
+            yield member, r
 
 
 def _same(a: float | None, b: float | None) -> bool:

@@ -997,12 +997,12 @@ def retrained(out: Path, result: dict) -> list[dict]:
     store: data/run_store.json and the case already in data/), each a reproducibility difference, saved
     in the folder's data/run_store.json. A case is the first measurement of its runs or a retraining;
     it never replaces the numbers judged (attnlab.runstore)."""
-    from ..runstore import RunStore
+    from ..runstore import RunStore, case_records
 
     store = RunStore.load(Path(out))
     source = retrained_path(Path("data") / "ch1_case.json").as_posix()
     found = []
-    for member, r in _result_runs(result):
+    for member, r in case_records(result):
         name = f"case/{r.get('run') or member}"
         d = store.measured(Config.from_dict(r["config"]), name, r.get("val_loss_end"), source)
         if d is not None:
@@ -1010,14 +1010,6 @@ def retrained(out: Path, result: dict) -> list[dict]:
     if found:
         store.save(Path(out))
     return found
-
-
-def _result_runs(res: dict):
-    for member, r in (res.get("pairs") or {}).items():
-        yield member, r
-    for member, rs in (res.get("seed_runs") or {}).items():
-        for r in rs:
-            yield member, r
 
 
 def seeds_summary(rows: list[dict]) -> dict:

@@ -175,7 +175,7 @@ def stored_cells(ctx: Context, size: str, scaling: str, lr: float, prev: dict) -
     is kept in ``ctx.differences`` (shown as a reproducibility difference, never read)."""
     if ctx.store is None or lr != BOOK_LR or scaling not in ("1/sqrt(d)", "none") or not prev:
         return prev
-    from ..runstore import run_label
+    from ..runstore import case_records, run_label
     from .common import committed
 
     name = key(size, scaling, lr)
@@ -188,10 +188,7 @@ def stored_cells(ctx: Context, size: str, scaling: str, lr: float, prev: dict) -
             continue  # the stored run itself
         if case_runs is None:
             case = committed(ctx, "ch1_case.json")
-            case_runs = {
-                Config.from_dict(r["config"]).run_key(): r
-                for r in [*case["pairs"].values(), *(x for rs in case.get("seed_runs", {}).values() for x in rs)]
-            }
+            case_runs = {Config.from_dict(r["config"]).run_key(): r for _, r in case_records(case)}
         r = case_runs.get(run.cfg.run_key())
         if r is None or r["val_loss_end"] != ctx.store.first(run.cfg)["val_loss_end"]:
             continue  # the stored run is not the case's: keep what the map measured, the difference says so
