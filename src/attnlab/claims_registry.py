@@ -123,13 +123,45 @@ def load(path: Path) -> dict:
     return doc
 
 
-def check(registry: Mapping[str, Any], claims: Iterable[Mapping[str, Any]]) -> list[str]:
-    """One line per claim whose specification in code differs from its registration plus amendments,
-    and per claim missing from the registry (empty: every claim is held to what was registered)."""
+# the words a registration fixes beside its specification: changing them is an amendment too
+WORDS = ("section", "statement", "book")
+
+
+def effective_words(entry: Mapping[str, Any]) -> dict:
+    """The section, statement and chapter words a claim is held to: its registration's, with every
+    amendment that changed them applied."""
+    words = {k: entry.get(k) for k in WORDS}
+    for a in entry.get("amendments") or []:
+        words.update(a.get("words") or {})
+    return words
+
+
+def withdrawn(entry: Mapping[str, Any]) -> bool:
+    """Whether an amendment withdrew the claim (it stays in the registry, with its history)."""
+    return any(a.get("withdrawn") for a in entry.get("amendments") or [])
+
+
+def _word_differences(entry: Mapping[str, Any], claim: Mapping[str, Any]) -> list[str]:
+    held, now = effective_words(entry), described(claim)
+    return [f"{k}: {_short(held[k])} → {_short(now[k])}" for k in WORDS if held[k] != now[k]]
+
+
+def _short(v: Any, n: int = 40) -> str:
+    text = repr(v) if not isinstance(v, str) else v
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def check(registry: Mapping[str, Any], claims: Iterable[Mapping[str, Any]], complete: bool = True) -> list[str]:
+    """One line per claim whose registration (specification, kind, section, statement, the chapter's
+    words) differs in code from its registration plus amendments, per claim missing from the
+    registry, and (``complete``: ``claims`` are every claim judged now) per registered claim that no
+    entry judges any more and no amendment withdrew. Empty: every claim is held to what was registered."""
     entries = registry.get("claims") or {}
     out = []
+    seen = set()
     for c in claims:
         cid = c.get("id")
+        seen.add(cid)
         e = entries.get(cid)
         if e is None:
             out.append(f"{cid}: not in the registry; register it (its spec: {spec_key(c.get('spec'))})")
@@ -143,6 +175,16 @@ def check(registry: Mapping[str, Any], claims: Iterable[Mapping[str, Any]]) -> l
             diff.append(f"kind: {kind} → {c.get('kind', 'book')}")
         if diff:
             out.append(f"{cid}: the spec in code differs from the registered one: {'; '.join(diff)}")
+        words = _word_differences(e, c)
+        if words:
+            out.append(f"{cid}: the words in code differ from the registered ones: {'; '.join(words)}")
+    if complete:
+        out += [
+            f"{cid}: registered, but no entry judges it now; restore it, or withdraw it with a reason "
+            f"(`attnlab claims --withdraw {cid} --why ...`)"
+            for cid, e in entries.items()
+            if cid not in seen and not withdrawn(e)
+        ]
     return out
 
 
@@ -292,23 +334,28 @@ def amend(registry: dict, claim: Mapping[str, Any], why: str, date: str, committ
     kind_before, kind = effective_kind(e), claim.get("kind", "book")
     if kind_before != kind:
         diff.append(f"kind: {kind_before} → {kind}")
+    held, words = effective_words(e), {k: v for k, v in described(claim).items() if k in WORDS}
+    changed_words = {k: words[k] for k in WORDS if held[k] != words[k]}
+    spec_changed = bool(diff)
+    diff += _word_differences(e, claim)
     now = claim.get("verdict")
     moved = committed_verdict is not None and committed_verdict != now
     if not diff and not moved:
         raise ValueError(
-            f"{cid}: its specification and kind in code are the registered ones and its verdict is unchanged; "
+            f"{cid}: its specification, kind and words in code are the registered ones and its verdict is unchanged; "
             "nothing to amend"
         )
-    held = {**e, "spec": before, "amendments": []}
+    held_spec = {**e, "spec": before, "amendments": []}
     what = "; ".join(diff) if diff else f"the rule's code (same specification): verdict {committed_verdict} → {now}"
     entry = {
         "date": date,
         "commit": None,
         "what": what,
         "from": before,
-        "spec": spec_key(claim.get("spec")) if diff else before,
-        "verdict_before": committed_verdict if moved else registered_verdict(held, claim),
+        "spec": spec_key(claim.get("spec")) if spec_changed else before,
+        "verdict_before": committed_verdict if moved else registered_verdict(held_spec, claim),
         **({"kind_from": kind_before, "kind": kind} if kind_before != kind else {}),
+        **({"words_from": {k: held[k] for k in changed_words}, "words": changed_words} if changed_words else {}),
         "why": why.strip(),
         "how": "recorded by `attnlab claims --amend` with the change (its commit is the one that adds this entry)",
     }
@@ -372,3 +419,116 @@ def for_reports(data: Path | None = None) -> dict:
 def find(root: Path, data: Path | None = None) -> Path:
     """Where the registry of a data folder is (``data``/claims_registry.json, default root/data)."""
     return (Path(data) if data is not None else Path(root) / "data") / REGISTRY.name
+
+
+def withdraw(registry: dict, cid: str, why: str, date: str) -> dict:
+    """Append an amendment that withdraws a registered claim no entry judges any more (its
+    registration and history stay; ``check`` no longer asks for it)."""
+    e = (registry.get("claims") or {}).get(cid)
+    if e is None:
+        raise ValueError(f"{cid} is not registered: nothing to withdraw")
+    if withdrawn(e):
+        raise ValueError(f"{cid} is withdrawn already")
+    if not why.strip():
+        raise ValueError("say why the claim is withdrawn (--why)")
+    spec = effective_spec(e)
+    entry = {
+        "date": date,
+        "commit": None,
+        "what": "withdrawn",
+        "from": spec,
+        "spec": spec,
+        "verdict_before": None,
+        "withdrawn": True,
+        "why": why.strip(),
+        "how": "recorded by `attnlab claims --withdraw` (its commit is the one that adds this entry)",
+    }
+    e.setdefault("amendments", []).append(entry)
+    return entry
+
+
+# ---- append only: the registry's own history -------------------------------------------------
+#
+# A registration or an amendment, once committed, is never edited, reordered or removed: the
+# registry grows only by new claims and new amendments. From the version that carries ``sealed``
+# on, each committed version is compared with the one before it, and the file on disk with the last
+# committed one. What may still change: a claim's first data may move earlier (a better reading of
+# the history finds older inputs), never later, and a claim may become post hoc, never stop being one
+# — both only ever make a specification look less fixed beforehand.
+
+# what a registration fixes once committed
+FIXED = ("id", "kind", "section", "statement", "book", "rule", "inputs", "registered", "spec", "spec_how")
+
+
+def rewrites(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What ``new`` (a later version of a registry) changed of ``old`` other than by adding."""
+    out = []
+    if old.get("sealed") is not None and new.get("sealed") != old.get("sealed"):
+        out.append(f"sealed: {old.get('sealed')} → {new.get('sealed')}")
+    olds, news = old.get("claims") or {}, new.get("claims") or {}
+    for cid, o in olds.items():
+        n = news.get(cid)
+        if not isinstance(n, Mapping) or not isinstance(o, Mapping):
+            if o != n:
+                out.append(f"{cid}: its registration was removed or replaced")
+            continue
+        out += [f"{cid}: its registered {k} was edited" for k in FIXED if o.get(k) != n.get(k)]
+        oa, na = list(o.get("amendments") or []), list(n.get("amendments") or [])
+        if na[: len(oa)] != oa:
+            i = next((i for i, a in enumerate(oa) if i >= len(na) or na[i] != a), len(oa))
+            out.append(f"{cid}: amendment {i + 1} of {len(oa)} was edited, reordered or removed")
+        was, now = (o.get("first_data") or {}).get("date"), (n.get("first_data") or {}).get("date")
+        if was and (not now or now > was):
+            out.append(f"{cid}: its first data moved later ({was} → {now})")
+        if o.get("post_hoc") and not n.get("post_hoc"):
+            out.append(f"{cid}: it stopped being post hoc")
+    return out
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def history_problems(path: Path) -> tuple[list[str], str]:
+    """(problems, what was checked): every rewrite of a sealed registry in its committed history and in
+    the file on disk. Without git history (a wheel, an export) nothing is checked, and the second
+    value says so."""
+    import json
+    import subprocess
+
+    path = Path(path).resolve()
+    try:
+        root = Path(_git(path.parent, "rev-parse", "--show-toplevel").strip())
+        rel = path.relative_to(root).as_posix()
+        log = _git(root, "log", "--reverse", "--format=%H", "--", rel).split()
+        shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == "true"
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return [], "历史未核对：这里没有 git 历史 / history not checked: no git history here"
+    versions = []
+    for commit in log:
+        try:
+            versions.append((commit[:10], json.loads(_git(root, "show", f"{commit}:{rel}"))))
+        except (subprocess.SubprocessError, ValueError):
+            continue  # the file was deleted in that commit, or is not JSON there: nothing registered
+    try:
+        versions.append(("工作区 / working tree", json.loads(path.read_text(encoding="utf-8"))))
+    except (OSError, ValueError):
+        pass  # load() reports an unreadable registry itself
+    start = next((i for i, (_, doc) in enumerate(versions) if isinstance(doc, dict) and doc.get("sealed")), None)
+    if start is None:
+        return [], "历史未核对：登记表尚未封存 / history not checked: the registry is not sealed"
+    problems = []
+    for (_, old), (where, new) in zip(versions[start:], versions[start + 1 :]):
+        if not isinstance(new, dict):
+            problems.append(f"{where}: the registry is not a JSON object")
+            continue
+        problems += [f"{where}: {p}" for p in rewrites(old, new)]
+    checked = len(versions) - start - 1
+    note = f"历史 / history: 封存以来 {checked} 次改动只增不改 / {checked} change(s) since it was sealed"
+    if shallow:
+        note += "（浅克隆，只核对了能看到的提交 / shallow clone: only the commits present)"
+    return problems, note

@@ -46,6 +46,14 @@ def add_parser(sub):
         metavar="ID",
         help="登记新论断（在它有数据之前）/ register new claims (before their data)",
     )
+    p.add_argument(
+        "--withdraw",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="撤回不再判定的已登记论断（需 --why，登记与历史保留）/ withdraw registered claims no entry judges any more "
+        "(with --why; the registration and its history stay)",
+    )
     p.add_argument("--why", default="", help="修订的原因 / why the specification changes")
     p.add_argument(
         "--registry",
@@ -97,20 +105,30 @@ def main(args) -> int:
     path = Path(args.registry) if args.registry else R.find(Path("."), data)
     registry = R.load(path)
     claims = current_claims(data)
-    if args.amend or args.register:
+    if args.amend or args.register or args.withdraw:
         return _write(args, registry, path, claims)
     if args.check:
         problems = R.check(registry, claims)
+        rewritten, history = R.history_problems(path)
         for line in problems:
             print(line)
+        for line in rewritten:
+            print(f"改写了已登记的历史 / rewrote the registered history: {line}")
         if problems:
             print(
                 f"{len(problems)} 条论断与登记表不符 / claim(s) differ from the registry {path}: record each change "
                 "as an amendment (`attnlab claims --amend ID --why ...`), register a new claim (`--register ID`), "
                 "or restore the registered specification"
             )
+        if rewritten:
+            print(
+                f"登记表只能追加：{len(rewritten)} 处改写 / the registry is append-only: {len(rewritten)} rewrite(s) of "
+                f"what was committed; restore it (`git checkout -- {path}` or `git show` of the last good version) "
+                "and record changes as new amendments"
+            )
+        if problems or rewritten:
             return 1
-        print(f"{len(claims)} 条论断都符合登记 / claims match the registry {path}")
+        print(f"{len(claims)} 条论断都符合登记 / claims match the registry {path}; {history}")
         return 0
     print(R.count_text(R.counts(registry, [c["id"] for c in claims])))
     print("事后登记或修订过的论断 / claims registered post hoc or amended:")
@@ -132,10 +150,16 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
     by_id = {c["id"]: c for c in claims}
     committed = committed_verdicts(Path(args.data))
     unknown = [cid for cid in (args.register or []) + (args.amend or []) if cid not in by_id]
+    judged = [cid for cid in args.withdraw or [] if cid in by_id]
+    if judged:
+        raise AttnlabError(f"{', '.join(judged)}: an entry still judges it; remove it from the code before withdrawing")
     if unknown:
         raise AttnlabError(f"no claim {', '.join(unknown)} in the lab book judged now; give ids its entries judge")
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
+        for cid in args.withdraw or []:
+            R.withdraw(registry, cid, args.why, date)
+            print(f"{cid}: withdrawn")
         for cid in args.register or []:
             R.register(registry, by_id[cid], date)
             print(f"{cid}: registered")
