@@ -138,8 +138,7 @@ def readme_block(book: dict) -> str:
     }
     decided = v["PASS"] + v["FAIL"]
     claims = [c for sec in book["sections"] for c in sec.get("claims", [])]  # as the book files them, holm and all
-    book_pass = [c for c in claims if c.get("kind") == "book" and V.verdict_of(c) == "PASS"]
-    holm = sum(c.get("holm") == "PASS" for c in book_pass)
+    n = V.pass_counts([c for c in claims if c.get("kind") == "book"])
     cost = (
         f"训练共 {_hours(total['compute_s'])} 单线程核时（{total.get('runs', 0)} 个运行中逐个计时的 "
         f"{total.get('timed_runs', 0)} 个）/ training took {_hours(total['compute_s'])} one-thread core-hours "
@@ -155,11 +154,13 @@ def readme_block(book: dict) -> str:
             "（书的问题附证据、协议差异附实验，或“未解释”）。详见 [docs/case.md](docs/case.md)。",
             "",
             f"实验手册 / the lab book：{s['experiments']} 个实验、{s['claims']} 条论断，**已判定 {decided} 条**"
-            f"（{v['PASS']} PASS、{v['FAIL']} FAIL；书中论断的 {len(book_pass)} 条 PASS 经 Holm 校正后 {holm} 条仍成立），"
+            f"（{v['PASS']} PASS、{v['FAIL']} FAIL；书中 {n['passed']} 条 PASS：检验过的 {n['tested']} 条经 Holm 后 "
+            f"{n['holm']} 条成立，{n['untested']} 条无检验（算术、逐种子）；同一组数只算一次为 {n['distinct']} 个发现），"
             f"{v['INCONCLUSIVE']} 条 INCONCLUSIVE（各自写明还要什么），"
             f"{v['REPORTED'] + v['NA']} 条只报告或无法在此检验；{cost}。每个实验的明细见 [docs/lab-book.md](docs/lab-book.md)。"
-            f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL; {holm} of the book's "
-            f"{len(book_pass)} PASS survive Holm), {v['INCONCLUSIVE']} "
+            f" *{s['claims']} claims, {decided} decided ({v['PASS']} PASS, {v['FAIL']} FAIL; of the book's "
+            f"{n['passed']} PASS, {n['holm']} of {n['tested']} tested survive Holm, {n['untested']} untested, "
+            f"{n['distinct']} distinct findings), {v['INCONCLUSIVE']} "
             f"INCONCLUSIVE, {v['REPORTED'] + v['NA']} reported or not testable here.*",
             "",
             f"{registration(book)}。",

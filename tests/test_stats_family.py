@@ -138,7 +138,8 @@ def test_with_holm_families_and_what_it_may_change():
     assert all(out[c["id"]]["verdict"] == c["verdict"] for c in claims)  # the verdict itself stays
     assert "holm" not in claims[0]  # copies: the entries are not touched
     line = V.count_line(list(out.values()))
-    assert line.startswith("书中论断 / book claims: 3 PASS (Holm 2)")
+    # Holm counts the tested PASSes only: the untested one is its own count
+    assert line.startswith("书中论断 / book claims: 3 PASS (检验过的 / tested 2，Holm 后 / after Holm 1；未检验 / untested 1")
 
 
 def test_a_question_is_reported_counted_apart_and_in_no_family():
@@ -182,7 +183,38 @@ def test_the_committed_book_carries_p_and_holm():
     assert all(c["holm"] == c["verdict"] or (c["verdict"], c["holm"]) == ("PASS", "INCONCLUSIVE") for c in fam)
     again = {c["id"]: c["holm"] for c in V.with_holm(claims) if "holm" in c}
     assert again == {c["id"]: c["holm"] for c in fam}
-    survive = sum(c["holm"] == "PASS" for c in fam if c["kind"] == "book")
-    assert f"PASS (Holm {survive}," in book["summary"]["count_line"]
+    # ... counting only the PASSes that faced the correction (a p), the untested ones apart
+    book_pass = [c for c in fam if c["kind"] == "book" and c["verdict"] == "PASS"]
+    tested_pass = [c for c in book_pass if isinstance(c.get("p"), float)]
+    survive = sum(c["holm"] == "PASS" for c in tested_pass)
+    line = book["summary"]["count_line"]
+    assert f"tested {len(tested_pass)}，Holm 后 / after Holm {survive}；" in line
+    assert f"untested {len(book_pass) - len(tested_pass)}；" in line
     md = (REPO_ROOT / "reports" / "lab_book.md").read_text(encoding="utf-8")
     assert "| p | Holm | 顺序 / sequential |" in md and "Holm" in md.split("## 判定规则")[1][:4000]
+
+
+def test_headline_counts_tested_passes_and_shared_numbers_once():
+    """Holm's count is of tested PASSes only; the untested (exact, every) are their own count; claims
+    whose inputs hold the same per-seed numbers (to the 4 digits an entry may store) are one finding."""
+    from attnlab import stats as S
+    from attnlab import verdicts as V
+
+    gaps = [1.0443, 0.8818, 0.8447, 1.0256, 0.9826, 0.846]
+    a = V.claim("a", "§", "a", S.effect(gaps, direction=+1, sesoi=0.39), inputs={"gap": gaps})
+    rounded = [float(f"{g:.4g}") for g in gaps]  # another entry storing the same seeds' gaps rounded
+    b = V.claim("b", "§", "b", S.effect(rounded, direction=+1, sesoi=0.1), inputs={"gap_d256": rounded})
+    other = [0.5, 0.6, 0.55]
+    c = V.claim("c", "§", "c", S.effect(other, direction=+1, sesoi=0.1), inputs={"x": other})
+    d = V.claim("d", "§", "d", S.exact(True))
+    claims = V.with_holm([a, b, c, d])
+    assert [V.verdict_of(x) for x in claims] == ["PASS"] * 4
+    assert V.shared_findings(claims) == [["a", "b"], ["c"], ["d"]]
+    n = V.pass_counts(claims)
+    assert n == {"passed": 4, "tested": 3, "holm": 3, "untested": 1, "distinct": 3}
+    # a list that differs beyond rounding is another finding
+    shifted = [g + 0.01 for g in gaps]
+    e = V.claim("e", "§", "e", S.effect(shifted, direction=+1, sesoi=0.1), inputs={"gap": shifted})
+    assert V.shared_findings([a, e]) == [["a"], ["e"]]
+    line = V.count_line(claims)
+    assert "tested 3" in line and "untested 1" in line and "distinct 3" in line

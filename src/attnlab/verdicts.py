@@ -32,6 +32,7 @@ beyond the chapter (the learning-rate map, attention sinks), reported with its n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -240,6 +241,65 @@ def with_holm(claims: Iterable[Mapping[str, Any]], level: float = FAMILY_LEVEL) 
     return out
 
 
+def _per_seed_lists(c: Mapping[str, Any]) -> list[list[float]]:
+    """The per-seed number lists (three or more numbers) among a claim's inputs, each sorted."""
+    out = []
+    for v in (c.get("inputs") or {}).values():
+        if (
+            isinstance(v, list)
+            and len(v) >= 3
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+        ):
+            out.append(sorted(float(x) for x in v))
+    return out
+
+
+def _same_numbers(a: list[float], b: list[float]) -> bool:
+    # entries store per-seed numbers at different precisions (4 significant digits in some): equal
+    # within that rounding. Two different lists of three or more seeds never agree this closely by chance
+    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-3, abs_tol=1e-6) for x, y in zip(a, b))
+
+
+def shared_findings(claims: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    """The claims grouped by the numbers they judge: two claims are one finding when their inputs hold
+    the same per-seed numbers (the same seeds' gaps read by two claims, or by two entries). Groups of
+    ids, each group once, in the claims' order."""
+    claims = [c for c in claims if c.get("id")]
+    lists = [_per_seed_lists(c) for c in claims]
+    parent = list(range(len(claims)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(claims)):
+        for j in range(i + 1, len(claims)):
+            if any(_same_numbers(a, b) for a in lists[i] for b in lists[j]):
+                parent[root(i)] = root(j)
+    groups: dict[int, list[str]] = {}
+    for i, c in enumerate(claims):
+        groups.setdefault(root(i), []).append(c["id"])
+    return list(groups.values())
+
+
+def pass_counts(claims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """What a family's PASS count is made of: ``passed`` in all; ``tested`` of them with a test (a p)
+    and ``holm`` of those still PASS after Holm's correction; ``untested`` (exact arithmetic, every-seed
+    checks: they never faced the correction); ``distinct``: the PASSes counting claims that judge the
+    same numbers once."""
+    passed = [c for c in claims if verdict_of(c) == PASS]
+    tested = [c for c in passed if isinstance(c.get("p"), (int, float))]
+    return {
+        "passed": len(passed),
+        "tested": len(tested),
+        "holm": sum(c.get("holm") == PASS for c in tested),
+        "untested": len(passed) - len(tested),
+        "distinct": len(shared_findings(passed)),
+    }
+
+
 def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
     """ "book claims: N PASS (Holm H, sequential S), M FAIL, K INCONCLUSIVE …; sanity …; predictions …"
     (empty verdicts left out; Holm and sequential counts where the claims carry them)."""
@@ -265,7 +325,11 @@ def count_line(claims: Iterable[Mapping[str, Any]]) -> str:
         mine = [x for x in claims if x.get("kind", "book") == kind]
         extra = []
         if any("holm" in x for x in mine):
-            extra.append(f"Holm {sum(x.get('holm') == PASS for x in mine)}")
+            n = pass_counts(mine)
+            extra.append(
+                f"检验过的 / tested {n['tested']}，Holm 后 / after Holm {n['holm']}；未检验 / untested {n['untested']}；"
+                f"同一组数算一次 / distinct {n['distinct']}"
+            )
         if any(x.get("seq") for x in mine):
             # a claim that tests nothing has no sequential verdict: its verdict stands
             seq = sum((x.get("seq") or verdict_of(x)) == PASS for x in mine)
