@@ -37,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -62,8 +63,12 @@ CASE_RUNS = (  # the four models of the case's first seed, in the order the page
     "case/big_scaled",
     "case/big_unscaled",
 )
-MARK = ".attnlab-site.json"  # in every site this module writes: an --out holding it may be replaced
-SITE_FORMAT = "attnlab-site-v1"
+MARK = ".attnlab-site.json"  # in every site this module writes: each file it wrote, with its sha256
+SITE_FORMAT = "attnlab-site-v2"  # v2: the mark lists every file (a v1 site is not replaced: nothing proves it whole)
+BUILD_MARK = ".attnlab-site-build.json"  # in a build's temporary folder from its first moment
+MARK_MAX_BYTES = 4 * 10**6
+WALK_MAX = 100_000  # entries looked at in an --out before it is refused (a site has about 60)
+NAMED = 4  # entries named in a refusal, then how many more
 # route -> file in the site; every absolute link of the pages must be one of these
 SITE_PAGES = {
     "/": "index.html",
@@ -345,11 +350,12 @@ class SiteResult:
     seconds: float = 0.0
     replaced: bool = False
     sizes: dict[str, int] = field(default_factory=dict)  # bytes by top folder (models, static, data, pages)
+    note: str | None = None  # what the reader should know (an earlier site that could not be deleted)
 
 
 def check_out(out: Path) -> bool:
-    """Refuse an --out that is not a new folder, an empty one or an earlier site (one line naming why);
-    True when there is a folder to replace."""
+    """Refuse an --out that is not a new folder, an empty one or provably an earlier site (one line
+    naming why, before anything is built or written); True when there is a folder to replace."""
     try:
         if out.is_symlink():
             raise OutputError(f"--out {out} is a link; give the folder itself")
@@ -361,18 +367,110 @@ def check_out(out: Path) -> bool:
         if not out.is_dir():
             raise OutputError(f"--out {out} is a file; give a new folder, an empty one or an earlier attnlab site")
         names = os.listdir(out)
+        cwd = Path.cwd().resolve()
+        if cwd == out.resolve() or out.resolve() in cwd.parents:
+            raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
+        why = site_problem(out, names)
     except OutputError:
         raise
     except OSError as e:
         raise _out_error(out, e) from None
-    if names and MARK not in names:
-        raise OutputError(
-            f"--out {out} holds other files and is not an earlier attnlab site; give a new or empty folder"
-        )
-    cwd = Path.cwd().resolve()
-    if cwd == out.resolve() or out.resolve() in cwd.parents:
-        raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
+    if why:
+        raise OutputError(f"--out {out} {why}")
     return True
+
+
+def site_problem(folder: Path, names: list[str] | None = None) -> str | None:
+    """Why ``folder`` may not be replaced (words that follow its name), or None when it is empty or
+    provably a site this module wrote: its mark is a regular file that parses, names ``attnlab site``
+    and lists every file, and the folder holds nothing else, each listed file unchanged since."""
+    names = os.listdir(folder) if names is None else names
+    if not names:
+        return None
+    give = "give a new or empty folder (nothing in it was changed)"
+    if MARK not in names:
+        return f"is not an earlier attnlab site: it holds {_named(sorted(names))}; {give}"
+    doc, why = read_mark(folder / MARK)
+    if why:
+        return f"holds {MARK}, but not one attnlab wrote ({why}), so it is not provably an earlier site; {give}"
+    extra, changed = _compare(folder, doc["files"])
+    if extra:
+        return (
+            f"is an earlier attnlab site plus {_named(extra)}; a site is replaced only when it holds nothing "
+            "else: move those out, or build into a new folder and copy the site over (docs/teaching.md)"
+        )
+    if changed:
+        return (
+            f"is an earlier attnlab site, but {_named(changed, 'changed since it was built')}; "
+            "keep your edits elsewhere, or delete the folder yourself and build again"
+        )
+    return None
+
+
+def read_mark(path: Path) -> tuple[dict | None, str | None]:
+    """(the mark, None) when ``path`` is a site mark attnlab wrote; (None, why) otherwise."""
+    from ..errors import DataError
+    from ..io import read_json
+    from ..schemas import problem
+
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return None, f"it cannot be read: {e.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "it is a link" if stat.S_ISLNK(st.st_mode) else "it is a folder or a device, not a file"
+    if st.st_size == 0:
+        return None, "it is empty"
+    try:
+        doc = read_json(path, max_bytes=MARK_MAX_BYTES)
+    except DataError as e:
+        return None, str(e).replace(str(path), "it")
+    if isinstance(doc, dict) and doc.get("format") == "attnlab-site-v1":
+        return None, "an older attnlab wrote it without the list of its files"
+    why = problem("site_mark", doc)
+    return (None, why) if why else (doc, None)
+
+
+def _compare(folder: Path, files: dict) -> tuple[list[str], list[str]]:
+    """(entries of ``folder`` its mark does not list, listed files whose bytes differ); links are never
+    followed, and a folder the mark does not list counts once ("x/"), however much it holds."""
+    dirs = {"/".join(rel.split("/")[:i]) for rel in files for i in range(1, rel.count("/") + 1)}
+    extra, changed, listed, seen, stack = [], [], [], 0, [""]
+    while stack:
+        here = stack.pop()
+        with os.scandir(folder / here if here else folder) as entries:
+            for e in entries:
+                seen += 1
+                if seen > WALK_MAX:
+                    return [f"more than {WALK_MAX:,} files and folders"], []
+                rel = f"{here}/{e.name}" if here else e.name
+                if e.is_symlink():
+                    extra.append(f"{rel} (a link)")
+                elif e.is_dir(follow_symlinks=False) and rel in dirs:
+                    stack.append(rel)
+                elif e.is_dir(follow_symlinks=False):
+                    extra.append(rel + "/")
+                elif rel == MARK:
+                    continue
+                elif rel not in files or not e.is_file(follow_symlinks=False):
+                    extra.append(rel)
+                elif e.stat(follow_symlinks=False).st_size != files[rel]["bytes"]:
+                    changed.append(rel)
+                else:
+                    listed.append(rel)
+    if extra:
+        return sorted(extra, key=lambda r: (r.count("/"), r)), []
+    changed += [rel for rel in listed if sha256_file(folder / rel) != files[rel]["sha256"]]
+    return [], sorted(changed)
+
+
+def _named(entries: list[str], what: str = "it did not write") -> str:
+    """ "3 entries it did not write (a, b, c)": the first NAMED, then how many more."""
+    shown = ", ".join(entries[:NAMED]) + (f" and {len(entries) - NAMED:,} more" if len(entries) > NAMED else "")
+    n = len(entries)
+    if what == "it did not write":
+        return f"{n:,} {'entry' if n == 1 else 'entries'} attnlab did not write ({shown})"
+    return f"{n:,} of its files {'was' if n == 1 else 'were'} {what} ({shown})"
 
 
 def _out_error(out: Path, e: OSError) -> OutputError:
@@ -420,7 +518,9 @@ def build_site(
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a web server must read the site
         result = _write(tmp, runs_root, onnx_dir, manifest, names, case_json and Path(case_json), found)
-        _swap(tmp, out, replace)
+        _seal(tmp, names)
+        _count(tmp, result)
+        result.note = _swap(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -429,20 +529,80 @@ def build_site(
     return result
 
 
-def _swap(tmp: Path, out: Path, replace: bool) -> None:
-    """tmp becomes out; an earlier site at out is moved aside first and removed after."""
+def _swap(tmp: Path, out: Path) -> str | None:
+    """tmp becomes out. Whatever out is now is checked again (it may have changed during the build),
+    an earlier site is moved aside, and removed once tmp is in place. Returns a note for the reader
+    when what was moved aside is left."""
     old = None
-    if replace:
+    if check_out(out):
         old = out.with_name(f".attnlab-site-old-{os.getpid()}-{time.monotonic_ns()}")
-        os.rename(out, old)
+        try:
+            os.rename(out, old)
+        except OSError as e:
+            raise OutputError(
+                f"--out {out} cannot be replaced ({e.strerror or type(e).__name__}); nothing was changed: "
+                "give a new folder"
+            ) from None
     try:
         os.rename(tmp, out)
     except BaseException:
         if old is not None:
             os.rename(old, out)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    return _remove_old(old, out) if old is not None else None
+
+
+def _remove_old(old: Path, out: Path) -> str | None:
+    """Delete the earlier site moved aside to ``old``, after proving it again (a file added between the
+    last check and the move is kept): every listed file first, its mark last, so what a failed deletion
+    leaves is still recognisably attnlab's. A note when something is left."""
+    try:
+        why = site_problem(old)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+    if why:
+        return f"{out} changed while the site was built; what it held is kept in {old}: look through it"
+    try:
+        with os.scandir(old) as entries:
+            for e in entries:
+                if e.name == MARK:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    shutil.rmtree(e.path)
+                else:
+                    os.unlink(e.path)
+        if (old / MARK).exists():
+            os.unlink(old / MARK)
+        os.rmdir(old)
+    except OSError as e:
+        return (
+            f"the earlier site was moved to {old} but cannot be deleted ({e.strerror or type(e).__name__}); "
+            f"delete it yourself (rm -r {old})"
+        )
+    return None
+
+
+def _seal(dest: Path, names: list[str]) -> None:
+    """Write the mark: every file of the site with its size and sha256 (what proves it an earlier site)."""
+    from .. import __version__
+
+    files = {}
+    for p in sorted(dest.rglob("*")):
+        rel = p.relative_to(dest).as_posix()
+        if p.is_file() and rel not in (MARK, BUILD_MARK):
+            files[rel] = {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+    mark = {"format": SITE_FORMAT, "generator": "attnlab site", "attnlab": __version__, "runs": names, "files": files}
+    _dump(dest / MARK, mark)
+
+
+def _count(dest: Path, result: SiteResult) -> None:
+    for p in dest.rglob("*"):
+        if p.is_file():
+            size = p.stat().st_size
+            result.files += 1
+            result.bytes += size
+            top = p.relative_to(dest).parts[0] if len(p.relative_to(dest).parts) > 1 else "pages"
+            result.sizes[top] = result.sizes.get(top, 0) + size
 
 
 def _dump(path: Path, obj: Any) -> int:
@@ -461,7 +621,6 @@ def _write(
     case_json: Path | None,
     reports: dict[str, Path | None],
 ) -> SiteResult:
-    from .. import __version__
     from ..checkpoint import read_checkpoint
 
     data = server_data(runs_root, case_json, names)
@@ -546,17 +705,7 @@ def _write(
     index["glyphs"] = put("glyphs", "glyphs", {"status": 200, "body": glyphs(data["app"], "".join(texts))})
     _dump(dest / "data" / "site.json", index)
     (dest / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
-    mark = {"format": SITE_FORMAT, "generator": "attnlab site", "attnlab": __version__, "runs": names}
-    _dump(dest / MARK, mark)
-    result = SiteResult(dest, names)
-    for p in dest.rglob("*"):
-        if p.is_file():
-            size = p.stat().st_size
-            result.files += 1
-            result.bytes += size
-            top = p.relative_to(dest).parts[0] if len(p.relative_to(dest).parts) > 1 else "pages"
-            result.sizes[top] = result.sizes.get(top, 0) + size
-    return result
+    return SiteResult(dest, names)
 
 
 def _missing_report(key: str) -> str:
