@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,272 @@ def test_the_github_pages_recipe_runs_in_a_real_worktree_and_the_shortcut_is_ref
     assert (pages / "index.html").read_text() == "<p>rebuilt</p>" and (pages / ".git").read_text() == dot_git
     assert git("rev-list", "--count", "HEAD", cwd=pages).strip() == "2"
     assert git("log", "-1", "--format=%s", cwd=repo).strip() == "first"  # main is untouched
+
+
+# -------------------------------------------------------- interrupted builds, two at once
+SLOW_BUILD = """
+import sys, time
+import attnlab.web.site as S
+from attnlab.cli import main
+
+def slow(dest, *a, **k):
+    (dest / "half.html").write_text("half of a site")
+    print("building", flush=True)
+    time.sleep(120)
+
+S._write = slow
+sys.exit(main(["site", "--out", sys.argv[1]]))
+"""
+
+
+def start_slow_build(out: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_BUILD, str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "building", proc.stderr.read()
+    return proc
+
+
+def beside(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.iterdir())
+
+
+def test_sigterm_during_a_build_cleans_up_and_a_second_build_is_refused_meanwhile(tmp_path, capsys, monkeypatch):
+    """kill (SIGTERM) during a build: its temporary folder and lock are removed and --out, an earlier
+    site, is as it was. While it ran, a second build of the same --out was refused naming it."""
+    out = tmp_path / "site"
+    monkeypatch.setattr(S, "_write", fake_write)
+    build_site(out)
+    before = tree(out)
+    proc = start_slow_build(out)
+    try:
+        assert any(n.endswith(".tmp") for n in beside(out))  # it is building beside --out
+        monkeypatch.setattr(S, "_write", never_built)
+        code, _, err = run_cli(capsys, "--out", str(out))
+        assert code == 2 and f"--out {out} is being built by process {proc.pid}" in err, err
+        assert len(err.strip().splitlines()) == 1
+    finally:
+        proc.terminate()  # SIGTERM
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "stopped (SIGTERM)" in err and "Traceback" not in err, err
+    assert beside(out) == ["site"] and tree(out) == before
+
+
+def test_what_a_killed_build_left_is_removed_by_the_next_and_nothing_else(tmp_path, monkeypatch):
+    """kill -9 leaves the temporary folder and the lock file; the next build of the same --out removes
+    them, recognised by the build mark inside. A folder with the same kind of name but no mark, and the
+    folders of another --out's build, are left alone."""
+    out = tmp_path / "site"
+    proc = start_slow_build(out)
+    proc.kill()
+    proc.communicate(timeout=60)
+    left = [n for n in beside(out)]
+    assert any(n.endswith(".tmp") for n in left) and any(n.endswith(".lock") for n in left), left
+    tmp_left = next(tmp_path.glob(".attnlab-site-*.tmp"))
+    decoy = tmp_path / tmp_left.name.replace(".tmp", "x.tmp")  # same tag and shape, not attnlab's
+    decoy.mkdir()
+    (decoy / "mine.txt").write_text("keep me")
+    other = tmp_path / ".attnlab-site-0123456789-abc.tmp"  # another --out's
+    shutil.copytree(tmp_left, other)
+    monkeypatch.setattr(S, "_write", fake_write)
+    result = build_site(out)
+    assert sorted(beside(out)) == sorted(["site", decoy.name, other.name])
+    assert (decoy / "mine.txt").read_text() == "keep me" and (other / "half.html").exists()
+    assert result.note and decoy.name in result.note and "left" in result.note
+
+
+def test_an_earlier_site_that_cannot_be_deleted_is_named_and_removed_by_the_next_build(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "site"
+    monkeypatch.setattr(S, "_write", fake_write)
+    build_site(out)
+
+    def refuse(path, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(S.shutil, "rmtree", refuse)
+    code, stdout, err = run_cli(capsys, "--out", str(out))
+    assert code == 0 and "site written" in stdout
+    assert re.search(
+        r"attnlab: note: the earlier site was moved to \S+\.attnlab-site-old-\S+ but cannot be deleted "
+        r"\(Permission denied\); delete it yourself",
+        err,
+    ), err
+    old = next(tmp_path.glob(".attnlab-site-old-*"))
+    assert (old / MARK).is_file() and (old / "data" / "site.json").is_file()  # the mark stays: still provably ours
+    monkeypatch.undo()
+    monkeypatch.setattr(S, "_write", fake_write)
+    assert build_site(out).note is None
+    assert beside(out) == ["site"]
+
+
+# ------------------------------------------------------------- refused before the build
+def test_a_mount_point_is_refused_before_the_build(tmp_path, capsys, monkeypatch):
+    """Before: refused only when the finished site could not be renamed over it (a 20 s build)."""
+    out = tmp_path / "mnt"
+    out.mkdir()
+    ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out or ismount(p))
+    monkeypatch.setattr(S, "_write", never_built)
+    code, _, err = run_cli(capsys, "--out", str(out))
+    assert code == 2 and f"--out {out} is a mount point" in err and f"{out / 'site'}" in err, err
+    assert beside(out) == ["mnt"]
+    shm = Path("/dev/shm")
+    if shm.is_dir() and S.is_mount_point(shm) and os.access(shm, os.W_OK):  # a real one, empty or not
+        with pytest.raises(S.OutputError, match="is a mount point"):
+            check_out(shm)
+
+
+def shipped_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    for name in S.CASE_RUNS:
+        (root / name).mkdir(parents=True)
+        shutil.copyfile(S.SHIPPED_RUNS / name / "ckpt.pt", root / name / "ckpt.pt")
+    return root
+
+
+def _linked(ckpt: Path):
+    real = ckpt.with_name("real.pt")
+    ckpt.rename(real)
+    ckpt.symlink_to(real)
+
+
+def _looped(ckpt: Path):
+    ckpt.unlink()
+    ckpt.symlink_to(ckpt.name)
+
+
+def _dangling(ckpt: Path):
+    ckpt.unlink()
+    ckpt.symlink_to("gone.pt")
+
+
+def _truncated(ckpt: Path):
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[: len(data) // 2])
+
+
+def _a_folder(ckpt: Path):
+    ckpt.unlink()
+    ckpt.mkdir()
+
+
+CHECKPOINTS = [
+    ("a linked checkpoint", _linked, r"is a link \(to \S+real.pt\); attnlab reads no linked checkpoint"),
+    ("a link loop", _looped, "is a link in a loop"),
+    ("a link to nothing", _dangling, r"is a link to nothing \(gone.pt\)"),
+    (
+        "a truncated checkpoint",
+        _truncated,
+        r"is damaged: it does not load as a checkpoint \(1,171,308 bytes; truncated",
+    ),
+    ("a folder for a checkpoint", _a_folder, "is a folder, not a file"),
+]
+
+
+@pytest.mark.parametrize("name, damage, phrase", CHECKPOINTS, ids=[c[0] for c in CHECKPOINTS])
+def test_a_damaged_shipped_checkpoint_is_named_before_the_build(tmp_path, monkeypatch, name, damage, phrase):
+    """Before: a linked or truncated checkpoint was found by the server after the build started (a
+    Python dict printed as the reason), a loop was "missing"."""
+    root = shipped_copy(tmp_path)
+    damage(root / S.CASE_RUNS[0] / "ckpt.pt")
+    monkeypatch.setattr(S, "_write", never_built)
+    with pytest.raises(S.SiteError) as e:
+        build_site(tmp_path / "site", runs_root=root)
+    msg = str(e.value)
+    assert msg.startswith(f"the case model {S.CASE_RUNS[0]} that ships with attnlab ({root / S.CASE_RUNS[0]}")
+    assert re.search(phrase, msg) and "reinstall attnlab" in msg and "{" not in msg, msg
+    assert "\n" not in msg and beside(tmp_path / "site") == ["runs"]
+
+
+def test_a_report_embeds_only_files_beside_it(tmp_path):
+    """An edited report referencing a file by absolute path, by ../ or through a link inside its folder
+    does not get that file embedded in the public site; its own figures are."""
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    (tmp_path / "private").mkdir()
+    secret = tmp_path / "private" / "secret.png"
+    secret.write_bytes(png)
+    reports, figures = tmp_path / "out" / "reports", tmp_path / "out" / "figures"
+    reports.mkdir(parents=True)
+    figures.mkdir()
+    (figures / "loss.png").write_bytes(png)
+    (reports / "here.png").write_bytes(png)
+    (reports / "link.png").symlink_to(secret)
+    good = S.self_contained('<img src="here.png"><img src="../figures/loss.png">', reports, "r.html")
+    assert good.count("data:image/png;base64,") == 2
+    for ref in (str(secret), "../../private/secret.png", "link.png", f"file://{secret}"):
+        with pytest.raises(S.SiteError, match="outside the folders a report embeds from") as e:
+            S.self_contained(f'<p>x</p><img src="{ref}">', reports, "r.html")
+        assert ref in str(e.value)
+
+
+# ------------------------------------------------------------------ the ONNX manifest's door
+def _manifest(tmp_path: Path, text: str | None) -> Path:
+    folder = tmp_path / "onnx"
+    folder.mkdir()
+    if text is None:
+        os.mkfifo(folder / "manifest.json")
+    else:
+        (folder / "manifest.json").write_text(text)
+    return folder
+
+
+def _committed_manifest(change) -> str:
+    doc = json.loads((S.ONNX_DIR / "manifest.json").read_text())
+    change(doc["runs"]["case/big_scaled"]["tensors"][0])
+    return json.dumps(doc, allow_nan=True)
+
+
+MANIFESTS = [
+    ("[1]", "[1]", "the top level is list"),
+    ("100,000 deep", "[" * 100_000 + "]" * 100_000, "nested deeper than"),
+    ("NaN offset", _committed_manifest(lambda t: t.__setitem__("offset", float("nan"))), "NaN or infinite"),
+    ("offset 1e12", _committed_manifest(lambda t: t.__setitem__("offset", 1e12)), "tensors[0].offset is float"),
+    (
+        "offset 10**12",
+        _committed_manifest(lambda t: t.__setitem__("offset", 10**12)),
+        "tensors[0].offset: 1000000000000 should be less than or equal to 268435456",
+    ),
+    ("a FIFO", None, "is a FIFO, not a regular file"),
+    ("empty", "", "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("name, text, phrase", MANIFESTS, ids=[m[0] for m in MANIFESTS])
+def test_the_onnx_manifest_is_read_through_the_schema_door(tmp_path, monkeypatch, name, text, phrase):
+    """Before: json.loads outside read_json: a traceback, a hang on a FIFO, a MemoryError at 1e12."""
+    import signal
+
+    folder = _manifest(tmp_path, text)
+    monkeypatch.setattr(S, "_write", never_built)
+
+    def hang(*a):
+        raise AssertionError("no answer within 10 s")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(10)
+    try:
+        with pytest.raises(S.SiteError) as e:
+            build_site(tmp_path / "site", onnx_dir=folder)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    msg = str(e.value)
+    assert msg.startswith(str(folder / "manifest.json")) and phrase in msg and "\n" not in msg, msg
+    assert "export_onnx.py" in msg and beside(tmp_path / "site") == ["onnx"]
+
+
+def test_umask_mask_is_public_and_leaves_the_umask_as_it_was():
+    from attnlab.io import umask_mask
+
+    before = os.umask(0o027)
+    try:
+        assert umask_mask() == 0o027 and umask_mask() == 0o027
+    finally:
+        os.umask(before)
+    src = (REPO / "src" / "attnlab" / "web" / "site.py").read_text(encoding="utf-8")
+    assert "_umask" not in src.replace("umask_mask", "")
