@@ -433,6 +433,23 @@ def test_a_mount_point_is_refused_before_the_build(tmp_path, capsys, monkeypatch
             check_out(shm)
 
 
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+def test_a_real_mount_point_is_refused_in_a_second_not_after_the_build(tmp_path):
+    """An empty tmpfs mounted in a private mount namespace (where one may be made: root, or a user
+    namespace). Before: the whole build ran (19 s here), then "Device or resource busy"."""
+    mnt = tmp_path / "m"
+    mnt.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "MNT": str(mnt), "PY": sys.executable}
+    env["CODE"] = "import sys; from attnlab.cli import main; sys.exit(main(['site', '--out', sys.argv[1]]))"
+    script = 'mount -t tmpfs none "$MNT" 2>/dev/null || exit 77; exec "$PY" -c "$CODE" "$MNT"'
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode == 77 or "unshare failed" in done.stderr or "Operation not permitted" in done.stderr:
+        pytest.skip("no mount namespace may be made here")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and f"--out {mnt} is a mount point" in lines[0], done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
 def shipped_copy(tmp_path: Path) -> Path:
     root = tmp_path / "runs"
     for name in S.CASE_RUNS:
