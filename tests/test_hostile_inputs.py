@@ -158,7 +158,36 @@ def prepare(d: Path) -> dict:
         "blocker": str(blocker),
         "long": str(d / ("a" * 300)),
         "longer": str(d / "/".join(["b" * 200] * 25)),
+        **site_outs(d),
     }
+
+
+def site_outs(d: Path) -> dict:
+    """Folders `site --out` must refuse (issue 40 item 1): each holds something the site did not write."""
+    mark_name = ".attnlab-site.json"
+    made = {}
+    for key, mark in (("site_empty_mark", ""), ("site_garbage_mark", "garbage"), ("site_mark_dir", None)):
+        folder = d / key
+        folder.mkdir()
+        (folder / "notes.txt").write_text("keep me")
+        if mark is None:
+            (folder / mark_name).mkdir()
+        else:
+            (folder / mark_name).write_text(mark)
+        made[key] = str(folder)
+    for key in ("site_plus_git", "site_edited"):  # an earlier site (its mark lists index.html) ...
+        folder = d / key
+        folder.mkdir()
+        page = b"<p>site</p>"
+        (folder / "index.html").write_bytes(page)
+        files = {"index.html": {"bytes": len(page), "sha256": hashlib.sha256(page).hexdigest()}}
+        mark = {"format": "attnlab-site-v2", "generator": "attnlab site", "attnlab": "0", "runs": [], "files": files}
+        (folder / mark_name).write_text(json.dumps(mark))
+        made[key] = str(folder)
+    (d / "site_plus_git" / ".git").write_text("gitdir: /elsewhere/.git/worktrees/pages\n")  # ... plus a worktree's
+    (d / "site_plus_git" / "CNAME").write_text("attention.example.org\n")
+    (d / "site_edited" / "index.html").write_text("<p>my class's site</p>")  # ... edited since
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +353,13 @@ def cases() -> list[tuple[str, list[str], str]]:
         ("generate --prompt not UTF-8", ["generate", "{ckpt}", "--prompt", "\udcff\udcfe"], "not UTF-8"),
         ("train --set probe= not UTF-8", t + ["--set", "probe=\udcff"], "not UTF-8"),
         ("heads --text not UTF-8", ["heads", "{ckpt}", "--no-ablate", "--text", "春\udcff眠"], "not UTF-8"),
+        # round four (issue 40 item 1): site --out replaces only a folder that is provably an earlier site
+        ("site --out with an empty mark", ["site", "--out", "{site_empty_mark}"], "(it is empty)"),
+        ("site --out with a garbage mark", ["site", "--out", "{site_garbage_mark}"], "not valid JSON"),
+        ("site --out with a folder named like the mark", ["site", "--out", "{site_mark_dir}"], "not a file"),
+        ("site --out a site plus .git and CNAME", ["site", "--out", "{site_plus_git}"], "(.git, CNAME)"),
+        ("site --out an edited site", ["site", "--out", "{site_edited}"], "changed since it was built (index.html)"),
+        ("site --out a mount point", ["site", "--out", "/proc"], "is a mount point"),
     ]
 
 

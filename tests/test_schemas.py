@@ -52,6 +52,9 @@ SWEEP = _committed("sweep_critical_dimension.json")
 FAILS = _committed("failure_symptoms.json")
 RUN_SUMMARY = {"steps": 4, "diverged_at": None, "fingerprint": {"corpus_sha256": "ab"}, "schedule": []}
 RUN_SUMMARY["schedule"] = [{"from_step": 0, "max_steps": 4}]
+SITE_MARK = {"format": "attnlab-site-v2", "generator": "attnlab site", "attnlab": "0", "runs": []}
+SITE_MARK["files"] = {"pages/index": {"bytes": 3, "sha256": "0" * 64}}
+ONNX = json.loads((REPO / "src" / "attnlab" / "data" / "case_onnx" / "manifest.json").read_text(encoding="utf-8"))
 
 # (kind, a valid document, [(field, damaged value, phrase in the message)])
 TABLE = [
@@ -196,6 +199,36 @@ TABLE = [
         "tokenizer",
         {"type": "char", "itos": ["<pad>", "<unk>", "春"]},
         [("itos", "abc", "itos is str"), ("itos[2]", 3, "itos[2] is int"), ("type", "bpe", "type: 'bpe'")],
+    ),
+    (
+        "site_mark",
+        SITE_MARK,
+        [
+            ("files", [1], "files is list"),
+            ("files.pages/index.bytes", -1, "files.pages/index.bytes: -1"),
+            ("files.pages/index.sha256", "abc", "files.pages/index.sha256: 'abc' String should match pattern"),
+            ("files", {"../outside": {"bytes": 1, "sha256": "0" * 64}}, "'../outside' is not a path inside the site"),
+            ("files", {"/etc/passwd": {"bytes": 1, "sha256": "0" * 64}}, "is not a path inside the site"),
+            ("generator", "someone", "generator: 'someone'"),
+            ("format", "attnlab-site-v1", "format: 'attnlab-site-v1'"),
+            ("files", "-", "files is missing"),
+        ],
+    ),
+    (
+        "onnx_manifest",
+        ONNX,
+        [
+            ("runs", [1], "runs is list"),
+            ("runs.case/big_scaled.tensors[0].offset", 10**12, "offset: 1000000000000 should be less than or equal"),
+            ("runs.case/big_scaled.tensors[0].offset", 1e12, "tensors[0].offset is float"),
+            ("runs.case/big_scaled.tensors[1].offset", 12, "starts at byte 12"),
+            ("runs.case/big_scaled.tensors[0].length", 8, "is not 4 bytes x shape"),
+            ("runs.case/big_scaled.weights_bytes", 10**6, "not weights_bytes=1000000"),
+            ("runs.case/big_scaled.onnx", "../../etc/passwd", "is not a file name in the manifest's folder"),
+            ("runs.case/big_scaled.weights_sha256", "abc", "weights_sha256: 'abc'"),
+            ("runs.case/big_scaled.outputs", [], "outputs: a list of 0 List should have at least 1 item"),
+            ("format", "x", "format: 'x'"),
+        ],
     ),
     (
         "slurm_config",

@@ -39,7 +39,7 @@ def _atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) ->
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.chmod(tmp, 0o666 & ~umask_mask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException as e:
         try:
@@ -113,7 +113,8 @@ def clean_stale_temps(directory: str | os.PathLike, name: str) -> list[Path]:
     return removed
 
 
-def _umask() -> int:
+def umask_mask() -> int:
+    """The process's umask (the permission bits new files lose), read without changing it for good."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

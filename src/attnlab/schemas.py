@@ -28,6 +28,8 @@ One schema per kind (:data:`KINDS`):
   run_timing        RUN/timing.json
   tokenizer         RUN/tokenizer.json
   plan_check        data/plan_check.json (``python scripts/plan_check.py``)
+  site_mark         SITE/.attnlab-site.json, the files ``attnlab site`` wrote there
+  onnx_manifest     data/case_onnx/manifest.json (``python scripts/export_onnx.py``)
   slurm_config      ``--slurm-config`` (TOML or JSON)
 """
 
@@ -509,6 +511,90 @@ class SlurmConfig(BaseModel):
     extra: dict[Str, Str | int | float | bool] = {}
 
 
+# ------------------------------------------------------------------ the static site (attnlab.web.site)
+Sha256 = Annotated[str, Strict(), Field(pattern=r"^[0-9a-f]{64}$")]
+WEIGHTS_MAX_BYTES = 1 << 28  # one graph's weights.bin: the shipped ones are 1.4 and 4.2 MB
+
+
+def _relative_path(rel: str) -> str:
+    """A path inside a folder, as a manifest names it: relative, "/"-separated, no "." or ".." part."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{rel!r} is not a path inside the site")
+    return rel
+
+
+class SiteFile(_Open):
+    bytes: Count
+    sha256: Sha256
+
+
+class SiteMark(_Open):
+    """SITE/.attnlab-site.json: what ``attnlab site`` wrote there, file by file; a folder is replaced
+    only when it holds nothing else (attnlab.web.site.check_out)."""
+
+    format: Literal["attnlab-site-v2"]
+    generator: Literal["attnlab site"]
+    files: dict[Str, SiteFile]
+
+    @field_validator("files")
+    @classmethod
+    def _inside(cls, files: dict) -> dict:
+        for rel in files:
+            _relative_path(rel)
+        return files
+
+
+class OnnxTensor(_Open):
+    name: Str
+    key: Str
+    shape: list[Pos]
+    offset: Annotated[int, Strict(), Field(ge=0, le=WEIGHTS_MAX_BYTES)]
+    length: Annotated[int, Strict(), Field(ge=0, le=WEIGHTS_MAX_BYTES)]
+
+    @model_validator(mode="after")
+    def _size(self):
+        if self.length != 4 * math.prod(self.shape):
+            raise ValueError(f"{self.key}: length {self.length} is not 4 bytes x shape {self.shape}")
+        return self
+
+
+class OnnxRun(_Open):
+    onnx: Str
+    onnx_sha256: Sha256
+    ckpt_sha256: Sha256
+    weights_sha256: Sha256
+    weights_bytes: Annotated[int, Strict(), Field(ge=0, le=WEIGHTS_MAX_BYTES)]
+    tensors: list[OnnxTensor]
+    outputs: Annotated[list[Str], Field(min_length=1)]
+
+    @field_validator("onnx")
+    @classmethod
+    def _a_file_name(cls, name: str) -> str:
+        if "/" in name or "\\" in name or name in ("", ".", ".."):
+            raise ValueError(f"{name!r} is not a file name in the manifest's folder")
+        return name
+
+    @model_validator(mode="after")
+    def _tiled(self):
+        """The tensors lie one after the other and fill weights.bin exactly (as the export writes them)."""
+        end = 0
+        for t in sorted(self.tensors, key=lambda t: t.offset):
+            if t.offset != end:
+                raise ValueError(f"tensor {t.key} starts at byte {t.offset}, not {end} where the one before ends")
+            end += t.length
+        if end != self.weights_bytes:
+            raise ValueError(f"the tensors fill {end} bytes of weights.bin, not weights_bytes={self.weights_bytes}")
+        return self
+
+
+class OnnxManifest(_Open):
+    """data/case_onnx/manifest.json (``python scripts/export_onnx.py``)."""
+
+    format: Literal["attnlab-onnx-v1"]
+    runs: dict[Str, OnnxRun]
+
+
 # ------------------------------------------------------------------ kinds
 KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     # kind: (schema, the command that rebuilds such a file)
@@ -523,6 +609,8 @@ KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     "run_timing": (RunTiming, "delete it (the run's training time is then unknown)"),
     "tokenizer": (TokenizerFile, "train the run again (attnlab train --overwrite)"),
     "plan_check": (PlanCheck, "python scripts/plan_check.py"),
+    "site_mark": (SiteMark, "it is not a mark attnlab wrote: give a new or empty folder"),
+    "onnx_manifest": (OnnxManifest, "reinstall attnlab, or in a checkout run `python scripts/export_onnx.py`"),
     "slurm_config": (SlurmConfig, "fix the file (see `attnlab book --help`, --slurm-config)"),
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .common import path_arg
 
 
@@ -21,8 +23,9 @@ def add_parser(sub):
         "--out",
         required=True,
         type=path_arg,
-        help="输出文件夹：新的、空的，或以前生成的网站（整个替换）/ output folder: new, empty, or an earlier "
-        "site (replaced whole)",
+        help="输出文件夹：新的、空的，或以前生成、之后没有放进别的文件的网站（整个替换）；其他文件夹一律拒绝，不会被覆盖 / "
+        "output folder: new, empty, or an earlier site holding nothing else (replaced whole); any other folder "
+        "is refused, never overwritten",
     )
     return p
 
@@ -40,4 +43,6 @@ def main(args) -> int:
         f"本地预览 / preview: python -m http.server --directory {result.out} 8000  →  http://127.0.0.1:8000/\n"
         "放到网上 / put it online: docs/teaching.md（仓库里 / in the repository）"
     )
+    if result.note:  # an earlier site moved aside but not deleted
+        print(f"attnlab: note: {result.note}", file=sys.stderr)
     return 0

@@ -32,19 +32,25 @@ characters of the pages and the shipped data; other characters stay text.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
+import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import AttnlabError, CheckpointError, OutputError
-from ..io import _umask
+from ..io import umask_mask
 
 PACKAGE = Path(__file__).resolve().parents[1]
 WEB = Path(__file__).resolve().parent
@@ -54,7 +60,8 @@ VENDOR = WEB / "vendor"
 SHIPPED_RUNS = PACKAGE / "data" / "case_runs"  # runs/case/<name> of the case's first seed
 ONNX_DIR = PACKAGE / "data" / "case_onnx"
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "attnlab-onnx-v1"
+MANIFEST_FORMAT = "attnlab-onnx-v1"  # attnlab.schemas.OnnxManifest
+MANIFEST_MAX_BYTES = 4 * 10**6  # the committed one is 15 kB
 WEIGHTS_FILE = "weights.bin"  # the external-data location every exported graph names
 CASE_RUNS = (  # the four models of the case's first seed, in the order the pages list them
     "case/small_scaled_s20261014",
@@ -62,8 +69,14 @@ CASE_RUNS = (  # the four models of the case's first seed, in the order the page
     "case/big_scaled",
     "case/big_unscaled",
 )
-MARK = ".attnlab-site.json"  # in every site this module writes: an --out holding it may be replaced
-SITE_FORMAT = "attnlab-site-v1"
+MARK = ".attnlab-site.json"  # in every site this module writes: each file it wrote, with its sha256
+SITE_FORMAT = "attnlab-site-v2"  # v2: the mark lists every file (a v1 site is not replaced: nothing proves it whole)
+BUILD_MARK = ".attnlab-site-build.json"  # in a build's temporary folder from its first moment
+BUILD_FORMAT = "attnlab-site-build-v1"
+RESIDUE = ".attnlab-site-"  # the start of the names of a build's lock and folders beside --out
+MARK_MAX_BYTES = 4 * 10**6
+WALK_MAX = 100_000  # entries looked at in an --out before it is refused (a site has about 60)
+NAMED = 4  # entries named in a refusal, then how many more
 # route -> file in the site; every absolute link of the pages must be one of these
 SITE_PAGES = {
     "/": "index.html",
@@ -120,25 +133,19 @@ def weights_blob(state: dict, tensors: list[dict]) -> bytes:
 
 
 def read_manifest(onnx_dir: str | os.PathLike = ONNX_DIR) -> dict:
-    """The ONNX manifest, checked for the fields the build reads."""
+    """The ONNX manifest, read within bounds and checked against its schema (attnlab.schemas,
+    ``onnx_manifest``) at the door, as every JSON attnlab reads: one line naming the file, the field
+    and the fix for a manifest that is missing, not a regular file, too large or deep, not JSON, or of
+    the wrong shape (offsets that overrun the weights included)."""
+    from ..schemas import load
+
     path = Path(onnx_dir) / MANIFEST
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise SiteError(
             f"the ONNX export of the case models is missing ({path}); reinstall attnlab, or in a checkout "
             "run `python scripts/export_onnx.py`"
-        ) from None
-    except (OSError, ValueError) as e:
-        raise SiteError(f"{path} cannot be read ({e}); run `python scripts/export_onnx.py` again") from None
-    runs = doc.get("runs") if isinstance(doc, dict) else None
-    if doc.get("format") != MANIFEST_FORMAT or not isinstance(runs, dict):
-        raise SiteError(f"{path} is not an attnlab ONNX manifest ({MANIFEST_FORMAT}); run scripts/export_onnx.py")
-    for name, entry in runs.items():
-        keys = ("onnx", "onnx_sha256", "ckpt_sha256", "weights_sha256", "tensors", "outputs")
-        if not isinstance(entry, dict) or any(k not in entry for k in keys):
-            raise SiteError(f"{path}: the entry of {name!r} lacks one of {', '.join(keys)}; re-export")
-    return doc
+        )
+    return load("onnx_manifest", path, error=SiteError, max_bytes=MANIFEST_MAX_BYTES)
 
 
 # ------------------------------------------------------------------------ the server's JSON
@@ -182,7 +189,8 @@ def server_data(runs_root: Path, case_json: Path | None, names: list[str]) -> di
     )
     info = _answer(_route(app, "/api/info"))
     if info["status"] != 200 or not info["body"].get("checkpoint"):
-        raise SiteError(f"the server loads no model from {runs_root}: {info['body'].get('detail') or info['body']}")
+        why = info["body"].get("detail") or info["body"].get("hint") or "no checkpoint found"
+        raise SiteError(f"the server loads no model from {runs_root} ({why})")
     models = {n: _answer(_route(app, "/api/model", "POST"), ModelRequest(run=n)) for n in names}
     for n, m in models.items():
         if m["status"] != 200:
@@ -302,13 +310,20 @@ def _index_extra() -> str:
 
 
 _LOCAL_REF = re.compile(r"""(?P<pre>\bsrc=["']|url\(["']?)(?P<ref>(?!data:|#|https?:|mailto:)[^"')]+)""")
+REPORT_FILE_MAX_BYTES = 32 * 10**6  # one figure or font a report embeds
 MIME = {".png": "image/png", ".svg": "image/svg+xml", ".otf": "font/otf", ".woff2": "font/woff2", ".ttf": "font/ttf"}
 
 
 def self_contained(html: str, base: Path, where: str) -> str:
     """A report with every local file it references (figures, fonts) embedded as a data: URI, so it
-    works copied alone; a referenced file that is missing is an error naming it."""
+    works copied alone. Only files inside the report's folder or the ``figures/`` beside it are
+    embedded (links resolved first): a reference by absolute path, or one leading elsewhere, is an
+    error naming it, as is a referenced file that is missing."""
     import base64
+
+    from ..io import read_bounded
+
+    allowed = [base.resolve(), (base.parent / "figures").resolve()]
 
     def embed(m: re.Match) -> str:
         ref = m["ref"]
@@ -316,9 +331,19 @@ def self_contained(html: str, base: Path, where: str) -> str:
         mime = MIME.get(path.suffix.lower())
         if mime is None:
             raise SiteError(f"{where} references {ref}, which the site cannot embed")
+        if (
+            os.path.isabs(ref)
+            or re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", ref)
+            or not any(path.is_relative_to(a) for a in allowed)
+        ):
+            raise SiteError(
+                f"{where} references {ref}, outside the folders a report embeds from ({allowed[0]}, "
+                f"{allowed[1]}); the site embeds no other file: rebuild the report"
+            )
         if not path.is_file():
             raise SiteError(f"{where} references {ref}, which is missing ({path}); rebuild the report")
-        return m["pre"] + f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+        data = read_bounded(path, REPORT_FILE_MAX_BYTES, error=SiteError, hint="; rebuild the report")
+        return m["pre"] + f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
     return _LOCAL_REF.sub(embed, html)
 
@@ -335,6 +360,50 @@ def shipped_file(here: str, name: str) -> Path | None:
     return None
 
 
+def shipped_checkpoints(runs_root: Path, manifest: dict, names: list[str]) -> dict[str, dict]:
+    """Each case model's checkpoint, loaded, once it is proved the one its ONNX graph was exported from;
+    one line naming the real problem otherwise (a link, a loop of links, a missing, damaged or
+    retrained file), before anything is built."""
+    from ..checkpoint import read_checkpoint
+    from ..errors import CheckpointError
+
+    restore = "reinstall attnlab, or in a checkout restore it (git checkout src/attnlab/data/case_runs)"
+    payloads = {}
+    for n in names:
+        ckpt, entry = runs_root / n / "ckpt.pt", manifest["runs"][n]
+        where = f"the case model {n} that ships with attnlab ({ckpt})"
+        if ckpt.is_symlink():
+            try:
+                os.stat(ckpt)
+                why = f"is a link (to {os.readlink(ckpt)}); attnlab reads no linked checkpoint"
+            except OSError as e:
+                why = "is a link in a loop" if e.errno == errno.ELOOP else f"is a link to nothing ({os.readlink(ckpt)})"
+            raise SiteError(f"{where} {why}; {restore}")
+        if not ckpt.is_file():
+            what = "is a folder, not a file" if ckpt.is_dir() else "is missing"
+            raise SiteError(f"{where} {what}; {restore}")
+        digest = sha256_file(ckpt)
+        if digest != entry["ckpt_sha256"]:
+            try:
+                read_checkpoint(ckpt)
+            except CheckpointError:
+                size = ckpt.stat().st_size
+                raise SiteError(
+                    f"{where} is damaged: it does not load as a checkpoint ({size:,} bytes; truncated, or not a "
+                    f"checkpoint); {restore}"
+                ) from None
+            raise SiteError(
+                f"the ONNX graph of {n} was exported from another ckpt.pt (sha256 {entry['ckpt_sha256'][:12]}…, "
+                f"now {digest[:12]}…): after retraining, re-export with `python scripts/export_onnx.py`; "
+                "otherwise the shipped model is damaged: reinstall attnlab (or git checkout src/attnlab/data)"
+            )
+        try:
+            payloads[n] = read_checkpoint(ckpt)
+        except CheckpointError as e:
+            raise SiteError(f"{where} does not load ({e}); {restore}") from None
+    return payloads
+
+
 # ------------------------------------------------------------------------------ the build
 @dataclass
 class SiteResult:
@@ -345,11 +414,12 @@ class SiteResult:
     seconds: float = 0.0
     replaced: bool = False
     sizes: dict[str, int] = field(default_factory=dict)  # bytes by top folder (models, static, data, pages)
+    note: str | None = None  # what the reader should know (an earlier site that could not be deleted)
 
 
 def check_out(out: Path) -> bool:
-    """Refuse an --out that is not a new folder, an empty one or an earlier site (one line naming why);
-    True when there is a folder to replace."""
+    """Refuse an --out that is not a new folder, an empty one or provably an earlier site (one line
+    naming why, before anything is built or written); True when there is a folder to replace."""
     try:
         if out.is_symlink():
             raise OutputError(f"--out {out} is a link; give the folder itself")
@@ -360,19 +430,130 @@ def check_out(out: Path) -> bool:
             return False
         if not out.is_dir():
             raise OutputError(f"--out {out} is a file; give a new folder, an empty one or an earlier attnlab site")
+        if is_mount_point(out):
+            raise OutputError(
+                f"--out {out} is a mount point: a site is put in place by renaming, which a mount point refuses; "
+                f"give a folder inside it (e.g. {out / 'site'})"
+            )
         names = os.listdir(out)
+        cwd = Path.cwd().resolve()
+        if cwd == out.resolve() or out.resolve() in cwd.parents:
+            raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
+        why = site_problem(out, names)
     except OutputError:
         raise
     except OSError as e:
         raise _out_error(out, e) from None
-    if names and MARK not in names:
-        raise OutputError(
-            f"--out {out} holds other files and is not an earlier attnlab site; give a new or empty folder"
-        )
-    cwd = Path.cwd().resolve()
-    if cwd == out.resolve() or out.resolve() in cwd.parents:
-        raise OutputError(f"--out {out} is the folder you are in; give another one (the site replaces it)")
+    if why:
+        raise OutputError(f"--out {out} {why}")
     return True
+
+
+def is_mount_point(path: Path) -> bool:
+    """Whether ``path`` is where a file system is mounted (a bind mount of a folder included, which
+    os.path.ismount does not see)."""
+    if os.path.ismount(path):
+        return True
+    try:
+        table = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return False
+    real = os.path.realpath(path)
+    unescape = functools.partial(re.sub, r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)))
+    return any(len(f) > 4 and unescape(f[4]) == real for f in (line.split(" ") for line in table.splitlines()))
+
+
+def site_problem(folder: Path, names: list[str] | None = None) -> str | None:
+    """Why ``folder`` may not be replaced (words that follow its name), or None when it is empty or
+    provably a site this module wrote: its mark is a regular file that parses, names ``attnlab site``
+    and lists every file, and the folder holds nothing else, each listed file unchanged since."""
+    names = os.listdir(folder) if names is None else names
+    if not names:
+        return None
+    give = "give a new or empty folder (nothing in it was changed)"
+    if MARK not in names:
+        return f"is not an earlier attnlab site: it holds {_named(sorted(names))}; {give}"
+    doc, why = read_mark(folder / MARK)
+    if why:
+        return f"holds {MARK}, but not one attnlab wrote ({why}), so it is not provably an earlier site; {give}"
+    extra, changed = _compare(folder, doc["files"])
+    if extra:
+        return (
+            f"is an earlier attnlab site plus {_named(extra)}; a site is replaced only when it holds nothing "
+            "else: move those out, or build into a new folder and copy the site over (docs/teaching.md)"
+        )
+    if changed:
+        return (
+            f"is an earlier attnlab site, but {_named(changed, 'changed since it was built')}; "
+            "keep your edits elsewhere, or delete the folder yourself and build again"
+        )
+    return None
+
+
+def read_mark(path: Path) -> tuple[dict | None, str | None]:
+    """(the mark, None) when ``path`` is a site mark attnlab wrote; (None, why) otherwise."""
+    from ..errors import DataError
+    from ..io import read_json
+    from ..schemas import problem
+
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return None, f"it cannot be read: {e.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "it is a link" if stat.S_ISLNK(st.st_mode) else "it is a folder or a device, not a file"
+    if st.st_size == 0:
+        return None, "it is empty"
+    try:
+        doc = read_json(path, max_bytes=MARK_MAX_BYTES)
+    except DataError as e:
+        return None, str(e).replace(str(path), "it")
+    if isinstance(doc, dict) and doc.get("format") == "attnlab-site-v1":
+        return None, "an older attnlab wrote it without the list of its files"
+    why = problem("site_mark", doc)
+    return (None, why) if why else (doc, None)
+
+
+def _compare(folder: Path, files: dict) -> tuple[list[str], list[str]]:
+    """(entries of ``folder`` its mark does not list, listed files whose bytes differ); links are never
+    followed, and a folder the mark does not list counts once ("x/"), however much it holds."""
+    dirs = {"/".join(rel.split("/")[:i]) for rel in files for i in range(1, rel.count("/") + 1)}
+    extra, changed, listed, seen, stack = [], [], [], 0, [""]
+    while stack:
+        here = stack.pop()
+        with os.scandir(folder / here if here else folder) as entries:
+            for e in entries:
+                seen += 1
+                if seen > WALK_MAX:
+                    return [f"more than {WALK_MAX:,} files and folders"], []
+                rel = f"{here}/{e.name}" if here else e.name
+                if e.is_symlink():
+                    extra.append(f"{rel} (a link)")
+                elif e.is_dir(follow_symlinks=False) and rel in dirs:
+                    stack.append(rel)
+                elif e.is_dir(follow_symlinks=False):
+                    extra.append(rel + "/")
+                elif rel == MARK:
+                    continue
+                elif rel not in files or not e.is_file(follow_symlinks=False):
+                    extra.append(rel)
+                elif e.stat(follow_symlinks=False).st_size != files[rel]["bytes"]:
+                    changed.append(rel)
+                else:
+                    listed.append(rel)
+    if extra:
+        return sorted(extra, key=lambda r: (r.count("/"), r)), []
+    changed += [rel for rel in listed if sha256_file(folder / rel) != files[rel]["sha256"]]
+    return [], sorted(changed)
+
+
+def _named(entries: list[str], what: str = "it did not write") -> str:
+    """ "3 entries it did not write (a, b, c)": the first NAMED, then how many more."""
+    shown = ", ".join(entries[:NAMED]) + (f" and {len(entries) - NAMED:,} more" if len(entries) > NAMED else "")
+    n = len(entries)
+    if what == "it did not write":
+        return f"{n:,} {'entry' if n == 1 else 'entries'} attnlab did not write ({shown})"
+    return f"{n:,} of its files {'was' if n == 1 else 'were'} {what} ({shown})"
 
 
 def _out_error(out: Path, e: OSError) -> OutputError:
@@ -392,6 +573,12 @@ def build_site(
     The site is written into a temporary folder beside ``out`` and renamed into place, so an
     interrupted build leaves ``out`` as it was. ``runs_root``, ``onnx_dir``, ``case_json`` and
     ``reports`` ({"book": path, "case": path}) default to what ships with attnlab.
+
+    Beside ``out``, while it builds: ``.attnlab-site-<tag>.lock`` (one build per ``out`` at a time),
+    ``.attnlab-site-<tag>-*.tmp`` (the new site, with a build mark inside from its first moment) and,
+    for a moment, ``.attnlab-site-old-<tag>-*`` (the earlier site moved aside). A build that ends in
+    any way but kill -9 removes all three; the next build removes what a killed one left, each only
+    when what is inside proves attnlab wrote it.
     """
     started = time.perf_counter()
     out = Path(out)
@@ -400,49 +587,227 @@ def build_site(
     manifest = read_manifest(onnx_dir)
     names = [n for n in CASE_RUNS if n in manifest["runs"]] + sorted(set(manifest["runs"]) - set(CASE_RUNS))
     for n in names:
-        ckpt = runs_root / n / "ckpt.pt"
-        if not ckpt.is_file():
-            raise SiteError(
-                f"the case model {n} that ships with attnlab is missing ({ckpt}); reinstall attnlab, or in a "
-                "checkout restore src/attnlab/data/case_runs (git checkout)"
-            )
+        graph = onnx_dir / manifest["runs"][n]["onnx"]
+        if graph.is_symlink() or not graph.is_file() or sha256_file(graph) != manifest["runs"][n]["onnx_sha256"]:
+            raise SiteError(f"{graph} is missing or not the file the manifest names; re-export the ONNX graphs")
+    payloads = shipped_checkpoints(runs_root, manifest, names)
     if case_json is None:
         case_json = shipped_file(*CASE_JSON)
     found = {k: (Path(v) if v else None) for k, v in (reports or {}).items()}
     for key, (here, name) in REPORT_FILES.items():
         if key not in found:
             found[key] = shipped_file(here, name)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".attnlab-site-", suffix=".tmp", dir=out.parent))
-    except OSError as e:
-        raise _out_error(out, e) from None
-    try:
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a web server must read the site
-        result = _write(tmp, runs_root, onnx_dir, manifest, names, case_json and Path(case_json), found)
-        _swap(tmp, out, replace)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    result.out, result.replaced = out, replace
+    parent, tag = out.absolute().parent, _tag(out)
+    with _Lock(out, parent / f"{RESIDUE}{tag}.lock"):
+        with _sigterm_as_interrupt():
+            replace = check_out(out)  # again, now that no other build of ``out`` runs
+            notes = _clean_residue(parent, tag, out)
+            try:
+                tmp = Path(tempfile.mkdtemp(prefix=f"{RESIDUE}{tag}-", suffix=".tmp", dir=parent))
+            except OSError as e:
+                raise _out_error(out, e) from None
+            try:
+                build = {"format": BUILD_FORMAT, "generator": "attnlab site", "out": out.absolute().name}
+                _dump(tmp / BUILD_MARK, {**build, "pid": os.getpid()})  # what lets a later build remove it
+                os.chmod(tmp, 0o777 & ~umask_mask())  # mkdtemp makes 0700; a web server must read the site
+                result = _write(tmp, runs_root, onnx_dir, manifest, payloads, case_json and Path(case_json), found)
+                _seal(tmp, names)
+                _count(tmp, result)
+                old = _swap(tmp, out, parent / f"{RESIDUE}old-{tag}-{os.getpid()}-{time.monotonic_ns()}")
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        if old is not None:  # the new site is in place: the earlier one goes, proved once more
+            notes += _remove_old(old, out)
+    result.out, result.replaced, result.note = out, replace, "; ".join(notes) or None
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _swap(tmp: Path, out: Path, replace: bool) -> None:
-    """tmp becomes out; an earlier site at out is moved aside first and removed after."""
-    old = None
-    if replace:
-        old = out.with_name(f".attnlab-site-old-{os.getpid()}-{time.monotonic_ns()}")
-        os.rename(out, old)
+def _tag(out: Path) -> str:
+    """A short name for ``out`` in the names of its build's lock and folders beside it."""
+    return hashlib.sha256(out.absolute().name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+
+
+class _Lock:
+    """``with _Lock(out, path)``: the only build of ``out`` (an OS lock on ``path``, released by the
+    kernel however the process ends); a second is refused naming the first. The file is removed on
+    release; one a killed build left is taken over (it is no longer locked)."""
+
+    def __init__(self, out: Path, path: Path):
+        self.out, self.path, self.fd = out, path, None
+
+    def __enter__(self):
+        from ..runfolder import take_lock
+
+        for _ in range(5):
+            fd = take_lock(
+                self.path,
+                lambda why: f"--out {self.out} cannot be used ({why}); choose another folder",
+                lambda holder: (
+                    f"--out {self.out} is being built by {holder}; wait for it to finish (two builds at once "
+                    "would replace each other's site)"
+                ),
+            )
+            try:
+                if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                    self.fd = fd
+                    return self
+            except OSError:
+                pass
+            os.close(fd)  # the file was removed by the build that held it: take the new one
+        raise OutputError(f"--out {self.out}: cannot take the lock {self.path}; try again")
+
+    def __exit__(self, *exc):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt while the site is built, so the
+    temporary folder is removed and ``out`` left as it was, as for Ctrl-C (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt("stopped (SIGTERM) before the site was in place: --out is as it was")
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _clean_residue(parent: Path, tag: str, out: Path) -> list[str]:
+    """Remove the folders a killed build of ``out`` left in ``parent`` (called under its lock, so no
+    live build owns them): a temporary folder whose build mark names ``out``, or that is a complete
+    site; an earlier site moved aside that is still provably one. Notes on what had to stay."""
+    notes = []
+    pattern = re.compile(rf"{re.escape(RESIDUE)}(?:{tag}-.*\.tmp|old-{tag}-.*)", re.S)
+    try:
+        entries = [e for e in os.scandir(parent) if pattern.fullmatch(e.name)]
+    except OSError:
+        return notes
+    for e in entries:
+        folder = Path(e.path)
+        if e.is_symlink() or not e.is_dir(follow_symlinks=False):
+            continue
+        try:
+            ours = (e.name.endswith(".tmp") and _build_mark_names(folder / BUILD_MARK, out)) or not site_problem(folder)
+        except OSError:
+            ours = False
+        if not ours:
+            notes.append(
+                f"{folder} looks like a folder of an earlier build but holds files attnlab did not write: left"
+            )
+            continue
+        try:
+            _remove_site(folder)
+        except OSError as err:
+            notes.append(
+                f"{folder}, left by an interrupted build, cannot be deleted ({err.strerror}): delete it yourself"
+            )
+    return notes
+
+
+def _build_mark_names(path: Path, out: Path) -> bool:
+    from ..errors import DataError
+    from ..io import read_json
+
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        doc = read_json(path, max_bytes=64_000)
+    except (OSError, DataError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == BUILD_FORMAT and doc.get("out") == out.absolute().name
+
+
+def _swap(tmp: Path, out: Path, old: Path) -> Path | None:
+    """tmp becomes out. Whatever out is now is checked again (it may have changed during the build);
+    an earlier site is moved aside to ``old`` first. Returns ``old`` when something was moved there."""
+    moved = None
+    if check_out(out):
+        try:
+            os.rename(out, old)
+            moved = old
+        except OSError as e:
+            raise OutputError(
+                f"--out {out} cannot be replaced ({e.strerror or type(e).__name__}); nothing was changed: "
+                "give a new folder"
+            ) from None
     try:
         os.rename(tmp, out)
     except BaseException:
-        if old is not None:
-            os.rename(old, out)
+        if moved is not None:
+            os.rename(moved, out)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    return moved
+
+
+def _remove_old(old: Path, out: Path) -> list[str]:
+    """Delete the earlier site moved aside to ``old``, after proving it again (a file added between the
+    last check and the move is kept). Notes when something is left."""
+    try:
+        why = site_problem(old)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+    if why:
+        return [f"{out} changed while the site was built; what it held is kept in {old}: look through it"]
+    try:
+        _remove_site(old)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        return [f"the earlier site was moved to {old} but cannot be deleted ({why}); delete it yourself (rm -r {old})"]
+    return []
+
+
+def _remove_site(folder: Path) -> None:
+    """Delete a folder attnlab wrote: everything but its marks first, its marks last, so that what a
+    failed or interrupted deletion leaves is still recognisably attnlab's."""
+    with os.scandir(folder) as entries:
+        for e in entries:
+            if e.name in (MARK, BUILD_MARK):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+    for name in (MARK, BUILD_MARK):
+        if os.path.lexists(folder / name):
+            os.unlink(folder / name)
+    os.rmdir(folder)
+
+
+def _seal(dest: Path, names: list[str]) -> None:
+    """Write the mark: every file of the site with its size and sha256 (what proves it an earlier site)."""
+    from .. import __version__
+
+    files = {}
+    for p in sorted(dest.rglob("*")):
+        rel = p.relative_to(dest).as_posix()
+        if p.is_file() and rel not in (MARK, BUILD_MARK):
+            files[rel] = {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
+    mark = {"format": SITE_FORMAT, "generator": "attnlab site", "attnlab": __version__, "runs": names, "files": files}
+    _dump(dest / MARK, mark)
+    if (dest / BUILD_MARK).exists():  # the mark proves the folder attnlab's from now on
+        os.unlink(dest / BUILD_MARK)
+
+
+def _count(dest: Path, result: SiteResult) -> None:
+    for p in dest.rglob("*"):
+        if p.is_file():
+            size = p.stat().st_size
+            result.files += 1
+            result.bytes += size
+            top = p.relative_to(dest).parts[0] if len(p.relative_to(dest).parts) > 1 else "pages"
+            result.sizes[top] = result.sizes.get(top, 0) + size
 
 
 def _dump(path: Path, obj: Any) -> int:
@@ -457,30 +822,17 @@ def _write(
     runs_root: Path,
     onnx_dir: Path,
     manifest: dict,
-    names: list[str],
+    payloads: dict[str, dict],
     case_json: Path | None,
     reports: dict[str, Path | None],
 ) -> SiteResult:
-    from .. import __version__
-    from ..checkpoint import read_checkpoint
-
+    names = list(payloads)
     data = server_data(runs_root, case_json, names)
     # ---- models: the committed graph, its weights from the shipped checkpoint
     models = {}
     for i, n in enumerate(names):
-        entry = manifest["runs"][n]
-        ckpt = runs_root / n / "ckpt.pt"
-        digest = sha256_file(ckpt)
-        if digest != entry["ckpt_sha256"]:
-            raise SiteError(
-                f"the ONNX graph of {n} was exported from another ckpt.pt (sha256 {entry['ckpt_sha256'][:12]}…, "
-                f"now {digest[:12]}…): after retraining, re-export with `python scripts/export_onnx.py`; "
-                "otherwise the shipped model is damaged: reinstall attnlab (or git checkout src/attnlab/data)"
-            )
+        entry, payload = manifest["runs"][n], payloads[n]
         graph = onnx_dir / entry["onnx"]
-        if not graph.is_file() or sha256_file(graph) != entry["onnx_sha256"]:
-            raise SiteError(f"{graph} is missing or not the file the manifest names; re-export the ONNX graphs")
-        payload = read_checkpoint(ckpt)
         blob = weights_blob(payload["model"], entry["tensors"])
         if hashlib.sha256(blob).hexdigest() != entry["weights_sha256"]:
             raise SiteError(f"the weights of {n} do not match its ONNX export; re-export the ONNX graphs")
@@ -546,17 +898,7 @@ def _write(
     index["glyphs"] = put("glyphs", "glyphs", {"status": 200, "body": glyphs(data["app"], "".join(texts))})
     _dump(dest / "data" / "site.json", index)
     (dest / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
-    mark = {"format": SITE_FORMAT, "generator": "attnlab site", "attnlab": __version__, "runs": names}
-    _dump(dest / MARK, mark)
-    result = SiteResult(dest, names)
-    for p in dest.rglob("*"):
-        if p.is_file():
-            size = p.stat().st_size
-            result.files += 1
-            result.bytes += size
-            top = p.relative_to(dest).parts[0] if len(p.relative_to(dest).parts) > 1 else "pages"
-            result.sizes[top] = result.sizes.get(top, 0) + size
-    return result
+    return SiteResult(dest, names)
 
 
 def _missing_report(key: str) -> str:
