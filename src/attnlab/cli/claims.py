@@ -54,6 +54,14 @@ def add_parser(sub):
         help="撤回不再判定的已登记论断（需 --why，登记与历史保留）/ withdraw registered claims no entry judges any more "
         "(with --why; the registration and its history stay)",
     )
+    p.add_argument(
+        "--confirm-plan",
+        default=None,
+        metavar="BUDGET",
+        help="验证性一轮的计划草案（不登记、不训练）：每条书中论断在冻结规格下达到 80%% 功效要的新种子与代价，预算如 6h / "
+        "draft the confirmatory round (nothing registered or trained): the fresh seeds each book claim needs for 80%% "
+        "power under its frozen specification, and their price, within a budget such as 6h",
+    )
     p.add_argument("--why", default="", help="修订的原因 / why the specification changes")
     p.add_argument(
         "--registry",
@@ -102,6 +110,8 @@ def main(args) -> int:
     from .. import claims_registry as R
 
     data = Path(args.data)
+    if args.confirm_plan:
+        return _confirm_plan(data, args.confirm_plan)
     path = Path(args.registry) if args.registry else R.find(Path("."), data)
     registry = R.load(path)
     claims = current_claims(data)
@@ -169,4 +179,22 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
     except ValueError as e:
         raise AttnlabError(str(e)) from None
     write_json(path, registry)
+    return 0
+
+
+def _confirm_plan(data: Path, budget: str) -> int:
+    """--confirm-plan: the draft of the confirmatory round, printed (nothing written)."""
+    from ..lab.confirm import CONFIRM_SEED, draft
+    from ..lab.decide import parse_duration
+
+    plan = draft(data, parse_duration(budget), frozen="(draft)")
+    print(
+        f"验证性一轮（草案）/ confirmatory round (draft): seeds from {CONFIRM_SEED}; budget "
+        f"{plan.budget_core_s / 3600:.2f} core-h, bought {plan.spent_core_s / 3600:.2f} core-h"
+    )
+    for c in plan.claims:
+        mark = "✓" if c.bought else "·"
+        print(f"{mark} {c.claim} [{c.experiment}] seeds {c.seeds if c.seeds is not None else '—'}: {c.why}")
+    bought = sum(c.bought for c in plan.claims)
+    print(f"{bought} of {len(plan.claims)} book claims within the budget")
     return 0

@@ -1,0 +1,442 @@
+"""The confirmatory round: the book's claims judged once, under frozen specifications, on fresh seeds.
+
+Today's verdicts are exploratory: many specifications were written, or amended, after their numbers
+were seen (data/claims_registry.json says which), and no rewording can make such a specification into
+one written before its data. What can is new data. The round goes in four steps, each recorded before
+the next begins:
+
+1. **Freeze.** Every book claim's specification as the registry holds it (registration plus
+   amendments, :func:`attnlab.claims_registry.effective_spec`), with the commit it was frozen at.
+2. **Plan.** For each claim, the fresh seeds that give its frozen rule 80 % power at its registered
+   smallest effect of interest or tolerance, with the spread of the exploratory seeds
+   (:func:`seeds_needed`: the rule itself, simulated); for each entry, the price of one more seed
+   (its ``seed_runs``, costed by ``attnlab book --plan``'s calibration). Within a compute budget,
+   claims are bought cheapest per claim first; the claims beyond it are named with their price.
+3. **Register.** The plan is written to data/confirmatory_plan.json and committed before any
+   confirmatory run starts. From then on it only grows: :func:`plan_rewrites` refuses a plan whose
+   seeds, counts or specifications differ from its first committed version.
+4. **Judge once.** Each planned claim is judged with its frozen specification on the planned seeds'
+   numbers only (:func:`judge_confirmatory`): a number from any other seed — an exploratory one
+   above all — is refused, and Holm's correction runs within the family of confirmatory claims.
+
+Seeds come from :data:`CONFIRM_SEED` upward, a range no committed run has used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import verdicts as V
+from ..claims_registry import effective_kind, effective_spec, spec_key
+from ..errors import AttnlabError
+from ..sequential import N_MAX
+from ..stats import MIN_SEEDS, PASS, POWER, judge_spec, param_value
+
+CONFIRM_SEED = 20270000  # the first confirmatory seed; every committed run used 20261014-20261023
+PLAN_KIND = "confirmatory_plan"
+REPS = 4000  # simulated replications per seed count (power to within about ±1 %)
+# the numbers of a plan that registration fixes: a change to any is a tamper
+FIXED_KEYS = ("frozen", "seed_start", "claims", "budget_core_s")
+
+
+class ConfirmError(AttnlabError):
+    pass
+
+
+# ---------------------------------------------------------------- power of a frozen rule
+
+
+def _alternative(spec: Mapping, mean: float) -> float:
+    """The true mean at which a rule's power is asked: the registered effect (SESOI) for an effect
+    rule, the book's value for a value rule, the band's middle for a band, no difference for an
+    equivalence; an every rule has no alternative of its own (the exploratory mean)."""
+    rule, p = spec.get("rule"), {k: param_value(v) for k, v in (spec.get("params") or {}).items()}
+    if rule == "effect":
+        return float(p.get("direction", 1)) * float(p["sesoi"])
+    if rule == "value":
+        return float(p["book"])
+    if rule == "band":
+        lo, hi = float(p["lo"]), float(p["hi"])
+        return (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else mean
+    if rule == "equivalence":
+        return 0.0
+    return mean
+
+
+def _passes(spec: Mapping, draws: np.ndarray) -> np.ndarray | None:
+    """Whether each row of ``draws`` PASSes the interval rules of attnlab.stats, computed for all rows at
+    once with the rules' own conditions (tests check it equals judge_spec row by row); None for a rule
+    judged one row at a time."""
+    from ..stats import ALPHA
+
+    rule, p = spec.get("rule"), {k: param_value(v) for k, v in (spec.get("params") or {}).items()}
+    n = draws.shape[1]
+    m = draws.mean(axis=1)
+    sd = draws.std(axis=1, ddof=1)
+    if rule == "effect":
+        x = float(p.get("direction", 1)) * m
+        h = _t(n, 1 - ALPHA) * sd / math.sqrt(n)
+        lo, hi = x - h, x + h
+        return (lo > 0) & (hi >= float(p["sesoi"]))
+    if rule == "value":
+        h = _t(n, 1 - ALPHA) * sd * math.sqrt(1 + 1 / n)
+        off = np.abs(m - float(p["book"]))
+        return (off <= h) & (off + h <= float(p["tol"]))
+    if rule == "band":
+        h = _t(n, 1 - ALPHA) * sd / math.sqrt(n)
+        return (float(p["lo"]) <= m - h) & (m + h <= float(p["hi"]))
+    if rule == "equivalence":
+        h = _t(n, 1 - 2 * ALPHA) * sd / math.sqrt(n)
+        margin = float(p["margin"])
+        return (-margin < m - h) & (m + h < margin)
+    return None
+
+
+def _t(n: int, conf: float) -> float:
+    from ..stats import t_crit
+
+    return t_crit(n, conf)
+
+
+def power_at(spec: Mapping, mean: float, sd: float, n: int, rng: np.random.Generator, reps: int = REPS) -> float:
+    """The chance that ``spec`` judges PASS on n seeds drawn from N(alternative, sd): the frozen rule
+    itself simulated, so every rule (and its one-run or interval logic) is priced as it will judge."""
+    mu = _alternative(spec, mean)
+    draws = rng.normal(mu, max(sd, 1e-12), size=(reps, n))
+    fast = _passes(spec, draws)
+    if fast is not None:
+        return float(fast.mean())
+    return float(np.mean([judge_spec(dict(spec), list(row)).verdict == PASS for row in draws]))
+
+
+def seeds_needed(
+    spec: Mapping, values: Sequence[float], *, seed: int = 0, max_n: int = N_MAX
+) -> tuple[int | None, float]:
+    """(the fewest seeds with at least 80 % power, the power there) for one rule on one input, with the
+    exploratory ``values``' mean and sd; (None, best power) when no count up to ``max_n`` reaches it."""
+    xs = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    if len(xs) < 2:
+        return None, 0.0
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    rng = np.random.default_rng(seed)
+    best = 0.0
+    for n in range(MIN_SEEDS, max_n + 1):
+        p = power_at(spec, mean, sd, n, rng)
+        best = max(best, p)
+        if p >= POWER:
+            return n, p
+        if spec.get("rule") == "every" and p < best - 0.1:  # every seed in a band: more seeds only lower it
+            break
+    return None, best
+
+
+def claim_seeds(spec: Mapping, inputs: Mapping[str, Sequence]) -> tuple[int | None, float, str]:
+    """(seeds, power, why) a frozen claim needs: an all_of needs what its hungriest part needs;
+    arithmetic needs no seed."""
+    rule = spec.get("rule")
+    if rule == "exact":
+        return 0, 1.0, "精确算术，重算即可 / exact arithmetic: recomputed, no seed"
+    if rule in (None, "reported", "na"):
+        return None, 0.0, "没有可检验的规则 / no rule that tests something"
+    parts = spec.get("parts") if rule == "all_of" else [spec]
+    need, power = 0, 1.0
+    for i, part in enumerate(parts or []):
+        if part.get("rule") == "exact":
+            continue
+        values = inputs.get(part.get("reads") or "") or []
+        n, p = seeds_needed(part, values, seed=i)
+        if n is None:
+            return (
+                None,
+                p,
+                (
+                    f"{part.get('reads')}: 最多 {N_MAX} 个种子也达不到 80% 功效（最好 {p:.0%}）/ no seed count up to "
+                    f"{N_MAX} gives 80 % power (best {p:.0%})"
+                ),
+            )
+        need, power = max(need, n), min(power, p)
+    return need, power, f"{need} 个种子时功效 {power:.0%} / power {power:.0%} at {need} seeds"
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass
+class Planned:
+    claim: str
+    experiment: str
+    seeds: int | None
+    power: float
+    why: str
+    core_s: float = 0.0  # the entry's price for that many seeds (shared runs priced once per entry)
+    bought: bool = False
+
+
+@dataclass
+class ConfirmPlan:
+    frozen: str  # the commit the specifications were frozen at
+    budget_core_s: float
+    seed_start: int
+    claims: list[Planned] = field(default_factory=list)
+    specs: dict[str, dict] = field(default_factory=dict)
+
+    def seeds_of(self, experiment: str) -> list[int]:
+        n = max((c.seeds or 0 for c in self.claims if c.bought and c.experiment == experiment), default=0)
+        return [self.seed_start + i for i in range(n)]
+
+    @property
+    def spent_core_s(self) -> float:
+        per_entry: dict[str, float] = {}
+        for c in self.claims:
+            if c.bought:
+                per_entry[c.experiment] = max(per_entry.get(c.experiment, 0.0), c.core_s)
+        return sum(per_entry.values())
+
+    def to_json(self) -> dict:
+        return {
+            "kind": PLAN_KIND,
+            "frozen": self.frozen,
+            "seed_start": self.seed_start,
+            "budget_core_s": round(self.budget_core_s, 1),
+            "spent_core_s": round(self.spent_core_s, 1),
+            "claims": {
+                c.claim: {
+                    "experiment": c.experiment,
+                    "seeds": c.seeds,
+                    "power": round(c.power, 3),
+                    "core_s": round(c.core_s, 1),
+                    "bought": c.bought,
+                    "why": c.why,
+                    "spec": self.specs.get(c.claim),
+                    "spec_sha256": spec_digest(self.specs.get(c.claim)),
+                }
+                for c in self.claims
+            },
+        }
+
+
+def spec_digest(spec: Mapping | None) -> str:
+    """A short fingerprint of a frozen specification (what a tamper must change)."""
+    text = json.dumps(spec_key(spec), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def frozen_claims(registry: Mapping, claims: Sequence[Mapping]) -> list[tuple[Mapping, dict]]:
+    """(claim judged now, its frozen specification) for every book claim of the registry: the
+    registration plus amendments, which ``attnlab claims --check`` holds equal to the code's."""
+    entries = registry.get("claims") or {}
+    out = []
+    for c in claims:
+        e = entries.get(c.get("id"))
+        if e is None or effective_kind(e) != "book":
+            continue
+        out.append((c, effective_spec(e)))
+    return out
+
+
+def make_plan(
+    frozen: str,
+    registry: Mapping,
+    claims: Sequence[Mapping],
+    owner: Mapping[str, str],
+    price: Callable[[str, int, str], float | None],
+    budget_core_s: float,
+    seed_start: int = CONFIRM_SEED,
+) -> ConfirmPlan:
+    """The confirmatory plan: every frozen book claim with the seeds it needs and its entry's price
+    (``price(experiment, n, claim)``: core-seconds of the runs n fresh seeds add for that claim, None when
+    its entry cannot train more seeds for it; claims of one entry share runs, so an entry is priced at
+    its dearest bought claim), bought cheapest per claim first within ``budget_core_s``. Pure: numbers in."""
+    plan = ConfirmPlan(frozen, float(budget_core_s), seed_start)
+    for c, spec in frozen_claims(registry, claims):
+        n, power, why = claim_seeds(spec, c.get("inputs") or {})
+        exp = owner.get(c["id"], "?")
+        cost = 0.0
+        if n:
+            p = price(exp, n, c["id"])
+            if p is None:
+                n, why = None, "这个条目不能为它加种子 / its experiment cannot train more seeds for it"
+            else:
+                cost = p
+        plan.specs[c["id"]] = spec_key(spec)
+        plan.claims.append(Planned(c["id"], exp, n, power, why, cost))
+    # buy: exact ones are free; then entry by entry, the most claims per core-second first
+    for c in plan.claims:
+        c.bought = c.seeds == 0
+    by_entry: dict[str, list[Planned]] = {}
+    for c in plan.claims:
+        if c.seeds:
+            by_entry.setdefault(c.experiment, []).append(c)
+    offers = []
+    for exp, cs in by_entry.items():
+        for c in cs:  # buying c buys every claim of its entry that needs no more seeds than c
+            got = [x for x in cs if x.seeds <= c.seeds]
+            offers.append((c.core_s / len(got), c.core_s, exp, c.seeds, got))
+    paid: dict[str, float] = {}
+    for _, cost, exp, _, got in sorted(offers, key=lambda o: (o[0], o[2], o[3])):
+        extra = cost - paid.get(exp, 0.0)
+        if extra <= 0:
+            for x in got:
+                x.bought = True
+            continue
+        if plan.spent_core_s + extra > budget_core_s:
+            continue
+        paid[exp] = cost
+        for x in got:
+            x.bought = True
+    for c in plan.claims:
+        if c.seeds and not c.bought:
+            c.why += f"；超出预算，需 {c.core_s / 3600:.2f} 核时 / beyond the budget: {c.core_s / 3600:.2f} core-h"
+    return plan
+
+
+# ---------------------------------------------------------------- registration holds
+
+
+def plan_rewrites(first: Mapping, now: Mapping) -> list[str]:
+    """What ``now`` changed of the plan as first committed (``first``): seeds, counts, budget or any
+    frozen specification. Results may be added; nothing registered may change."""
+    out = []
+    for k in ("frozen", "seed_start", "budget_core_s"):
+        if first.get(k) != now.get(k):
+            out.append(f"{k}: {first.get(k)} → {now.get(k)}")
+    fc, nc = first.get("claims") or {}, now.get("claims") or {}
+    for cid, a in fc.items():
+        b = nc.get(cid)
+        if b is None:
+            out.append(f"{cid}: removed from the plan")
+            continue
+        for k in ("experiment", "seeds", "bought", "spec", "spec_sha256"):
+            if a.get(k) != b.get(k):
+                out.append(f"{cid}: {k} changed ({a.get(k)} → {b.get(k)})")
+        if spec_digest(b.get("spec")) != b.get("spec_sha256"):
+            out.append(f"{cid}: its spec no longer matches its fingerprint")
+    out += [f"{cid}: added after registration" for cid in nc if cid not in fc]
+    return out
+
+
+# ---------------------------------------------------------------- judging once
+
+
+def judge_confirmatory(plan: Mapping, numbers: Mapping[str, Mapping[int, Mapping[str, float]]]) -> list[dict]:
+    """Each bought claim judged once with its frozen specification on the planned seeds' numbers:
+    ``numbers[experiment][seed][input] = value``. A seed outside the plan's (an exploratory one, or
+    beyond its count) is refused, never used; a claim missing some planned seed is INCONCLUSIVE with
+    the seeds it still lacks. Holm runs within the confirmatory family."""
+    start = int(plan["seed_start"])
+    out = []
+    for cid, c in (plan.get("claims") or {}).items():
+        if not c.get("bought") or not c.get("spec"):
+            continue
+        spec = c["spec"]
+        exp, n = c["experiment"], int(c.get("seeds") or 0)
+        have = numbers.get(exp) or {}
+        wrong = sorted(s for s in have if not start <= int(s) < start + max(n, 1) and n)
+        older = [s for s in wrong if int(s) < start]
+        if older:
+            raise ConfirmError(
+                f"{cid}: seeds {older[:3]} are not confirmatory (the plan's start from {start}); exploratory data "
+                "cannot confirm a claim — remove them from the confirmatory numbers"
+            )
+        seeds = [start + i for i in range(n)]
+        if spec.get("rule") == "exact":
+            continue  # recomputed by its entry: arithmetic has no seed to confirm
+        lacking = [s for s in seeds if s not in have]
+        inputs = {}
+        parts = spec.get("parts") if spec.get("rule") == "all_of" else [spec]
+        for part in parts:
+            key = part.get("reads")
+            if key:
+                inputs[key] = [have[s].get(key) for s in seeds if s in have]
+        if lacking:
+            out.append(
+                {
+                    "id": cid,
+                    "kind": "book",
+                    "verdict": V.INCONCLUSIVE,
+                    "reason": f"还缺 {len(lacking)} 个种子 / {len(lacking)} planned seed(s) not trained yet",
+                    "inputs": inputs,
+                    "p": None,
+                }
+            )
+            continue
+        filled = _filled(spec, inputs)
+        j = judge_spec(filled)
+        out.append(
+            {
+                "id": cid,
+                "kind": "book",
+                "verdict": j.verdict,
+                "p": j.p,
+                "inputs": inputs,
+                "n": n,
+                "reason": j.detail,
+            }
+        )
+    return V.with_holm(out)
+
+
+def _filled(spec: Mapping, inputs: Mapping[str, list]) -> dict:
+    if spec.get("rule") == "all_of":
+        return {"rule": "all_of", "parts": [_filled(p, inputs) for p in spec.get("parts") or []]}
+    return {**spec, "values": [float(x) for x in inputs.get(spec.get("reads") or "") or [] if x is not None]}
+
+
+# ---------------------------------------------------------------- this checkout's plan
+
+
+def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
+    """The plan for this checkout's book: its registry and committed entries in ``data``, each entry's
+    price of n fresh seeds from the book's own cost calibration (``attnlab book --plan``)."""
+    from pathlib import Path
+
+    from ..claims_registry import find, load
+    from . import EXPERIMENTS
+    from .labbook import judge_input, read_entries
+    from .plan import default_records_dir
+    from .plan import make_plan as cost_plan
+    from .runs import Scale
+
+    data = Path(data)
+    registry = load(find(Path("."), data))
+    docs = read_entries(EXPERIMENTS, data)
+    claims, owner = [], {}
+    by_id = {e.id: e for e in EXPERIMENTS}
+    for e in EXPERIMENTS:
+        doc = docs.get(e.id)
+        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
+            continue
+        for c in e.judge(judge_input(e, data.resolve().parent, doc["results"], data)):
+            claims.append(c)
+            owner[c["id"]] = e.id
+    scale = Scale.make(False)
+    records = default_records_dir(data.resolve().parent)
+
+    def price(experiment: str, n: int, cid: str) -> float | None:
+        e = by_id.get(experiment)
+        if e is None or e.seed_runs is None:
+            return None
+        runs = {}
+        for i in range(n):
+            for r in e.seed_runs(scale, CONFIRM_SEED + i, cid):
+                runs.setdefault(r.name, r)
+        if len(runs) == 0:
+            return None
+        p = cost_plan(
+            "confirm",
+            list(runs.values()),
+            Path("/nonexistent-runs"),
+            registry=EXPERIMENTS,
+            records_dir=records,
+            scale=scale,
+        )
+        return sum(c.seconds for c in p.costs)
+
+    return make_plan(frozen, registry, claims, owner, price, budget_core_s)

@@ -1,0 +1,143 @@
+"""The confirmatory round (attnlab.lab.confirm): power from the frozen rule itself, a plan bought
+within its budget, a registered plan that cannot change, and a judge that sees only fresh seeds.
+
+These are the three guarantees the round rests on: exploratory data can never confirm a claim (a
+seed from the old range is refused), an effect zeroed in the confirmatory numbers never PASSes, and
+a plan whose seeds, counts or specifications changed after registration is refused.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+
+from attnlab import stats as S
+from attnlab.claims_registry import register
+from attnlab.lab import confirm as C
+from attnlab.verdicts import claim
+
+DATE = "2026-12-04T00:00:00+00:00"
+
+
+def effect_claim(cid="gap", values=(0.9, 1.0, 0.95, 1.05), sesoi=0.4):
+    xs = list(values)
+    return claim(cid, "§1.4", "the big gap is large", S.effect(xs, direction=+1, sesoi=sesoi), inputs={"gap": xs})
+
+
+def test_seeds_needed_matches_the_effect_rules_own_power():
+    """Simulating the effect rule at its SESOI gives the seeds the t-test's noncentral power gives."""
+    spec = {"rule": "effect", "params": {"direction": 1, "sesoi": 0.5}, "reads": "gap"}
+    values = list(np.random.default_rng(1).normal(0.5, 0.5, size=8))
+    n, power = C.seeds_needed(spec, values)
+    sd = float(np.std(values, ddof=1))
+    analytic = S.seeds_for(0.5, sd)
+    assert n is not None and power >= 0.8
+    assert abs(n - analytic) <= 2, (n, analytic)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"rule": "effect", "params": {"direction": -1, "sesoi": 0.2}, "reads": "x"},
+        {"rule": "value", "params": {"book": 0.0, "tol": 0.6}, "reads": "x"},
+        {"rule": "band", "params": {"lo": -0.5, "hi": 0.4}, "reads": "x"},
+        {"rule": "equivalence", "params": {"margin": 0.5}, "reads": "x"},
+    ],
+)
+def test_the_vectorised_rules_judge_as_the_rules_do(spec):
+    draws = np.random.default_rng(3).normal(-0.1, 0.3, size=(300, 5))
+    fast = C._passes(spec, draws)
+    slow = np.array([S.judge_spec(dict(spec), list(row)).verdict == "PASS" for row in draws])
+    assert 0 < slow.sum() < len(slow)  # both outcomes occur, so equality means something
+    assert (fast == slow).all()
+
+
+def test_an_exact_claim_needs_no_seed_and_a_hopeless_one_says_so():
+    assert C.claim_seeds({"rule": "exact", "params": {}}, {})[0] == 0
+    # a value rule whose tolerance is below the seed noise can never PASS, at any count
+    spec = {"rule": "value", "params": {"book": 0.17, "tol": 0.01}, "reads": "gap"}
+    n, power, why = C.claim_seeds(spec, {"gap": [0.24, 0.05, 0.04, 0.03, 0.1]})
+    assert n is None and power < 0.8 and "80" in why
+
+
+def plan_for(claims, budget, price=lambda exp, n, cid: 100.0 * n):
+    reg = {"claims": {}}
+    for c in claims:
+        register(reg, c, DATE)
+    owner = {c["id"]: "entry_" + c["id"] for c in claims}
+    return C.make_plan("abc123", reg, claims, owner, price, budget)
+
+
+def test_the_plan_buys_within_its_budget_and_names_the_rest_with_a_price():
+    cheap = effect_claim("cheap", (0.9, 1.0, 0.95, 1.05))
+    dear = effect_claim("dear", (0.9, 0.3, 1.2, 0.5, 0.8), sesoi=0.4)
+    p = plan_for([cheap, dear], budget=800)
+    got = {c.claim: c for c in p.claims}
+    assert got["cheap"].bought and got["cheap"].seeds >= 3
+    assert not got["dear"].bought and "beyond the budget" in got["dear"].why
+    assert p.spent_core_s <= 800
+    j = p.to_json()
+    assert j["claims"]["cheap"]["spec_sha256"] == C.spec_digest(j["claims"]["cheap"]["spec"])
+
+
+def registered_plan():
+    return plan_for([effect_claim()], budget=10_000).to_json()
+
+
+def test_a_tampered_plan_is_refused():
+    first = registered_plan()
+    assert C.plan_rewrites(first, copy.deepcopy(first)) == []
+    for tamper, expect in [
+        (lambda p: p["claims"]["gap"].update(seeds=p["claims"]["gap"]["seeds"] + 2), "seeds changed"),
+        (lambda p: p.update(seed_start=20261014), "seed_start"),
+        (lambda p: p["claims"]["gap"]["spec"]["params"].update(sesoi=0.1), "spec changed"),
+        (lambda p: p["claims"].pop("gap"), "removed from the plan"),
+        (lambda p: p.update(budget_core_s=1e9), "budget_core_s"),
+    ]:
+        bad = copy.deepcopy(first)
+        tamper(bad)
+        assert any(expect in line for line in C.plan_rewrites(first, bad)), expect
+
+
+def numbers(plan, values):
+    start = plan["seed_start"]
+    return {"entry_gap": {start + i: {"gap": v} for i, v in enumerate(values)}}
+
+
+def test_confirmatory_verdicts_cannot_see_exploratory_seeds():
+    plan = registered_plan()
+    n = plan["claims"]["gap"]["seeds"]
+    data = numbers(plan, [1.0] * n)
+    data["entry_gap"][20261014] = {"gap": 5.0}  # an exploratory seed's number slipped in
+    with pytest.raises(C.ConfirmError, match="not confirmatory"):
+        C.judge_confirmatory(plan, data)
+
+
+def test_a_zeroed_effect_never_passes():
+    """The confirmatory numbers with the effect removed (each seed's gap minus their mean: mean 0,
+    the same spread) never PASS, whatever the spread."""
+    plan = registered_plan()
+    n = plan["claims"]["gap"]["seeds"]
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        xs = rng.normal(1.0, rng.uniform(0.01, 1.0), size=n)
+        zeroed = list(xs - xs.mean())
+        (verdict,) = [c["verdict"] for c in C.judge_confirmatory(plan, numbers(plan, zeroed))]
+        assert verdict != "PASS"
+    (real,) = C.judge_confirmatory(plan, numbers(plan, list(1.0 + 0.05 * rng.standard_normal(n))))
+    assert real["verdict"] == "PASS" and real["holm"] == "PASS"
+
+
+def test_a_claim_missing_planned_seeds_is_inconclusive_with_what_it_lacks():
+    plan = registered_plan()
+    (c,) = C.judge_confirmatory(plan, numbers(plan, [1.0]))
+    assert c["verdict"] == "INCONCLUSIVE" and "not trained yet" in c["reason"]
+
+
+def test_the_first_confirmatory_seed_is_above_every_committed_run():
+    import json
+    from pathlib import Path
+
+    store = json.loads((Path(__file__).resolve().parents[2] / "data" / "run_store.json").read_text(encoding="utf-8"))
+    used = [r["seed"] for r in store["runs"].values() if isinstance(r.get("seed"), int)]
+    assert used and max(used) < C.CONFIRM_SEED
