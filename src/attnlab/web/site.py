@@ -24,6 +24,12 @@ How it stays the same site as ``attnlab serve``:
   unscaled model's saturated softmax would otherwise turn the runtimes' different float32
   rounding into several 1e-4 of difference.)
 
+What ``--out`` may be: a new folder, an empty one, or provably an earlier site. Every site carries a
+mark (``.attnlab-site.json``) listing each file the build wrote with its sha256; a folder is replaced
+only when its mark is such a list and the folder holds exactly those files, unchanged. Anything
+else (a ``.git``, a ``CNAME``, a reader's file, an empty or edited mark) is refused in one line naming
+what is in the way, before anything is built: nothing attnlab did not write is ever deleted.
+
 What it deliberately leaves out: anything that needs the server at run time (training,
 a run of the reader's own, the live table's "running" state: a static copy is a
 snapshot, so a run is never "running" there). The SVG export outlines only the
