@@ -1,0 +1,16 @@
+"""Regenerate docs/workbook.md and the workbook page's data from src/attnlab/workbook/workbook.json.
+
+Usage: python scripts/docs_workbook.py  (tests/workbook/test_data.py checks both are up to date)
+"""
+
+from pathlib import Path
+
+from attnlab.workbook import render_markdown
+from attnlab.workbook.page import page_data_js
+
+ROOT = Path(__file__).resolve().parents[1]
+
+if __name__ == "__main__":
+    (ROOT / "docs" / "workbook.md").write_text(render_markdown(), encoding="utf-8")
+    (ROOT / "src" / "attnlab" / "web" / "static" / "workbook_data.js").write_text(page_data_js(), encoding="utf-8")
+    print("wrote docs/workbook.md, src/attnlab/web/static/workbook_data.js")
