@@ -29,7 +29,8 @@
   }
 
   function whereNode(w) {
-    if (w.startsWith("/")) return el("a", { href: w, text: w });
+    // a page of the server ("/lookup"), or of the static site once its links are made relative
+    if (w.startsWith("/") || /^[\w-]+\.html([?#]|$)/.test(w)) return el("a", { href: w, text: w });
     return el("code", { text: w });
   }
 
