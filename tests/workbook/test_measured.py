@@ -99,3 +99,15 @@ def test_cli_exit_codes(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "n_head=8" in r.stderr
     r = cli("q3", "x.py")
     assert r.returncode == 2 and "/workbook#q3" in r.stderr
+
+
+def test_the_sheets_train_commands_give_the_exercises_configs():
+    """`attnlab train --set ...` as the workbook and the assignment sheet write it is accepted."""
+    from attnlab.config import Config
+
+    for overrides, exercise, d_head in (
+        (["n_head=2", "seed=5", "scaled=false"], "ex1", 64),
+        (["seed=5"], "ex1", 32),
+        (["n_head=1", "d_model=192", "seed=5"], "ex2", 192),
+    ):
+        assert measured.classify(exercise, "run", Config.from_overrides(overrides)) == d_head
