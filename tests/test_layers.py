@@ -60,7 +60,7 @@ LAYERS = [
     ),
     (3, ("experiments",)),
     (4, ("lab",)),
-    (5, ("report", "web")),
+    (5, ("report", "web", "workbook")),
     (6, ("cli",)),
 ]
 

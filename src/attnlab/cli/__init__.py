@@ -26,6 +26,7 @@ from .common import Parser
 # the groups `attnlab --help` lists, in a reader's order; a command's module is its name with _ for -
 GROUPS = (
     ("开始 / start", ("case", "serve", "site")),
+    ("练习册与课堂 / workbook and class", ("exercise", "class")),
     ("训练与生成 / train and sample", ("train", "generate", "info")),
     ("实验与报告 / experiments and reports", ("book", "report", "claims", "heads", "failures", "ablate", "sweep")),
     ("语料 / corpus", ("corpus-stats", "build-corpus")),

@@ -62,6 +62,7 @@ PAGES = {
     "/exp1-2": "exp12.html",
     "/runs": "runs.html",
     "/timeline": "timeline.html",
+    "/workbook": "workbook.html",
 }
 # the header of every page, in one place: (route, 中文, English)
 NAV = (
@@ -71,6 +72,7 @@ NAV = (
     ("/runs", "训练曲线", "Runs"),
     ("/timeline", "时间线", "Timeline"),
     ("/book", "全章实验", "Lab book"),
+    ("/workbook", "练习册", "Workbook"),
 )
 HEADER_MARK = "<!--attnlab:header-->"
 

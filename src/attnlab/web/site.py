@@ -92,6 +92,7 @@ SITE_PAGES = {
     "/runs": "runs.html",
     "/timeline": "timeline.html",
     "/book": "book.html",
+    "/workbook": "workbook.html",
 }
 CASE_PAGE = "case.html"
 REPORT_FILES = {"book": ("reports/lab_book.html", "lab_book.html"), "case": ("reports/ch1_case.html", "ch1_case.html")}

@@ -14,6 +14,8 @@
     self: { Q: [[4, 0], [-2, 3], [-2, -3]], K: [[4, 0], [-2, 3], [-2, -3]], V: BOOK_V },
     // Larger scores: one position takes almost all the weight. Double K's first row next.
     sharp: { Q: [[3, 0], [0, 3], [3, 0]], K: [[2, 0], [0, 2], [1, 1]], V: BOOK_V },
+    // §1.5.3 ③: V's rows [1,0], [0,1], [1,1], Q's third row [1,0] (it already is), unscaled as in ①.
+    edited: { Q: [[1, 0], [0, 1], [1, 0]], K: [[1, 0], [0, 1], [1, 1]], V: [[1, 0], [0, 1], [1, 1]] },
   };
   const NAMES = { q: "Q", k: "K", v: "V" };
 
@@ -129,10 +131,23 @@
     if (okN && okD && (nv !== n || dv !== d)) resize(nv, dv);
   }
 
+  // §1.5.3 ③'s slip: both outputs computed here by the page's own attention, never typed.
+  function slipNote() {
+    const third = (p) => Attn.attention(p.Q, p.K, p.V, { scale: false, causal: true }).out[2];
+    const show = (v) => `[${v.map(fmt).join(", ")}]`;
+    const edited = show(third(PRESETS.edited)), original = show(third(PRESETS.book));
+    $("slip-153").querySelectorAll("[data-testid^=slip-edited]").forEach((b) => { b.textContent = edited; });
+    $("slip-153").querySelectorAll("[data-testid^=slip-original]").forEach((b) => { b.textContent = original; });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     $("preset-book").addEventListener("click", () => setMatrices(PRESETS.book));
     $("preset-self").addEventListener("click", () => setMatrices(PRESETS.self));
     $("preset-sharp").addEventListener("click", () => setMatrices(PRESETS.sharp));
+    $("preset-edited").addEventListener("click", () => {
+      $("toggle-scale").checked = false;
+      setMatrices(PRESETS.edited);
+    });
     $("toggle-scale").addEventListener("change", recompute);
     $("toggle-mask").addEventListener("change", recompute);
     $("n-input").addEventListener("input", onShape);
@@ -144,5 +159,6 @@
         { svg: () => Export.tableSVG($(id).querySelector("table"), name) }));
     }
     setMatrices(PRESETS.book);
+    slipNote();
   });
 })();
