@@ -644,12 +644,13 @@ def create_app(
 
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
-        # Only names that were listed are served: no separators, no "..", no symlinks.
+        # Only names that were listed are served (one or two parts: "tiny", "shipped:case/big_unscaled"),
+        # looked up, never joined onto a path: no "..", no symlinks.
         from .timeline import run_sinks
 
         gone = HTTPException(404, f"no run named {name[:80]!r} in the runs directories")
         where = sources.resolve(name) if len(name) <= 4 * MAX_RUN_NAME else None
-        if where is None or len(where[1]) != 1:
+        if where is None:
             raise gone
         root, parts = _root_parts(where)
         try:
@@ -662,6 +663,10 @@ def create_app(
                 422, f"训练曲线文件损坏，无法读取。 metrics.jsonl of {name[:80]!r} cannot be read: {e}"
             ) from None
         return {"name": name, **metrics, "sinks": run_sinks(root, parts)}
+
+    @app.get("/api/runs/{top}/{sub}")
+    def nested_run_metrics(top: str, sub: str) -> dict:  # a run one folder down (case/big_unscaled)
+        return run_metrics(f"{top}/{sub}")
 
     @app.get("/api/case")
     def case() -> dict:

@@ -208,7 +208,8 @@ def server_data(runs_root: Path, case_json: Path | None, names: list[str]) -> di
     timeline = {n: {**a, "body": frozen(a["body"])} if a["status"] == 200 else a for n, a in timeline.items()}
     details = {}
     if runs["status"] == 200:
-        details = {n: _answer(_route(app, "/api/runs/{name}"), name=n) for n in runs["body"].get("runs", [])}
+        shown = dict.fromkeys([*runs["body"].get("runs", []), *listed])  # the runs page overlays any listed run
+        details = {n: _answer(_route(app, "/api/runs/{name}"), name=n) for n in shown}
     if live["status"] == 200:
         live = {**live, "body": {**live["body"], "runs": [frozen(r) for r in live["body"].get("runs", [])]}}
     return {
