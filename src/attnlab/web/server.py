@@ -62,6 +62,7 @@ PAGES = {
     "/exp1-2": "exp12.html",
     "/runs": "runs.html",
     "/timeline": "timeline.html",
+    "/next": "next.html",
 }
 # the header of every page, in one place: (route, 中文, English)
 NAV = (
@@ -70,6 +71,7 @@ NAV = (
     ("/exp1-2", "实验 1-2", ""),
     ("/runs", "训练曲线", "Runs"),
     ("/timeline", "时间线", "Timeline"),
+    ("/next", "下一个字", "Next character"),
     ("/book", "全章实验", "Lab book"),
 )
 HEADER_MARK = "<!--attnlab:header-->"
@@ -575,12 +577,9 @@ def create_app(
         # as they are. Only a listed run: a name is looked up, never joined onto a path.
         return info_payload(model_of(req.run))
 
-    @app.post("/api/attention")
-    def attention(req: AttentionRequest) -> dict:
-        if not req.text.strip():
-            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
-        loaded = model_of(req.run)
-        prep = prepare(req.text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
+    def encoded(typed_text: str, loaded: Loaded):
+        """(prepare's result, ids, tokens) of a text for a model; a text longer than block_size is refused."""
+        prep = prepare(typed_text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
         text = prep.converted
         block = loaded.cfg.block_size
         ids = loaded.tok.encode(text)
@@ -593,11 +592,20 @@ def create_app(
         itos = loaded.tok.itos
         unk = 1
         chars = list(text) if len(text) == len(ids) else [itos[i] for i in ids]
-        typed = list(req.text) if len(req.text) == len(chars) else chars
+        typed = list(typed_text) if len(typed_text) == len(chars) else chars
         tokens = [
             {"text": "<unk>" if i == unk else itos[i], "char": c, "typed": t, "unk": i == unk}
             for i, c, t in zip(ids, chars, typed)
         ]
+        return prep, ids, tokens
+
+    @app.post("/api/attention")
+    def attention(req: AttentionRequest) -> dict:
+        if not req.text.strip():
+            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        loaded = model_of(req.run)
+        prep, ids, tokens = encoded(req.text, loaded)
+        text, block = prep.converted, loaded.cfg.block_size
         import torch  # only reached with a checkpoint, which needs torch anyway
 
         device = next(loaded.model.parameters()).device
@@ -632,6 +640,34 @@ def create_app(
             "converted_line": converted_line(prep),
             "block_size": block,
             "layers": layers,
+        }
+
+    @app.post("/api/next")
+    def next_character(req: AttentionRequest) -> dict:
+        # the /next page: the text's path to the next character's logits (attnlab.web.nextchar), float64
+        from .nextchar import next_payload
+
+        if not req.text.strip():
+            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        loaded = model_of(req.run)
+        prep, ids, tokens = encoded(req.text, loaded)
+        cfg = loaded.cfg
+        with lock:
+            path = next_payload(loaded.float64(), cfg, ids)
+        return {
+            "run": loaded.run,
+            "step": loaded.step,
+            "block_size": cfg.block_size,
+            "n_layer": cfg.n_layer,
+            "n_head": cfg.n_head,
+            "d_model": cfg.d_model,
+            "scaling": cfg.scale_rule,
+            "tokens": [{**t, "id": i} for t, i in zip(tokens, ids)],
+            "n_unk": sum(t["unk"] for t in tokens),
+            "unknown_line": unknown_line(prep),
+            "converted_line": converted_line(prep),
+            "vocab": list(loaded.tok.itos),
+            **path,
         }
 
     def run_names() -> list[str]:

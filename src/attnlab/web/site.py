@@ -91,6 +91,7 @@ SITE_PAGES = {
     "/exp1-2": "exp1-2.html",
     "/runs": "runs.html",
     "/timeline": "timeline.html",
+    "/next": "next.html",
     "/book": "book.html",
 }
 CASE_PAGE = "case.html"
@@ -848,7 +849,13 @@ def _write(
         shutil.copyfile(graph, folder / "model.onnx")
         (folder / WEIGHTS_FILE).write_bytes(blob)
         info = data["models"][n]["body"]
-        _dump(folder / "model.json", {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info})
+        from .nextchar import FORWARD_FILE, browser_config, forward_files  # the /next page's in-browser forward
+
+        index, rest = forward_files(payload["model"], entry["tensors"], payload["config"].get("tie_weights", True))
+        (folder / FORWARD_FILE).write_bytes(rest)
+        forward = {"config": browser_config(payload["config"]), "tensors": index}
+        meta = {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info, "forward": forward}
+        _dump(folder / "model.json", meta)
         models[n] = f"models/{i}/"
     # ---- the server's answers
     files: dict[str, str] = {}
