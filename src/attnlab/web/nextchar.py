@@ -77,14 +77,13 @@ def next_payload(model, cfg, ids: list[int]) -> dict[str, Any]:
     }
 
 
-def forward_files(state: dict, onnx_tensors: list[dict], tied: bool) -> tuple[list[dict], bytes]:
-    """(index, bytes of FORWARD_FILE) for the static site's in-browser forward: every tensor of the
-    checkpoint's state_dict is either in the graph's ``weights.bin`` (``onnx_tensors``, the manifest's
-    list) or, as little-endian float32 at an aligned offset, in FORWARD_FILE; with ``tied`` weights the
-    head is the token embedding and is not stored twice. The index lists each as
-    {"key", "file", "shape", "offset", "length"}."""
-    from .site import weights_blob
-
+def forward_files(state: dict, onnx_tensors: list[dict], tied: bool) -> tuple[list[dict], list[dict]]:
+    """(index, rest) for the static site's in-browser forward: every tensor of the checkpoint's state_dict
+    is either in the graph's ``weights.bin`` (``onnx_tensors``, the manifest's list) or in FORWARD_FILE,
+    whose layout ``rest`` gives ({"key", "shape", "offset", "length"}: little-endian float32 at aligned
+    offsets, written by ``attnlab.web.site.weights_blob``); with ``tied`` weights the head is the token
+    embedding and is not stored twice. The index lists every tensor as {"key", "file", "shape", "offset",
+    "length"}."""
     have = {t["key"] for t in onnx_tensors}
     index = [{**{k: t[k] for k in ("key", "shape", "offset", "length")}, "file": "weights.bin"} for t in onnx_tensors]
     rest, offset = [], 0
@@ -94,9 +93,8 @@ def forward_files(state: dict, onnx_tensors: list[dict], tied: bool) -> tuple[li
         length = 4 * value.numel()
         rest.append({"key": key, "shape": list(value.shape), "offset": offset, "length": length})
         offset += -(-length // ALIGN) * ALIGN
-    blob = weights_blob(state, rest) if rest else b""
     index += [{**t, "file": FORWARD_FILE} for t in rest]
-    return index, blob
+    return index, rest
 
 
 def browser_config(cfg: dict) -> dict | None:

@@ -852,7 +852,7 @@ def _write(
         from .nextchar import FORWARD_FILE, browser_config, forward_files  # the /next page's in-browser forward
 
         index, rest = forward_files(payload["model"], entry["tensors"], payload["config"].get("tie_weights", True))
-        (folder / FORWARD_FILE).write_bytes(rest)
+        (folder / FORWARD_FILE).write_bytes(weights_blob(payload["model"], rest))
         forward = {"config": browser_config(payload["config"]), "tensors": index}
         meta = {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info, "forward": forward}
         _dump(folder / "model.json", meta)
