@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from attnlab.web.server import create_app  # noqa: E402
 from attnlab.web.site import CASE_RUNS, SHIPPED_RUNS  # noqa: E402
-from test_web_browser import browser, page  # noqa: E402, F401  (fixtures: Chromium, a page whose requests stay local)
+from test_web_browser import browser, expect, page  # noqa: E402, F401  (fixtures: Chromium, a page whose requests stay local)
 
 FORWARD_TOL = 1e-9
 TEXTS = ["秦川雄帝宅，函谷壯皇居。", "床前明月光，疑是地上", "月", "举头望明月，低头思故乡。" * 5]
@@ -70,28 +70,55 @@ def gap(a, b) -> float:
     return abs(a - b)
 
 
-@pytest.mark.browser
-def test_the_browser_forward_equals_the_server_s(client, tmp_path_factory, page):  # noqa: F811
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
     from attnlab.web.site import build_site
     from test_site import Static
 
     out = tmp_path_factory.mktemp("nextsite") / "site"
     build_site(out)
     with Static(out) as url:
-        page.goto(f"{url}next.html")
-        page.get_by_test_id("top-0").wait_for(timeout=60_000)  # the page itself runs in the browser
-        worst = {}
-        for run in CASE_RUNS:
-            for text in TEXTS:
-                server = client.post("/api/next", json={"text": text, "run": run}).json()
-                browser = page.evaluate("([t, r]) => window.attnlab.next(t, r)", [text, run])
-                assert [t["id"] for t in browser["tokens"]] == [t["id"] for t in server["tokens"]]
-                assert browser["vocab"] == server["vocab"] and browser["unknown_line"] == server["unknown_line"]
-                numbers = ("embedding", "blocks", "final_norm", "logits")
-                worst[run, text] = gap({k: browser[k] for k in numbers}, {k: server[k] for k in numbers})
-        print(f"largest |browser - server| over {len(worst)} model-text pairs: {max(worst.values()):.1e}")
-        assert max(worst.values()) < FORWARD_TOL, worst
-        # the page generates a line in the browser
-        page.get_by_test_id("generate").click()
-        page.wait_for_function("document.getElementById('verse').dataset.generated !== undefined", timeout=60_000)
-        assert page.get_by_test_id("verse").inner_text().startswith("床前明月光")
+        yield url
+
+
+@pytest.mark.browser
+def test_the_browser_forward_equals_the_server_s(client, served, page):  # noqa: F811
+    url = served
+    page.goto(f"{url}next.html")
+    page.get_by_test_id("top-0").wait_for(timeout=60_000)  # the page itself runs in the browser
+    worst = {}
+    for run in CASE_RUNS:
+        for text in TEXTS:
+            server = client.post("/api/next", json={"text": text, "run": run}).json()
+            here = page.evaluate("([t, r]) => window.attnlab.next(t, r)", [text, run])
+            assert [t["id"] for t in here["tokens"]] == [t["id"] for t in server["tokens"]]
+            assert here["vocab"] == server["vocab"] and here["unknown_line"] == server["unknown_line"]
+            numbers = ("embedding", "blocks", "final_norm", "logits")
+            worst[run, text] = gap({k: here[k] for k in numbers}, {k: server[k] for k in numbers})
+    print(f"largest |browser - server| over {len(worst)} model-text pairs: {max(worst.values()):.1e}")
+    assert max(worst.values()) < FORWARD_TOL, worst
+    # the page generates a line in the browser
+    page.get_by_test_id("generate").click()
+    page.wait_for_function("document.getElementById('verse').dataset.generated !== undefined", timeout=60_000)
+    assert page.get_by_test_id("verse").inner_text().startswith("床前明月光")
+
+
+@pytest.mark.browser
+def test_the_static_site_s_first_pages_are_mended(served, page):  # noqa: F811
+    from attnlab.snapshots import read_snapshots
+
+    missing = []
+    page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+    for report in ("book.html", "case.html"):  # the reports carry the way back home
+        page.goto(f"{served}{report}")
+        back = page.locator("nav.attnlab-back")
+        assert back.locator('a[href="index.html"]').count() == 1 and back.locator('a[href="next.html"]').count() == 1
+    page.goto(f"{served}runs.html")  # nothing refreshes on a static copy, and the page does not say it does
+    expect(page.get_by_test_id("refresh-note")).to_contain_text("static edition")
+    # the timeline's words match its first frame: the entropies are read from the run's snapshots
+    snap = read_snapshots(SHIPPED_RUNS / "case" / "big_unscaled" / "snapshots.npz")
+    first = f"{snap.metrics[0, 0, 0, snap.meta['metrics'].index('entropy')]:.3f}"
+    page.goto(f"{served}timeline.html")
+    expect(page.get_by_test_id("first-frame")).to_contain_text(f"entropy per layer {first}")
+    assert "nearly uniform" not in page.locator("main").inner_text()
+    assert missing == []  # no favicon.ico or other file a page asks for is missing

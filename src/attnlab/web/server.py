@@ -73,6 +73,7 @@ NAV = (
     ("/timeline", "时间线", "Timeline"),
     ("/next", "下一个字", "Next character"),
     ("/book", "全章实验", "Lab book"),
+    ("/case", "案例报告", "Case report"),
 )
 HEADER_MARK = "<!--attnlab:header-->"
 
@@ -86,6 +87,33 @@ def page_header(route: str) -> str:
         links.append(f'    <a{here} href="{href}">{label}</a>')
     nav = "\n".join(links)
     return f'<header class="top">\n  <a class="brand" href="/">attnlab 注意力实验台</a>\n  <nav>\n{nav}\n  </nav>\n</header>'
+
+
+def report_nav(href: Callable[[str], str] = str) -> str:
+    """The way back from a report page (lab book, case report), which has no site header: a small bar of
+    links, styled inline (the reports allow inline styles only); ``href`` maps a route to a link."""
+    style = (
+        "font-family:sans-serif;font-size:14px;padding:8px 16px;background:#fff;"
+        "border-bottom:1px solid #d6dae1;margin:0 0 12px"
+    )
+    links = " · ".join(
+        f'<a href="{href(r)}">{zh}{f" <span lang=en>{en}</span>" if en else ""}</a>' for r, zh, en in NAV
+    )
+    return f'<nav class="attnlab-back" style="{style}"><a href="{href("/")}">← attnlab 注意力实验台</a> · {links}</nav>'
+
+
+def with_report_nav(html: str, href: Callable[[str], str] = str) -> str:
+    """A report's HTML with :func:`report_nav` at the top of its body and an empty icon in its head (as
+    every page has: no request for /favicon.ico, which a static host answers 404)."""
+    import re
+
+    m = re.search(r"<body\b[^>]*>", html, re.I)
+    html = html[: m.end()] + report_nav(href) + html[m.end() :] if m else report_nav(href) + html
+    if 'rel="icon"' not in html:
+        m = re.search(r"<head\b[^>]*>", html, re.I)
+        if m:
+            html = html[: m.end()] + '<link rel="icon" href="data:,">' + html[m.end() :]
+    return html
 
 
 MAX_BODY_BYTES = 16 * 1024  # a request body larger than this is refused before parsing
@@ -405,6 +433,7 @@ def create_app(
     hosts: Iterable[str] | None = None,
     book_html: str = "reports/lab_book.html",
     sources: Sources | None = None,
+    case_html: str = "reports/ch1_case.html",
 ) -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
@@ -509,16 +538,15 @@ def create_app(
         app.add_api_route(route, page(route, name), methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.get("/book", include_in_schema=False)
-    def lab_book():
-        # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
-        # A missing or unreadable book is a page that says so (a reader followed a link), not raw JSON.
-        path = Path(book_html)
+    def report_page(file: str, zh_name: str, en_name: str, command: str) -> HTMLResponse:
+        # A self-contained report (inline CSS, data: images and font, no script) with the way back on top.
+        # A missing or unreadable one is a page that says so (a reader followed a link), not raw JSON.
+        path = Path(file)
         if not path.is_file():
             return book_problem(
                 404,
-                "还没有全章实验：先运行 `attnlab book`（或 `attnlab report` 从提交的数据重写）。",
-                "No lab book yet: run `attnlab book` (or `attnlab report` to rewrite it from the committed data).",
+                f"还没有{zh_name}：先运行 `{command}`（或 `attnlab report` 从提交的数据重写）。",
+                f"No {en_name} yet: run `{command}` (or `attnlab report` to rewrite it from the committed data).",
             )
         try:
             html = path.read_bytes().decode("utf-8")
@@ -526,16 +554,24 @@ def create_app(
             why = "它不是 UTF-8 文本 it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
             return book_problem(
                 422,
-                f"全章实验文件无法读取（{why}）：重新运行 `attnlab book --render`。",
-                f"The lab book cannot be read ({why}): run `attnlab book --render` again.",
+                f"{zh_name}文件无法读取（{why}）：重新运行 `{command}`。",
+                f"The {en_name} cannot be read ({why}): run `{command}` again.",
             )
-        return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
+        return HTMLResponse(with_report_nav(html), headers={"Content-Security-Policy": BOOK_CSP})
+
+    @app.get("/book", include_in_schema=False)
+    def lab_book():
+        return report_page(book_html, "全章实验", "lab book", "attnlab book --render")
+
+    @app.get("/case", include_in_schema=False)
+    def case_report():
+        return report_page(case_html, "案例报告", "case report", "attnlab case")
 
     def book_problem(status: int, zh: str, en: str) -> HTMLResponse:
         import html as _html
 
         body = (
-            '<!doctype html><html lang="zh"><meta charset="utf-8"><title>全章实验 / Lab book</title>'
+            '<!doctype html><html lang="zh"><meta charset="utf-8"><link rel="icon" href="data:,"><title>attnlab</title>'
             f'<body style="font-family:sans-serif;max-width:40em;margin:3em auto"><p>{_html.escape(zh)}</p>'
             f'<p lang="en">{_html.escape(en)}</p><p><a href="/">← attnlab</a></p></body></html>'
         )

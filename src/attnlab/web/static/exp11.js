@@ -55,7 +55,7 @@
     };
     draw("logit 标准差 logit std", "logitStd", true, "chart-std");
     draw("归一化熵 entropy", "entropy", false, "chart-ent");
-    draw("||J||_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
+    draw("‖J‖_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
   }
 
   document.addEventListener("DOMContentLoaded", () => {

@@ -110,7 +110,12 @@
     $("converted-note").replaceChildren(...(data.converted ? [
       el("strong", { text: "已转换为繁体 / converted to traditional" }), "：",
       el("span", { "data-testid": "converted-text", text: data.converted_text })] : []));
-    $("unk-line").textContent = data.unknown_line || "";
+    // an unknown character is explained where it appears, under the tokens (the default probe's 函 is one)
+    $("unk-line").textContent = data.unknown_line ? `${data.unknown_line}。 ` +
+      `字表只收训练语料（唐诗）里最常见的 ${info.vocab_size - 2} 个字，其余的字都记为同一个 <unk>：模型知道这里有一个字，却不知道是哪个；` +
+      `它在图的坐标轴上是红色的「?」。 The vocabulary keeps the ${info.vocab_size - 2} most frequent characters of the training ` +
+      "text (Tang poems); every other character is the same <unk>: the model sees that a character is there, not which one " +
+      "(a red \"?\" on the maps' axes)." : "";
     $("tokens").replaceChildren(
       el("span", { class: "note", text: `${toks.length} 个 token` + (data.n_unk ? `，其中 ${data.n_unk} 个不在字表里（<unk>） · ${data.n_unk} out of vocabulary` : "") }),
       el("br"),

@@ -68,16 +68,16 @@
     // step 2: embedding plus positions
     const T = toks.length, xs = toks.map((_, i) => i);
     const ticks = toks.map((t, i) => [i, t.char === "\n" ? "⏎" : t.char]).filter((_, i) => T <= 24 || i % Math.ceil(T / 24) === 0);
-    $("shape-note").textContent = `X₀ = Embed(ids) + Pos(0, 1, …, ${T - 1})：长度 ${T} 的整数数组 → 形状 (${T}, ${data.d_model}) 的矩阵。` +
+    $("shape-note").textContent = `X_0 = Embed(ids) + Pos(0, 1, …, ${T - 1})：长度 ${T} 的整数数组 → 形状 (${T}, ${data.d_model}) 的矩阵。` +
       `下图是每个位置三个向量的长度。 A length-${T} array of ids → a (${T}, ${data.d_model}) matrix; the chart shows each position's three vector lengths.`;
     const e = data.embedding;
     $("emb-chart").replaceChildren();
     lineChart($("emb-chart"), { title: "向量长度 ‖·‖ vector length", xLabel: "位置 position", xTicks: ticks, testid: "chart-embedding",
       series: [{ name: "‖Embed(id)‖", x: xs, y: e.token_norm, color: "#2456a6" },
         ...(e.position_norm ? [{ name: "‖Pos(i)‖", x: xs, y: e.position_norm, color: "#8a8f99", dash: "5 3" }] : []),
-        { name: "‖X₀‖", x: xs, y: e.sum_norm, color: "#1d2330" }] });
+        { name: "‖X_0‖", x: xs, y: e.sum_norm, color: "#1d2330" }] });
     // step 3: the residual stream through the blocks
-    const stages = [["嵌入 embedding X₀", null, e.sum_norm]];
+    const stages = [["嵌入 embedding X_0", null, e.sum_norm]];
     data.blocks.forEach((b, i) => {
       stages.push([`层 ${i} + 注意力 attention`, b.attn_norm, b.after_attn]);
       stages.push([`层 ${i} + MLP`, b.mlp_norm, b.after_mlp]);
@@ -92,7 +92,7 @@
     $("last-attn").replaceChildren(...data.blocks.map((b, li) => el("div", {}, el("h2", { text: `层 ${li}：最后一个字「${toks[T - 1].char}」的注意力 · layer ${li}: the last position's attention` }),
       el("table", { class: "mat" }, el("thead", {}, el("tr", {}, el("th"), ...toks.map((t) => el("th", { text: t.unk ? "?" : t.char === "\n" ? "⏎" : t.char })))),
         el("tbody", {}, ...b.attention.map((row, h) => el("tr", {}, el("th", { text: `头 ${h}` }),
-          ...row.map((w) => styled(el("td", { class: "num", text: fmt(w, 2) }), { background: heat(w), color: inkOn(w) })))))))));
+          ...row.map((w) => styled(el("td", { class: "num", text: fmt(w, 2, true) }), { background: heat(w), color: inkOn(w) })))))))));
     // step 4 onwards depend on the temperature and k
     const f = data.final_norm;
     $("head-note").textContent = `最后的 LN 把最后一个位置的向量从 ‖X‖ = ${fmt(data.blocks.length ? data.blocks[data.blocks.length - 1].after_mlp[T - 1] : e.sum_norm[T - 1])} ` +
@@ -105,14 +105,14 @@
   function probabilities() {
     if (!last) return;
     const data = last, t = tau(), k = topk();
-    $("tau-value").textContent = `τ = ${t.toFixed(2)}`;
+    $("tau-value").textContent = `T = ${t.toFixed(2)}`;
     const p = softmax(data.logits, t), ranked = order(p).slice(0, k), pmax = p[ranked[0]];
-    $("top").replaceChildren(el("thead", {}, el("tr", {}, ...["名次 rank", "字 char", "id", "logit z", `p (τ = ${t.toFixed(2)})`, ""].map((h) => el("th", { text: h })))),
+    $("top").replaceChildren(el("thead", {}, el("tr", {}, ...["名次 rank", "字 char", "id", "logit z", `p (T = ${t.toFixed(2)})`, ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...ranked.map((i, r) => el("tr", { "data-testid": `top-${r}` }, el("th", { text: String(r + 1) }),
         el("td", { class: "num", text: charOf(data, i) }), el("td", { class: "num", text: String(i) }),
         el("td", { class: "num", text: fmt(data.logits[i]) }), el("td", { class: "num", "data-testid": `top-p-${r}`, text: fmt(p[i]) }),
         el("td", { class: "bar" }, styled(el("span"), { width: `${Math.round(100 * p[i] / pmax)}px` }))))));
-    $("faces").replaceChildren(el("thead", {}, el("tr", {}, ...["τ", "最可能的字 top-1", "最大权重 max p", "归一化熵 entropy"].map((h) => el("th", { text: h })))),
+    $("faces").replaceChildren(el("thead", {}, el("tr", {}, ...["T", "最可能的字 top-1", "最大权重 max p", "归一化熵 entropy"].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...[0.5, 1, 2].map((x) => {
         const q = softmax(data.logits, x), i = order(q)[0];
         return el("tr", { "data-testid": `face-${x}` }, el("th", { text: x.toFixed(1) }), el("td", { class: "num", text: charOf(data, i) }),

@@ -46,12 +46,17 @@
 
   const liveRow = (name) => state.live.find((x) => x.name === name) || null;
 
+  // The house's colours: unscaled runs in reds, scaled in blues (shades in the order chosen), others apart.
+  const SHADES = { none: ["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], "1/sqrt(d)": ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"] };
   function styleOf(name, k) {
     if (name.startsWith(CASE)) {
       const [, color, dash] = CASE_PAIRS[name.slice(CASE.length)] || ["", COLORS[k % COLORS.length], ""];
       return { color, dash, label: `案例 case ${name.slice(CASE.length)}` };
     }
-    return { color: COLORS[k % COLORS.length], dash: "", label: name };
+    const scaling = (liveRow(name) || {}).scaling, shades = SHADES[scaling];
+    if (!shades) return { color: COLORS[2 + (k % (COLORS.length - 2))], dash: "", label: name };
+    const nth = state.chosen.slice(0, k).filter((n) => !n.startsWith(CASE) && (liveRow(n) || {}).scaling === scaling).length;
+    return { color: shades[nth % shades.length], dash: "", label: name };
   }
 
   // ------------------------------------------------------------------------ drawing
@@ -109,7 +114,8 @@
       "loss", "val loss", `熵 entropy（层 0${nLayers > 1 ? `…${nLayers - 1}` : ""}）`, "‖J‖_F", "logit std"];
     const body = runs.map((d) => {
       const row = liveRow(d.name) || {}, sh = row.shape;
-      const scaling = d.name.startsWith(CASE) ? (d.name.includes("unscaled") ? "none" : "1/√d_k") : row.scaling === "1/sqrt(d)" ? "1/√d_k" : row.scaling;
+      const rule = d.name.startsWith(CASE) ? (d.name.includes("unscaled") ? "none" : "1/sqrt(d)") : row.scaling;
+      const scaling = { "1/sqrt(d)": "1/√d_k", none: "不缩放 none", "1/d": "1/d_k" }[rule];
       return el("tr", { "data-testid": `final-${d.name}` },
         el("th", { text: d.name }),
         el("td", { text: scaling || "—" }),

@@ -7,7 +7,7 @@
   // The run in reds, its twin in blues (the case's colours: unscaled red, scaled blue); layers by shade.
   const PALETTE = [["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"]];
   const SINK_COLORS = ["#2456a6", "#c8372d", "#2f8f5b", "#8a5cc2", "#c9861a", "#4a4a4a", "#1f9ab0", "#b8487e"];
-  const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖ Jacobian"], ["logit_std", "logit std"],
+  const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖_F Jacobian"], ["logit_std", "logit std"],
     ["diag", "对角 diag"], ["prev", "前一位 prev"], ["distance", "距离 distance"]];
   const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null, runs: [] };
 
