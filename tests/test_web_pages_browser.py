@@ -83,3 +83,33 @@ def test_a_run_without_a_twin_says_so(page, url, runs):  # noqa: F811
     page.get_by_test_id("timeline-run").select_option("lonely")
     expect(page.get_by_test_id("no-twin")).to_contain_text("no twin")
     assert page.get_by_test_id("timeline-twin").input_value() == ""
+
+
+def test_every_page_keeps_its_state_in_the_link(page, url):  # noqa: F811
+    page.goto(f"{url}/lookup")
+    page.get_by_test_id("q-0-0").fill("3")
+    page.get_by_test_id("toggle-scale").uncheck()
+    link = page.url
+    page.goto(link)
+    assert page.get_by_test_id("q-0-0").input_value() == "3" and not page.get_by_test_id("toggle-scale").is_checked()
+
+    page.goto(f"{url}/exp1-1")
+    page.get_by_test_id("dk-slider").fill("8")
+    assert "dk=256" in page.url
+    page.goto(page.url)
+    expect(page.get_by_test_id("dk-slider")).to_have_value("8")
+
+    page.goto(f"{url}/exp1-2")
+    page.get_by_test_id("map-L0H0").wait_for()
+    page.get_by_test_id("text-input").fill("明月光")
+    expect(page.get_by_test_id("tokens")).to_contain_text("3 个 token")
+    page.goto(page.url)
+    expect(page.get_by_test_id("text-input")).to_have_value("明月光")
+
+    page.goto(f"{url}/next?text=明月&tau=0.5&k=5&seed=7")
+    page.get_by_test_id("top-0").wait_for()
+    assert (
+        page.get_by_test_id("tau-value").inner_text() == "T = 0.50"
+        and page.get_by_test_id("top").locator("tbody tr").count() == 5
+    )
+    assert "seed=7" in page.url and page.get_by_test_id("ids").locator("span").count() == 2

@@ -79,6 +79,7 @@
   function remember(name) {
     const url = new URL(window.location.href);
     if (info && name === info.default) url.searchParams.delete("run"); else url.searchParams.set("run", name);
+    url.searchParams.set("text", $("text-input").value);   // the text too: a link reproduces the maps
     window.history.replaceState(null, "", url);
   }
 
@@ -92,6 +93,7 @@
     if (!info) return;
     const mine = ++seq;
     const text = $("text-input").value;
+    remember(info.run);
     const r = await json("/api/attention", { text, run: info.run });
     if (mine !== seq) return;   // a newer request is on its way
     if (!r.ok) {
@@ -202,6 +204,8 @@
     if (!r.ok) { $("ckpt-info").textContent = r.detail; return; }
     if (!r.data.checkpoint) { showNoCheckpoint(r.data.hint); return; }
     const asked = new URL(window.location.href).searchParams.get("run");
+    const typed = new URL(window.location.href).searchParams.get("text");
+    if (typed !== null) $("text-input").value = typed;
     if (asked && asked !== r.data.run && (r.data.runs || []).includes(asked)) {
       const chosen = await json("/api/model", { run: asked });
       if (chosen.ok) r = chosen; else $("run-message").textContent = chosen.detail;
