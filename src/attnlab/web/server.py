@@ -1,6 +1,6 @@
 """The local attention playground: a small FastAPI app and the ``serve`` subcommand.
 
-Four pages live in ``static/`` as plain HTML/JS/CSS (no build step, nothing
+The pages live in ``static/`` as plain HTML/JS/CSS (no build step, nothing
 fetched from another host):
 
 * ``/lookup``  soft lookup of §1.5.3, computed entirely in the browser;
@@ -8,10 +8,17 @@ fetched from another host):
 * ``/exp1-2``  experiment 1-2, attention maps of the loaded checkpoint, via
   ``POST /api/attention`` (computed in float64 from the checkpoint's float32 weights: a more
   exact evaluation of the same model, equal to the static site's in-browser maps);
-* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON, and a
-  live table of every run (``GET /api/live``), refreshed while runs train;
-* ``/timeline`` attention snapshots of a run beside a twin, with its curves
-  (``GET /api/timeline/<run>``; see ``attnlab.web.timeline``).
+* ``/runs``    any listed runs (``GET /api/runs/<run>``) and the case JSON's traces side by side on
+  shared axes with a table of final numbers, and a live table of every run (``GET /api/live``),
+  refreshed while runs train;
+* ``/timeline`` attention snapshots of a run beside its twin (the run of the same shape and seed with
+  the other scaling, ``/api/live``'s ``twin``), with its curves (``GET /api/timeline/<run>``; see
+  ``attnlab.web.timeline``);
+* ``/next``    text → next character, the chapter's opening five steps (``POST /api/next``, see
+  ``attnlab.web.nextchar``);
+* ``/book`` and ``/case`` the lab book and the case report, with a way back home on top.
+
+Every page keeps its state in its URL (``history.replaceState``), read on load: a link reproduces the view.
 
 Every figure has PNG/SVG buttons (``static/export.js``); ``POST /api/glyphs``
 gives the glyph outlines that make an exported SVG independent of fonts.

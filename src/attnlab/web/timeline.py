@@ -3,7 +3,8 @@
 * :func:`list_runs`: every run directory under the runs directory, one or two
   levels deep (``tiny``, ``case/big_unscaled``), each with its state: running
   (metrics.jsonl written in the last ``RUNNING_WINDOW_S`` seconds and no
-  summary newer than it), finished (summary.json), or stopped (neither).
+  summary newer than it), finished (summary.json), or stopped (neither), and its twin
+  (:func:`twins`: the run of the same shape and seed with the other scaling, from the configs).
 * :func:`timeline_payload`: one run's curves (metrics.jsonl) and snapshots
   (snapshots.npz), with each snapshot's attention-sink share per head
   (:func:`sinks_of`), or a clear message when the run has none or the file is
