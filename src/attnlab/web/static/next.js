@@ -132,28 +132,30 @@
     render(r.data);
   }
 
-  // A line of verse: draw, append, compute again, until 。 ， a line break or MAX_LINE characters.
+  // A line of verse: draw, append, compute again, until 。？！ ends it, a line break after it, or MAX_LINE
+  // characters. A line break drawn first (the text ended a line) starts the next line.
   async function generate() {
     if (!last) return;
     const button = $("generate"), random = rng(seed()), prompt = $("text-input").value;
     button.disabled = true;
-    const got = [];
+    let got = "";
+    const show = () => $("verse").replaceChildren(prompt, el("span", { class: "gen", text: got }));
     try {
       for (let n = 0; n < MAX_LINE; n++) {
-        const text = [...(prompt + got.join(""))].slice(-last.block_size).join("");
+        const text = [...(prompt + got)].slice(-last.block_size).join("");
         const r = await json("/api/next", { text, run: last.run });
         if (!r.ok) { $("msg").textContent = r.detail; break; }
-        const id = draw(r.data.logits, tau(), topk(), random());
-        const c = r.data.vocab[id];
-        if (c === "\n") break;
-        got.push(c);
-        $("verse").replaceChildren(prompt, el("span", { class: "gen", text: got.join("") }));
+        const c = r.data.vocab[draw(r.data.logits, tau(), topk(), random())];
+        if (c === "\n" && got.trim()) break;
+        got += c;
+        show();
         if (c === "。" || c === "？" || c === "！") break;
       }
     } finally {
       button.disabled = false;
     }
-    $("verse").dataset.generated = got.join("");
+    show();
+    $("verse").dataset.generated = got;
   }
 
   function remember() {

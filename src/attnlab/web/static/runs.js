@@ -232,7 +232,9 @@
     }
     picker([
       ["本章案例 case study (data/ch1_case.json)", caseNames.map((k) => [CASE + k, `${CASE_PAIRS[k][0]} ${k}`])],
-      ...[...bySource].map(([src, list]) => [labels[src] || (src ? src : "你的运行 / your runs"), list]),
+      // a static site lists the case models it ships, not runs of the reader's
+      ...[...bySource].map(([src, list]) => [isStatic() && !src ? "随网站附带的案例模型 / the case models this site ships"
+        : labels[src] || (src ? src : "你的运行 / your runs"), list]),
     ]);
     $("metric-picker").replaceChildren(...METRICS.map(([k, title]) => el("label", { class: "pick" },
       el("input", { type: "checkbox", value: k, "data-testid": `metric-${k}`, checked: state.metrics.includes(k), onchange: choose }),
