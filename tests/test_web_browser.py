@@ -281,8 +281,9 @@ def test_runs_page(page, base):
     page.goto(f"{base}/runs")
     page.get_by_test_id("chart-loss").wait_for()
     assert page.get_by_test_id("chart-loss").locator("path").count() == 4  # the case's 4 variants
-    page.get_by_test_id("source").select_option("tiny")
+    page.get_by_test_id("pick-tiny").check()  # beside the case's four
     expect(page.get_by_test_id("runs-summary")).to_contain_text("tiny:")
+    assert page.get_by_test_id("chart-loss").locator("path").count() == 5
     assert page.get_by_test_id("chart-jacobian").locator("path").count() >= 1
     page.goto(f"{base}/")
     for name in ("软查表", "实验 1-1", "实验 1-2", "训练曲线"):

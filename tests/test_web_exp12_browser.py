@@ -139,12 +139,14 @@ def test_the_timeline_s_default_twin_has_the_same_shape_or_is_none(page, tmp_pat
         d = tmp_path / "runs" / name
         d.mkdir(parents=True)
         (d / "metrics.jsonl").write_text('{"step": 0, "loss": 7.0}\n', encoding="utf-8")
-        cfg = {"n_layer": n_layer, "n_head": 2, "d_model": 16, "block_size": 16, "max_steps": 3}
+        scaled = not name.endswith("unscaled")  # the twin is read from the config, not from the name
+        cfg = {"n_layer": n_layer, "n_head": 2, "d_model": 16, "block_size": 16, "max_steps": 3, "scaled": scaled}
         (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     with ServerThread(create_app(None, runs_dir=str(tmp_path / "runs"))) as url:
         page.goto(f"{url}/timeline?run=a_unscaled")
         expect(page.get_by_test_id("timeline-run")).to_have_value("a_unscaled")
-        assert page.get_by_test_id("timeline-twin").input_value() == ""  # a_scaled has another shape
+        # a_scaled has another shape; b_scaled is the one scaled run of a_unscaled's shape, whatever its name
+        expect(page.get_by_test_id("timeline-twin")).to_have_value("b_scaled")
         page.goto(f"{url}/timeline?run=b_unscaled")
         expect(page.get_by_test_id("timeline-twin")).to_have_value("b_scaled")
         assert "<unk>" in page.get_by_test_id("timeline-legend").inner_text()

@@ -133,7 +133,7 @@ def test_runs_page_updates_live_and_links_the_timeline(page, url, runs):  # noqa
     page.goto(f"{url}/runs")
     expect(page.get_by_test_id("live-state-growing")).to_contain_text("running")
     expect(page.get_by_test_id("live-state-case/tiny_scaled")).to_contain_text("finished")
-    page.get_by_test_id("source").select_option("growing")
+    page.get_by_test_id("pick-growing").check()
     expect(page.get_by_test_id("runs-summary")).to_contain_text("3 行")
     with (grow / "metrics.jsonl").open("a") as f:  # the run writes more steps
         f.write("".join(json.dumps(r) + "\n" for r in rows[3:]))

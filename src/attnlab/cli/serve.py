@@ -95,6 +95,7 @@ def make_app(args):
         runs_dir=runs_dir,
         case_json=args.case_json or published("data/ch1_case.json", "ch1_case.json"),
         book_html=args.book_html or published("reports/lab_book.html", "lab_book.html"),
+        case_html=published("reports/ch1_case.html", "ch1_case.html"),
         hosts=allowed_hosts(args.host, args.port),
         sources=Sources.default(runs_dir, user_roots=args.runs_dir is None),
     )

@@ -1,6 +1,6 @@
 """The local attention playground: a small FastAPI app and the ``serve`` subcommand.
 
-Four pages live in ``static/`` as plain HTML/JS/CSS (no build step, nothing
+The pages live in ``static/`` as plain HTML/JS/CSS (no build step, nothing
 fetched from another host):
 
 * ``/lookup``  soft lookup of §1.5.3, computed entirely in the browser;
@@ -8,10 +8,17 @@ fetched from another host):
 * ``/exp1-2``  experiment 1-2, attention maps of the loaded checkpoint, via
   ``POST /api/attention`` (computed in float64 from the checkpoint's float32 weights: a more
   exact evaluation of the same model, equal to the static site's in-browser maps);
-* ``/runs``    training curves of ``runs/*/metrics.jsonl`` and of the case JSON, and a
-  live table of every run (``GET /api/live``), refreshed while runs train;
-* ``/timeline`` attention snapshots of a run beside a twin, with its curves
-  (``GET /api/timeline/<run>``; see ``attnlab.web.timeline``).
+* ``/runs``    any listed runs (``GET /api/runs/<run>``) and the case JSON's traces side by side on
+  shared axes with a table of final numbers, and a live table of every run (``GET /api/live``),
+  refreshed while runs train;
+* ``/timeline`` attention snapshots of a run beside its twin (the run of the same shape and seed with
+  the other scaling, ``/api/live``'s ``twin``), with its curves (``GET /api/timeline/<run>``; see
+  ``attnlab.web.timeline``);
+* ``/next``    text → next character, the chapter's opening five steps (``POST /api/next``, see
+  ``attnlab.web.nextchar``);
+* ``/book`` and ``/case`` the lab book and the case report, with a way back home on top.
+
+Every page keeps its state in its URL (``history.replaceState``), read on load: a link reproduces the view.
 
 Every figure has PNG/SVG buttons (``static/export.js``); ``POST /api/glyphs``
 gives the glyph outlines that make an exported SVG independent of fonts.
@@ -63,6 +70,7 @@ PAGES = {
     "/runs": "runs.html",
     "/timeline": "timeline.html",
     "/workbook": "workbook.html",
+    "/next": "next.html",
 }
 # the header of every page, in one place: (route, 中文, English)
 NAV = (
@@ -71,8 +79,10 @@ NAV = (
     ("/exp1-2", "实验 1-2", ""),
     ("/runs", "训练曲线", "Runs"),
     ("/timeline", "时间线", "Timeline"),
+    ("/next", "下一个字", "Next character"),
     ("/book", "全章实验", "Lab book"),
     ("/workbook", "练习册", "Workbook"),
+    ("/case", "案例报告", "Case report"),
 )
 HEADER_MARK = "<!--attnlab:header-->"
 
@@ -86,6 +96,33 @@ def page_header(route: str) -> str:
         links.append(f'    <a{here} href="{href}">{label}</a>')
     nav = "\n".join(links)
     return f'<header class="top">\n  <a class="brand" href="/">attnlab 注意力实验台</a>\n  <nav>\n{nav}\n  </nav>\n</header>'
+
+
+def report_nav(href: Callable[[str], str] = str) -> str:
+    """The way back from a report page (lab book, case report), which has no site header: a small bar of
+    links, styled inline (the reports allow inline styles only); ``href`` maps a route to a link."""
+    style = (
+        "font-family:sans-serif;font-size:14px;padding:8px 16px;background:#fff;"
+        "border-bottom:1px solid #d6dae1;margin:0 0 12px"
+    )
+    links = " · ".join(
+        f'<a href="{href(r)}">{zh}{f" <span lang=en>{en}</span>" if en else ""}</a>' for r, zh, en in NAV
+    )
+    return f'<nav class="attnlab-back" style="{style}"><a href="{href("/")}">← attnlab 注意力实验台</a> · {links}</nav>'
+
+
+def with_report_nav(html: str, href: Callable[[str], str] = str) -> str:
+    """A report's HTML with :func:`report_nav` at the top of its body and an empty icon in its head (as
+    every page has: no request for /favicon.ico, which a static host answers 404)."""
+    import re
+
+    m = re.search(r"<body\b[^>]*>", html, re.I)
+    html = html[: m.end()] + report_nav(href) + html[m.end() :] if m else report_nav(href) + html
+    if 'rel="icon"' not in html:
+        m = re.search(r"<head\b[^>]*>", html, re.I)
+        if m:
+            html = html[: m.end()] + '<link rel="icon" href="data:,">' + html[m.end() :]
+    return html
 
 
 MAX_BODY_BYTES = 16 * 1024  # a request body larger than this is refused before parsing
@@ -405,6 +442,7 @@ def create_app(
     hosts: Iterable[str] | None = None,
     book_html: str = "reports/lab_book.html",
     sources: Sources | None = None,
+    case_html: str = "reports/ch1_case.html",
 ) -> FastAPI:
     """Build the app. A checkpoint that cannot be loaded raises CheckpointError here.
 
@@ -509,16 +547,15 @@ def create_app(
         app.add_api_route(route, page(route, name), methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.get("/book", include_in_schema=False)
-    def lab_book():
-        # The self-contained lab book (attnlab book): inline CSS, data: images and font, no script.
-        # A missing or unreadable book is a page that says so (a reader followed a link), not raw JSON.
-        path = Path(book_html)
+    def report_page(file: str, zh_name: str, en_name: str, command: str) -> HTMLResponse:
+        # A self-contained report (inline CSS, data: images and font, no script) with the way back on top.
+        # A missing or unreadable one is a page that says so (a reader followed a link), not raw JSON.
+        path = Path(file)
         if not path.is_file():
             return book_problem(
                 404,
-                "还没有全章实验：先运行 `attnlab book`（或 `attnlab report` 从提交的数据重写）。",
-                "No lab book yet: run `attnlab book` (or `attnlab report` to rewrite it from the committed data).",
+                f"还没有{zh_name}：先运行 `{command}`（或 `attnlab report` 从提交的数据重写）。",
+                f"No {en_name} yet: run `{command}` (or `attnlab report` to rewrite it from the committed data).",
             )
         try:
             html = path.read_bytes().decode("utf-8")
@@ -526,16 +563,24 @@ def create_app(
             why = "它不是 UTF-8 文本 it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
             return book_problem(
                 422,
-                f"全章实验文件无法读取（{why}）：重新运行 `attnlab book --render`。",
-                f"The lab book cannot be read ({why}): run `attnlab book --render` again.",
+                f"{zh_name}文件无法读取（{why}）：重新运行 `{command}`。",
+                f"The {en_name} cannot be read ({why}): run `{command}` again.",
             )
-        return HTMLResponse(html, headers={"Content-Security-Policy": BOOK_CSP})
+        return HTMLResponse(with_report_nav(html), headers={"Content-Security-Policy": BOOK_CSP})
+
+    @app.get("/book", include_in_schema=False)
+    def lab_book():
+        return report_page(book_html, "全章实验", "lab book", "attnlab book --render")
+
+    @app.get("/case", include_in_schema=False)
+    def case_report():
+        return report_page(case_html, "案例报告", "case report", "attnlab case")
 
     def book_problem(status: int, zh: str, en: str) -> HTMLResponse:
         import html as _html
 
         body = (
-            '<!doctype html><html lang="zh"><meta charset="utf-8"><title>全章实验 / Lab book</title>'
+            '<!doctype html><html lang="zh"><meta charset="utf-8"><link rel="icon" href="data:,"><title>attnlab</title>'
             f'<body style="font-family:sans-serif;max-width:40em;margin:3em auto"><p>{_html.escape(zh)}</p>'
             f'<p lang="en">{_html.escape(en)}</p><p><a href="/">← attnlab</a></p></body></html>'
         )
@@ -577,12 +622,9 @@ def create_app(
         # as they are. Only a listed run: a name is looked up, never joined onto a path.
         return info_payload(model_of(req.run))
 
-    @app.post("/api/attention")
-    def attention(req: AttentionRequest) -> dict:
-        if not req.text.strip():
-            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
-        loaded = model_of(req.run)
-        prep = prepare(req.text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
+    def encoded(typed_text: str, loaded: Loaded):
+        """(prepare's result, ids, tokens) of a text for a model; a text longer than block_size is refused."""
+        prep = prepare(typed_text, loaded.tok.stoi)  # simplified -> traditional where the vocabulary needs it
         text = prep.converted
         block = loaded.cfg.block_size
         ids = loaded.tok.encode(text)
@@ -595,11 +637,20 @@ def create_app(
         itos = loaded.tok.itos
         unk = 1
         chars = list(text) if len(text) == len(ids) else [itos[i] for i in ids]
-        typed = list(req.text) if len(req.text) == len(chars) else chars
+        typed = list(typed_text) if len(typed_text) == len(chars) else chars
         tokens = [
             {"text": "<unk>" if i == unk else itos[i], "char": c, "typed": t, "unk": i == unk}
             for i, c, t in zip(ids, chars, typed)
         ]
+        return prep, ids, tokens
+
+    @app.post("/api/attention")
+    def attention(req: AttentionRequest) -> dict:
+        if not req.text.strip():
+            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        loaded = model_of(req.run)
+        prep, ids, tokens = encoded(req.text, loaded)
+        text, block = prep.converted, loaded.cfg.block_size
         import torch  # only reached with a checkpoint, which needs torch anyway
 
         device = next(loaded.model.parameters()).device
@@ -636,6 +687,34 @@ def create_app(
             "layers": layers,
         }
 
+    @app.post("/api/next")
+    def next_character(req: AttentionRequest) -> dict:
+        # the /next page: the text's path to the next character's logits (attnlab.web.nextchar), float64
+        from .nextchar import next_payload
+
+        if not req.text.strip():
+            raise HTTPException(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.")
+        loaded = model_of(req.run)
+        prep, ids, tokens = encoded(req.text, loaded)
+        cfg = loaded.cfg
+        with lock:
+            path = next_payload(loaded.float64(), cfg, ids)
+        return {
+            "run": loaded.run,
+            "step": loaded.step,
+            "block_size": cfg.block_size,
+            "n_layer": cfg.n_layer,
+            "n_head": cfg.n_head,
+            "d_model": cfg.d_model,
+            "scaling": cfg.scale_rule,
+            "tokens": [{**t, "id": i} for t, i in zip(tokens, ids)],
+            "n_unk": sum(t["unk"] for t in tokens),
+            "unknown_line": unknown_line(prep),
+            "converted_line": converted_line(prep),
+            "vocab": list(loaded.tok.itos),
+            **path,
+        }
+
     def run_names() -> list[str]:
         """Run folders directly in a run root (symlinks refused at every level below it)."""
         return [name for name, (_, parts) in sources.listing().runs.items() if len(parts) == 1]
@@ -646,12 +725,13 @@ def create_app(
 
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
-        # Only names that were listed are served: no separators, no "..", no symlinks.
+        # Only names that were listed are served (one or two parts: "tiny", "shipped:case/big_unscaled"),
+        # looked up, never joined onto a path: no "..", no symlinks.
         from .timeline import run_sinks
 
         gone = HTTPException(404, f"no run named {name[:80]!r} in the runs directories")
         where = sources.resolve(name) if len(name) <= 4 * MAX_RUN_NAME else None
-        if where is None or len(where[1]) != 1:
+        if where is None:
             raise gone
         root, parts = _root_parts(where)
         try:
@@ -664,6 +744,10 @@ def create_app(
                 422, f"训练曲线文件损坏，无法读取。 metrics.jsonl of {name[:80]!r} cannot be read: {e}"
             ) from None
         return {"name": name, **metrics, "sinks": run_sinks(root, parts)}
+
+    @app.get("/api/runs/{top}/{sub}")
+    def nested_run_metrics(top: str, sub: str) -> dict:  # a run one folder down (case/big_unscaled)
+        return run_metrics(f"{top}/{sub}")
 
     @app.get("/api/case")
     def case() -> dict:

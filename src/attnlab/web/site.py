@@ -91,6 +91,7 @@ SITE_PAGES = {
     "/exp1-2": "exp1-2.html",
     "/runs": "runs.html",
     "/timeline": "timeline.html",
+    "/next": "next.html",
     "/book": "book.html",
     "/workbook": "workbook.html",
 }
@@ -209,7 +210,8 @@ def server_data(runs_root: Path, case_json: Path | None, names: list[str]) -> di
     timeline = {n: {**a, "body": frozen(a["body"])} if a["status"] == 200 else a for n, a in timeline.items()}
     details = {}
     if runs["status"] == 200:
-        details = {n: _answer(_route(app, "/api/runs/{name}"), name=n) for n in runs["body"].get("runs", [])}
+        shown = dict.fromkeys([*runs["body"].get("runs", []), *listed])  # the runs page overlays any listed run
+        details = {n: _answer(_route(app, "/api/runs/{name}"), name=n) for n in shown}
     if live["status"] == 200:
         live = {**live, "body": {**live["body"], "runs": [frozen(r) for r in live["body"].get("runs", [])]}}
     return {
@@ -278,13 +280,10 @@ def relative_links(text: str, where: str, script: bool = False) -> str:
 
 
 def site_header(route: str) -> str:
-    """The server's page header with the case report added to its links."""
+    """The server's page header (its links made relative by :func:`relative_links` with the page)."""
     from .server import page_header
 
-    header = page_header(route)
-    here = ' class="here"' if route == "/case" else ""
-    link = f'    <a{here} href="/case">案例报告 <span class="en">Case report</span></a>\n  </nav>'
-    return header.replace("\n  </nav>", "\n" + link, 1)
+    return page_header(route)
 
 
 SITE_SCRIPT = '<script src="static/site.js"></script>\n</head>'
@@ -306,11 +305,7 @@ def page_html(route: str, name: str) -> str:
 
 def _index_extra() -> str:
     return (
-        f'  <li><a href="{CASE_PAGE}">案例报告</a> — 本章案例的结果与方法（缩放与不缩放，d_head 32 与 256）。\n'
-        '      <span class="en">The case study\'s report: results first, then the method.</span></li>\n'
-        f'    <li><a href="{SITE_PAGES["/book"]}">全章实验</a> — 书中每个论断的检验与判定。\n'
-        '      <span class="en">The lab book: every claim of the chapter, tested and judged.</span></li>\n'
-        '    <li class="note">这是静态版：模型在浏览器里运行（onnxruntime-web），不连接任何服务器。\n'
+        '  <li class="note">这是静态版：模型在浏览器里运行（onnxruntime-web），不连接任何服务器。\n'
         '      <span class="en">This is the static edition: the model runs in your browser (onnxruntime-web); '
         "nothing is sent anywhere.</span></li>\n"
     )
@@ -848,7 +843,13 @@ def _write(
         shutil.copyfile(graph, folder / "model.onnx")
         (folder / WEIGHTS_FILE).write_bytes(blob)
         info = data["models"][n]["body"]
-        _dump(folder / "model.json", {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info})
+        from .nextchar import FORWARD_FILE, browser_config, forward_files  # the /next page's in-browser forward
+
+        index, rest = forward_files(payload["model"], entry["tensors"], payload["config"].get("tie_weights", True))
+        (folder / FORWARD_FILE).write_bytes(weights_blob(payload["model"], rest))
+        forward = {"config": browser_config(payload["config"]), "tensors": index}
+        meta = {"run": n, "itos": payload["itos"], "outputs": entry["outputs"], "info": info, "forward": forward}
+        _dump(folder / "model.json", meta)
         models[n] = f"models/{i}/"
     # ---- the server's answers
     files: dict[str, str] = {}
@@ -883,7 +884,7 @@ def _write(
         (dest / "static" / "vendor" / folder).mkdir(parents=True)
         for f in wanted:
             shutil.copyfile(VENDOR / folder / f, dest / "static" / "vendor" / folder / f)
-    from .server import PAGES
+    from .server import PAGES, with_report_nav
 
     page_text = ""
     for route, name in PAGES.items():
@@ -896,6 +897,7 @@ def _write(
             html = _missing_report(key)
         else:
             html = self_contained(src.read_text(encoding="utf-8"), src.parent, src.name)
+            html = with_report_nav(html, lambda route, f=file: _site_path(route[1:], f))  # the way back home
         (dest / file).write_text(html, encoding="utf-8")
     # ---- glyphs for the SVG export: the pages' own text, run names and the probes' characters
     texts = [page_text, *(p.read_text(encoding="utf-8") for p in (dest / "static").glob("*.js"))]
@@ -914,7 +916,7 @@ def _missing_report(key: str) -> str:
         "case": ("案例报告", "case report", "attnlab case"),
     }[key]
     return (
-        '<!DOCTYPE html>\n<html lang="zh-CN"><head><meta charset="utf-8"><title>attnlab</title></head>'
+        '<!DOCTYPE html>\n<html lang="zh-CN"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>attnlab</title></head>'
         f"<body><p>这个静态网站生成时没有{zh}（先运行 <code>{cmd}</code>）。 "
         f"This site was built without the {en} (run <code>{cmd}</code> first).</p>"
         '<p><a href="index.html">返回 Back</a></p></body></html>\n'

@@ -3,7 +3,8 @@
 * :func:`list_runs`: every run directory under the runs directory, one or two
   levels deep (``tiny``, ``case/big_unscaled``), each with its state: running
   (metrics.jsonl written in the last ``RUNNING_WINDOW_S`` seconds and no
-  summary newer than it), finished (summary.json), or stopped (neither).
+  summary newer than it), finished (summary.json), or stopped (neither), and its twin
+  (:func:`twins`: the run of the same shape and seed with the other scaling, from the configs).
 * :func:`timeline_payload`: one run's curves (metrics.jsonl) and snapshots
   (snapshots.npz), with each snapshot's attention-sink share per head
   (:func:`sinks_of`), or a clear message when the run has none or the file is
@@ -23,6 +24,7 @@ from __future__ import annotations
 import collections
 import functools
 import math
+import os
 import stat
 import threading
 import time
@@ -89,21 +91,68 @@ def _config(root: RunsRoot, parts) -> dict:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def _max_steps(root: RunsRoot, parts) -> int | None:
-    try:
-        return int(_config(root, parts)["max_steps"])
-    except (KeyError, TypeError, ValueError, OverflowError):
-        return None
+def _int(x) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
 SHAPE_KEYS = ("n_layer", "n_head", "d_model", "block_size")
 
 
-def _shape(root: RunsRoot, parts) -> list[int] | None:
+SCALINGS = ("1/sqrt(d)", "none", "1/d")
+OTHER_SCALING = {"1/sqrt(d)": "none", "none": "1/sqrt(d)", "1/d": "1/sqrt(d)"}  # the twin a run is compared with
+
+
+def _shape(cfg: dict) -> list[int] | None:
     """The model's shape (n_layer, n_head, d_model, block_size): a twin must have the same."""
-    cfg = _config(root, parts)
     shape = [cfg.get(k) for k in SHAPE_KEYS]
-    return shape if all(isinstance(x, int) and not isinstance(x, bool) for x in shape) else None
+    return shape if all(_int(x) is not None for x in shape) else None
+
+
+def _scaling(cfg: dict) -> str | None:
+    """The run's attention scaling as Config.scale_rule spells it ("1/sqrt(d)", "none", "1/d"), from its config:
+    ``attn_scale`` when set, else ``scaled``; None when the config says neither."""
+    a = cfg.get("attn_scale")
+    if a in SCALINGS:
+        return a
+    if a is None and isinstance(cfg.get("scaled"), bool):
+        return "1/sqrt(d)" if cfg["scaled"] else "none"
+    return None
+
+
+def twins(runs: list[dict]) -> dict[str, str | None]:
+    """{name: twin} for rows of :func:`list_runs_of`: a run's twin is a run of the same shape (n_layer,
+    n_head, d_model, block_size) and the same seed (when both configs have one) with the other scaling
+    (scaled <-> unscaled; 1/d -> scaled), chosen from the configs, never from the names. Among several,
+    the one in the same run root and folder, then with the same max_steps, then the longest common
+    name prefix, then the first by name; None when there is none."""
+    out: dict[str, str | None] = {}
+    for r in runs:
+        want = OTHER_SCALING.get(r.get("scaling"))
+        if want is None or r.get("shape") is None:
+            out[r["name"]] = None
+            continue
+        found = [
+            c
+            for c in runs
+            if c["name"] != r["name"]
+            and c.get("scaling") == want
+            and c.get("shape") == r["shape"]
+            and (r.get("seed") is None or c.get("seed") is None or c["seed"] == r["seed"])
+        ]
+        out[r["name"]] = min(found, key=lambda c: _closeness(r, c))["name"] if found else None
+    return out
+
+
+def _closeness(run: dict, other: dict) -> tuple:
+    """Sort key: smaller = a likelier twin of ``run``."""
+    a, b = run["name"], other["name"]
+    common = len(os.path.commonprefix([a, b]))
+    return (
+        a.rpartition("/")[0] != b.rpartition("/")[0],  # same root and folder ("shipped:case", "runs/h2")
+        run.get("max_steps") != other.get("max_steps"),
+        -common,
+        b,
+    )
 
 
 _CACHE_LOCK = threading.Lock()  # the caches below are shared by the server's worker threads
@@ -150,11 +199,14 @@ def run_state(root, parts, now: float | None = None) -> dict:
         if root.lstat((*parts, METRICS_FILE)) is None:
             raise FileNotFoundError("/".join(parts)) from None  # removed while we looked
         steps, state, problem = 0, DAMAGED, f"训练曲线文件损坏，无法读取。 metrics.jsonl cannot be read: {e}"
+    cfg = _config(root, parts)
     return {
         "state": state,
         "steps": steps,
-        "max_steps": _max_steps(root, parts),
-        "shape": _shape(root, parts),
+        "max_steps": _int(cfg.get("max_steps")),
+        "shape": _shape(cfg),
+        "scaling": _scaling(cfg),
+        "seed": _int(cfg.get("seed")),
         "snapshots": root.is_file((*parts, "snapshots.npz")),
         "updated_s_ago": round(age, 1) if age >= -CLOCK_SLACK_S else None,
         **({"problem": problem} if problem else {}),
@@ -168,7 +220,8 @@ def list_runs(root) -> list[dict]:
 
 
 def list_runs_of(runs) -> list[dict]:
-    """The state of each (name, root, parts); a run removed while listing is left out, never an error."""
+    """The state of each (name, root, parts), with its twin (:func:`twins`); a run removed while listing is
+    left out, never an error."""
     now = time.time()
     out = []
     for name, root, parts in runs:
@@ -176,7 +229,8 @@ def list_runs_of(runs) -> list[dict]:
             out.append({"name": name, **run_state(root, parts, now)})
         except FileNotFoundError:
             continue
-    return out
+    pair = twins(out)
+    return [{**r, "twin": pair[r["name"]]} for r in out]
 
 
 def _num(x) -> float | None:

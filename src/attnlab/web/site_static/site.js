@@ -5,6 +5,8 @@
 //                        the ONNX export of the chosen case model, which computes in float64 like the
 //                        server's forward (the same float32 weights, the same maps to ~1e-8); simplified
 //                        input is converted with opencc-js exactly as attnlab.chinese.prepare does;
+//   POST /api/next       the /next page's path from text to the next character: static/forward.js runs the
+//                        whole model in plain JavaScript, float64 from the float32 weights, like the server;
 //   GET  /api/info, /api/live, /api/runs[/<run>], /api/timeline/<run>, /api/case, POST /api/model and
 //        /api/glyphs: the JSON the server's own functions gave when the site was built (data/site.json).
 // Nothing leaves the browser: every file comes from this site's own folder.
@@ -237,6 +239,53 @@
     };
   }
 
+  // ------------------------------------------- POST /api/next: the /next page, forward in plain JS
+  // static/forward.js runs the whole model (the ONNX graphs stop at the last attention pattern) from
+  // the graph's weights.bin and rest.bin (the tensors the graph leaves out), in float64 like the server.
+  const forwards = new Map();
+  function forwardModel(name) {
+    if (!forwards.has(name)) {
+      forwards.set(name, loadForward(name).catch((e) => { forwards.delete(name); throw e; }));
+    }
+    return forwards.get(name);
+  }
+
+  async function loadForward(name) {
+    const dir = (await site()).models[name];
+    if (!dir) throw new ApiError(404, `没有这个运行 / no run with a checkpoint named '${name.slice(0, 80)}' in the runs directories`);
+    const [meta, weights, rest] = await Promise.all([file(`${dir}model.json`), file(`${dir}weights.bin`, "bytes"),
+      file(`${dir}rest.bin`, "bytes"), window.Forward ? null : script("forward.js")]);
+    if (!meta.forward || !meta.forward.config) {
+      throw new ApiError(422, `模型 ${name} 不能在浏览器里逐步计算。 The model ${name} cannot be followed step by step in the browser.`);
+    }
+    const net = window.Forward.load(meta.forward.config, meta.forward.tensors, { "weights.bin": weights, "rest.bin": rest });
+    return { name, meta, info: meta.info, itos: meta.itos, stoi: new Map(meta.itos.map((c, i) => [c, i])), net };
+  }
+
+  async function nextChar(text, run) {
+    if (typeof text !== "string") throw new ApiError(422, "invalid request: text: Input should be a valid string");
+    if ([...text].length > MAX_TEXT_CHARS) {
+      throw new ApiError(422, `invalid request: text: String should have at most ${MAX_TEXT_CHARS} characters`);
+    }
+    if ([...text].every(isSpace)) throw new ApiError(422, "文本为空，请输入至少一个字。 The text is empty: type at least one character.");
+    const m = await forwardModel(run || (await site()).default);
+    const prep = await prepare(text, m.stoi);
+    const chars = [...prep.converted], typed = [...text];
+    const ids = chars.map((c) => m.stoi.get(c) ?? UNK);
+    const block = m.info.block_size;
+    if (ids.length > block) {
+      throw new ApiError(422, `文本有 ${ids.length} 个字，超过模型的 block_size=${block}。 ` +
+        `The text has ${ids.length} tokens, more than the model's block_size=${block}.`);
+    }
+    const tokens = ids.map((i, k) => ({ text: i === UNK ? "<unk>" : m.itos[i], char: chars[k], typed: typed[k], unk: i === UNK, id: i }));
+    const c = m.meta.forward.config;
+    return {
+      run: m.name, step: m.info.step ?? null, block_size: block, n_layer: c.n_layer, n_head: c.n_head, d_model: c.d_model,
+      scaling: c.scale_rule, tokens, n_unk: tokens.filter((t) => t.unk).length, unknown_line: unknownLine(prep),
+      converted_line: convertedLine(prep), vocab: m.itos, ...window.Forward.forward(m.net, ids),
+    };
+  }
+
   // ------------------------------------------------------------------------------ the API
   const reply = (status, body) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
   const noRun = (name) => new ApiError(404, `no run named '${String(name).slice(0, 80)}' in the runs directories`);
@@ -267,6 +316,10 @@
     if (method === "POST" && path === "attention") {
       if (!body || typeof body !== "object") throw new ApiError(422, "invalid request: body: Field required");
       return attention(body.text, body.run);
+    }
+    if (method === "POST" && path === "next") {
+      if (!body || typeof body !== "object") throw new ApiError(422, "invalid request: body: Field required");
+      return nextChar(body.text, body.run);
     }
     if (method === "GET" && path === "live") return stored(s.live);
     if (method === "GET" && path === "runs") return stored(s.runs);
@@ -321,6 +374,8 @@
     static: true,
     // the same JSON as POST /api/attention {text, run}; rejects with an Error carrying .status and .detail
     attention: (text, run, opts) => attention(text, run, opts),
+    // the same JSON as POST /api/next {text, run}: the /next page's path to the next character
+    next: (text, run) => nextChar(text, run),
     info: async () => stored((await site()).info),
     runs: async () => Object.keys((await site()).models),
   };

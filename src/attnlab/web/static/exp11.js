@@ -55,11 +55,24 @@
     };
     draw("logit 标准差 logit std", "logitStd", true, "chart-std");
     draw("归一化熵 entropy", "entropy", false, "chart-ent");
-    draw("||J||_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
+    draw("‖J‖_F 雅可比范数 Jacobian norm", "jacobian", true, "chart-jac");
+  }
+
+  // The view in the link (?dk=64&n=…&rows=…&seed=…), read on load.
+  const LINK = { "n-keys": "n", "n-rows": "rows", seed: "seed" };
+  function remember() {
+    const url = new URL(window.location.href);
+    url.searchParams.set("dk", String(2 ** Number($("dk-slider").value)));
+    for (const [id, key] of Object.entries(LINK)) url.searchParams.set(key, $(id).value);
+    history.replaceState(null, "", url);
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    for (const id of ["dk-slider", "n-keys", "n-rows", "seed"]) $(id).addEventListener("input", update);
+    const q = new URL(window.location.href).searchParams;
+    const dk = DKS.indexOf(Number(q.get("dk")));
+    if (dk >= 0) $("dk-slider").value = String(dk + 1);
+    for (const [id, key] of Object.entries(LINK)) if (q.has(key)) $(id).value = q.get(key);
+    for (const id of ["dk-slider", "n-keys", "n-rows", "seed"]) $(id).addEventListener("input", () => { update(); remember(); });
     update();
   });
 })();

@@ -79,6 +79,7 @@
   function remember(name) {
     const url = new URL(window.location.href);
     if (info && name === info.default) url.searchParams.delete("run"); else url.searchParams.set("run", name);
+    url.searchParams.set("text", $("text-input").value);   // the text too: a link reproduces the maps
     window.history.replaceState(null, "", url);
   }
 
@@ -92,6 +93,7 @@
     if (!info) return;
     const mine = ++seq;
     const text = $("text-input").value;
+    remember(info.run);
     const r = await json("/api/attention", { text, run: info.run });
     if (mine !== seq) return;   // a newer request is on its way
     if (!r.ok) {
@@ -110,7 +112,12 @@
     $("converted-note").replaceChildren(...(data.converted ? [
       el("strong", { text: "已转换为繁体 / converted to traditional" }), "：",
       el("span", { "data-testid": "converted-text", text: data.converted_text })] : []));
-    $("unk-line").textContent = data.unknown_line || "";
+    // an unknown character is explained where it appears, under the tokens (the default probe's 函 is one)
+    $("unk-line").textContent = data.unknown_line ? `${data.unknown_line}。 ` +
+      `字表只收训练语料（唐诗）里最常见的 ${info.vocab_size - 2} 个字，其余的字都记为同一个 <unk>：模型知道这里有一个字，却不知道是哪个；` +
+      `它在图的坐标轴上是红色的「?」。 The vocabulary keeps the ${info.vocab_size - 2} most frequent characters of the training ` +
+      "text (Tang poems); every other character is the same <unk>: the model sees that a character is there, not which one " +
+      "(a red \"?\" on the maps' axes)." : "";
     $("tokens").replaceChildren(
       el("span", { class: "note", text: `${toks.length} 个 token` + (data.n_unk ? `，其中 ${data.n_unk} 个不在字表里（<unk>） · ${data.n_unk} out of vocabulary` : "") }),
       el("br"),
@@ -197,6 +204,8 @@
     if (!r.ok) { $("ckpt-info").textContent = r.detail; return; }
     if (!r.data.checkpoint) { showNoCheckpoint(r.data.hint); return; }
     const asked = new URL(window.location.href).searchParams.get("run");
+    const typed = new URL(window.location.href).searchParams.get("text");
+    if (typed !== null) $("text-input").value = typed;
     if (asked && asked !== r.data.run && (r.data.runs || []).includes(asked)) {
       const chosen = await json("/api/model", { run: asked });
       if (chosen.ok) r = chosen; else $("run-message").textContent = chosen.detail;

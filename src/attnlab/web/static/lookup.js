@@ -140,7 +140,30 @@
     $("slip-153").querySelectorAll("[data-testid^=slip-original]").forEach((b) => { b.textContent = original; });
   }
 
+  // The view in the link: ?q=1,0;0,1;1,0&k=…&v=…&scale=1&mask=1 (the cells as typed), read on load.
+  function remember() {
+    const url = new URL(window.location.href);
+    for (const m of ["q", "k", "v"]) url.searchParams.set(m, cells[m].map((r) => r.join(",")).join(";"));
+    url.searchParams.set("scale", $("toggle-scale").checked ? "1" : "0");
+    url.searchParams.set("mask", $("toggle-mask").checked ? "1" : "0");
+    history.replaceState(null, "", url);
+  }
+
+  function fromLink() {
+    const q = new URL(window.location.href).searchParams;
+    if (q.has("scale")) $("toggle-scale").checked = q.get("scale") === "1";
+    if (q.has("mask")) $("toggle-mask").checked = q.get("mask") === "1";
+    const m = Object.fromEntries(["q", "k", "v"].map((k) => [k.toUpperCase(), (q.get(k) || "").split(";").map((r) => r.split(","))]));
+    const rows = m.Q.length, cols = m.Q[0].length;
+    const fits = rows >= 1 && rows <= MAX_N && cols >= 1 && cols <= MAX_D &&
+      ["Q", "K", "V"].every((k) => m[k].length === rows && m[k].every((r) => r.length === cols));
+    return fits && q.has("q") ? m : null;
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    document.addEventListener("input", remember);
+    document.addEventListener("change", remember);
+    document.addEventListener("click", (e) => { if (e.target.closest("button")) remember(); });
     $("preset-book").addEventListener("click", () => setMatrices(PRESETS.book));
     $("preset-self").addEventListener("click", () => setMatrices(PRESETS.self));
     $("preset-sharp").addEventListener("click", () => setMatrices(PRESETS.sharp));
@@ -158,7 +181,7 @@
       $(id).after(Export.buttons(null, `lookup ${name.split(" ")[0]}`,
         { svg: () => Export.tableSVG($(id).querySelector("table"), name) }));
     }
-    setMatrices(PRESETS.book);
+    setMatrices(fromLink() || PRESETS.book);
     slipNote();
   });
 })();

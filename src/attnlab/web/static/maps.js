@@ -7,23 +7,25 @@
 const Maps = (() => {
   const FONT = '"AttnlabCJK", "AttnlabCJKExtB", "Noto Sans CJK TC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", sans-serif';
   const label = (t) => (t.unk ? "?" : t.text === "\n" ? "⏎" : t.text);
-  const SMALL = { fit: 230, minCell: 8, maxCell: 26, maxFont: 13 };
+  // a thumbnail whose characters would be smaller than minLabel px drops them (the enlarged view has them)
+  const SMALL = { fit: 230, minCell: 8, maxCell: 26, maxFont: 13, minLabel: 10 };
   // the enlarged view and the exported files: readable from the back of a classroom; a long
   // text keeps 18 px cells (16 px characters) and the view scrolls
-  const LARGE = { fit: 640, minCell: 18, maxCell: 56, maxFont: 24 };
+  const LARGE = { fit: 640, minCell: 18, maxCell: 56, maxFont: 24, minLabel: 0 };
 
   // Cell size, axis margin and label size of a T x T map drawn within about `fit` pixels.
   function geometry(T, opts = SMALL) {
     const o = { ...SMALL, ...opts };
     const cell = Math.max(o.minCell, Math.min(o.maxCell, Math.floor(o.fit / T)));
     const font = Math.max(8, Math.min(o.maxFont, cell - 2));
-    const margin = Math.max(22, Math.ceil(font * 1.6));
-    return { cell, margin, font, size: margin + cell * T };
+    const labels = font >= o.minLabel;
+    const margin = labels ? Math.max(22, Math.ceil(font * 1.6)) : 4;
+    return { cell, margin, font, labels, size: margin + cell * T };
   }
 
   function draw(canvas, weights, tokens, opts = SMALL) {
     const T = weights.length;
-    const { cell, margin, font, size } = geometry(T, opts);
+    const { cell, margin, font, labels, size } = geometry(T, opts);
     const ratio = window.devicePixelRatio || 1;
     if (canvas.width !== size * ratio) { canvas.width = size * ratio; canvas.height = size * ratio; }
     canvas.style.width = `${size}px`; canvas.style.height = `${size}px`;
@@ -40,7 +42,7 @@ const Maps = (() => {
     g.strokeStyle = "#d6dae1"; g.strokeRect(margin + 0.5, margin + 0.5, cell * T - 1, cell * T - 1);
     g.font = `${font}px ${FONT}`;
     g.textAlign = "center"; g.textBaseline = "middle";
-    tokens.forEach((t, i) => {
+    if (labels) tokens.forEach((t, i) => {
       g.fillStyle = t.unk ? "#b3261e" : "#1d2330";
       g.fillText(label(t), margin + i * cell + cell / 2, margin / 2);        // keys along the top
       g.fillText(label(t), margin / 2, margin + i * cell + cell / 2);        // queries down the side
@@ -55,7 +57,7 @@ const Maps = (() => {
     if (typeof opts === "string") opts = { title: opts };
     const NS = "http://www.w3.org/2000/svg";
     const T = weights.length;
-    const { cell, margin, font, size } = geometry(T, opts.large ? LARGE : SMALL);
+    const { cell, margin, font, labels, size } = geometry(T, opts.large ? LARGE : SMALL);
     const titleSize = opts.large ? 18 : 12;
     const top = opts.title ? Math.round(titleSize * 1.6) : 0;
     const scaleW = Math.max(10, Math.round(font * 0.8)), scaleGap = Math.round(font * 0.8);
@@ -79,7 +81,7 @@ const Maps = (() => {
       }
     }
     g.append(s("rect", { x: margin + 0.5, y: margin + 0.5, width: cell * T - 1, height: cell * T - 1, fill: "none", stroke: "#d6dae1" }));
-    tokens.forEach((t, i) => {
+    if (labels) tokens.forEach((t, i) => {
       const fill = t.unk ? "#b3261e" : "#1d2330";
       const base = font * 0.36;     // "middle" baseline of the canvas, as a shift of the alphabetic one
       g.append(s("text", { x: margin + i * cell + cell / 2, y: margin / 2 + base, "font-size": font, "text-anchor": "middle", fill, "data-role": "axis" }, label(t)));

@@ -7,9 +7,9 @@
   // The run in reds, its twin in blues (the case's colours: unscaled red, scaled blue); layers by shade.
   const PALETTE = [["#c8372d", "#e08a83", "#8c1d16", "#f0b8b3"], ["#2456a6", "#7f9fd3", "#123a73", "#b5c8ea"]];
   const SINK_COLORS = ["#2456a6", "#c8372d", "#2f8f5b", "#8a5cc2", "#c9861a", "#4a4a4a", "#1f9ab0", "#b8487e"];
-  const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖ Jacobian"], ["logit_std", "logit std"],
+  const COLS = [["entropy", "熵 entropy"], ["jacobian_fro", "‖J‖_F Jacobian"], ["logit_std", "logit std"],
     ["diag", "对角 diag"], ["prev", "前一位 prev"], ["distance", "距离 distance"]];
-  const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null };
+  const state = { main: null, twin: null, index: 0, timer: null, charts: [], poll: null, runs: [] };
 
   const apiPath = (name) => "/api/timeline/" + name.split("/").map(encodeURIComponent).join("/");
   const tokensOf = (snap) => snap.tokens.map((t) => ({ text: t, unk: t === "<unk>" }));
@@ -32,7 +32,10 @@
     const prefix = which === "main" ? "" : "twin-";
     box.replaceChildren();
     if (!run) {
-      box.append(el("p", { class: "note", text: which === "twin" ? "没有选择对照。 No twin selected." : "" }));
+      const none = twinOf($("run").value) ? "没有选择对照。 No twin selected."
+        : "没有同形状（层数、头数、d_model、block_size、种子）而缩放方式相反的运行，所以没有对照。 " +
+          "No run has this one's shape (layers, heads, d_model, block_size, seed) with the other scaling: no twin.";
+      box.append(el("p", { class: "note", "data-testid": which === "twin" ? "no-twin" : null, text: which === "twin" ? none : "" }));
       return;
     }
     box.append(el("h2", { text: run.name }));
@@ -92,6 +95,7 @@
     showRun("main", state.index);
     if (state.twin && state.twin.snapshots) showRun("twin", twinIndex(state.twin.snapshots, step));
     state.charts.forEach((svg, i) => cursor(svg, step, `cursor-${i}`));
+    if (!state.timer) remember();
   }
 
   function charts() {
@@ -155,12 +159,20 @@
     else if (atEnd && main && main.snapshots) state.index = main.snapshots.steps.length - 1;   // follow a live run
     charts();
     show();
-    const url = new URL(window.location.href);
-    url.searchParams.set("run", $("run").value);
-    if ($("twin").value) url.searchParams.set("twin", $("twin").value); else url.searchParams.delete("twin");
-    history.replaceState(null, "", url);
+    frames();
+    remember();
     clearTimeout(state.poll);
     if ([main, twin].some((r) => r && r.state === "running")) state.poll = setTimeout(() => load(true), 5000);
+  }
+
+  // The view in the link: run, twin (empty = none chosen) and step, so a link reproduces it.
+  function remember() {
+    const url = new URL(window.location.href);
+    url.searchParams.set("run", $("run").value);
+    url.searchParams.set("twin", $("twin").value);
+    const snap = state.main && state.main.snapshots;
+    if (snap && state.index > 0) url.searchParams.set("step", String(snap.steps[state.index])); else url.searchParams.delete("step");
+    history.replaceState(null, "", url);
   }
 
   function step(delta) {
@@ -174,6 +186,7 @@
     state.timer = null;
     $("play").replaceChildren(on ? "暂停 " : "播放 ", el("span", { class: "en", text: on ? "Pause" : "Play" }));
     $("play").dataset.playing = on ? "true" : "false";
+    if (!on) remember();
     if (!on || !state.main || !state.main.snapshots) return;
     if (state.index >= state.main.snapshots.steps.length - 1) state.index = -1;
     state.timer = setInterval(() => {
@@ -182,7 +195,8 @@
     }, 300);
   }
 
-  // The case's big pair by default; else a run and its "scaled" twin when the names say so.
+  // The run from the link (?run=), else the case's big unscaled model; its twin from the link (?twin=, empty =
+  // none), else the one /api/live names: the run of the same shape and seed with the other scaling, from the configs.
   function defaults(runs, params) {
     const names = runs.map((r) => r.name);
     const withSnap = runs.filter((r) => r.snapshots).map((r) => r.name);
@@ -192,29 +206,40 @@
       main = ["case/big_unscaled", "big_unscaled", "mine:case/big_unscaled", "shipped:case/big_unscaled",
         "quick:case/big_unscaled"].find((n) => withSnap.includes(n))
         || withSnap.find((n) => /(^|\/)big_unscaled_s\d+$/.test(n)) || withSnap[0] || names[0] || "";
+      twin = null;
     }
-    if (twin === null) {
-      // the scaled sibling of the same shape (n_layer, n_head, d_model, block_size), or none
-      const shape = (n) => JSON.stringify((runs.find((r) => r.name === n) || {}).shape || null);
-      const guess = main.replace(/unscaled/, "scaled");
-      twin = guess !== main && shape(guess) !== "null" && shape(guess) === shape(main) ? guess : "";
-    }
+    if (twin === null) twin = twinOf(main);
     return [main, names.includes(twin) ? twin : ""];
+  }
+
+  const twinOf = (name) => ((state.runs || []).find((r) => r.name === name) || {}).twin || "";
+
+  // The first and last frames of the run in numbers, so the words above never promise another picture.
+  function frames() {
+    const box = $("first-frame"), snap = state.main && state.main.snapshots;
+    if (!snap || !snap.metric_names) { box.textContent = ""; return; }
+    const j = snap.metric_names.indexOf("entropy"), last = snap.steps.length - 1;
+    const ent = (i) => snap.metrics[i].map((heads) => heads.map((v) => fmt(v[j])).join("/")).join("，");
+    box.textContent = `${state.main.name}：第一帧（第 ${snap.steps[0]} 步）各层熵 ${ent(0)}；最后一帧（第 ${snap.steps[last]} 步）${ent(last)}` +
+      `（1 = 均匀，0 = one-hot）。 First frame (step ${snap.steps[0]}): entropy per layer ${ent(0)}; ` +
+      `last frame (step ${snap.steps[last]}): ${ent(last)} (1 = uniform, 0 = one-hot).`;
   }
 
   document.addEventListener("DOMContentLoaded", async () => {
     try { await document.fonts.load(`13px "AttnlabCJK"`, "层头"); } catch (e) { /* system fonts */ }
     const r = await json("/api/live");
     const runs = r.ok ? r.data.runs : [];
+    state.runs = runs;
     if (!r.ok) $("msg").textContent = r.detail;
     if (!runs.length && r.ok) $("msg").textContent = "runs/ 下还没有训练。先运行 attnlab train。 No runs under the runs directory yet: run attnlab train first.";
     const label = (x) => `${x.name}${x.snapshots ? "" : "（无快照 no snapshots）"}${x.state === "running" ? " · 训练中 running" : ""}`;
     $("run").replaceChildren(...runs.map((x) => el("option", { value: x.name, text: label(x) })));
     $("twin").replaceChildren(el("option", { value: "", text: "— 无 none —" }),
       ...runs.map((x) => el("option", { value: x.name, text: label(x) })));
-    const [main, twin] = defaults(runs, new URL(window.location.href).searchParams);
+    const params = new URL(window.location.href).searchParams;
+    const [main, twin] = defaults(runs, params);
     $("run").value = main; $("twin").value = twin;
-    $("run").addEventListener("change", () => load());
+    $("run").addEventListener("change", () => { $("twin").value = twinOf($("run").value); load(); });
     $("twin").addEventListener("change", () => load(true));
     $("slider").addEventListener("input", () => { state.index = Number($("slider").value); show(); });
     $("play").addEventListener("click", () => play());
@@ -229,6 +254,14 @@
         play();
       }
     });
-    if (main) await load();
+    if (main) {
+      await load();
+      const at = Number(params.get("step"));   // the step of a shared link
+      const snap = state.main && state.main.snapshots;
+      if (params.get("run") === main && snap && params.has("step")) {
+        state.index = Math.max(0, snap.steps.findLastIndex((x) => x <= at));
+        show();
+      }
+    }
   });
 })();
