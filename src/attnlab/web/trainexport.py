@@ -120,7 +120,13 @@ def corpus_bundle(cfg: Config) -> bytes:
     from ..train import fingerprint
 
     text, tok, ids = corpus_ids(cfg)
-    header = {"format": FORMAT, "kind": "corpus", "itos": tok.itos, "fingerprint": fingerprint(text, tok)}
+    header = {
+        "format": FORMAT,
+        "kind": "corpus",
+        "itos": tok.itos,
+        "tokenizer": tok.to_dict(),
+        "fingerprint": fingerprint(text, tok),
+    }
     return pack(header, [("ids", ids.numpy().astype(np.uint16))])
 
 
@@ -235,7 +241,7 @@ def write_site_files(dest) -> int:
     for cfg in configs:
         name = init_key(cfg)
         total += (dest / name).write_bytes(init_bundle(cfg))
-        index["inits"][name] = {k: getattr(cfg, k) for k in INIT_KEYS}
+        index["inits"][name] = {"config": cfg.to_dict()}
     text = json.dumps(index, separators=(",", ":"))
     total += (dest / "index.json").write_text(text, encoding="utf-8")
     return total
