@@ -156,22 +156,8 @@ def test_serve_lists_an_intact_browser_run_and_refuses_a_damaged_one(tmp_path):
 @pytest.fixture(scope="module")
 def static_site(tmp_path_factory):
     """The train page as `attnlab site` writes it, with only what it needs, under python -m http.server."""
-    from attnlab.web import site
-
     out = tmp_path_factory.mktemp("trainsite")
-    (out / "train.html").write_text(site.page_html("/train", "train.html"), encoding="utf-8")
-    (out / "static").mkdir()
-    for name in ("common.js", "export.js", "train.js", "train-worker.js", "style.css"):
-        text = (site.STATIC / name).read_text(encoding="utf-8")
-        if name.endswith(".js"):
-            text = site.relative_links(text, name, script=True)
-        (out / "static" / name).write_text(text, encoding="utf-8")
-    shutil.copyfile(site.SITE_STATIC / "site.js", out / "static" / "site.js")
-    for folder in ("tfjs", "fflate"):
-        (out / "static" / "vendor" / folder).mkdir(parents=True)
-        for f in site.VENDORED[folder]:
-            shutil.copyfile(VENDOR / folder / f, out / "static" / "vendor" / folder / f)
-    te.write_site_files(out / "train")
+    te.write_train_page(out)
     handler = functools.partial(_Quiet, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

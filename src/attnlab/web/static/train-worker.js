@@ -369,7 +369,8 @@ async function load(base, threads) {
   if (!ok) throw new Error("the WebAssembly backend could not start");
   await tf.ready();
   const simd = await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT");
-  return { backend: tf.getBackend(), threads: tf.wasm.getThreadsCount(), simd };
+  const threaded = await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT");
+  return { backend: tf.getBackend(), threads: tf.wasm.getThreadsCount(), simd, threaded, isolated: self.crossOriginIsolated };
 }
 
 const tick = () => new Promise((ok) => setTimeout(ok, 0));

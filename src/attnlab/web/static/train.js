@@ -387,7 +387,7 @@
     const t0 = performance.now();
     const { runs, info } = await trainRuns([{ shape: "api", scaling: "api", set }], { steps });
     const r = runs[0];
-    window.attnlab.last = { ms: r.ms, backend: info.backend, threads: info.threads, simd: info.simd, seconds: (performance.now() - t0) / 1000, config: r.cfg };
+    window.attnlab.last = { ms: r.ms, ...info, seconds: (performance.now() - t0) / 1000, config: r.cfg };
     window.attnlab.lastRun = r;
     return r.records;
   }
