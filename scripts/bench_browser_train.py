@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from attnlab.config import BOOK_MODELS, PRESETS, preset  # noqa: E402
 from attnlab.io import write_json  # noqa: E402
 from attnlab.web import trainexport as te  # noqa: E402
+from attnlab.web import trainsite  # noqa: E402
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -94,7 +95,7 @@ def main() -> None:
     from tests.test_web_browser import CHROMIUM_ARGS, find_chromium
 
     folder = Path(tempfile.mkdtemp(prefix="attnlab-bench-train-"))
-    te.write_train_page(folder)
+    trainsite.write_train_page(folder)
     plain, isolated = serve(folder, False), serve(folder, True)
     load_start = os.getloadavg()
     ms: dict = {

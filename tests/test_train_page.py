@@ -27,6 +27,7 @@ import pytest
 
 from attnlab.config import PRESETS, Config, preset
 from attnlab.web import trainexport as te
+from attnlab.web import trainsite
 
 VENDOR = Path(te.__file__).parent / "vendor"
 TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core and -backend-wasm 4.22.0, fflate 0.8.3; see web/vendor/README.md
@@ -157,7 +158,7 @@ def test_serve_lists_an_intact_browser_run_and_refuses_a_damaged_one(tmp_path):
 def static_site(tmp_path_factory):
     """The train page as `attnlab site` writes it, with only what it needs, under python -m http.server."""
     out = tmp_path_factory.mktemp("trainsite")
-    te.write_train_page(out)
+    trainsite.write_train_page(out)
     handler = functools.partial(_Quiet, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
