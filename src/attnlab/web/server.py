@@ -509,6 +509,7 @@ def create_app(
     app = FastAPI(title="attnlab playground", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.model_run = state["default"]  # for serve's start line
     app.state.model_problem = state["problem"]
+    app.state.sources = sources  # serve's start lines name the folders it skipped (a damaged browser run)
 
     @app.middleware("http")
     async def harden(request: Request, call_next):

@@ -46,6 +46,9 @@
     const n = new DataView(buf).getUint32(4, true);
     return JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 8, n)));
   }
+  // parameters of the model (the tied head counted once, as TinyGPT.num_params does)
+  const paramCount = (buf) => header(buf).arrays.filter((a) => !a.name.endsWith("_starts"))
+    .reduce((n, a) => n + a.shape.reduce((x, y) => x * y, 1), 0);
   let indexP = null, corpusP = null;
   const siteFile = (rel) => new URL(`train/${rel}`, window.location.href);
   const siteIndex = () => (indexP ??= fetch(siteFile("index.json")).then((r) => {
@@ -61,7 +64,7 @@
       const buf = await bytes("/api/train/init", {
         method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ set }),
       });
-      return { buf, cfg: header(buf).config, init_sha256: header(buf).init_sha256 };
+      return { buf, cfg: header(buf).config, init_sha256: header(buf).init_sha256, params: paramCount(buf) };
     }
     const ix = await siteIndex();
     for (const [file, entry] of Object.entries(ix.inits)) {
@@ -69,7 +72,7 @@
       if ("d_model" in set && !("d_ff" in set)) cfg.d_ff = 2 * cfg.d_model;
       if (INIT_KEYS.every((k) => cfg[k] === entry.config[k])) {
         const buf = await bytes(siteFile(file));
-        return { buf, cfg, init_sha256: header(buf).init_sha256 };
+        return { buf, cfg, init_sha256: header(buf).init_sha256, params: paramCount(buf) };
       }
     }
     throw new Error("这个静态网站只带有案例两个模型（d_head 32 与 256，种子 20261014）的初始权重和批次；其他设置请用 `attnlab serve`。 " +
@@ -108,7 +111,7 @@
       const info = await ready();
       const [cp, ...inits] = await Promise.all([corpus(), ...specs.map((s) => initFor(s.set))]);
       const runs = specs.map((s, i) => ({
-        id: i, ...s, cfg: inits[i].cfg, init_sha256: inits[i].init_sha256, records: [], ms: [], snaps: {}, itos: cp.header.itos,
+        id: i, ...s, cfg: inits[i].cfg, init_sha256: inits[i].init_sha256, params: inits[i].params, records: [], ms: [], snaps: {}, itos: cp.header.itos,
         tokenizer: cp.header.tokenizer, fingerprint: cp.header.fingerprint, info,
       }));
       const total = steps ?? Math.max(...runs.map((r) => r.cfg.max_steps));
@@ -157,7 +160,7 @@
       loss_end: last ? last.loss : null,
       val_loss_end: val.length ? val[val.length - 1].val_loss : null,
       diverged_at: diverged ? diverged.step : null,
-      params: null,
+      params: r.params,
       config: r.cfg,
       final_layers: withLayers.length ? withLayers[withLayers.length - 1].layers : null,
       fingerprint: r.fingerprint,
