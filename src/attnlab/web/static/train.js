@@ -264,6 +264,7 @@
         schedule();
       },
       onSnapshot: (r, step) => {
+        if (!state.runs.includes(r)) state.runs = [...state.runs, r].sort((a, b) => a.id - b.id);
         if (!state.snapSteps.has(step)) {
           state.snapSteps.add(step);
           $("snap-step").append(el("option", { value: String(step), text: `步 step ${step}` }));
