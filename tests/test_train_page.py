@@ -278,3 +278,31 @@ def test_big_unscaled_collapses_by_step_150(train_page):
     data = json.loads(EQUALITY.read_text()) if EQUALITY.is_file() else {}
     data["big_unscaled_collapse"] = {"first_step_layer0_entropy_below_0.01": first, "entropy_at_150": got[150]}
     EQUALITY.write_text(json.dumps(data, indent=1) + "\n")
+
+
+@pytest.mark.browser
+def test_pause_resume_stop_and_download_buttons(train_page):
+    page = train_page
+    page.select_option("#shape", "small")
+    page.uncheck("#scale-none")
+    page.fill("#snaps", "0, 1")
+    page.click("#start")
+    count = "() => attnlab.pageRuns().reduce((n, r) => n + r.records.length, 0)"
+    page.wait_for_function(f"({count})() >= 2", timeout=120_000)
+    page.click("#pause")
+    paused, deadline = page.evaluate(count), time.time() + 60
+    while time.time() < deadline:  # the step under way finishes, then nothing more
+        time.sleep(3)
+        now = page.evaluate(count)
+        if now == paused:
+            break
+        paused = now
+    time.sleep(4)
+    assert page.evaluate(count) == paused  # nothing trains while paused
+    page.click("#pause")  # resume
+    page.wait_for_function(f"({count})() > {paused}", timeout=120_000)
+    page.click("#stop")
+    page.wait_for_selector("[data-testid=download-scaled]", timeout=120_000)
+    assert "stopped" in page.inner_text("#status")
+    assert page.locator("[data-testid^=map-scaled-0-]").count() == 4  # the probe's maps, four heads of layer 0
+    assert not page.errors

@@ -279,6 +279,8 @@
     try {
       const { runs, info, reason } = await pending;
       state.runs = runs;
+      clearTimeout(timer);
+      timer = null;
       draw();
       const why = { stopped: "已停止 stopped", finished: "完成 finished" }[reason] || reason;
       status(`${why}：${runs.map((r) => `${r.label} ${r.records.length} 步 steps`).join("，")}（${info.backend}，${info.threads} 线程 thread(s)）`);
