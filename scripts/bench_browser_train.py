@@ -7,8 +7,9 @@ Each round trains, for each model, the PyTorch run and then the browser run from
 weights and batches (attnlab.web.trainexport) for ``--steps`` steps; a model's ms/step is the
 median over its steps after the first (which compiles and allocates) of all rounds. The browser
 runs once with one WebAssembly thread (the page on a plain static host: no cross-origin
-isolation) and once with ``--threads`` threads (the page served with COOP/COEP headers, as
-``attnlab serve`` does). The load average is recorded before and after: on a busy machine the
+isolation) and once cross-origin isolated (COOP/COEP headers, as ``attnlab serve`` sends), asking
+for ``--threads`` threads; TensorFlow.js grants at most half the logical cores, and the result
+records how many it used. The load average is recorded before and after: on a busy machine the
 ratio, measured interleaved, is what stays comparable.
 """
 
@@ -98,17 +99,14 @@ def main() -> None:
     trainsite.write_train_page(folder)
     plain, isolated = serve(folder, False), serve(folder, True)
     load_start = os.getloadavg()
-    ms: dict = {
-        name: {"pytorch_1_thread": [], "browser_1_thread": [], f"browser_{args.threads}_threads": []}
-        for name in BOOK_MODELS
-    }
+    ms: dict = {name: {"pytorch_1_thread": [], "browser_1_thread": [], "browser_isolated": []} for name in BOOK_MODELS}
     info = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         pages = {}
         for key, url in (
             ("browser_1_thread", f"{plain}/train.html"),
-            (f"browser_{args.threads}_threads", f"{isolated}/train.html?threads={args.threads}"),
+            ("browser_isolated", f"{isolated}/train.html?threads={args.threads}"),
         ):
             pages[key] = browser.new_page()
             pages[key].goto(url)
