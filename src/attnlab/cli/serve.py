@@ -114,6 +114,8 @@ def main(args) -> int:
         print(f"实验 1-2 模型 / experiment 1-2 model: {app.state.model_run}")
     else:
         print(app.state.model_problem or f"实验 1-2：{runs_dir} 下没有带 ckpt.pt 的运行 / no run with a ckpt.pt")
+    for line in app.state.sources.listing().skipped:
+        print(f"跳过 / skipped: {line}")
     from ..web.httpserver import server_config  # header, body and write deadlines
 
     server = uvicorn.Server(server_config(app, host=args.host, port=args.port))

@@ -71,6 +71,7 @@ PAGES = {
     "/timeline": "timeline.html",
     "/workbook": "workbook.html",
     "/next": "next.html",
+    "/train": "train.html",
 }
 # the header of every page, in one place: (route, 中文, English)
 NAV = (
@@ -80,6 +81,7 @@ NAV = (
     ("/runs", "训练曲线", "Runs"),
     ("/timeline", "时间线", "Timeline"),
     ("/next", "下一个字", "Next character"),
+    ("/train", "动手训练", "Train"),
     ("/book", "全章实验", "Lab book"),
     ("/workbook", "练习册", "Workbook"),
     ("/case", "案例报告", "Case report"),
@@ -144,10 +146,13 @@ BOOK_CSP = (
     "base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
 )
 CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; "
+    "font-src 'self'; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'; form-action 'self'"
 )
+# cross-origin isolation (every page's resources are this server's own): the train page's WebAssembly
+# may then use threads (SharedArrayBuffer)
+ISOLATION = {"Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp"}
 
 
 class ModelRequest(BaseModel):
@@ -504,6 +509,7 @@ def create_app(
     app = FastAPI(title="attnlab playground", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.model_run = state["default"]  # for serve's start line
     app.state.model_problem = state["problem"]
+    app.state.sources = sources  # serve's start lines name the folders it skipped (a damaged browser run)
 
     @app.middleware("http")
     async def harden(request: Request, call_next):
@@ -512,6 +518,7 @@ def create_app(
             response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers.update(ISOLATION)
         return response
 
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
@@ -545,6 +552,7 @@ def create_app(
 
     for route, name in PAGES.items():
         app.add_api_route(route, page(route, name), methods=["GET", "HEAD"], include_in_schema=False)
+    app.mount("/static/vendor", StaticFiles(directory=STATIC.parent / "vendor"), name="vendor")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     def report_page(file: str, zh_name: str, en_name: str, command: str) -> HTMLResponse:
@@ -764,6 +772,9 @@ def create_app(
         return {"pairs": pairs}
 
     add_timeline_routes(app, sources)
+    from .trainroutes import add_train_routes
+
+    add_train_routes(app)
 
     @app.api_route("/api/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
     def unknown_api(rest: str):

@@ -92,6 +92,7 @@ SITE_PAGES = {
     "/runs": "runs.html",
     "/timeline": "timeline.html",
     "/next": "next.html",
+    "/train": "train.html",
     "/book": "book.html",
     "/workbook": "workbook.html",
 }
@@ -101,6 +102,14 @@ CASE_JSON = ("data/ch1_case.json", "ch1_case.json")
 VENDORED = {  # vendor folder -> the files a site needs from it (the rest is licences and notes)
     "onnxruntime-web": ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm", "LICENSE"),
     "opencc-js": ("cn2t.js", "LICENSE", "THIRD_PARTY_LICENSES.md"),
+    "tfjs": (
+        "tf-core.min.js",
+        "tf-backend-wasm.min.js",
+        "tfjs-backend-wasm.wasm",
+        "tfjs-backend-wasm-simd.wasm",
+        "tfjs-backend-wasm-threaded-simd.wasm",
+    ),
+    "fflate": ("fflate.min.js", "LICENSE"),
 }
 GLYPH_CHUNK = 700  # characters per call of the server's glyph function (it stops at 800)
 
@@ -885,7 +894,9 @@ def _write(
         for f in wanted:
             shutil.copyfile(VENDOR / folder / f, dest / "static" / "vendor" / folder / f)
     from .server import PAGES, with_report_nav
+    from .trainexport import write_site_files
 
+    write_site_files(dest / "train")  # the train page's initial weights and batches, from attnlab train's code
     page_text = ""
     for route, name in PAGES.items():
         html = page_html(route, name)

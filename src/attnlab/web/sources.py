@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import browserrun
 from .runfiles import RunsRoot, valid_run_name
 
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -200,6 +201,10 @@ def _walk(
         if root.is_file((*sub, CHECKPOINT_FILE)):
             ckpts[src.name(rel)] = (src, sub)
         if len(sub) <= 2 and root.is_file((*sub, METRICS_FILE)):
+            why = browserrun.problem(root, sub) if browserrun.is_browser_run(root, sub) else None
+            if why:  # a downloaded browser run that is truncated, edited or from another config
+                skipped.append(f"{src.name(rel)}: {why}")
+                continue
             runs[src.name(rel)] = (src, sub)
             continue  # a run's own subfolders are not runs
         if len(sub) < MAX_DEPTH:

@@ -1,0 +1,152 @@
+"""Milliseconds per training step: the train page in Chromium (TensorFlow.js, WebAssembly) against
+``attnlab train`` (PyTorch, one thread), both book models, measured interleaved in one run.
+
+    python scripts/bench_browser_train.py [--steps 6] [--rounds 2] [--threads 2] [--out data/bench_browser_train.json]
+
+Each round trains, for each model, the PyTorch run and then the browser run from the same initial
+weights and batches (attnlab.web.trainexport) for ``--steps`` steps; a model's ms/step is the
+median over its steps after the first (which compiles and allocates) of all rounds. The browser
+runs once with one WebAssembly thread (the page on a plain static host: no cross-origin
+isolation) and once cross-origin isolated (COOP/COEP headers, as ``attnlab serve`` sends), asking
+for ``--threads`` threads; TensorFlow.js grants at most half the logical cores, and the result
+records how many it used. The load average is recorded before and after: on a busy machine the
+ratio, measured interleaved, is what stays comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from attnlab.config import BOOK_MODELS, PRESETS, preset  # noqa: E402
+from attnlab.io import write_json  # noqa: E402
+from attnlab.web import trainexport as te  # noqa: E402
+from attnlab.web import trainsite  # noqa: E402
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    isolate = False
+
+    def end_headers(self):
+        if self.isolate:
+            self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+            self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def serve(folder: Path, isolate: bool) -> str:
+    handler = type("H", (Handler,), {"isolate": isolate})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def pytorch_ms(name: str, steps: int) -> list[float]:
+    import torch
+
+    from attnlab.train import train
+
+    torch.set_num_threads(1)
+    times: list[float] = []
+    last = [time.perf_counter()]
+
+    class Clock:
+        def on_train_begin(self, start, model):
+            last[0] = time.perf_counter()
+
+        def on_step_end(self, step, record, model):
+            now = time.perf_counter()
+            times.append((now - last[0]) * 1000)
+            last[0] = now
+            if len(times) >= steps:
+                raise te._Enough
+
+    text, _ = te._corpus()
+    try:
+        train(text, preset(name, device="cpu"), callbacks=[Clock()])
+    except te._Enough:
+        pass
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default="data/bench_browser_train.json")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.test_web_browser import CHROMIUM_ARGS, find_chromium
+
+    folder = Path(tempfile.mkdtemp(prefix="attnlab-bench-train-"))
+    trainsite.write_train_page(folder)
+    plain, isolated = serve(folder, False), serve(folder, True)
+    load_start = os.getloadavg()
+    ms: dict = {name: {"pytorch_1_thread": [], "browser_1_thread": [], "browser_isolated": []} for name in BOOK_MODELS}
+    info = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        pages = {}
+        for key, url in (
+            ("browser_1_thread", f"{plain}/train.html"),
+            ("browser_isolated", f"{isolated}/train.html?threads={args.threads}"),
+        ):
+            pages[key] = browser.new_page()
+            pages[key].goto(url)
+        for _ in range(args.rounds):
+            for name in BOOK_MODELS:
+                ms[name]["pytorch_1_thread"] += pytorch_ms(name, args.steps)[1:]
+                for key, page in pages.items():
+                    page.evaluate("(a) => attnlab.train(a)", {"set": PRESETS[name], "steps": args.steps})
+                    last = page.evaluate("attnlab.last")
+                    ms[name][key] += last["ms"][1:]
+                    info[key] = {
+                        "backend": last["backend"],
+                        "threads": last["threads"],
+                        "simd": last["simd"],
+                        "cross_origin_isolated": page.evaluate("self.crossOriginIsolated"),
+                    }
+        version = browser.version
+        browser.close()
+    table = {}
+    for name in BOOK_MODELS:
+        med = {k: statistics.median(v) for k, v in ms[name].items()}
+        base = med["pytorch_1_thread"]
+        table[name] = {
+            k: {"ms_per_step": round(v, 1), "ratio_to_pytorch_1_thread": round(v / base, 2)} for k, v in med.items()
+        }
+    result = {
+        "what": "ms per training step (median after each run's first step), the train page in Chromium against "
+        "attnlab train with one PyTorch thread, interleaved per round",
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "models": table,
+        "browser": {"chromium": version, **info},
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_end": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_json(args.out, result)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

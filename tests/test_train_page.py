@@ -1,0 +1,308 @@
+"""The train page (动手训练 / Train): the browser trains the chapter's model as ``attnlab train`` does.
+
+Fast: the vendored runtimes are the npm releases; a bundle holds attnlab's initial weights and
+batches; serve answers the train routes with cross-origin isolation; a browser run folder is
+listed only when intact. In Chromium under ``python -m http.server`` (a minimal static folder
+written with the site's own functions): the first steps of the small and the big model equal
+PyTorch's loss and per-layer entropies within 1e-4; a downloaded run is read by serve, a tampered
+one refused. Slow (``-m slow``): the first 20 steps (the table goes to
+tests/data/browser_train_equality.json) and the big unscaled model's collapse by step 150.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import io
+import json
+import shutil
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnlab.config import PRESETS, Config, preset
+from attnlab.web import trainexport as te
+from attnlab.web import trainsite
+
+VENDOR = Path(te.__file__).parent / "vendor"
+TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core and -backend-wasm 4.22.0, fflate 0.8.3; see web/vendor/README.md
+    "tfjs/tf-core.min.js": "0924438788ff7da57b14d0f7c45a05d81611a5a4b52653da6d065e86d348757c",
+    "tfjs/tf-backend-wasm.min.js": "691bbec0ef8b5a7f17f212e9c5d85832030f90d030b46e99acb4dea1fb16f009",
+    "tfjs/tfjs-backend-wasm.wasm": "70a5d516060464e5269f01c74bac1772d6b8ab6cb612acf16b5cdaf61f78d892",
+    "tfjs/tfjs-backend-wasm-simd.wasm": "77ebb28a6d34f371dbbf2086b7f2de8994acd8ea5a3cf1fa24d2c26c840cac7b",
+    "tfjs/tfjs-backend-wasm-threaded-simd.wasm": "c052228d4bef185c27bbe59a9e029570c78bbb9f08b3cb46b597851650373de2",
+    "fflate/fflate.min.js": "462ef8041fc970e3615a20a9dd2b2e3047a073b2da729ef4f02b634bba8b7b83",
+}
+EQUALITY = Path(__file__).parent / "data" / "browser_train_equality.json"
+TOL = 1e-4
+TINY = dict(n_layer=1, n_head=2, d_model=16, block_size=16, batch_size=4, max_steps=20, warmup=5, device="cpu")
+
+
+def test_vendored_training_runtimes_are_the_published_files():
+    readme = (VENDOR / "README.md").read_text(encoding="utf-8")
+    for rel, digest in TRAIN_VENDOR_SHA256.items():
+        assert hashlib.sha256((VENDOR / rel).read_bytes()).hexdigest() == digest, rel
+        assert digest in readme and rel in readme
+    assert "4.22.0" in readme and "0.8.3" in readme and (VENDOR / "fflate" / "LICENSE").is_file()
+
+
+def test_init_bundle_holds_attnlab_trains_weights_and_batches():
+    import torch
+
+    from attnlab.model import TinyGPT
+    from attnlab.train import get_batch, split_data
+
+    cfg = Config(**TINY)
+    header, arrays = te.unpack(te.init_bundle(cfg))
+    torch.manual_seed(cfg.seed)
+    ref = TinyGPT(cfg).state_dict()
+    for name, a in arrays.items():
+        if name not in ("batch_starts", "val_starts"):
+            assert np.array_equal(a, ref[name].numpy()), name
+    assert arrays["batch_starts"].shape == (cfg.max_steps, cfg.batch_size)
+    _, _, ids = te.corpus_ids(cfg)
+    train_ids, _ = split_data(ids, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for step in range(3):  # the windows get_batch draws, step by step
+        x, _ = get_batch(train_ids, cfg.block_size, cfg.batch_size, gen)
+        want = torch.stack([train_ids[s : s + cfg.block_size] for s in arrays["batch_starts"][step].tolist()])
+        assert torch.equal(x, want)
+    assert header["init_sha256"] == te.init_sha256(te.init_weights(cfg))
+    # the scaling does not change the initial weights: one bundle serves the pair
+    assert te.init_sha256(te.init_weights(cfg.replace(scaled=False))) == header["init_sha256"]
+
+
+def test_browser_refuses_what_it_does_not_implement():
+    with pytest.raises(te.BrowserTrainError, match="pos='rope' is not supported"):
+        te.check_browser_config(Config(pos="rope"))
+
+
+def test_serve_train_routes_and_isolation(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import create_app
+
+    client = TestClient(create_app(runs_dir=str(tmp_path)), base_url="http://127.0.0.1:8000")
+    page = client.get("/train")
+    assert page.status_code == 200 and "动手训练" in page.text and "/static/train.js" in page.text
+    for path in ("/train", "/", "/static/vendor/tfjs/tf-core.min.js"):
+        r = client.get(path)
+        assert r.headers["cross-origin-opener-policy"] == "same-origin", path
+        assert r.headers["cross-origin-embedder-policy"] == "require-corp", path
+    assert "'wasm-unsafe-eval'" in page.headers["content-security-policy"]
+    header, arrays = te.unpack(client.get("/api/train/corpus").content)
+    assert header["kind"] == "corpus" and arrays["ids"].dtype == np.uint16
+    r = client.post("/api/train/init", json={"set": {**{k: v for k, v in TINY.items() if k != "device"}, "seed": 7}})
+    header, _ = te.unpack(r.content)
+    assert header["config"]["seed"] == 7 and header["config"]["d_model"] == 16
+    bad = client.post("/api/train/init", json={"set": {"pos": "rope"}})
+    assert bad.status_code == 422 and "pos='rope'" in bad.json()["detail"] and "\n" not in bad.json()["detail"]
+    bad = client.post("/api/train/init", json={"set": {"d_model": 130}})
+    assert bad.status_code == 422 and "d_model" in bad.json()["detail"]
+
+
+# ------------------------------------------------------------------ a browser run folder, checked
+def _browser_run(folder: Path, cfg: Config, steps: int = 2, init: str | None = None) -> None:
+    """A run folder as the train page writes it (records here are made up: serve checks the files)."""
+    records = [{"step": s, "loss": 7.0 - s, "lr": 0.001, "grad_norm": 1.0} for s in range(steps)]
+    files = {
+        "config.json": json.dumps(cfg.to_dict()),
+        "metrics.jsonl": "".join(json.dumps(r) + "\n" for r in records),
+        "summary.json": json.dumps({"steps": steps, "config": cfg.to_dict()}),
+    }
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    sums = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in files.items()}
+    init = init or te.init_sha256(te.init_weights(cfg))
+    manifest = {"format": "attnlab-browser-run-v1", "steps": steps, "init_sha256": init, "files": sums}
+    (folder / "browser_run.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_serve_lists_an_intact_browser_run_and_refuses_a_damaged_one(tmp_path):
+    from attnlab.web.sources import Sources
+
+    cfg = Config(**TINY)
+    _browser_run(tmp_path / "good", cfg)
+    _browser_run(tmp_path / "edited", cfg)
+    p = tmp_path / "edited" / "metrics.jsonl"
+    p.write_text(p.read_text().replace("7.0", "1.0"))
+    _browser_run(tmp_path / "truncated", cfg)
+    (tmp_path / "truncated" / "summary.json").unlink()
+    _browser_run(tmp_path / "cut", cfg, steps=3)
+    p = tmp_path / "cut" / "metrics.jsonl"
+    text = "".join(p.read_text().splitlines(keepends=True)[:2])
+    p.write_text(text)  # cut, and the manifest's checksum made to match: the step count still tells
+    m = json.loads((tmp_path / "cut" / "browser_run.json").read_text())
+    m["files"]["metrics.jsonl"] = hashlib.sha256(text.encode()).hexdigest()
+    (tmp_path / "cut" / "browser_run.json").write_text(json.dumps(m))
+    other = cfg.replace(seed=8)  # a consistent folder whose weights were another config's
+    _browser_run(tmp_path / "other", other, init=te.init_sha256(te.init_weights(cfg)))
+    listing = Sources.single(tmp_path).listing()
+    assert set(listing.runs) == {"good"}
+    why = {line.split(":", 1)[0]: line for line in listing.skipped}
+    assert "changed after the download" in why["edited"]
+    assert "summary.json is missing" in why["truncated"]
+    assert "holds 2 steps" in why["cut"]
+    assert "initial weights" in why["other"]
+    assert all("\n" not in line for line in listing.skipped)
+
+
+# ------------------------------------------------------------------------------- in Chromium
+@pytest.fixture(scope="module")
+def static_site(tmp_path_factory):
+    """The train page as `attnlab site` writes it, with only what it needs, under python -m http.server."""
+    out = tmp_path_factory.mktemp("trainsite")
+    trainsite.write_train_page(out)
+    handler = functools.partial(_Quiet, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def train_page(static_site):
+    from tests.test_web_browser import CHROMIUM_ARGS, find_chromium, unavailable
+
+    exe = find_chromium()
+    if exe is None:
+        unavailable("no Chromium found")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        page = browser.new_page(accept_downloads=True)
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.goto(f"{static_site}/train.html")
+        yield page
+        browser.close()
+
+
+def compare(page, name: str, scaled: bool, steps: int) -> list[dict]:
+    """Rows (step, |Δloss|, max |Δentropy| over layers) of the browser against attnlab train."""
+    cfg = preset(name, scaled=scaled, device="cpu")
+    ref = te.reference_records(cfg, steps)
+    got = page.evaluate("(a) => attnlab.train(a)", {"set": {**PRESETS[name], "scaled": scaled}, "steps": steps})
+    assert [r["step"] for r in got] == list(range(steps))
+    assert set(got[0]) == set(ref[0]) - {"_batch"} and len(got[0]["layers"]) == cfg.n_layer
+    assert set(got[0]["layers"][0]) == set(ref[0]["layers"][0])
+    rows = []
+    for g, r in zip(got, ref):
+        d_ent = max(abs(a["weight_entropy"] - b["weight_entropy"]) for a, b in zip(g["layers"], r["layers"]))
+        rows.append({"step": g["step"], "d_loss": abs(g["loss"] - r["loss"]), "d_entropy": d_ent})
+    return rows
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", ["small", "big"])
+def test_first_steps_equal_pytorch(train_page, name):
+    rows = compare(train_page, name, scaled=False, steps=2)
+    assert all(r["d_loss"] < TOL and r["d_entropy"] < TOL for r in rows), rows
+    assert not train_page.errors
+
+
+@pytest.mark.browser
+def test_downloaded_run_is_read_by_serve_and_a_tampered_one_refused(train_page, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from attnlab.web.server import create_app
+
+    train_page.evaluate("attnlab.train({set: {d_model: 256, n_head: 1, scaled: false}, steps: 2})")
+    with train_page.expect_download() as dl:
+        train_page.evaluate("attnlab.download()")
+    blob = Path(dl.value.path()).read_bytes()
+    runs = tmp_path / "runs"
+    zipfile.ZipFile(io.BytesIO(blob)).extractall(runs)
+    name = "browser_api_api_s20261014"
+    assert (runs / name / "browser_run.json").is_file()
+    shutil.copytree(runs / name, runs / "edited")
+    p = runs / "edited" / "config.json"
+    p.write_text(p.read_text().replace('"lr": 0.003', '"lr": 0.004'))
+    client = TestClient(create_app(runs_dir=str(runs)), base_url="http://127.0.0.1:8000")
+    assert name in client.get("/api/runs").json()["runs"]
+    metrics = client.get(f"/api/runs/{name}").json()
+    assert len(metrics["steps"] if "steps" in metrics else metrics["loss"]) == 2
+    live = client.get("/api/live").json()
+    assert "edited" not in client.get("/api/runs").json()["runs"]
+    assert any(s.startswith("edited: config.json was changed") for s in live["skipped"])
+
+
+# ------------------------------------------------------------------------------------- slow
+@pytest.mark.slow
+@pytest.mark.browser
+def test_twenty_steps_equal_pytorch_and_table(train_page):
+    table = {}
+    for name in ("small", "big"):
+        for scaled in (True, False):
+            rows = compare(train_page, name, scaled, 20)
+            table[f"{name}_{'scaled' if scaled else 'unscaled'}"] = rows
+            assert all(r["d_loss"] < TOL and r["d_entropy"] < TOL for r in rows), (name, scaled, rows)
+    EQUALITY.parent.mkdir(exist_ok=True)
+    EQUALITY.write_text(
+        json.dumps(
+            {
+                "what": "attnlab.train({set, steps: 20}) in Chromium (TensorFlow.js wasm) against attnlab train "
+                "(PyTorch, CPU), same initial weights and batches; |loss difference| and the largest |entropy "
+                "difference| over the layers, per step",
+                "tolerance": TOL,
+                "created": time.strftime("%Y-%m-%d"),
+                "runs": table,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_big_unscaled_collapses_by_step_150(train_page):
+    got = train_page.evaluate(
+        "attnlab.train({set: {d_model: 256, n_head: 1, scaled: false}, steps: 151}).then("
+        "(rs) => rs.map((r) => r.layers[0].weight_entropy))"
+    )
+    first = next(i for i, e in enumerate(got) if e < 0.01)
+    assert first <= 150
+    data = json.loads(EQUALITY.read_text()) if EQUALITY.is_file() else {}
+    data["big_unscaled_collapse"] = {"first_step_layer0_entropy_below_0.01": first, "entropy_at_150": got[150]}
+    EQUALITY.write_text(json.dumps(data, indent=1) + "\n")
+
+
+@pytest.mark.browser
+def test_pause_resume_stop_and_download_buttons(train_page):
+    page = train_page
+    page.select_option("#shape", "small")
+    page.uncheck("#scale-none")
+    page.fill("#snaps", "0, 1")
+    page.click("#start")
+    count = "() => attnlab.pageRuns().reduce((n, r) => n + r.records.length, 0)"
+    page.wait_for_function(f"({count})() >= 2", timeout=120_000)
+    page.click("#pause")
+    paused, deadline = page.evaluate(count), time.time() + 60
+    while time.time() < deadline:  # the step under way finishes, then nothing more
+        time.sleep(3)
+        now = page.evaluate(count)
+        if now == paused:
+            break
+        paused = now
+    time.sleep(4)
+    assert page.evaluate(count) == paused  # nothing trains while paused
+    page.click("#pause")  # resume
+    page.wait_for_function(f"({count})() > {paused}", timeout=120_000)
+    page.click("#stop")
+    page.wait_for_selector("[data-testid=download-scaled]", timeout=120_000)
+    assert "stopped" in page.inner_text("#status")
+    assert page.locator("[data-testid^=map-scaled-0-]").count() == 4  # the probe's maps, four heads of layer 0
+    assert not page.errors
