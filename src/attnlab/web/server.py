@@ -59,6 +59,7 @@ from ..chinese import converted_line, prepare, unknown_line
 from ..errors import AttnlabError
 from ..train import METRICS_FILE, parse_metrics
 from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
+from .shipped import DamagedShippedFile
 from .sources import Sources
 
 STATIC = Path(__file__).parent / "static"
@@ -221,6 +222,8 @@ def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None, sou
         try:
             with root.open((*parts, CHECKPOINT_FILE), MAX_CHECKPOINT_BYTES) as f:
                 payload = read_checkpoint(run or path, fileobj=f)
+        except DamagedShippedFile as e:  # says itself how to restore the file
+            raise AttnlabError(f"{run or path}: {e}") from None
         except OSError as e:
             raise AttnlabError(f"{run or path}: ckpt.pt cannot be opened ({e}){again}") from None
         except AttnlabError as e:

@@ -54,9 +54,14 @@ class Source:
     prefix: str
     path: Path
     label: str
+    manifest: Path | None = None  # files served only when they match it (size, sha256): the shipped models
 
     @property
     def root(self) -> RunsRoot:
+        if self.manifest is not None:
+            from .shipped import CheckedRoot
+
+            return CheckedRoot(self.path, self.manifest)
         return RunsRoot(self.path)
 
     def name(self, rel: str) -> str:
@@ -120,7 +125,8 @@ class Sources:
         for prefix, path, label in extra:
             if _real(path) not in seen:
                 seen.add(_real(path))
-                out.append(Source(prefix, Path(path), label))
+                manifest = Path(path) / "manifest.json" if prefix == SHIPPED[0] else None
+                out.append(Source(prefix, Path(path), label, manifest))
         return cls(out)
 
     @property
