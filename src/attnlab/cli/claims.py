@@ -170,7 +170,7 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
     try:
         for cid in args.withdraw or []:
             R.withdraw(registry, cid, args.why, date)
-            print(f"{cid}: withdrawn")
+            done.append(f"{cid}: withdrawn")
         for cid in args.register or []:
             R.register(registry, by_id[cid], date)
             done.append(f"{cid}: registered")
