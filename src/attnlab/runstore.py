@@ -195,12 +195,14 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def final_val_of(f: Finished) -> float | None:
     """A finished run's last validation loss: its summary.json (cheap), else its checkpoint's history."""
+    from .io import read_json
+
     p = f.run_dir / "summary.json"
-    try:
-        v = json.loads(p.read_text(encoding="utf-8")).get("val_loss_end")
+    try:  # bounded (size, depth, no FIFO): a damaged summary falls back on the checkpoint's history
+        v = read_json(p, allow_nan=True).get("val_loss_end")
         if v is not None:
             return float(v)
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (AttnlabError, ValueError, TypeError, AttributeError):
         pass
     val = f.history.val
     return val[-1][1] if val else None
