@@ -226,3 +226,34 @@ def test_reports_mark_post_hoc_claims(registry):
     assert posthoc and "事后 / post hoc" in md and "登记 / registered" in md
     c = R.counts(registry, registry["claims"])
     assert f"{c['post_hoc']} 条事后 / post hoc" in md.split("\n## ")[0]  # the headline says it
+
+
+def test_register_says_registered_only_once_the_registry_is_written(registry, tmp_path, capsys, monkeypatch):
+    """A disk that refuses the write: one line saying nothing was registered, never "registered" first."""
+    import errno
+
+    import attnlab.io as aio
+    from attnlab.cli import main
+
+    cid = "qk_small_gap_appears"
+    p = tmp_path / "claims_registry.json"
+    without = copy.deepcopy(registry)
+    del without["claims"][cid]
+    p.write_text(json.dumps(without), encoding="utf-8")
+    before = p.read_bytes()
+
+    def full(path, obj, indent=1):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(aio, "write_json", full)
+    capsys.readouterr()
+    assert main(["claims", "--register", cid, "--registry", str(p), "--data", str(DATA)]) == 2
+    out, err = capsys.readouterr()
+    assert "registered" not in out and p.read_bytes() == before
+    (line,) = err.strip().splitlines()
+    assert "cannot write the registry" in line and "No space left" in line and "nothing was registered" in line
+    monkeypatch.undo()
+    assert main(["claims", "--register", cid, "--registry", str(p), "--data", str(DATA)]) == 0
+    assert (
+        f"{cid}: registered" in capsys.readouterr().out and cid in json.loads(p.read_text(encoding="utf-8"))["claims"]
+    )

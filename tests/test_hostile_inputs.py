@@ -121,6 +121,22 @@ def prepare(d: Path) -> dict:
         dict(payload, schedule=[{"from_step": 7, "max_steps": 999_999}, {"from_step": 2, "max_steps": 3}]),
         d / "sched" / "ckpt.pt",
     )
+    # round four: the claims registry and the run store checked inside, not only their top level
+    registry = json.loads((REPO / "data" / "claims_registry.json").read_text(encoding="utf-8"))
+
+    def damaged_registry(name: str, change) -> str:
+        doc = json.loads(json.dumps(registry))
+        change(doc["claims"]["ablate_clipping_idle"])
+        (d / name).write_text(json.dumps(doc), encoding="utf-8")
+        return str(d / name)
+
+    store = json.loads((REPO / "data" / "run_store.json").read_text(encoding="utf-8"))
+
+    def store_root(name: str, change) -> str:
+        (d / name / "data").mkdir(parents=True)
+        (d / name / "data" / "run_store.json").write_text(json.dumps(change(dict(store))), encoding="utf-8")
+        return str(d / name)
+
     with socket.socket() as s:  # a free port, so that serve reaches the checkpoint
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -155,6 +171,15 @@ def prepare(d: Path) -> dict:
         "dec_seeds": entry_root("dec_seeds", "exercise1", lambda e: first_open(e).__setitem__("seeds", ["a"])),
         "dec_n": entry_root("dec_n", "exercise1", lambda e: first_open(e).__setitem__("n", "x")),
         "dec_neg": entry_root("dec_neg", "exercise1", lambda e: first_open(e).__setitem__("n_needed", -5)),
+        "reg_int": damaged_registry("reg_int.json", lambda e: e.__setitem__("amendments", [1, 2])),
+        "reg_spec": damaged_registry("reg_spec.json", lambda e: e.update(spec="abc", amendments=[])),
+        "store_list": store_root("store_list", lambda s: {**s, "runs": list(s["runs"])}),
+        "store_str": store_root("store_str", lambda s: {**s, "runs": {k: "abc" for k in s["runs"]}}),
+        "store_diff": store_root("store_diff", lambda s: {**s, "differences": [1, 2]}),
+        "rec_huge": entry_root(
+            "rec_huge", "exercise1", lambda e: e["timings"].update(timed_runs=10**300, compute_s=1.0, per_run={})
+        ),
+        "repo_data": str(REPO / "data"),
         "blocker": str(blocker),
         "long": str(d / ("a" * 300)),
         "longer": str(d / "/".join(["b" * 200] * 25)),
@@ -204,6 +229,8 @@ def cases() -> list[tuple[str, list[str], str]]:
     t = ["train", "--corpus", "{corpus}", "--no-progress", "--out", "{d}/new", *SMALL]
     sw = ["sweep", "--corpus", "{corpus}", "--out", "{d}/sw", "--executor", "serial", *SMALL]
     sl = ["book", "--plan", "--executor", "slurm"]
+    cl = ["claims", "--data", "{repo_data}"]
+    bk = ["book", "--no-train", "--only", "markov", "--out"]
 
     def tr(out: str) -> list[str]:
         return ["train", "--corpus", "{corpus}", "--no-progress", "--out", out, *SMALL]
@@ -327,6 +354,32 @@ def cases() -> list[tuple[str, list[str], str]]:
             "case --plan --slurm-parallelism 10**18",
             ["case", "--plan", "--executor", "slurm", "--slurm-parallelism", str(10**18)],
             "parallelism",
+        ),
+        # round four (issue 40 items 4, 5): the registry and the run store inside, a Ray cluster not there
+        ("claims --check amendments integers", [*cl, "--check", "--registry", "{reg_int}"], "amendments[0] is int"),
+        (
+            "claims --amend amendments integers",
+            [*cl, "--amend", "ablate_clipping_idle", "--why", "x", "--registry", "{reg_int}"],
+            "amendments[0] is int",
+        ),
+        (
+            "claims --check spec a string",
+            [*cl, "--check", "--registry", "{reg_spec}"],
+            "ablate_clipping_idle.spec is str",
+        ),
+        (
+            "claims --amend spec a string",
+            [*cl, "--amend", "ablate_clipping_idle", "--why", "x", "--registry", "{reg_spec}"],
+            "ablate_clipping_idle.spec is str",
+        ),
+        ("book run store runs a list", [*bk, "{store_list}"], "run_store.json: runs is list"),
+        ("book run store values strings", [*bk, "{store_str}"], "is str ('abc'), not a mapping"),
+        ("book run store differences numbers", [*bk, "{store_diff}"], "differences[0] is int"),
+        ("book --plan record timed_runs 301 digits", ["book", "--plan", "--out", "{rec_huge}"], "timed_runs"),
+        (
+            "book --plan ray at a closed port",
+            ["book", "--plan", "--executor", "ray", "--ray-address", "127.0.0.1:1"],
+            "cannot reach a Ray cluster at 127.0.0.1:1",
         ),
         # path errors: one line, exit 2 (a name or path too long, a file where a folder is expected)
         ("train --out name too long", tr("{long}"), "File name too long"),
@@ -597,3 +650,10 @@ def test_every_path_error_is_one_line_with_exit_2(code, phrase, capsys, monkeypa
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("attnlab: error: cannot ") and phrase in lines[0], lines
     assert "5,0" in lines[0] and len(lines[0]) < 400  # the path shortened, its length said
+
+
+def test_decide_dry_run_into_a_new_folder_leaves_no_folder(tmp_path, capsys):
+    """--decide --dry-run prints a plan and writes nothing: not even the output lock in a new --out."""
+    new = tmp_path / "NEW"
+    assert main(["book", "--decide", "--dry-run", "--out", str(new)]) == 0
+    assert "decide plan" in capsys.readouterr().out and not new.exists()

@@ -91,6 +91,20 @@ def _damage(data, name: str, change) -> None:
     p.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=True), encoding="utf-8")
 
 
+def _losses(value: float):
+    def change(doc):
+        for r in doc["pairs"].values():
+            r.update(loss_start=value, loss_end=value, val_loss_end=value)
+
+    return change
+
+
+def _unjudged_without_kind(doc):
+    doc["results"] = {}  # nothing to judge it from: its claims are kept as stored
+    for c in doc["claims"]:
+        c.pop("kind")
+
+
 def _gap_bool(doc):
     first = next(iter(doc["results"]["per_seed"].values()))
     for k in [k for k in first if k.endswith("_gap")]:
@@ -167,6 +181,21 @@ HOSTILE_DATA = [
         "pairs.big_scaled.steps: -5",
     ),
     (
+        "case losses -1e308",
+        lambda d: _damage(d, "ch1_case.json", _losses(-1e308)),
+        "loss_start: -1e+308 should be greater than or equal to 0",
+    ),
+    (
+        "case trace loss negative",
+        lambda d: _damage(d, "ch1_case.json", lambda b: b["pairs"]["big_scaled"]["trace"]["loss"].__setitem__(3, -0.5)),
+        "pairs.big_scaled.trace.loss[3]: -0.5 should be greater than or equal to 0",
+    ),
+    (
+        "entry kept as stored, its claims without kind",
+        lambda d: _damage(d, "lab_book/markov.json", _unjudged_without_kind),
+        "markov.json: claim 'bigram_below_unigram' has no 'kind'",
+    ),
+    (
         "case pair a string",
         lambda d: _damage(d, "ch1_case.json", lambda b: b["pairs"].__setitem__("small_scaled", "x")),
         "pairs.small_scaled is str",
@@ -220,3 +249,27 @@ def test_an_explicit_case_json_that_is_missing_is_still_refused(tmp_path, capsys
     shutil.copytree(REPO_ROOT / "data" / "lab_book", data / "lab_book")
     assert main(["report", str(data / "ch1_case.json")]) == 2
     assert "case results not found" in capsys.readouterr().err
+
+
+def test_a_document_that_would_be_written_with_nan_is_refused_before_the_first_write(tmp_path, capsys, monkeypatch):
+    """The JSON a report is about to write is checked against its schema first: a judgement that came
+    out NaN (a p-value of impossible numbers) is refused naming the file, and nothing is written."""
+    import attnlab.lab.labbook as labbook
+
+    data = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "data", data)
+    real = labbook.rejudged_book
+
+    def nan_p(*a, **kw):
+        book, changed = real(*a, **kw)
+        doc = json.loads((data / "lab_book" / "markov.json").read_text(encoding="utf-8"))
+        doc["claims"][0]["p"] = float("nan")
+        return book, {**changed, data / "lab_book" / "markov.json": doc}
+
+    monkeypatch.setattr(labbook, "rejudged_book", nan_p)
+    before = _files(tmp_path)
+    capsys.readouterr()
+    assert main(["report", "--data", str(data)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "markov.json: claims[0].p: nan should be a finite number" in lines[0], lines
+    assert _files(tmp_path) == before and not (tmp_path / "reports").exists()

@@ -242,3 +242,21 @@ def test_a_book_judged_again_without_its_runs_loses_nothing(tmp_path):
     )  # fmt: skip
     for i in ids:
         assert (tmp_path / "data" / "lab_book" / f"{i}.json").read_bytes() == before[i], i
+
+
+def test_a_damaged_summary_falls_back_on_the_checkpoint_history(tmp_path):
+    """summary.json nested 100,000 deep (RecursionError in a bare json.loads) or a FIFO: the run's own
+    history is read instead, without a traceback and without blocking."""
+    import os
+    import types
+
+    from attnlab.runner import Finished
+    from attnlab.runstore import final_val_of
+
+    history = types.SimpleNamespace(val=[(10, 4.5), (20, 4.25)])
+    for name, make in (("deep", lambda p: p.write_text("[" * 100_000 + "]" * 100_000)), ("fifo", os.mkfifo)):
+        d = tmp_path / name
+        d.mkdir()
+        make(d / "summary.json")
+        f = Finished(R.case_run(R.Scale(), "small", False, R.BOOK_SEED), d, "reused", _loaded=(None, None, history))
+        assert final_val_of(f) == 4.25

@@ -243,6 +243,57 @@ TABLE = [
             ("cluster", "cloud", "cluster: 'cloud'"),
         ],
     ),
+    (
+        "claims_registry",
+        {
+            "kind": "claims_registry",
+            "claims": {
+                "c1": {
+                    "kind": "book",
+                    "spec": {"rule": "value", "params": {"tol": 0.1}, "reads": "x"},
+                    "post_hoc": False,
+                    "amendments": [{"date": "2026-12-01", "spec": {"rule": "value", "params": {"tol": 0.2}}}],
+                }
+            },
+        },
+        [
+            ("claims.c1.amendments[0]", 1, "claims.c1.amendments[0] is int (1), not a mapping"),
+            ("claims.c1.amendments", 7, "claims.c1.amendments is int"),
+            ("claims.c1.spec", "abc", "claims.c1.spec is str"),
+            ("claims.c1.spec.rule", "guess", "claims.c1.spec.rule: 'guess'"),
+            ("claims.c1.amendments[0].spec", "abc", "amendments[0].spec is str"),
+            ("claims.c1.amendments[0].date", 5, "amendments[0].date is int"),
+            ("claims.c1", [1], "claims.c1 is list"),
+            ("claims", [1], "claims is list"),
+        ],
+    ),
+    (
+        "run_store",
+        {
+            "kind": "run_store",
+            "runs": {"ab12": {"seed": 1, "names": ["case/a"], "val_loss_end": 4.0, "source": "x", "config": {}}},
+            "differences": [
+                {"key": "ab12", "seed": 1, "name": "case/a", "stored": 4.0, "retrained": 4.1, "delta": 0.1}
+            ],
+        },
+        [
+            ("runs", ["ab12"], "runs is list"),
+            ("runs.ab12", "abc", "runs.ab12 is str"),
+            ("runs.ab12.val_loss_end", -1e308, "runs.ab12.val_loss_end: -1e+308 should be greater than or equal to 0"),
+            ("runs.ab12.names", [], "should have at least 1 item"),
+            ("differences", {"a": 1}, "differences is dict"),
+            ("differences[0]", 1, "differences[0] is int"),
+        ],
+    ),
+    (
+        "shipped_manifest",
+        {"runs": {"big_scaled": {"files": {"tokenizer": {"bytes": 3, "sha256": "ab" * 32}}}}},
+        [
+            ("runs", [1], "runs is list"),
+            ("runs.big_scaled.files.tokenizer.sha256", "xyz", "should match pattern"),
+            ("runs.big_scaled.files.tokenizer.bytes", -1, "bytes: -1 should be greater than or equal to 0"),
+        ],
+    ),
 ]
 
 ROWS = [(kind, doc, where, value, phrase) for kind, doc, rows in TABLE for where, value, phrase in rows]
@@ -286,6 +337,9 @@ def test_every_committed_json_has_its_declared_shape():
     files["sweep"] = [DATA / "sweep_critical_dimension.json"]
     files["failures"] = [DATA / "failure_symptoms.json"]
     files["plan_check"] = [DATA / "plan_check.json"]
+    files["claims_registry"] = [DATA / "claims_registry.json"]
+    files["run_store"] = [DATA / "run_store.json"]
+    files["shipped_manifest"] = [REPO_ROOT / "src" / "attnlab" / "data" / "case_runs" / "manifest.json"]
     published = REPO_ROOT / "src" / "attnlab" / "data" / "published" / "ch1_case.json"
     if published.is_file():
         files["case"].append(published)

@@ -148,9 +148,11 @@ def test_a_damaged_shipped_model_is_one_clear_message(elsewhere, monkeypatch, tm
     shutil.copytree(SHIPPED_RUNS / "case" / "small_scaled_s20261014", bad)
     data = (bad / "ckpt.pt").read_bytes()
     (bad / "ckpt.pt").write_bytes(data[: len(data) // 2])  # truncated
+    shutil.copy(SHIPPED_RUNS / "manifest.json", tmp_path / "pkg")
     monkeypatch.setattr("attnlab.web.sources.SHIPPED", ("shipped", tmp_path / "pkg", "shipped"))
     info = client().get("/api/info").json()
-    assert info["checkpoint"] is None and "corrupt" in info["hint"] and "shipped:case/small_scaled" in info["hint"]
+    assert info["checkpoint"] is None and "damaged" in info["hint"] and "shipped:case/small_scaled" in info["hint"]
+    assert "case/small_scaled_s20261014/ckpt.pt" in info["hint"] and "git checkout -- " in info["hint"]
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +180,53 @@ def test_the_wheel_ships_the_models_the_book_and_the_case(wheel_env):
     assert str(REPO) not in got["file"]  # the wheel's attnlab, not the checkout's
     assert got["run"] == "shipped:case/small_scaled_s20261014" and set(SHIPPED) <= set(got["runs"])
     assert got["book"] == 200 and got["case"] == 200 and got["map"] >= 1
+
+
+def _damaged_copy(tmp_path, monkeypatch, run: str = "big_unscaled") -> Path:
+    """The shipped runs copied (never the package's own files) with one byte of ``run``'s ckpt.pt flipped,
+    installed as serve's shipped root."""
+    import attnlab.web.sources as src_mod
+
+    copy = tmp_path / "case_runs"
+    shutil.copytree(SHIPPED_RUNS, copy)
+    ckpt = copy / "case" / run / "ckpt.pt"
+    data = bytearray(ckpt.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    ckpt.write_bytes(bytes(data))
+    monkeypatch.setattr(src_mod, "SHIPPED_RUNS", copy)
+    monkeypatch.setattr(src_mod, "SHIPPED", ("shipped", copy, src_mod.SHIPPED[2]))
+    monkeypatch.chdir(tmp_path)
+    return copy
+
+
+def test_a_damaged_shipped_file_is_refused_in_one_line_and_the_others_are_served(tmp_path, monkeypatch):
+    import attnlab.web.shipped as shipped
+
+    _damaged_copy(tmp_path, monkeypatch)
+    made = []
+    real = shipped.hashlib.sha256
+    monkeypatch.setattr(shipped.hashlib, "sha256", lambda *a: made.append(1) or real(*a))
+    c = client()
+    r = c.post("/api/model", json={"run": "shipped:case/big_unscaled"})
+    detail = r.json()["detail"]
+    assert r.status_code == 422 and "\n" not in detail, detail
+    assert "case/big_unscaled/ckpt.pt" in detail and "sha256" in detail and "损坏" in detail
+    assert "pip install --force-reinstall attnlab" in detail and "git checkout -- " in detail
+    assert c.post("/api/attention", json={"text": POEM, "run": "shipped:case/big_unscaled"}).status_code == 422
+    ok = c.post("/api/attention", json={"text": POEM, "run": "shipped:case/big_scaled"})
+    assert ok.status_code == 200 and ok.json()["run"] == "shipped:case/big_scaled"
+    assert c.get("/api/timeline/shipped:case/big_scaled").status_code == 200 and c.get("/api/live").status_code == 200
+    hashed = len(made)
+    assert hashed > 0
+    for _ in range(3):  # each file is hashed once per version, not once per read
+        assert c.get("/api/timeline/shipped:case/big_scaled").status_code == 200
+        c.get("/api/live")
+    assert len(made) == hashed
+
+
+def test_a_damaged_shipped_manifest_refuses_the_shipped_files_in_one_line(tmp_path, monkeypatch):
+    copy = _damaged_copy(tmp_path, monkeypatch)
+    (copy / "manifest.json").write_text("[1]", encoding="utf-8")
+    r = client().post("/api/model", json={"run": "shipped:case/big_scaled"})
+    assert r.status_code == 422 and "manifest.json" in r.json()["detail"] and "\n" not in r.json()["detail"]
+    assert "reinstall" in r.json()["detail"]

@@ -280,3 +280,33 @@ def test_one_job_array_with_the_asked_resources(tmp_path, tiny_cfg, text, monkey
     for want in ("--array=0-4%3", "--partition=cpu", "--cpus-per-task=2", "--time=90", "--account=lab"):
         assert f"#SBATCH {want}" in lines, want
     assert any(ln.startswith("#SBATCH --signal=USR2@") for ln in lines)  # the preemption signal RunJob catches
+
+
+def test_a_job_sacct_never_learns_of_ends_in_one_line_after_a_grace_period(tmp_path, monkeypatch):
+    """A stand-in sbatch accepts the array, a stand-in sacct never lists it: the driver gives the jobs up
+    after UNKNOWN_AFTER_S (here 2 s) with one line naming each job, instead of waiting forever."""
+    import stat
+
+    import attnlab.slurm_executor as se
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {
+        "sbatch": 'echo "Submitted batch job 777"',
+        "srun": "exit 0",
+        "sacct": 'echo "JobID|State|NodeList"',  # the header only: no record of job 777
+    }
+    for tool, body in tools.items():
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / tool).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(se, "UNKNOWN_AFTER_S", 2)
+    monkeypatch.setattr(se, "POLL_S", 0.2)
+    tasks = [{"name": f"r{i}", "dir": str(tmp_path / "runs" / f"r{i}"), "text": "春眠不覺曉"} for i in range(2)]
+    got = []
+    t0 = time.monotonic()
+    se.run_slurm(tasks, got.append, slurm={"cluster": "slurm"}, root=tmp_path)
+    took = time.monotonic() - t0
+    assert 2 <= took < 30 and [r["status"] for r in got] == ["failed", "failed"]
+    for r, job in zip(got, ("777_0", "777_1")):
+        assert "\n" not in r["error"] and f"slurm job {job} is unknown to the scheduler" in r["error"], r["error"]

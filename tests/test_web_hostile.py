@@ -247,6 +247,11 @@ HOSTILE_NAMES = [
     ".",
     "%ff%fe",
     "春晓运行%2F..",
+    "good%0A",
+    "group/inner%0A",
+    "good%0D",
+    "good%C2%85",
+    "%0Agood",
 ]
 
 

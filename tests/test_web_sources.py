@@ -111,3 +111,62 @@ def test_the_listing_is_bounded_and_cached(tmp_path, monkeypatch):
     (root / "r05" / "new").mkdir()
     second = s.listing()
     assert second is not first and s.listing() is second
+
+
+def _empty_runs(root: Path, n: int) -> None:
+    """``n`` run folders holding the two files the listing looks for (empty: it reads names only)."""
+    for i in range(n):
+        d = root / f"r{i:04d}"
+        d.mkdir(parents=True)
+        (d / "metrics.jsonl").touch()
+        (d / "ckpt.pt").touch()
+
+
+def test_thousands_of_runs_in_one_root_hide_no_other_root_and_the_cut_is_said(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _empty_runs(tmp_path / "mine" / "runs", 2000)
+    quick = tmp_path / "quick" / "case" / "runs" / "case" / "q"
+    quick.mkdir(parents=True)
+    (quick / "metrics.jsonl").touch()
+    s = Sources.default("runs")
+    listing = s.listing()
+    shipped = {
+        f"shipped:case/{m}"
+        for m in ("big_scaled", "big_unscaled", "small_scaled_s20261014", "small_unscaled_s20261014")
+    }
+    assert "quick:case/q" in listing.runs and shipped <= set(listing.checkpoints) and shipped <= set(listing.runs)
+    assert sum(n.startswith("mine:") for n in listing.runs) == src_mod.MAX_LISTED and listing.cut == ["mine"]
+    client = TestClient(base_url=LOCAL, app=create_app(None, runs_dir="runs", sources=s))
+    live = client.get("/api/live").json()
+    assert "quick:case/q" in {r["name"] for r in live["runs"]} and live["cut"] == ["mine"]
+    assert (
+        live["cut_line"].startswith("运行太多")
+        and "too many runs" in live["cut_line"]
+        and "mine/runs" in live["cut_line"]
+    )
+    info = client.get("/api/info").json()  # experiment 1-2 opens on a shipped model, and says the list was cut
+    assert info["run"] == "shipped:case/small_scaled_s20261014" and shipped <= set(info["runs"])
+    assert info["cut_line"] == live["cut_line"] and client.get("/api/runs").json()["cut"] == ["mine"]
+    for js, testid in (("runs.js", "live-cut"), ("exp12.js", "runs-cut")):  # the pages show that line
+        text = (Path(src_mod.__file__).parent / "static" / js).read_text(encoding="utf-8")
+        assert "cut_line" in text and testid in text
+
+
+def test_a_root_under_its_cap_is_not_said_to_be_cut(tmp_path, monkeypatch):
+    monkeypatch.setattr(src_mod, "MAX_LISTED", 5)
+    _empty_runs(tmp_path / "runs", 5)
+    (tmp_path / "runs" / "a-file").touch()  # not a folder: nothing was left out
+    s = Sources.single(tmp_path / "runs")
+    assert len(s.listing().runs) == 5 and s.listing().cut == [] and s.notes(s.listing()) == {}
+    _empty_runs(tmp_path / "runs" / "more", 1)
+    assert s.listing().cut == [""] and "cut_line" in s.notes(s.listing())
+
+
+@pytest.mark.parametrize("name", ["ｓhipped:case", "shipped：case", "Shipped:case", "ＭＩＮＥ:x"])
+def test_a_folder_that_only_looks_like_another_roots_run_is_not_listed(tmp_path, name):
+    s = two_roots(tmp_path)
+    s.sources.append(Source("shipped", tmp_path / "none", "shipped"))
+    run_copy(tmp_path / "runs" / name / "big_unscaled")
+    plain = name.replace(":", "_").replace("：", "_")  # no colon: an ordinary run of the first root
+    run_copy(tmp_path / "runs" / plain)
+    assert set(s.listing().runs) == {"a", "mine:case/b", plain}

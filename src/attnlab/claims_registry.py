@@ -110,17 +110,12 @@ def effective_kind(entry: Mapping[str, Any]) -> str | None:
 
 
 def load(path: Path) -> dict:
-    """The registry at ``path``, checked for its shape (a one-line error naming the problem)."""
+    """The registry at ``path``, checked against its schema (:class:`attnlab.schemas.ClaimsRegistry`: entries,
+    specifications and amendments) before anything uses it: one line naming the file, the field and the fix."""
     from .errors import AttnlabError
-    from .io import read_json
+    from .schemas import load as load_checked
 
-    doc = read_json(Path(path), hint="; rebuild it with `python scripts/backfill_registry.py`")
-    if not (isinstance(doc, dict) and doc.get("kind") == KIND and isinstance(doc.get("claims"), dict)):
-        raise AttnlabError(f"{path} is not a registry of claims (kind {KIND!r} with claims by id)")
-    for cid, e in doc["claims"].items():
-        if not isinstance(e, dict) or not isinstance(e.get("amendments", []), list):
-            raise AttnlabError(f"{path}: claim {cid!r} is not a registry entry (spec, registered, amendments)")
-    return doc
+    return load_checked("claims_registry", Path(path), error=AttnlabError)
 
 
 # the words a registration fixes beside its specification: changing them is an amendment too

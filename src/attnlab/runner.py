@@ -454,8 +454,8 @@ def _run_files(run_dir: Path) -> dict[str, bytes]:
     return files
 
 
-def _check_reachable(address: str) -> None:
-    """Fail at once with one line instead of Ray's long retry loop."""
+def check_ray_reachable(address: str) -> None:
+    """Fail at once with one line instead of Ray's long retry loop (a TCP connect, 3 s at most)."""
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
@@ -482,7 +482,7 @@ def _ray(
     started = False
     if not ray.is_initialized():
         if address:
-            _check_reachable(address)
+            check_ray_reachable(address)
         try:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
         except Exception as e:

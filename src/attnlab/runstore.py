@@ -60,7 +60,7 @@ class RunStore:
         there, and never has them refused for disagreeing with the checkout's committed numbers (the same
         configs trained on another machine); ``root`` None: the checkout."""
         from .corpus import REPO_ROOT
-        from .io import read_json
+        from .schemas import load
 
         store = cls()
         here = Path(root) if root is not None else REPO_ROOT
@@ -68,7 +68,8 @@ class RunStore:
             p = here / rel
             if not p.is_file():
                 continue
-            doc = read_json(p, hint="; run its command again")
+            # checked at the door (attnlab.schemas.RunStoreFile, CaseResult): one line, never AttributeError
+            doc = load("run_store" if rel == STORE else "case", p, error=RunStoreError)
             if rel == CASE:
                 store.add_case(doc, str(CASE))
             else:
@@ -82,17 +83,22 @@ class RunStore:
             self.measured(Config.from_dict(r["config"]), r.get("run") or member, r.get("val_loss_end"), source)
 
     def add_doc(self, doc: dict, path: Path) -> None:
-        if not isinstance(doc, dict) or doc.get("kind") != KIND:
-            raise RunStoreError(f"{path} is not a run store (kind {KIND!r}); rebuild it: python scripts/run_store.py")
+        from .schemas import check
+
+        check("run_store", doc, path, error=RunStoreError)
         for key, rec in (doc.get("runs") or {}).items():
             if key not in self.runs:
                 self.runs[key] = dict(rec)
             elif not _same(self.runs[key].get("val_loss_end"), rec.get("val_loss_end")):
                 self._differ(key, rec.get("names", ["?"])[0], rec.get("val_loss_end"), rec.get("source", str(path)))
-        self.add_differences(doc.get("differences") or [])
+        self.add_differences(doc.get("differences") or [], path)
 
-    def add_differences(self, ds) -> None:
-        """Reproducibility differences recorded elsewhere (a store file, an entry's JSON), each once."""
+    def add_differences(self, ds, where: str | Path = "differences") -> None:
+        """Reproducibility differences recorded elsewhere (a store file, an entry's JSON), each once; checked
+        (:class:`attnlab.schemas.Reproduction`) before any is kept."""
+        from .schemas import check
+
+        check("run_store", {"kind": KIND, "runs": {}, "differences": ds}, where, error=RunStoreError)
         for d in ds:
             if d not in self.differences:
                 self.differences.append(dict(d))
@@ -189,12 +195,14 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def final_val_of(f: Finished) -> float | None:
     """A finished run's last validation loss: its summary.json (cheap), else its checkpoint's history."""
+    from .io import read_json
+
     p = f.run_dir / "summary.json"
-    try:
-        v = json.loads(p.read_text(encoding="utf-8")).get("val_loss_end")
+    try:  # bounded (size, depth, no FIFO): a damaged summary falls back on the checkpoint's history
+        v = read_json(p, allow_nan=True).get("val_loss_end")
         if v is not None:
             return float(v)
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (AttnlabError, ValueError, TypeError, AttributeError):
         pass
     val = f.history.val
     return val[-1][1] if val else None

@@ -31,6 +31,9 @@ One schema per kind (:data:`KINDS`):
   site_mark         SITE/.attnlab-site.json, the files ``attnlab site`` wrote there
   onnx_manifest     data/case_onnx/manifest.json (``python scripts/export_onnx.py``)
   slurm_config      ``--slurm-config`` (TOML or JSON)
+  shipped_manifest  attnlab/data/case_runs/manifest.json (``python scripts/ship_case_models.py``)
+  claims_registry   data/claims_registry.json (``attnlab claims --register`` / ``--amend``)
+  run_store         data/run_store.json (``python scripts/run_store.py``, then ``attnlab book``)
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ Count = Annotated[int, Strict(), Field(ge=0)]
 Pos = Annotated[int, Strict(), Field(ge=1)]
 Steps = Annotated[int, Strict(), Field(ge=0, le=MAX_STEPS)]
 Str = StrictStr
+Loss = NonNeg  # a cross-entropy in nats: never negative (-1e308 is no loss), never NaN
+RunCount = Annotated[int, Strict(), Field(ge=0, le=1_000_000)]  # runs of one entry: a 301-digit count is damage
 
 # the names a stored claim may use (copies: attnlab.stats imports scipy; tests/test_schemas.py keeps them equal)
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "REPORTED", "NA")  # attnlab.stats.VERDICTS
@@ -147,10 +152,10 @@ class ModelConfig(_Open):
 
 class Trace(_Open):
     step: list[Steps]
-    loss: list[Num]
+    loss: list[Loss]
     grad_norm: list[Num | None] = []
     val_step: list[Steps] = []
-    val_loss: list[Num] = []
+    val_loss: list[Loss] = []
     layers: list[dict[Str, list[Num | None]]] = []
 
     @model_validator(mode="after")
@@ -180,10 +185,10 @@ class RunEntry(_Open):
     run: Str = ""
     config: ModelConfig
     steps: Steps
-    loss_start: Num
-    loss_end: Num
-    val_loss_end: Num
-    loss_last: Num | None = None
+    loss_start: Loss
+    loss_end: Loss
+    val_loss_end: Loss
+    loss_last: Loss | None = None
     diverged_at: Count | None = None
     trace: Trace
     qk: QkScale | None = None
@@ -267,8 +272,8 @@ class TimingRecord(_Open):
     analysis_s: NonNeg = 0.0
     train_s: NonNeg = 0.0
     compute_s: NonNeg = 0.0
-    runs: Count = 0
-    timed_runs: Count = 0
+    runs: RunCount = 0
+    timed_runs: RunCount = 0
     per_run: dict[Str, NonNeg] = {}
     # what each timed run's sessions say of the machine (runfolder.training_conditions); runs
     # timed before CPU time and load were recorded have none: their cores are unknown
@@ -595,6 +600,97 @@ class OnnxManifest(_Open):
     runs: dict[Str, OnnxRun]
 
 
+# ------------------------------------------------------------------ the claims registry, the run store
+class Spec(_Open):
+    """A claim's specification (attnlab.claims_registry): a rule of attnlab.stats with its parameters and
+    the input it reads; an all_of has parts; one registered in words has rule None and a criterion."""
+
+    rule: Literal[RULES] | None = None  # type: ignore[valid-type]
+    params: dict[Str, Any] | None = None
+    reads: Str | None = None
+    parts: list[Spec] | None = None
+    criterion: Str | None = None
+    reconstructed: StrictBool | None = None
+
+
+class RegistryStamp(_Open):
+    """When a claim was registered, or first judged on committed data."""
+
+    commit: Str | None = None
+    date: Str | None = None
+
+
+class Amendment(_Open):
+    date: Str
+    what: Str = ""
+    spec: Spec | None = None
+    from_: Spec | None = Field(None, alias="from")
+    kind: Literal[CLAIM_KINDS] | None = None  # type: ignore[valid-type]
+    kind_from: Literal[CLAIM_KINDS] | None = None  # type: ignore[valid-type]
+    verdict_before: Literal[VERDICTS] | None = None  # type: ignore[valid-type]
+    why: Str = ""
+
+
+class RegistryEntry(_Open):
+    kind: Literal[CLAIM_KINDS] | None = None  # type: ignore[valid-type]
+    spec: Spec | None = None
+    registered: RegistryStamp | None = None
+    first_data: RegistryStamp | None = None
+    post_hoc: StrictBool = False
+    amendments: list[Amendment] = []
+
+
+class ClaimsRegistry(_Open):
+    """data/claims_registry.json: each claim's specification and its history (attnlab.claims_registry)."""
+
+    kind: Literal["claims_registry"]
+    claims: dict[Str, RegistryEntry]
+
+
+class StoredRun(_Open):
+    seed: Annotated[int, Strict()]
+    names: Annotated[list[Str], Field(min_length=1)]
+    val_loss_end: Loss | None = None
+    source: Str | None = None
+    config: dict[Str, Any]
+
+
+class Reproduction(_Open):
+    """A retraining whose numbers disagreed with the stored run (attnlab.runstore.RunStore._differ)."""
+
+    key: Str
+    seed: Annotated[int, Strict()]
+    name: Str
+    stored: Loss | None = None
+    retrained: Loss | None = None
+    stored_source: Str | None = None
+    retrained_source: Str | None = None
+    delta: Num | None = None
+
+
+class RunStoreFile(_Open):
+    """data/run_store.json (attnlab.runstore): the first measurement of every (config, seed)."""
+
+    kind: Literal["run_store"]
+    runs: dict[Str, StoredRun]
+    differences: list[Reproduction] = []
+
+
+class ShippedFile(_Open):
+    bytes: Count
+    sha256: Sha256
+
+
+class ShippedRun(_Open):
+    files: dict[Str, ShippedFile]
+
+
+class ShippedManifest(_Open):
+    """attnlab/data/case_runs/manifest.json (scripts/ship_case_models.py): each shipped file's size and sha256."""
+
+    runs: dict[Str, ShippedRun]
+
+
 # ------------------------------------------------------------------ kinds
 KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     # kind: (schema, the command that rebuilds such a file)
@@ -612,6 +708,12 @@ KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     "site_mark": (SiteMark, "it is not a mark attnlab wrote: give a new or empty folder"),
     "onnx_manifest": (OnnxManifest, "reinstall attnlab, or in a checkout run `python scripts/export_onnx.py`"),
     "slurm_config": (SlurmConfig, "fix the file (see `attnlab book --help`, --slurm-config)"),
+    "claims_registry": (
+        ClaimsRegistry,
+        "restore it (git checkout -- data/claims_registry.json) or rebuild it: python scripts/backfill_registry.py",
+    ),
+    "run_store": (RunStoreFile, "rebuild it: python scripts/run_store.py"),
+    "shipped_manifest": (ShippedManifest, "reinstall attnlab (or python scripts/ship_case_models.py in a clone)"),
 }
 
 

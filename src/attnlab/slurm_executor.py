@@ -27,7 +27,8 @@ import os
 import re
 import shutil
 import signal
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ MAX_PARALLELISM = 100_000
 MAX_MEM_GB = 1_000_000
 CONFIG_MAX_BYTES = 1_000_000  # --slurm-config: a small table
 LOG_DIR = "_slurm"  # under the runs root: submitit's pickles and logs, the corpus once
+POLL_S = 30  # how often a SLURM job's state is asked for (sacct itself is rate-limited by submitit)
+# a job sacct has never reported after this long is given up on, in one line (it was purged, or the
+# submission went to another cluster): waiting for it would be waiting forever
+UNKNOWN_AFTER_S = 900
 
 
 class SlurmConfigError(AttnlabError):
@@ -260,6 +265,33 @@ def _job_error(job, e: Exception) -> str:
     return f"slurm job {job.job_id} failed ({why[:200]}); log: {log}"
 
 
+def _completed(jobs: Iterable, poll_s: float, unknown_after_s: float) -> Iterator[tuple[Any, str | None]]:
+    """(job, None) for each job as it ends (finished, failed or cancelled), like submitit's
+    ``as_completed``; (job, why) for a job the scheduler has not reported once ``unknown_after_s``
+    seconds after submission (sacct knows nothing of it: it will never end for us)."""
+    start = time.monotonic()
+    left = list(jobs)
+    seen: set[str] = set()  # jobs sacct has reported at least once (pending, running ...)
+    while left:
+        for job in list(left):
+            if job.done():
+                left.remove(job)
+                yield job, None
+            elif job.state.upper() != "UNKNOWN":
+                seen.add(job.job_id)
+            elif job.job_id not in seen and time.monotonic() - start > unknown_after_s:
+                left.remove(job)
+                yield (
+                    job,
+                    (
+                        f"slurm job {job.job_id} is unknown to the scheduler: sacct has no record of it "
+                        f"{unknown_after_s:.0f} s after submission; check `sacct -j {job.job_id}` and rerun to resume"
+                    ),
+                )
+        if left:
+            time.sleep(poll_s)
+
+
 def run_slurm(
     tasks: list[dict],
     on_result: Callable[[dict], None],
@@ -297,9 +329,14 @@ def run_slurm(
         first = (str(e).strip().splitlines() or [type(e).__name__])[-1]
         raise RunnerError(f"sbatch refused the job array: {first}") from None
     task_of = {job.job_id: t for job, t in zip(jobs, jobs_tasks)}
+    poll = 0.5 if opts.cluster == "local" else POLL_S
     try:
-        for job in submitit.helpers.as_completed(jobs, poll_frequency=0.5 if opts.cluster == "local" else 30):
+        for job, lost in _completed(jobs, poll, UNKNOWN_AFTER_S if opts.cluster == "slurm" else math.inf):
             task = task_of[job.job_id]
+            if lost:
+                r = _failed(task, lost)
+                on_result(r)
+                continue
             try:
                 r = job.result()
             except Exception as e:  # the job died: out of time or memory, killed, or a crash

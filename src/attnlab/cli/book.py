@@ -132,7 +132,13 @@ def main(args) -> int:
         from ..lab.labbook import read_entries
 
         read_entries(chosen, root / "data")
+    if not scale.quick:  # the run store every entry reads, checked before anything (the lock included) is written
+        from ..runstore import RunStore
+
+        RunStore.load(root)
     text = load_corpus(args.corpus, min_chars=200)
+    if args.decide and args.dry_run:  # prints a plan and writes nothing: no lock file, no new folder either
+        return _decide(args, options, chosen, text, root, scale, EXPERIMENTS)
     with OutputLock(root, "attnlab book"):  # a second book or case into this root is refused up front
         return _book(args, options, chosen, text, root, scale)
 

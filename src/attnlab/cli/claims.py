@@ -166,19 +166,28 @@ def _write(args, registry: dict, path: Path, claims: list[dict]) -> int:
     if unknown:
         raise AttnlabError(f"no claim {', '.join(unknown)} in the lab book judged now; give ids its entries judge")
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    done = []  # said once the registry is written: a failed write registers nothing
     try:
         for cid in args.withdraw or []:
             R.withdraw(registry, cid, args.why, date)
-            print(f"{cid}: withdrawn")
+            done.append(f"{cid}: withdrawn")
         for cid in args.register or []:
             R.register(registry, by_id[cid], date)
-            print(f"{cid}: registered")
+            done.append(f"{cid}: registered")
         for cid in args.amend or []:
             a = R.amend(registry, by_id[cid], args.why, date, committed.get(cid))
-            print(f"{cid}: amended ({a['what']})")
+            done.append(f"{cid}: amended ({a['what']})")
     except ValueError as e:
         raise AttnlabError(str(e)) from None
-    write_json(path, registry)
+    from ..schemas import check
+
+    check("claims_registry", registry, path, error=AttnlabError)  # what is written is what is read back
+    try:
+        write_json(path, registry)
+    except OSError as e:
+        raise AttnlabError(f"cannot write the registry {path} ({e.strerror or e}); nothing was registered") from None
+    for line in done:
+        print(line)
     return 0
 
 

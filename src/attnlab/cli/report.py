@@ -91,6 +91,7 @@ def main(args) -> int:
                 f"{path} cannot be judged: {type(e).__name__} {e}; it is not a complete case result"
             ) from None
         result["claims"] = claims
+    _check_before_writing(path, result, changed)
     check_writable(out, "--out")
     if result is not None:
         _check_not_smaller(out, path, result, args.overwrite)
@@ -115,6 +116,18 @@ def main(args) -> int:
                 print(p)
             print("lab book:", book["summary"]["count_line"])
     return 0
+
+
+def _check_before_writing(path: Path, result: dict | None, changed: dict) -> None:
+    """Every document about to be written has the shape of its kind (attnlab.schemas): an impossible
+    number judged into a NaN p-value is refused here, before the first file is written, never after."""
+    from ..errors import AttnlabError
+    from ..schemas import check
+
+    if result is not None:
+        check("case", result, path, error=AttnlabError)
+    for p, doc in changed.items():
+        check("lab_book" if p.name == "lab_book.json" else "lab_book_entry", doc, p, error=AttnlabError, id=p.stem)
 
 
 def _check_not_smaller(out: Path, path: Path, result: dict, overwrite: bool) -> None:

@@ -391,6 +391,9 @@ def same_but_stamps(old: dict, new: dict) -> bool:
     return {k: v for k, v in old.items() if k not in STAMPS} == {k: v for k, v in new.items() if k not in STAMPS}
 
 
+_SHOWN = ("id", "kind", "section", "statement", "expected", "measured")  # a claim's fields in the report
+
+
 def rejudged_book(
     registry: Sequence[Experiment], root: Path, data: Path | None = None
 ) -> tuple[dict, dict[Path, dict]]:
@@ -430,6 +433,10 @@ def rejudged_book(
             ) from None
         if new != doc:
             changed[p] = docs[e.id] = new
+        # a claim kept as stored (no results to judge it from) must still hold what the report shows
+        gap = next(((c.get("id"), k) for c in new.get("claims") or [] for k in _SHOWN if k not in c), None)
+        if gap:
+            raise BookError(f"{p}: claim {gap[0]!r} has no {gap[1]!r}, which the report shows; rerun `{e.command}`")
     scale = old.get("scale") or {}
     scale = Scale(quick=scale["quick"], steps=scale["steps"], seeds=scale["seeds"]) if scale else None
     book = build_index(registry, root, scale, docs=docs)
@@ -738,8 +745,8 @@ def build_index(
             "pass": sum(V.verdict_of(c) == "PASS" for c in claims),
             "fail": sum(V.verdict_of(c) == "FAIL" for c in claims),
             "inconclusive": sum(V.verdict_of(c) == "INCONCLUSIVE" for c in claims),
-            "book_claims": sum(c["kind"] == "book" for c in claims),
-            "sanity_claims": sum(c["kind"] == "sanity" for c in claims),
+            "book_claims": sum(c.get("kind", "book") == "book" for c in claims),  # no kind: a book claim
+            "sanity_claims": sum(c.get("kind") == "sanity" for c in claims),
             "verdicts": V.counts(claims),
             "count_line": V.count_line(claims),
         },

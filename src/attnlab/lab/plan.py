@@ -40,7 +40,7 @@ from ..config import Config
 from ..errors import AttnlabError
 from ..perf import shape_key
 from ..runfolder import BUSY, IDLE, IDLE_CPU_SHARE, LOAD_SLACK, UNKNOWN, load_state
-from ..runner import SERIAL, ExecutorOptions, Run, finished_history, steps_on_disk, train_cost
+from ..runner import SERIAL, ExecutorOptions, Run, check_ray_reachable, finished_history, steps_on_disk, train_cost
 from .decide import DEFAULT_S_PER_COST
 from .labbook import DATA_DIR
 from .runs import Scale
@@ -326,6 +326,8 @@ def slots_for(options: ExecutorOptions, n_todo: int) -> tuple[int, int, str]:
 def ray_cpus(address: str | None) -> tuple[int, str]:
     """The CPUs a Ray cluster advertises (ray.cluster_resources()); without an address, this machine's."""
     address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        check_ray_reachable(address)  # one line within seconds, never Ray's endless reconnecting
     try:
         import ray
     except ImportError:

@@ -59,6 +59,7 @@ from ..chinese import converted_line, prepare, unknown_line
 from ..errors import AttnlabError
 from ..train import METRICS_FILE, parse_metrics
 from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
+from .shipped import DamagedShippedFile
 from .sources import Sources
 
 STATIC = Path(__file__).parent / "static"
@@ -226,6 +227,8 @@ def _load(path: str, runs_root: Path = Path("runs"), run: str | None = None, sou
         try:
             with root.open((*parts, CHECKPOINT_FILE), MAX_CHECKPOINT_BYTES) as f:
                 payload = read_checkpoint(run or path, fileobj=f)
+        except DamagedShippedFile as e:  # says itself how to restore the file
+            raise AttnlabError(f"{run or path}: {e}") from None
         except OSError as e:
             raise AttnlabError(f"{run or path}: ckpt.pt cannot be opened ({e}){again}") from None
         except AttnlabError as e:
@@ -513,7 +516,10 @@ def create_app(
 
     @app.middleware("http")
     async def harden(request: Request, call_next):
-        response = await call_next(request)
+        if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in request.scope["path"]):  # a route's `$` ignores a %0A
+            response = JSONResponse({"detail": "路径里有控制字符 / a control character in the path"}, status_code=404)
+        else:
+            response = await call_next(request)
         if "content-security-policy" not in response.headers:  # /book sets its own, stricter one
             response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -599,8 +605,7 @@ def create_app(
         listing = sources.listing()  # once per answer: each call checks every folder's time
         runs = list(dict.fromkeys([*started, *listing.checkpoints]))
         groups = sources.labels()
-        skipped = listing.skipped
-        extra = {"groups": groups, **({"skipped": skipped} if skipped else {})}
+        extra = {"groups": groups, **sources.notes(listing)}
         if loaded is None:
             hint = NO_CHECKPOINT_HINT if not state["problem"] else f"{state['problem']} {NO_CHECKPOINT_HINT}"
             return {"checkpoint": None, "hint": hint, "runs": runs, **extra}
@@ -723,13 +728,11 @@ def create_app(
             **path,
         }
 
-    def run_names() -> list[str]:
-        """Run folders directly in a run root (symlinks refused at every level below it)."""
-        return [name for name, (_, parts) in sources.listing().runs.items() if len(parts) == 1]
-
     @app.get("/api/runs")
     def runs() -> dict:
-        return {"runs": run_names()}
+        # run folders directly in a run root (symlinks refused at every level below it)
+        listing = sources.listing()
+        return {"runs": [n for n, (_, parts) in listing.runs.items() if len(parts) == 1], **sources.notes(listing)}
 
     @app.get("/api/runs/{name}")
     def run_metrics(name: str) -> dict:
@@ -801,7 +804,7 @@ def add_timeline_routes(app: FastAPI, sources: Sources) -> None:
     def live() -> dict:
         listing = sources.listing()
         out = tl.list_runs_of((name, src.root, parts) for name, (src, parts) in listing.runs.items())
-        return {"runs": out, **({"skipped": listing.skipped} if listing.skipped else {})}
+        return {"runs": out, **sources.notes(listing)}
 
     @app.get("/api/timeline/{name:path}")
     def timeline(name: str) -> dict:

@@ -18,13 +18,20 @@ below that root, one or two plain components (:func:`attnlab.web.runfiles.valid_
 A name is only ever looked up in the listing, never joined onto a path, and every file
 is read through :class:`attnlab.web.runfiles.RunsRoot`, which follows no link. In the
 first root, a folder whose name starts with a known prefix and a colon is not listed (it
-would read as another root's run).
+would read as another root's run), nor one whose name only *looks* like it once Unicode
+compatibility forms are folded (NFKC: ``ｓhipped：case`` reads as ``shipped:case``).
+
+Each root is listed up to :data:`MAX_LISTED` run folders (and as many checkpoint folders) on
+its own, so thousands of folders in one root never hide another root's runs (the quick try,
+the shipped models); a root that was cut is named in :attr:`Listing.cut` and
+:func:`cut_line` says so in one line.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +43,8 @@ SHIPPED_RUNS = PACKAGE_DATA / "case_runs"  # runs/case/<name> of the case's firs
 CHECKPOINT_FILE = "ckpt.pt"
 METRICS_FILE = "metrics.jsonl"
 MAX_DEPTH = 3  # root/<a>/<b>/<c>/ckpt.pt at most
-MAX_LISTED = 1000  # run folders listed per root; past that the listing says so
+MAX_LISTED = 1000  # run folders (and checkpoint folders) listed per root; past that the listing says so
+MAX_VISITED = 20 * MAX_LISTED  # folders looked into per root (empty ones count): a bounded walk
 LISTING_TTL_S = 0.0  # a listing is trusted this long without even checking its folders' times
 
 
@@ -47,9 +55,14 @@ class Source:
     prefix: str
     path: Path
     label: str
+    manifest: Path | None = None  # files served only when they match it (size, sha256): the shipped models
 
     @property
     def root(self) -> RunsRoot:
+        if self.manifest is not None:
+            from .shipped import CheckedRoot
+
+            return CheckedRoot(self.path, self.manifest)
         return RunsRoot(self.path)
 
     def name(self, rel: str) -> str:
@@ -70,6 +83,19 @@ class Listing:
     checkpoints: dict[str, tuple[Source, tuple[str, ...]]]  # name -> (source, parts) of folders with ckpt.pt
     skipped: list[str]  # folders that could not be read, named relative to their root
     stamps: dict = field(default_factory=dict)  # (source index, parts) -> mtime_ns of every folder it read
+    cut: list[str] = field(default_factory=list)  # the roots (prefix, "" for the first) listed only in part
+
+
+def cut_line(listing: Listing, sources: Sources) -> str | None:
+    """One line saying which roots were listed only in part (None when none was)."""
+    if not listing.cut:
+        return None
+    labels = sources.labels()
+    where = "；".join(labels.get(p, p) for p in listing.cut)
+    return (
+        f"运行太多，只列出了每个运行目录的前 {MAX_LISTED} 个（按名字排序）：{where} / too many runs: only the "
+        f"first {MAX_LISTED} of each of these run folders are listed (by name); move old runs elsewhere to see the rest"
+    )
 
 
 class Sources:
@@ -100,7 +126,8 @@ class Sources:
         for prefix, path, label in extra:
             if _real(path) not in seen:
                 seen.add(_real(path))
-                out.append(Source(prefix, Path(path), label))
+                manifest = Path(path) / "manifest.json" if prefix == SHIPPED[0] else None
+                out.append(Source(prefix, Path(path), label, manifest))
         return cls(out)
 
     @property
@@ -119,11 +146,18 @@ class Sources:
         skipped: list[str] = []
         prefixes = {s.prefix for s in self.sources if s.prefix}
         stamps: dict = {}
+        cut: list[str] = []
         for i, src in enumerate(self.sources):
             stamp = _stamper(src.root, i, stamps)
             stamp(())
-            _walk(src, src.root, (), runs, ckpts, skipped, prefixes if not src.prefix else set(), stamp)
-        listing = Listing(runs, ckpts, skipped, stamps)
+            mine: tuple[dict, dict] = ({}, {})  # this root's runs and checkpoints: each root has its own cap
+            budget = [MAX_VISITED]
+            done = _walk(src, src.root, (), *mine, skipped, prefixes if not src.prefix else set(), stamp, budget)
+            runs.update(mine[0])
+            ckpts.update(mine[1])
+            if not done:
+                cut.append(src.prefix)
+        listing = Listing(runs, ckpts, skipped, stamps, cut)
         self._cache = (now, listing)
         return listing
 
@@ -133,6 +167,14 @@ class Sources:
             if (st.st_mtime_ns if st is not None else None) != mtime:
                 return False
         return True
+
+    def notes(self, listing: Listing) -> dict:
+        """What an API answer says about the listing beside its runs: folders skipped as unreadable
+        (``skipped``), roots listed only in part (``cut``, and ``cut_line``: one line for the page)."""
+        out: dict = {"skipped": listing.skipped} if listing.skipped else {}
+        if listing.cut:
+            out.update(cut=listing.cut, cut_line=cut_line(listing, self))
+        return out
 
     def forget(self) -> None:
         self._cache = None
@@ -178,24 +220,41 @@ def _stamper(root: RunsRoot, index: int, stamps: dict):
     return stamp
 
 
+def _poses_as_root(name: str, shadowed: set) -> bool:
+    """Whether a first-root folder would read as another root's run: ``mine:…``, and any name that is
+    the same once Unicode compatibility forms are folded (``ｓhipped：case``, ``Shipped:x``)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return ":" in folded and folded.split(":", 1)[0] in {p.casefold() for p in shadowed}
+
+
 def _walk(
-    src: Source, root: RunsRoot, parts: tuple, runs: dict, ckpts: dict, skipped: list, shadowed: set, stamp
-) -> None:
+    src: Source,
+    root: RunsRoot,
+    parts: tuple,
+    runs: dict,
+    ckpts: dict,
+    skipped: list,
+    shadowed: set,
+    stamp,
+    budget: list,
+) -> bool:
     """Record run folders (metrics.jsonl, one or two levels down) and checkpoint folders (ckpt.pt, up to
-    MAX_DEPTH levels) below ``parts``; a folder that cannot be read is named in ``skipped``, never fatal."""
+    MAX_DEPTH levels) below ``parts``; a folder that cannot be read is named in ``skipped``, never fatal.
+    False when the walk stopped early: MAX_LISTED runs or checkpoints, or MAX_VISITED folders (``budget``)."""
     names = root.try_listdir(parts)
     if names is None:
         if parts or root.root.exists():
             skipped.append(src.name("/".join(parts)) if parts else str(src.path))
-        return
+        return True
     for child in names:
-        if len(ckpts) >= MAX_LISTED or len(runs) >= MAX_LISTED:
-            return
-        if not valid_run_name(child) or (not parts and ":" in child and child.split(":", 1)[0] in shadowed):
+        if not valid_run_name(child) or (not parts and _poses_as_root(child, shadowed)):
             continue
         sub = (*parts, child)
         if not root.is_dir(sub):  # files, links and anything else are not runs
             continue
+        if len(ckpts) >= MAX_LISTED or len(runs) >= MAX_LISTED or budget[0] <= 0:
+            return False  # one more folder that would have been looked into: the listing is cut here
+        budget[0] -= 1
         rel = "/".join(sub)
         stamp(sub)  # a new checkpoint, metrics file or subfolder changes this folder's time
         if root.is_file((*sub, CHECKPOINT_FILE)):
@@ -207,5 +266,6 @@ def _walk(
                 continue
             runs[src.name(rel)] = (src, sub)
             continue  # a run's own subfolders are not runs
-        if len(sub) < MAX_DEPTH:
-            _walk(src, root, sub, runs, ckpts, skipped, shadowed, stamp)
+        if len(sub) < MAX_DEPTH and not _walk(src, root, sub, runs, ckpts, skipped, shadowed, stamp, budget):
+            return False
+    return True

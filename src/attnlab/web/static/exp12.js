@@ -53,7 +53,8 @@
     sel.disabled = (data.runs || []).length < 2;
     $("ckpt-info").replaceChildren(el("span", { "data-testid": "run-name" },
       `运行 run：${data.run}` + (data.step !== null && data.step !== undefined ? ` · 第 ${data.step} 步 step` : "")),
-      ` · ${data.n_layer} 层 layers × ${data.n_head} 头 heads · d_model ${data.d_model} · block_size ${data.block_size} · 字表 vocab ${data.vocab_size}`);
+      ` · ${data.n_layer} 层 layers × ${data.n_head} 头 heads · d_model ${data.d_model} · block_size ${data.block_size} · 字表 vocab ${data.vocab_size}`,
+      data.cut_line ? el("div", { class: "note", "data-testid": "runs-cut", text: data.cut_line }) : "");
     $("text-input").setAttribute("maxlength", String(Math.min(2048, data.block_size * 4)));
     setEnabled(true);
     lengthNote();

@@ -195,7 +195,8 @@
         el("td", { class: "mono", "data-testid": `live-steps-${x.name}`, text: `${x.steps} / ${x.max_steps ?? "?"}` }),
         el("td", {}, el("a", { href: `/timeline?run=${encodeURIComponent(x.name)}`, "data-testid": `live-link-${x.name}`,
           text: x.snapshots ? "时间线 timeline" : "时间线 timeline（无快照 no snapshots）" }))));
-      $("live-runs").replaceChildren(el("thead", {}, el("tr", {},
+      const cut = r.data.cut_line ? [el("caption", { class: "msg", "data-testid": "live-cut", text: r.data.cut_line })] : [];
+      $("live-runs").replaceChildren(...cut, el("thead", {}, el("tr", {},
         ...["训练 run", "状态 state", "步 steps", ""].map((h) => el("th", { text: h })))), el("tbody", {}, ...rows));
       // a chosen run that wrote more steps is read again
       const grown = state.chosen.filter((n) => { const x = liveRow(n); return x && state.steps[n] !== undefined && state.steps[n] !== x.steps; });
