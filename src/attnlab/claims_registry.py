@@ -507,11 +507,11 @@ def history_problems(path: Path) -> tuple[list[str], str]:
     for commit in log:
         try:
             versions.append((commit[:10], json.loads(_git(root, "show", f"{commit}:{rel}"))))
-        except (subprocess.SubprocessError, ValueError):
+        except (subprocess.SubprocessError, ValueError, RecursionError):
             continue  # the file was deleted in that commit, or is not JSON there: nothing registered
     try:
         versions.append(("工作区 / working tree", json.loads(path.read_text(encoding="utf-8"))))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass  # load() reports an unreadable registry itself
     start = next((i for i, (_, doc) in enumerate(versions) if isinstance(doc, dict) and doc.get("sealed")), None)
     if start is None:
