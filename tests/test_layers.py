@@ -41,6 +41,7 @@ LAYERS = [
             "claims_registry",
             "outputs",
             "schemas",
+            "keyvalue",
         ),
     ),
     (1, ("model",)),

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..io import read_json, write_json, write_text
+from ..keyvalue import pairs
 from ..schemas import load
 from .common import ExperimentError, provenance
 
@@ -45,11 +46,7 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
     """``["d_head=32,64", "scaled=true,false"]`` -> {"d_head": ["32", "64"], ...}, keys checked."""
     known = {f.name for f in fields(Config)} | {"d_head"}
     grid: dict[str, list[str]] = {}
-    for item in items:
-        if "=" not in item:
-            raise ExperimentError(f"--grid expects KEY=V1,V2,..., got {item!r}")
-        key, raw = item.split("=", 1)
-        key = key.strip()
+    for key, raw in pairs(items, "--grid", "KEY=V1,V2,...", error=ExperimentError):
         if key not in known:
             raise ExperimentError(
                 f"unknown grid key '{key}'; use a Config field or d_head "

@@ -29,7 +29,7 @@ from ..config import ABLATIONS
 from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
-from .common import rnd, seed_table
+from .common import number_list, rnd, seed_table
 from .labbook import Context, Experiment, Outcome
 
 ABL_ORDER = tuple(ABLATIONS)  # the baseline and the seven changes (the checklist's one home: config.ABLATIONS)
@@ -496,10 +496,6 @@ def judge(res: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------ the whys
-def _fmt(xs: list[float], signed: bool = True) -> str:
-    return ", ".join(f"{x:+.3f}" if signed else f"{x:.3g}" for x in xs)
-
-
 def _failed(cid: str, res: dict) -> str:
     """The parts of a claim that fail, with their numbers."""
     j, parts, _ = _evidence(res)[cid]
@@ -510,7 +506,7 @@ def _failed(cid: str, res: dict) -> str:
 def _why_no_scaling(res: dict) -> str:
     j, _, inputs = _evidence(res)["ablate_no_scaling"]
     return (
-        f"去掉缩放的差距 {_fmt(inputs['no_scaling_minus_baseline'])} 不在大模型灾难的一半（±{inputs['margin']:g}）之内 / "
+        f"去掉缩放的差距 {number_list(inputs['no_scaling_minus_baseline'], '+.3f')} 不在大模型灾难的一半（±{inputs['margin']:g}）之内 / "
         f"the gap without the scale is not within half the big model's collapse: {j.detail}"
     )
 
@@ -518,7 +514,7 @@ def _why_no_scaling(res: dict) -> str:
 def _why_residual(res: dict) -> str:
     j, _, inputs = _evidence(res)["ablate_no_residual"]
     return (
-        f"没有残差的模型并没有丢掉基线学到的一半以上：丢掉的比例 {_fmt(inputs['share_lost'], False)} / without "
+        f"没有残差的模型并没有丢掉基线学到的一半以上：丢掉的比例 {number_list(inputs['share_lost'])} / without "
         f"residuals the model keeps more than half of what the baseline learns: {j.detail}"
     )
 
@@ -537,7 +533,7 @@ def _why_untied(res: dict) -> str:
 def _why_positions(res: dict) -> str:
     _, _, inputs = _evidence(res)["ablate_no_positions"]
     return (
-        f"没有位置编码，验证 loss 并没有变差：同种子之差 {_fmt(inputs['val_minus_baseline'])} / without positions the "
+        f"没有位置编码，验证 loss 并没有变差：同种子之差 {number_list(inputs['val_minus_baseline'], '+.3f')} / without positions the "
         f"validation loss is not worse: {_failed('ablate_no_positions', res)}"
     )
 
@@ -547,8 +543,8 @@ def _why_spike(cid: str, key: str, words: str):
         _, _, inputs = _evidence(res)[cid]
         r = inputs[key]
         return (
-            f"{words}与基线同种子之比 {_fmt(r, False)}：没有超过 {SPIKE_RATIO:g} 倍，在批次噪声能给出的范围内，算不上"
-            f"尖刺 / ratios to the baseline {_fmt(r, False)}: not beyond {SPIKE_RATIO:g}×, no spike at this "
+            f"{words}与基线同种子之比 {number_list(r)}：没有超过 {SPIKE_RATIO:g} 倍，在批次噪声能给出的范围内，算不上"
+            f"尖刺 / ratios to the baseline {number_list(r)}: not beyond {SPIKE_RATIO:g}×, no spike at this "
             f"scale: {_failed(cid, res)}"
         )
 

@@ -24,6 +24,13 @@ def rnd(x: float | None, digits: int = 4) -> float | None:
     return None if x is None or not math.isfinite(x) else float(f"{x:.{digits}g}")
 
 
+def number_list(xs: Sequence[float | None], spec: str = ".3g", sep: str = ", ", empty: str = "") -> str:
+    """The one way a lab-book sentence lists numbers (one per seed, mostly): each written with ``spec``
+    ("+.3f" for differences, ".3g" for measurements), a missing one as "—", joined by ``sep`` ("、" in
+    Chinese text); ``empty`` when there are none."""
+    return sep.join("—" if x is None else format(x, spec) for x in xs) or empty
+
+
 def final_val(f: Finished) -> float | None:
     """The last validation loss of a finished run."""
     val = f.history.val
