@@ -9,15 +9,12 @@ number is measured once and then judged again from the JSON as often as asked.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..corpus import REPO_ROOT
 from ..io import read_json
 from ..runner import Finished, Run
-from .labbook import Context, NotAvailable
-from .runs import BOOK_SEED
-
-MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
+from .labbook import Context, NotAvailable, seed_table  # noqa: F401  (seed_table: entries read it here)
 
 
 def rnd(x: float | None, digits: int = 4) -> float | None:
@@ -56,32 +53,6 @@ def committed(ctx: Context, name: str) -> dict:
             doc = read_json(p, hint="; run its command again", allow_nan=kind == "sweep")  # a diverged trial: NaN
             return check(kind, doc, p) if kind else doc
     raise NotAvailable(f"data/{name} not found: run its command first")
-
-
-def seed_table(
-    ctx: Context,
-    runs_of_seed: Callable[[int], Sequence[Run]],
-    measure: Callable[[list[Finished]], dict],
-    previous: dict | None,
-) -> dict[str, dict]:
-    """{seed: numbers} for every seed whose numbers the committed results hold (``previous``, the same
-    kind of table: kept as measured) or whose runs are on disk (measured now), in seed order. A seed
-    retrained on another machine therefore never silently replaces the numbers already judged.
-
-    The scale's own seeds come first; further seeds (BOOK_SEED + 3 …) count when their runs are
-    on disk, so the extra seeds ``--decide`` trains join the table without a change here."""
-    previous = previous or {}
-    out: dict[str, dict] = {}
-    for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
-        seed = BOOK_SEED + i
-        if str(seed) in previous:  # measured once, judged again from the JSON as often as asked
-            out[str(seed)] = previous[str(seed)]
-            continue
-        runs = list(runs_of_seed(seed))
-        found = [ctx.find(r) for r in runs]
-        if runs and all(f is not None for f in found):
-            out[str(seed)] = measure(found)
-    return out
 
 
 def column(table: dict[str, dict], key: str) -> list[float]:
