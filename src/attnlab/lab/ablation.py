@@ -581,8 +581,7 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.13.4",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],  # the committed record is judged without any run folder
+    runs_of_seed=runs_of_seed,
     why=WHY,
     seed_runs=lambda scale, seed, cid: [
         ablation_run(scale, c, seed) for c in dict.fromkeys(("baseline", CHANGE_OF.get(cid, "baseline")))

@@ -240,8 +240,7 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.20.1",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],  # the committed record is judged without any run folder
+    runs_of_seed=runs_of_seed,
     why=WHY,
     seed_runs=lambda scale, seed, cid: (
         runs_of_seed(scale, seed)

@@ -495,11 +495,9 @@ EXPERIMENT = Experiment(
     "attnlab book --only sinks",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],
+    runs_of_seed=runs_of_seed,
     order=(1, 12, 4, 1),
     prediction=PREDICTION,
     why=WHY,
-    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
     draw=draw,
 )
