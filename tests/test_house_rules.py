@@ -84,7 +84,7 @@ def test_a_module_may_use_its_own_private_names(tmp_path):
 def test_set_and_grid_refuse_a_malformed_item_through_one_parser(monkeypatch):
     import attnlab.keyvalue as KV
     from attnlab.errors import AttnlabError
-    from attnlab.experiments.sweep import parse_grid
+    from attnlab.lab.sweep import parse_grid
 
     seen = []
     real = KV.pairs
@@ -94,7 +94,7 @@ def test_set_and_grid_refuse_a_malformed_item_through_one_parser(monkeypatch):
         return real(items, option, *a, **k)
 
     monkeypatch.setattr(KV, "pairs", spy)
-    import attnlab.experiments.sweep as sweep
+    import attnlab.lab.sweep as sweep
 
     monkeypatch.setattr(sweep, "pairs", spy)
     assert parse_grid(["d_head=32,64"]) == {"d_head": ["32", "64"]}
