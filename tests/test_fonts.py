@@ -13,7 +13,8 @@ FIGURE_MODULES = [
     "report/figures.py",
     "experiments/plots.py",
     "lab/sweep.py",
-    "experiments/heads.py",
+    "lab/heads.py",
+    "lab/portrait.py",
     # every lab-book entry that draws its own figures (Experiment.draw)
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "lab").glob("*.py") if "def draw(" in p.read_text("utf-8")),
 ]

@@ -12,7 +12,7 @@ from attnlab.cli import main
 from attnlab.diagnostics import head_metrics
 from attnlab.errors import CheckpointError
 from attnlab.experiments.common import is_book_model, load_model
-from attnlab.experiments.heads import (
+from attnlab.lab.portrait import (
     ablate_heads,
     analyze,
     attention_maps,
@@ -192,7 +192,7 @@ def test_dynamics_snapshots_are_points_of_one_run(trained, tmp_path):
 
 def test_dynamics_names_a_step_whose_weights_were_not_kept(tmp_path):
     from attnlab.experiments.common import ExperimentError
-    from attnlab.experiments.heads import dynamics_of_run
+    from attnlab.lab.portrait import dynamics_of_run
 
     cfg = CFG.replace(max_steps=6)
     dynamics(SAMPLE_TEXT, cfg, [3, 6], tmp_path / "dyn")

@@ -28,6 +28,14 @@ def number_list(xs: Sequence[float | None], spec: str = ".3g", sep: str = ", ", 
     return sep.join("—" if x is None else format(x, spec) for x in xs) or empty
 
 
+def unchanged_margin(book: dict) -> float:
+    """The margin of "loss 不变": the largest loss difference the chapter itself calls 不变. Its
+    §1.11.7.5 table calls ④'s 4.708 vs 4.810 (0.102) and ③'s 4.808 vs 4.810 (0.002) "不变" and ②'s
+    4.668 vs 4.810 (0.142) "轻微变好", so "unchanged" spans at least 0.102 and stops short of 0.142:
+    a margin narrower than the book's own ④ would call its own example changed."""
+    return round(abs(book["divide_by_d_k"][1] - book["correct"][1]), 4)
+
+
 def final_val(f: Finished) -> float | None:
     """The last validation loss of a finished run."""
     val = f.history.val

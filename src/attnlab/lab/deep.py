@@ -125,7 +125,7 @@ def reach(heads: list[dict]) -> float:
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
-    from ..experiments.heads import analyze_model
+    from .portrait import analyze_model
 
     return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
 
@@ -190,7 +190,7 @@ def measure(ctx: Context) -> Outcome:
 def _poem_portrait(ctx: Context, f) -> list[dict]:
     """§1.8.5's head portrait (3 poems × 24 positions, as data/head_portrait.json)."""
     from ..experiments.common import validation_text
-    from ..experiments.heads import POEMS, POSITIONS, poem_windows, portrait
+    from .portrait import POEMS, POSITIONS, poem_windows, portrait
 
     cfg = f.run.cfg
     return portrait(f.model, f.tok, poem_windows(validation_text(ctx.text, cfg), POEMS, min(POSITIONS, cfg.block_size)))

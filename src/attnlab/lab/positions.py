@@ -72,7 +72,7 @@ def position_runs(scale: R.Scale, kind: str, seed: int) -> Run:
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
-    from ..experiments.heads import analyze_model
+    from .portrait import analyze_model
 
     return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
 
@@ -112,7 +112,7 @@ def _mean(xs: list[float]) -> float | None:
 
 def measure(ctx: Context) -> Outcome:
     from ..diagnostics import uniform_reference
-    from ..experiments.heads import POSITIONS
+    from .portrait import POSITIONS
 
     stored = (ctx.previous or {}).get("per_seed", {})
     groups = {"schemes": tuple(POS_KINDS), "control": (CONTROL,)}
