@@ -12,8 +12,8 @@ import pytest
 
 from attnlab import Config
 from attnlab.cli import main
-from attnlab.experiments.common import ExperimentError
 from attnlab.lab.failures import run, symptoms_table
+from attnlab.tools import ExperimentError
 
 ALPHA = "春花秋月何時了往事知多少小樓昨夜又東風故國不堪回首明中"
 CFG = Config(

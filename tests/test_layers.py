@@ -57,6 +57,7 @@ LAYERS = [
             "slurm_executor",
             "snapshots",
             "tensorboard_log",
+            "tools",
         ),
     ),
     (3, ("experiments",)),

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 from .. import stats as S
 from ..book import book_values
 from ..config import ABLATIONS, Config
-from ..experiments.common import ExperimentError, format_table, provenance
 from ..runner import Run
+from ..tools import ExperimentError, format_table, provenance
 from ..verdicts import claim
 from . import runs as R
 from .common import number_list, rnd, seed_table

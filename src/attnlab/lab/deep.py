@@ -189,7 +189,7 @@ def measure(ctx: Context) -> Outcome:
 # ------------------------------------------------------------------- §1.18.4: one layer
 def _poem_portrait(ctx: Context, f) -> list[dict]:
     """§1.8.5's head portrait (3 poems × 24 positions, as data/head_portrait.json)."""
-    from ..experiments.common import validation_text
+    from ..tools import validation_text
     from .portrait import POEMS, POSITIONS, poem_windows, portrait
 
     cfg = f.run.cfg

@@ -13,7 +13,7 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.common import ExperimentError
+from ..tools import ExperimentError
 from ..verdicts import claim
 from . import plot
 from . import runs as R

@@ -57,10 +57,10 @@ from .. import stats as S
 from ..book import book_values
 from ..config import BUGS, Config
 from ..diagnostics import head_metrics
-from ..experiments.common import format_table, provenance, validation_batches
 from ..model import TinyGPT
 from ..runner import Run
 from ..tokenizer import CharTokenizer
+from ..tools import format_table, provenance, validation_batches
 from ..verdicts import claim, unexplained
 from . import runs as R
 from .common import committed, not_trained, number_list, paired, pending, rnd, seed_table, unchanged_margin, untrained
@@ -520,11 +520,11 @@ def run(
         cfg = cfg.replace(record_every=1)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        from ..experiments.common import ExperimentError
+        from ..tools import ExperimentError
 
         raise ExperimentError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     if seeds < 1:
-        from ..experiments.common import ExperimentError
+        from ..tools import ExperimentError
 
         raise ExperimentError(f"seeds must be at least 1, got {seeds}")
     tok = CharTokenizer(text, cfg.vocab_size)
@@ -602,8 +602,8 @@ def symptoms_table(result: dict, with_book: bool = True) -> str:
 def failures_markdown(result: dict) -> str:
     """The symptom table beside the book's, the overflow control, and every claim with its verdict,
     the numbers it was judged on and why a FAIL fails."""
-    from ..experiments.common import fmt
     from ..stats import METHOD
+    from ..tools import fmt
     from ..verdicts import VERDICT_LABELS, count_line, verdict_of
 
     claims = result["claims"]
@@ -774,7 +774,7 @@ def incremental_loss(model, batches) -> dict:
 
 
 def _inference_numbers(ctx: Context, fs) -> dict:
-    from ..experiments.common import validation_batches
+    from ..tools import validation_batches
 
     out = {}
     for tag, f in zip(("correct", "bug"), fs):

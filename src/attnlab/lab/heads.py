@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import stats as S
 from ..corpus import REPO_ROOT
 from ..diagnostics import uniform_reference
-from ..experiments.common import book_values, format_table
+from ..tools import book_values, format_table
 from ..verdicts import claim, unexplained
 from . import portrait as P
 from .common import committed, rnd, unchanged_margin

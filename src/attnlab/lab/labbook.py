@@ -37,12 +37,12 @@ from pathlib import Path
 
 from .. import verdicts as V
 from ..errors import AttnlabError
-from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_conditions, training_seconds
 from ..runner import SERIAL, ExecutorOptions, Finished, Run, execute, finished_history
 from ..runstore import RunStore, reproducibility_note
 from ..sequential import record as record_looks
+from ..tools import environment, provenance
 from .runs import Scale
 
 KIND = "lab_book_experiment"

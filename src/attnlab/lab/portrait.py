@@ -32,7 +32,9 @@ from torch import Tensor
 
 from ..config import Config
 from ..diagnostics import head_metrics, uniform_reference
-from ..experiments.common import (
+from ..model import SequenceTooLongError, TinyGPT
+from ..tokenizer import CharTokenizer
+from ..tools import (
     ExperimentError,
     book_values,
     is_book_model,
@@ -41,8 +43,6 @@ from ..experiments.common import (
     validation_batches,
     validation_text,
 )
-from ..model import SequenceTooLongError, TinyGPT
-from ..tokenizer import CharTokenizer
 
 POEMS = 3
 POSITIONS = 24

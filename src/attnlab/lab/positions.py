@@ -393,9 +393,9 @@ def shuffled_prefix_loss(model, batches, seed: int = 0) -> dict:
 
 
 def _batches(ctx: Context, f_or_cfg, n: int):
-    from ..experiments.common import validation_batches
     from ..runner import Finished
     from ..tokenizer import CharTokenizer
+    from ..tools import validation_batches
 
     if isinstance(f_or_cfg, Finished):
         return validation_batches(ctx.text, f_or_cfg.tok, f_or_cfg.run.cfg, n)

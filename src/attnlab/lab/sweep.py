@@ -38,10 +38,10 @@ from .. import stats as S
 from ..book import book_values
 from ..config import Config
 from ..corpus import REPO_ROOT
-from ..experiments.common import ExperimentError, provenance
 from ..io import read_json, write_json, write_text
 from ..keyvalue import pairs
 from ..schemas import load
+from ..tools import ExperimentError, provenance
 from ..verdicts import claim
 from .common import committed, rnd
 from .labbook import Context, Experiment, NotAvailable, Outcome
@@ -313,7 +313,7 @@ def sweep(
 
 
 def sweep_table(result: dict) -> str:
-    from ..experiments.common import format_table
+    from ..tools import format_table
 
     keys = list(result["grid"])
     headers = keys + ["种子 / seed", "状态 / status", "验证 loss / val", "熵 / entropy"]
