@@ -19,7 +19,8 @@ except ModuleNotFoundError:  # a bare checkout: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attnlab.cli import main
-from attnlab.experiments.heads import analyze, attention_maps, portrait_table  # noqa: F401
+from attnlab.lab.heads import analyze, portrait_table  # noqa: F401
+from attnlab.lab.portrait import attention_maps  # noqa: F401
 
 if __name__ == "__main__":
     sys.exit(main(["heads", *sys.argv[1:]]))

@@ -18,7 +18,7 @@ except ModuleNotFoundError:  # a bare checkout: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attnlab.cli import main
-from attnlab.experiments.failures import run, symptoms_table  # noqa: F401
+from attnlab.lab.failures import run, symptoms_table  # noqa: F401
 
 if __name__ == "__main__":
     sys.exit(main(["failures", *sys.argv[1:]]))

@@ -15,7 +15,16 @@ from attnlab.corpus import REPO_ROOT
 from attnlab.lab.labbook import Experiment, judge_input
 
 LAB = REPO_ROOT / "src" / "attnlab" / "lab"
-ENGINE = ("__init__", "labbook", "runs", "common", "plot", "decide", "plan")  # lab/ modules that are no entry
+ENGINE = (
+    "__init__",
+    "labbook",
+    "runs",
+    "common",
+    "plot",
+    "decide",
+    "plan",
+    "portrait",
+)  # lab/ modules that are no entry
 
 
 def claims_made(e: Experiment, examples: Iterable[dict]) -> set[str]:

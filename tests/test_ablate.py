@@ -6,8 +6,8 @@ import pytest
 
 from attnlab import train
 from attnlab.cli import main
-from attnlab.experiments.ablate import CHANGES, checklist_table, clip_activity, run
-from attnlab.experiments.common import ExperimentError
+from attnlab.lab.ablation import CHANGES, checklist_table, clip_activity, run
+from attnlab.tools import ExperimentError
 from conftest import SAMPLE_TEXT, TINY_MODEL
 
 CFG = TINY_MODEL.replace(max_steps=8, record_every=0)

@@ -64,7 +64,7 @@ def test_1_8_6_head_ablation(capsys):
     import re
 
     from attnlab import Config, TinyGPT
-    from attnlab.experiments.heads import book_snippet_ablation, head_removed
+    from attnlab.lab.portrait import book_snippet_ablation, head_removed
 
     torch.manual_seed(0)
     model = TinyGPT(Config())
@@ -131,7 +131,7 @@ def test_1_12_4_dynamics(tmp_path, monkeypatch):
 
     import attnlab
     from attnlab.corpus import load_corpus
-    from attnlab.experiments.heads import analyze
+    from attnlab.lab.heads import analyze
 
     monkeypatch.chdir(tmp_path)
     # only the import line differs: a small batch keeps the 2100 steps short

@@ -49,7 +49,7 @@ def test_info_and_heads_tables_line_up_with_cjk_headers(capsys):
     import json
 
     from attnlab.corpus import REPO_ROOT
-    from attnlab.experiments.heads import portrait_table
+    from attnlab.lab.heads import portrait_table
 
     assert main(["info"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines()[1:] if line.strip()]

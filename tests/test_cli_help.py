@@ -173,7 +173,7 @@ def test_help_defaults_are_their_sources():
     (cli.common.EXECUTORS beside runner.EXECUTORS) and the failure variants' default."""
     from attnlab import runner
     from attnlab.cli import common
-    from attnlab.experiments import failures as F
+    from attnlab.lab import failures as F
 
     assert common.EXECUTORS == runner.EXECUTORS
     variants = build_parser().parse_args(["failures"]).variants

@@ -12,8 +12,8 @@ import pytest
 
 from attnlab import Config
 from attnlab.cli import main
-from attnlab.experiments.common import ExperimentError
-from attnlab.experiments.failures import run, symptoms_table
+from attnlab.lab.failures import run, symptoms_table
+from attnlab.tools import ExperimentError
 
 ALPHA = "春花秋月何時了往事知多少小樓昨夜又東風故國不堪回首明中"
 CFG = Config(
@@ -141,7 +141,7 @@ def _variant(level: float, leak: float = 0.0) -> dict:
 )
 def test_the_loss_claim_over_seeds_can_fail(shifts, verdict):
     """'A zero mask lowers the loss' is judged by the effect rule over the seeds' paired differences."""
-    from attnlab.experiments.failures import failure_claims
+    from attnlab.lab.failures import failure_claims
 
     result = {
         "config": {"max_steps": 60, "d_model": 32, "n_head": 2},
@@ -157,7 +157,7 @@ def test_the_loss_claim_over_seeds_can_fail(shifts, verdict):
 
 
 def test_an_older_one_seed_result_is_judged_but_never_passes_an_effect():
-    from attnlab.experiments.failures import failure_claims
+    from attnlab.lab.failures import failure_claims
 
     result = {
         "config": {"max_steps": 60, "d_model": 32, "n_head": 2, "seed": 7},
@@ -172,7 +172,7 @@ def test_an_older_one_seed_result_is_judged_but_never_passes_an_effect():
 def test_renormalized_entropy():
     import torch
 
-    from attnlab.experiments.failures import renormalized_entropy
+    from attnlab.lab.failures import renormalized_entropy
 
     T = 6
     causal = torch.ones(T, T).tril()

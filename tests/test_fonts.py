@@ -12,8 +12,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 FIGURE_MODULES = [
     "report/figures.py",
     "experiments/plots.py",
-    "experiments/sweep.py",
-    "experiments/heads.py",
+    "lab/sweep.py",
+    "lab/heads.py",
+    "lab/portrait.py",
     # every lab-book entry that draws its own figures (Experiment.draw)
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "lab").glob("*.py") if "def draw(" in p.read_text("utf-8")),
 ]

@@ -11,8 +11,7 @@ from attnlab import Config, train
 from attnlab.cli import main
 from attnlab.diagnostics import head_metrics
 from attnlab.errors import CheckpointError
-from attnlab.experiments.common import is_book_model, load_model
-from attnlab.experiments.heads import (
+from attnlab.lab.portrait import (
     ablate_heads,
     analyze,
     attention_maps,
@@ -22,6 +21,7 @@ from attnlab.experiments.heads import (
     portrait,
 )
 from attnlab.model import SequenceTooLongError
+from attnlab.tools import is_book_model, load_model
 from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT, TINY_MODEL
 
@@ -137,7 +137,7 @@ def test_ablation_result_on_validation_batches(trained):
     a = r["ablation"]
     assert a["batches"] == 3 and len(a["heads"]) == 4
     # recompute one head's Δ by hand on the same validation batches, with head_removed
-    from attnlab.experiments.common import validation_batches
+    from attnlab.tools import validation_batches
 
     model, tok = trained["model"], trained["tok"]
     model.eval()
@@ -191,8 +191,8 @@ def test_dynamics_snapshots_are_points_of_one_run(trained, tmp_path):
 
 
 def test_dynamics_names_a_step_whose_weights_were_not_kept(tmp_path):
-    from attnlab.experiments.common import ExperimentError
-    from attnlab.experiments.heads import dynamics_of_run
+    from attnlab.lab.portrait import dynamics_of_run
+    from attnlab.tools import ExperimentError
 
     cfg = CFG.replace(max_steps=6)
     dynamics(SAMPLE_TEXT, cfg, [3, 6], tmp_path / "dyn")
@@ -232,7 +232,7 @@ def test_cli_heads_writes_json_and_table(trained, tmp_path, capsys):
 
 
 def test_plain_tables_line_up_in_a_cjk_terminal_too():
-    from attnlab.experiments.common import format_table
+    from attnlab.tools import format_table
 
     table = format_table(["层·头 / L·H", "Δloss", "±"], [["L0·H1", "+0.1", None], ["书 — book", 2.0, "a×b→c ≈ ‖J‖ √d"]])
     assert not [c for c in table if unicodedata.east_asian_width(c) == "A"], table

@@ -8,9 +8,9 @@ import pytest
 from attnlab import Config, train
 from attnlab.cli import main
 from attnlab.errors import AttnlabError
-from attnlab.experiments.common import ExperimentError
-from attnlab.experiments.sweep import expand, parse_grid, sweep
+from attnlab.lab.sweep import expand, parse_grid, sweep
 from attnlab.runner import ExecutorOptions, RunFoldersRefused
+from attnlab.tools import ExperimentError
 from attnlab.train import TrainingInterrupted
 from conftest import SAMPLE_TEXT
 

@@ -164,7 +164,7 @@ def test_attention_maps_and_metrics(client, lab):
         assert 0 <= head["metrics"]["entropy"] <= 1.0001
         assert head["metrics"]["diag"] == pytest.approx(sum(w[i][i] for i in (1, 2)) / 2, abs=2e-3)
     # the weights served are the model's own attention_patterns (the API rounds to 4 decimals)
-    from attnlab.experiments.common import load_model
+    from attnlab.tools import load_model
 
     model, tok, _, _ = load_model(lab["ckpt"])
     idx = torch.tensor([tok.encode("明月光")], dtype=torch.long)

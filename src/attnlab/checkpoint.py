@@ -223,7 +223,7 @@ def weights_path(run_dir: str | Path, step: int) -> Path:
 class KeepWeights:
     """Trainer callback: keep the weights *entering* each of ``steps`` >= 1 (after that many updates) as
     a full checkpoint at :func:`weights_path`, so a later analysis can load the model of any of
-    those steps (``attnlab.experiments.common.load_model``).
+    those steps (``attnlab.tools.load_model``).
 
     These are the weights whose diagnostics metrics.jsonl records at that step. The final step
     (``max_steps``) is the trained model itself. Reading weights draws no random numbers, so the

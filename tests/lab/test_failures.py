@@ -10,7 +10,7 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import failures as F
+from attnlab.lab import failures as F
 from attnlab.lab import failures as L
 from attnlab.lab import runs as R
 from attnlab.lab.labbook import Context
@@ -59,13 +59,13 @@ def verdicts(r) -> dict:
 
 
 def test_the_lab_book_judges_with_the_failures_module_own_judge():
-    own = F.judge(COMMITTED)
+    own = F.judge_symptoms(COMMITTED)
     assert L.EXPERIMENT.judge(COMMITTED)[: len(own)] == own
     assert F.rejudge(copy.deepcopy(DOC))["claims"] == own
 
 
 def test_committed_results_judge_as_reported():
-    claims = F.judge(COMMITTED)
+    claims = F.judge_symptoms(COMMITTED)
     assert {c["id"]: c["verdict"] for c in claims} == REPORTED
     assert {c["id"]: c["kind"] for c in claims if c["kind"] != "book"} == KINDS
     for c in claims:

@@ -9,7 +9,7 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import heads as H
+from attnlab.lab import heads as H
 from attnlab.lab import heads as L
 from attnlab.lab import runs as R
 from attnlab.lab.labbook import Context

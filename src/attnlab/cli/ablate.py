@@ -40,8 +40,8 @@ def add_parser(sub):
 def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
-    from ..experiments.ablate import checklist_table, run
     from ..io import check_output_file, check_writable, write_json
+    from ..lab.ablation import checklist_table, run
 
     cfg = Config.from_overrides(args.overrides)
     common.check_trainable(cfg)

@@ -68,9 +68,9 @@ def _print_claims(claims) -> None:
 def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
-    from ..experiments.common import ExperimentError
-    from ..experiments.failures import LEAKS, VARIANTS, failures_markdown, rejudge, run, symptoms_table
     from ..io import check_output_file, check_writable, write_json, write_text
+    from ..lab.failures import LEAKS, VARIANTS, failures_markdown, rejudge, run, symptoms_table
+    from ..tools import ExperimentError
 
     out = Path(args.out)
     if args.rejudge:

@@ -104,9 +104,10 @@ def main(args) -> int:
     from ..config import Config
     from ..corpus import load_corpus
     from ..errors import UsageError
-    from ..experiments.common import ExperimentError, load_model
-    from ..experiments.heads import analyze, attention_maps, dynamics, dynamics_table, head_claims, portrait_table
     from ..io import check_output_file, check_writable, write_json
+    from ..lab.heads import analyze, dynamics_table, head_claims, portrait_table
+    from ..lab.portrait import attention_maps, dynamics
+    from ..tools import ExperimentError, load_model
 
     def print_claims(claims) -> None:
         from ..verdicts import count_line, verdict_of

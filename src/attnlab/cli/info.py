@@ -19,8 +19,8 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..config import Config
-    from ..experiments.common import format_table
     from ..model import parameter_table
+    from ..tools import format_table
 
     cfg = Config.from_overrides(args.overrides)
     table = parameter_table(cfg)

@@ -49,8 +49,8 @@ def add_parser(sub):
 
 def main(args) -> int:
     from ..config import Config
-    from ..experiments.sweep import DEFAULT_GRID, expand, parse_grid, sweep, sweep_table
     from ..io import check_writable
+    from ..lab.sweep import DEFAULT_GRID, expand, parse_grid, sweep, sweep_table
 
     base = Config.from_overrides(args.overrides)
     grid = parse_grid(args.grid) if args.grid else DEFAULT_GRID

@@ -3,13 +3,16 @@
 The engine: ``labbook`` (Experiment, Context, Outcome; run, re-judge and index the book),
 ``runs`` (the runs entries share: Scale, the case's runs, the baseline), ``decide``
 (``book --decide``: more seeds where a claim is undecided), ``plan`` (``--plan``: what a run
-costs), ``plot`` (the one matplotlib setup). Everything else is an entry; no entry imports another.
+costs), ``plot`` (the one matplotlib setup), ``portrait`` (what each head of a model attends to: the
+instrument of the entries that measure heads). Everything else is an entry; no entry imports another.
 
-Each entry module defines ``EXPERIMENT`` (an :class:`attnlab.lab.labbook.Experiment`):
-its runs (declared in the module), ``measure(ctx)`` (the only part that opens runs or models),
-``judge(results)`` (pure: what ``attnlab report`` re-runs from the JSON), its prediction, the why
-of each FAIL and ``draw`` (its figures). Adding an experiment is one module here, one test file
-and one line below (docs/example_entry.py is one, written out).
+Each entry module defines ``EXPERIMENT`` (an :class:`attnlab.lab.labbook.Experiment`): the runs
+of one seed, the numbers of one seed's runs, ``judge(results)`` (pure: what ``attnlab report``
+re-runs from the JSON), its prediction, the why of each FAIL, ``draw`` (its figures) and its
+table; the engine derives the rest. An experiment with a command of its own (``attnlab heads``,
+``failures``, ``sweep``, ``ablate``) keeps that command's code in its entry's module. Adding an
+experiment is one module here, one test file and one line below (docs/example_entry.py is one,
+written out).
 """
 
 from __future__ import annotations

@@ -17,21 +17,177 @@ Judged: each row of the chapter's table in its own words, by the effect rule on 
 paired differences (spikes and jitter as log ratios against the baseline), "small on
 the small model" by equivalence, the parameter count exactly; "偶发 nan" is not
 testable by a few runs (NA unless a run without clipping did diverge).
+
+``attnlab ablate`` (:func:`run`) trains the checklist once, on any configuration: the baseline and
+every change from the same seed (same initial weights where the shapes agree, same batches); only
+one Config field differs. Each row reports the final validation loss, its difference to the
+baseline, whether the run diverged, the largest gradient norm and loss jump (warmup and clipping
+show up there, not in the final loss) and the parameter count (untied weights add an output matrix).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import stats as S
 from ..book import book_values
-from ..config import ABLATIONS
+from ..config import ABLATIONS, Config
 from ..runner import Run
+from ..tools import ExperimentError, format_table, provenance
 from ..verdicts import claim
 from . import runs as R
-from .common import rnd, seed_table
+from .common import number_list, rnd, seed_table
 from .labbook import Context, Experiment, Outcome
 
+if TYPE_CHECKING:
+    from ..runner import ExecutorOptions
+
+
+CHANGES = ABLATIONS  # the checklist, one home: attnlab.config.ABLATIONS
+LABELS = {
+    "baseline": ("基线", "baseline", "—"),
+    "no_scaling": ("去掉 √d_k 缩放", "no scaling", "小模型上影响小，大模型上灾难 / small here, disastrous when large"),
+    "no_residual": ("去掉残差", "no residual", "直接训不动 / does not train"),
+    "no_layernorm": ("去掉 LayerNorm", "no LayerNorm", "loss 抖动、收敛慢 / noisy, slow"),
+    "untied": ("不共享权重", "untied weights", "参数多 36%，效果略降 / +36% params, slightly worse"),
+    "no_positions": ("去掉位置编码", "no positions", "完全学不会顺序 / cannot learn order"),
+    "no_warmup": ("去掉 warmup", "no warmup", "前期 loss 尖刺 / early loss spikes"),
+    "no_clipping": ("去掉梯度裁剪", "no clipping", "偶发 nan / occasional NaN"),
+}
+
+
+def checklist_row(history, model, seconds: float) -> dict:
+    """One row of the checklist from a finished run (the lab book reads its runs the same way)."""
+    recs = history.records
+    losses = [r["loss"] for r in recs]
+    val = history.val
+    val_end = val[-1][1] if val else None
+    jumps = [b - a for a, b in zip(losses, losses[1:]) if math.isfinite(a) and math.isfinite(b)]
+    diverged = history.diverged_at is not None or val_end is None or not math.isfinite(val_end)
+    return {
+        "val_loss_end": val_end,
+        "loss_start": losses[0] if losses else None,
+        "loss_end": losses[-1] if losses else None,
+        "diverged": diverged,
+        "diverged_at": history.diverged_at,
+        "max_grad_norm": max((r["grad_norm"] for r in recs if math.isfinite(r["grad_norm"])), default=None),
+        "max_loss_jump": max(jumps, default=0.0),
+        "params": model.num_params(),
+        "seconds": round(seconds, 3),
+    }
+
+
+def clip_activity(records: list[dict], grad_clip: float, warmup: int) -> dict:
+    """How much work gradient clipping had after warmup: the share of steps whose
+    gradient norm (recorded before clipping) exceeded ``grad_clip``, and the largest
+    norm, i.e. the strongest shrink clipping applied or would have applied."""
+    norms = [r["grad_norm"] for r in records if r["step"] >= warmup and math.isfinite(r["grad_norm"])]
+    if not norms or grad_clip <= 0:
+        raise ExperimentError("clip_activity needs finite gradient norms after warmup and a positive threshold")
+    return {
+        "steps": len(norms),
+        "clipped_share": sum(g > grad_clip for g in norms) / len(norms),
+        "max_grad_norm": max(norms),
+        "max_over_threshold": max(norms) / grad_clip,
+    }
+
+
+def run(
+    text: str,
+    cfg: Config | None = None,
+    *,
+    steps: int | None = None,
+    changes: list[str] | None = None,
+    corpus: str | None = None,
+    root: str | Path | None = None,
+    options: ExecutorOptions | None = None,
+) -> dict:
+    """Train the baseline and each one-variable change; Δ is against the baseline.
+
+    The runs go through :mod:`attnlab.runner` into ``root/<change>`` (a temporary
+    folder when None), so a rerun into the same root reuses what finished; ``options``
+    says how (attnlab.runner.ExecutorOptions; default: serial, no progress bar).
+    """
+    import tempfile
+
+    from ..runner import ExecutorOptions, Run, execute
+
+    options = options or ExecutorOptions(progress=False)
+
+    cfg = cfg or Config()
+    if steps is not None:
+        cfg = cfg.replace(max_steps=steps)
+    names = changes or list(CHANGES)
+    unknown = [n for n in names if n not in CHANGES]
+    if unknown:
+        raise ExperimentError(f"unknown change(s) {', '.join(unknown)}; known: {', '.join(CHANGES)}")
+    if "baseline" not in names:
+        names = ["baseline"] + names
+    rows: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="attnlab-ablate-") as tmp:
+        done = execute(
+            [Run(name, cfg.replace(**CHANGES[name])) for name in names],
+            text,
+            root if root is not None else tmp,
+            options,
+            desc="ablate",
+        )
+        for name in names:
+            f = done[name]
+            rows[name] = {
+                "change": CHANGES[name],
+                "config": cfg.replace(**CHANGES[name]).to_dict(),
+                **checklist_row(f.history, f.model, f.seconds),
+            }
+    base = rows["baseline"]
+    for r in rows.values():
+        ok = r["val_loss_end"] is not None and base["val_loss_end"] is not None and not r["diverged"]
+        r["delta_val_loss"] = r["val_loss_end"] - base["val_loss_end"] if ok else None
+        r["params_ratio"] = r["params"] / base["params"]
+    return {
+        "kind": "ablation_checklist",
+        "config": cfg.to_dict(),
+        "corpus": corpus or "attnlab/data/corpus.txt",
+        "rows": rows,
+        "seconds": round(time.perf_counter() - t0, 3),
+        **provenance(),
+    }
+
+
+def checklist_table(result: dict) -> str:
+    headers = [
+        "要素 / change",
+        "验证 loss / val",
+        "Δ val",
+        "发散 / diverged",
+        "最大梯度 / max grad",
+        "最大跳升 / max jump",
+        "参数 / params",
+        "书中说明 / book",
+    ]
+    rows = []
+    for name, r in result["rows"].items():
+        zh, en, book = LABELS.get(name, (name, name, ""))
+        rows.append(
+            [
+                f"{zh} / {en}",
+                r["val_loss_end"],
+                None if r["delta_val_loss"] is None else f"{r['delta_val_loss']:+.3f}",
+                "是 yes" if r["diverged"] else "否 no",
+                r["max_grad_norm"],
+                r["max_loss_jump"],
+                f"{r['params']:,} ({r['params_ratio'] - 1:+.0%})",
+                book,
+            ]
+        )
+    return format_table(headers, rows)
+
+
+# ------------------------------------------------------------ the lab-book entry
 ABL_ORDER = tuple(ABLATIONS)  # the baseline and the seven changes (the checklist's one home: config.ABLATIONS)
 SECTION = "§1.13.4"
 
@@ -109,8 +265,7 @@ def runs_of_seed(scale: R.Scale, seed: int) -> list:
 # ------------------------------------------------------------------------ one run's numbers
 def _numbers(losses: list[float], norms: list[float], steps: list[int], val_end, diverged_at, cfg) -> dict:
     """The checklist numbers of one run from its per-step training loss and gradient norm
-    (recorded before clipping), as attnlab.experiments.ablate.checklist_row reads them."""
-    from ..experiments.ablate import clip_activity
+    (recorded before clipping), as checklist_row reads them."""
 
     jumps = [b - a for a, b in zip(losses, losses[1:]) if math.isfinite(a) and math.isfinite(b)]
     early = losses[: max(2, len(losses) // EARLY_PART)]
@@ -187,7 +342,6 @@ def measure(ctx: Context) -> Outcome:
 # ------------------------------------------------------------------------------ the table
 def tabulate(per_seed: dict, params: dict, unigram: float | None) -> dict:
     """The results (pure): the per-seed table, the parameter counts, and the checklist rows."""
-    from ..experiments.ablate import LABELS
 
     def mean(xs):
         xs = [x for x in xs if x is not None]
@@ -496,10 +650,6 @@ def judge(res: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------ the whys
-def _fmt(xs: list[float], signed: bool = True) -> str:
-    return ", ".join(f"{x:+.3f}" if signed else f"{x:.3g}" for x in xs)
-
-
 def _failed(cid: str, res: dict) -> str:
     """The parts of a claim that fail, with their numbers."""
     j, parts, _ = _evidence(res)[cid]
@@ -510,7 +660,7 @@ def _failed(cid: str, res: dict) -> str:
 def _why_no_scaling(res: dict) -> str:
     j, _, inputs = _evidence(res)["ablate_no_scaling"]
     return (
-        f"去掉缩放的差距 {_fmt(inputs['no_scaling_minus_baseline'])} 不在大模型灾难的一半（±{inputs['margin']:g}）之内 / "
+        f"去掉缩放的差距 {number_list(inputs['no_scaling_minus_baseline'], '+.3f')} 不在大模型灾难的一半（±{inputs['margin']:g}）之内 / "
         f"the gap without the scale is not within half the big model's collapse: {j.detail}"
     )
 
@@ -518,7 +668,7 @@ def _why_no_scaling(res: dict) -> str:
 def _why_residual(res: dict) -> str:
     j, _, inputs = _evidence(res)["ablate_no_residual"]
     return (
-        f"没有残差的模型并没有丢掉基线学到的一半以上：丢掉的比例 {_fmt(inputs['share_lost'], False)} / without "
+        f"没有残差的模型并没有丢掉基线学到的一半以上：丢掉的比例 {number_list(inputs['share_lost'])} / without "
         f"residuals the model keeps more than half of what the baseline learns: {j.detail}"
     )
 
@@ -537,7 +687,7 @@ def _why_untied(res: dict) -> str:
 def _why_positions(res: dict) -> str:
     _, _, inputs = _evidence(res)["ablate_no_positions"]
     return (
-        f"没有位置编码，验证 loss 并没有变差：同种子之差 {_fmt(inputs['val_minus_baseline'])} / without positions the "
+        f"没有位置编码，验证 loss 并没有变差：同种子之差 {number_list(inputs['val_minus_baseline'], '+.3f')} / without positions the "
         f"validation loss is not worse: {_failed('ablate_no_positions', res)}"
     )
 
@@ -547,8 +697,8 @@ def _why_spike(cid: str, key: str, words: str):
         _, _, inputs = _evidence(res)[cid]
         r = inputs[key]
         return (
-            f"{words}与基线同种子之比 {_fmt(r, False)}：没有超过 {SPIKE_RATIO:g} 倍，在批次噪声能给出的范围内，算不上"
-            f"尖刺 / ratios to the baseline {_fmt(r, False)}: not beyond {SPIKE_RATIO:g}×, no spike at this "
+            f"{words}与基线同种子之比 {number_list(r)}：没有超过 {SPIKE_RATIO:g} 倍，在批次噪声能给出的范围内，算不上"
+            f"尖刺 / ratios to the baseline {number_list(r)}: not beyond {SPIKE_RATIO:g}×, no spike at this "
             f"scale: {_failed(cid, res)}"
         )
 
@@ -585,8 +735,7 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.13.4",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],  # the committed record is judged without any run folder
+    runs_of_seed=runs_of_seed,
     why=WHY,
     seed_runs=lambda scale, seed, cid: [
         ablation_run(scale, c, seed) for c in dict.fromkeys(("baseline", CHANGE_OF.get(cid, "baseline")))

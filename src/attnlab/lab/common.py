@@ -9,19 +9,31 @@ number is measured once and then judged again from the JSON as often as asked.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..corpus import REPO_ROOT
 from ..io import read_json
 from ..runner import Finished, Run
-from .labbook import Context, NotAvailable
-from .runs import BOOK_SEED
-
-MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
+from .labbook import Context, NotAvailable, seed_table  # noqa: F401  (seed_table: entries read it here)
 
 
 def rnd(x: float | None, digits: int = 4) -> float | None:
     return None if x is None or not math.isfinite(x) else float(f"{x:.{digits}g}")
+
+
+def number_list(xs: Sequence[float | None], spec: str = ".3g", sep: str = ", ", empty: str = "") -> str:
+    """The one way a lab-book sentence lists numbers (one per seed, mostly): each written with ``spec``
+    ("+.3f" for differences, ".3g" for measurements), a missing one as "—", joined by ``sep`` ("、" in
+    Chinese text); ``empty`` when there are none."""
+    return sep.join("—" if x is None else format(x, spec) for x in xs) or empty
+
+
+def unchanged_margin(book: dict) -> float:
+    """The margin of "loss 不变": the largest loss difference the chapter itself calls 不变. Its
+    §1.11.7.5 table calls ④'s 4.708 vs 4.810 (0.102) and ③'s 4.808 vs 4.810 (0.002) "不变" and ②'s
+    4.668 vs 4.810 (0.142) "轻微变好", so "unchanged" spans at least 0.102 and stops short of 0.142:
+    a margin narrower than the book's own ④ would call its own example changed."""
+    return round(abs(book["divide_by_d_k"][1] - book["correct"][1]), 4)
 
 
 def final_val(f: Finished) -> float | None:
@@ -49,32 +61,6 @@ def committed(ctx: Context, name: str) -> dict:
             doc = read_json(p, hint="; run its command again", allow_nan=kind == "sweep")  # a diverged trial: NaN
             return check(kind, doc, p) if kind else doc
     raise NotAvailable(f"data/{name} not found: run its command first")
-
-
-def seed_table(
-    ctx: Context,
-    runs_of_seed: Callable[[int], Sequence[Run]],
-    measure: Callable[[list[Finished]], dict],
-    previous: dict | None,
-) -> dict[str, dict]:
-    """{seed: numbers} for every seed whose numbers the committed results hold (``previous``, the same
-    kind of table: kept as measured) or whose runs are on disk (measured now), in seed order. A seed
-    retrained on another machine therefore never silently replaces the numbers already judged.
-
-    The scale's own seeds come first; further seeds (BOOK_SEED + 3 …) count when their runs are
-    on disk, so the extra seeds ``--decide`` trains join the table without a change here."""
-    previous = previous or {}
-    out: dict[str, dict] = {}
-    for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
-        seed = BOOK_SEED + i
-        if str(seed) in previous:  # measured once, judged again from the JSON as often as asked
-            out[str(seed)] = previous[str(seed)]
-            continue
-        runs = list(runs_of_seed(seed))
-        found = [ctx.find(r) for r in runs]
-        if runs and all(f is not None for f in found):
-            out[str(seed)] = measure(found)
-    return out
 
 
 def column(table: dict[str, dict], key: str) -> list[float]:

@@ -36,7 +36,7 @@ from ..runner import Run
 from ..verdicts import claim
 from . import plot
 from . import runs as R
-from .common import committed, final_val, paired, pending, rnd, seed_table, untrained
+from .common import committed, final_val, number_list, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SECTION = "§1.18.5③"
@@ -125,7 +125,7 @@ def reach(heads: list[dict]) -> float:
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
-    from ..experiments.heads import analyze_model
+    from .portrait import analyze_model
 
     return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
 
@@ -189,8 +189,8 @@ def measure(ctx: Context) -> Outcome:
 # ------------------------------------------------------------------- §1.18.4: one layer
 def _poem_portrait(ctx: Context, f) -> list[dict]:
     """§1.8.5's head portrait (3 poems × 24 positions, as data/head_portrait.json)."""
-    from ..experiments.common import validation_text
-    from ..experiments.heads import POEMS, POSITIONS, poem_windows, portrait
+    from ..tools import validation_text
+    from .portrait import POEMS, POSITIONS, poem_windows, portrait
 
     cfg = f.run.cfg
     return portrait(f.model, f.tok, poem_windows(validation_text(ctx.text, cfg), POEMS, min(POSITIONS, cfg.block_size)))
@@ -447,19 +447,15 @@ def _judge_layers(res: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------ the whys
-def _fmt(xs: list[float], signed: bool = True) -> str:
-    return ", ".join(f"{x:+.3f}" if signed else f"{x:.3f}" for x in xs)
-
-
 def _why_long(res: dict) -> str:
     t, lg = res["per_seed"], res["long_per_seed"]
     both = [s for s in lg if s in t]
     return (
         "训练前的预测错了（我们的，不是书的）/ our prediction was wrong: 拉长后 4 层减 2 层的最终验证 loss "
-        f"{_fmt(_diff(lg, 'val_4', 'val_2'))}，不是每个种子都更低；两者都比 1500 步时差（4 层 "
-        f"{_fmt([lg[s]['val_4'] - t[s]['val_4'] for s in both])}，2 层 "
-        f"{_fmt([lg[s]['val_2'] - t[s]['val_2'] for s in both])}）：过拟合。4 层在训练集上拟合得更好（训练 loss 差 "
-        f"{_fmt(_diff(lg, 'train_4', 'train_2'))}），最好的验证 loss 差 {_fmt(_diff(lg, 'best_val_4', 'best_val_2'))}："
+        f"{number_list(_diff(lg, 'val_4', 'val_2'), '+.3f')}，不是每个种子都更低；两者都比 1500 步时差（4 层 "
+        f"{number_list([lg[s]['val_4'] - t[s]['val_4'] for s in both], '+.3f')}，2 层 "
+        f"{number_list([lg[s]['val_2'] - t[s]['val_2'] for s in both], '+.3f')}）：过拟合。4 层在训练集上拟合得更好（训练 loss 差 "
+        f"{number_list(_diff(lg, 'train_4', 'train_2'), '+.3f')}），最好的验证 loss 差 {number_list(_diff(lg, 'best_val_4', 'best_val_2'), '+.3f')}："
         "受限于数据，不是步数，“只是没训够”不成立 / stretched, four minus two layers' final val is not below 0 on "
         "every seed, and both end worse than at 1500 steps (overfit); four layers fit the training set better but "
         "do not generalise better: data-limited, not step-limited"
@@ -469,7 +465,7 @@ def _why_long(res: dict) -> str:
 def _why_slower(res: dict) -> str:
     t = res["per_seed"]
     return (
-        f"同样步数下 4 层的训练 loss 不比 2 层高：差 {_fmt(_diff(t, 'train_4', 'train_2'))} / four layers do not fit "
+        f"同样步数下 4 层的训练 loss 不比 2 层高：差 {number_list(_diff(t, 'train_4', 'train_2'), '+.3f')} / four layers do not fit "
         "worse after the same steps"
     )
 

@@ -13,7 +13,7 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.common import ExperimentError
+from ..tools import ExperimentError
 from ..verdicts import claim
 from . import plot
 from . import runs as R
@@ -30,7 +30,7 @@ def _layer0_best(heads: list[dict], key: str) -> float:
 
 
 def _measure(ctx: Context, fs: list) -> dict:
-    from ..experiments.heads import dynamics_of_run
+    from .portrait import dynamics_of_run
 
     (f,) = fs
     try:
@@ -48,7 +48,7 @@ def _measure(ctx: Context, fs: list) -> dict:
 
 def measure(ctx: Context) -> Outcome:
     from ..diagnostics import uniform_reference
-    from ..experiments.heads import POSITIONS
+    from .portrait import POSITIONS
 
     stored = (ctx.previous or {}).get("per_seed", {})
     table = seed_table(ctx, lambda s: [R.baseline(ctx.scale, s)], lambda fs: _measure(ctx, fs), stored)

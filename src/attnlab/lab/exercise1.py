@@ -24,7 +24,7 @@ from ..book import book_values
 from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
-from .common import final_val, paired, rnd, seed_table
+from .common import final_val, number_list, paired, rnd, seed_table
 from .labbook import Context, Experiment, Outcome
 
 SECTION = "§1.20.1"
@@ -204,15 +204,11 @@ def judge(res: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------ the whys
-def _fmt(xs: list[float]) -> str:
-    return ", ".join(f"{x:+.3f}" for x in xs)
-
-
 def _why_not_zero(res: dict) -> str:
     t = res["per_seed"]
     gaps = [row["d64_gap"] for row in t.values() if row.get("d64_gap") is not None]
     return (
-        f"d_head=64 的差距 {_fmt(gaps)}；与 d_head=256 之差 {_fmt(paired(t, 'd256_gap', 'd64_gap'))}："
+        f"d_head=64 的差距 {number_list(gaps, '+.3f')}；与 d_head=256 之差 {number_list(paired(t, 'd256_gap', 'd64_gap'), '+.3f')}："
         f"{_effect(gaps, SESOI_GAP).detail} / {_effect(paired(t, 'd256_gap', 'd64_gap'), SESOI_GAP).detail}"
     )
 
@@ -221,7 +217,7 @@ def _why_above(res: dict) -> str:
     t = res["per_seed"]
     d = paired(t, "d64_gap", "d32_gap")
     return (
-        f"d_head=64 的差距没有超过 d_head=32 的：同种子之差 {_fmt(d)} / the d_head 64 gap is not above the d_head 32 "
+        f"d_head=64 的差距没有超过 d_head=32 的：同种子之差 {number_list(d, '+.3f')} / the d_head 64 gap is not above the d_head 32 "
         f"gap: {_effect(d, SESOI_GAP).detail}"
     )
 
@@ -244,8 +240,7 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.20.1",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],  # the committed record is judged without any run folder
+    runs_of_seed=runs_of_seed,
     why=WHY,
     seed_runs=lambda scale, seed, cid: (
         runs_of_seed(scale, seed)

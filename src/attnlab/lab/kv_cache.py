@@ -172,8 +172,6 @@ EXPERIMENT = Experiment(
     "attnlab book --only §1.8.7",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],
+    runs_of_seed=runs_of_seed,
     why=WHY,
-    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
 )

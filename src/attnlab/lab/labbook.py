@@ -1,11 +1,16 @@
 """The lab book: every experiment of the chapter, declared as data, run as one.
 
-An :class:`Experiment` is one entry: its id, the chapter section it answers,
-the chapter's own statement, the command that reproduces it, the runs it needs
-(``attnlab.runner.Run`` list, possibly empty), ``measure(ctx) -> Outcome`` and a pure ``judge(results)``,
-which turns finished runs (or committed JSON, or a measurement) into results,
-claims and figures. The registry is :mod:`attnlab.lab` (one module per experiment); adding an
-experiment is one module there, one test file and one line in ``lab.ORDER``.
+An :class:`Experiment` is one entry: its id, the chapter section it answers, the chapter's own
+statement, the command that reproduces it, and what is its own: the runs of one seed
+(``runs_of_seed(scale, seed)``), the numbers of one seed's finished runs (``numbers(finished)``),
+a pure ``judge(results)``, and optionally the why of each FAIL, its figures (``draw``) and a table.
+The engine derives the rest: the run list (every seed's runs), the runs one more seed adds for
+``--decide``, the measurement (a per-seed table: numbers measured once, then kept in the entry's
+JSON and judged again as often as asked), its status (partial with fewer seeds than asked), "not
+run yet" and the figures' paths. An entry that measures something else (a benchmark, a committed
+result) gives ``measure(ctx) -> Outcome`` and ``runs`` itself instead. The registry is
+:mod:`attnlab.lab` (one module per experiment); adding an experiment is one module there, one
+test file and one line in ``lab.ORDER``.
 
 ``run_book`` collects the runs of the chosen experiments, executes them once
 through the runner (runs shared between experiments, or with the case study,
@@ -27,16 +32,17 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from .. import verdicts as V
 from ..errors import AttnlabError
-from ..experiments.common import environment, provenance
 from ..io import read_json, write_json, write_json_if_changed
 from ..runfolder import training_conditions, training_seconds
 from ..runner import SERIAL, ExecutorOptions, Finished, Run, execute, finished_history
 from ..runstore import RunStore, reproducibility_note
 from ..sequential import record as record_looks
+from ..tools import environment, provenance
 from .runs import Scale
 
 KIND = "lab_book_experiment"
@@ -117,16 +123,24 @@ class Context:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One lab-book entry (one module of attnlab.lab): ``measure(ctx)`` is the only part that opens
-    runs or models and returns results (per-seed numbers); ``judge(results)`` is pure and is what
-    ``attnlab report`` re-runs from the JSON."""
+    """One lab-book entry (one module of attnlab.lab). ``numbers`` (or ``measure``) is the only part
+    that opens runs or models; ``judge(results)`` is pure and is what ``attnlab report`` re-runs from
+    the JSON.
+
+    The usual entry gives ``runs_of_seed`` and ``numbers``: its results are then ``{"per_seed": {seed:
+    numbers}}`` (with ``headers`` and ``rows`` first when it gives ``table``), and ``runs``,
+    ``seed_runs``, ``min_runs`` and ``measure`` are derived (:func:`measure_seeds`)."""
 
     id: str
     section: str  # the chapter's section, e.g. "§1.7.8"
     title: str  # 中文 / English
     statement: str  # what the chapter says, with its numbers
     command: str  # the exact command that reproduces this entry
-    runs: Callable[[Scale], list[Run]] = lambda scale: []
+    runs_of_seed: Callable[[Scale, int], list[Run]] | None = None  # the runs of one seed
+    numbers: Callable[[list[Finished]], dict] | None = None  # one seed's finished runs -> its numbers
+    # the table of the results: column header -> the cell of one seed's numbers (the seed comes first)
+    table: dict[str, Callable[[dict], object]] | None = None
+    runs: Callable[[Scale], list[Run]] | None = None  # default: runs_of_seed of every seed of the scale
     min_runs: Callable[[Scale], list[Run]] | None = None  # enough for a partial result
     order: tuple = ()  # sort key in the chapter's order (from section if empty)
     prediction: str = ""  # written before the runs, shown even while they are not run
@@ -142,11 +156,91 @@ class Experiment:
     draw: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
+        derive = partial(object.__setattr__, self)  # frozen: the derived parts are set once, here
+        per_seed = self.runs_of_seed
+        if self.runs is None:
+            derive(
+                "runs",
+                (lambda scale: [r for s in scale.seed_list() for r in per_seed(scale, s)]) if per_seed else _no_runs,
+            )
+        if per_seed is not None:
+            if self.seed_runs is None:
+                derive("seed_runs", lambda scale, seed, claim_id: per_seed(scale, seed))
+            if self.min_runs is None:  # the stored numbers are judged without any run folder
+                derive("min_runs", _no_runs)
+            if self.measure is None and self.numbers is not None:
+                derive("measure", partial(measure_seeds, self))
         if self.measure is None or self.judge is None:
-            raise ValueError(f"experiment {self.id}: give measure and judge")
+            raise ValueError(f"experiment {self.id}: give judge, and runs_of_seed with numbers (or measure)")
 
     def key(self) -> tuple:
         return self.order or section_key(self.section)
+
+
+def _no_runs(scale: Scale) -> list[Run]:
+    return []
+
+
+# ------------------------------------------------------------------- the derived measurement
+MAX_SEEDS = 30  # seeds looked for on disk beyond the scale's own (extra seeds of --decide)
+
+
+def seed_table(
+    ctx: Context,
+    runs_of_seed: Callable[[int], Sequence[Run]],
+    measure: Callable[[list[Finished]], dict],
+    previous: dict | None,
+) -> dict[str, dict]:
+    """{seed: numbers} for every seed whose numbers the committed results hold (``previous``, the same
+    kind of table: kept as measured) or whose runs are on disk (measured now), in seed order. A seed
+    retrained on another machine therefore never silently replaces the numbers already judged.
+
+    The scale's own seeds come first; further seeds (BOOK_SEED + 3 …) count when their runs are
+    on disk, so the extra seeds ``--decide`` trains join the table without a change here."""
+    from .runs import BOOK_SEED
+
+    previous = previous or {}
+    out: dict[str, dict] = {}
+    for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
+        seed = BOOK_SEED + i
+        if str(seed) in previous:  # measured once, judged again from the JSON as often as asked
+            out[str(seed)] = previous[str(seed)]
+            continue
+        runs = list(runs_of_seed(seed))
+        found = [ctx.find(r) for r in runs]
+        if runs and all(f is not None for f in found):
+            out[str(seed)] = measure(found)
+    return out
+
+
+def figure_paths(e: Experiment, results: dict) -> list[str]:
+    """The figures ``e.draw`` makes of ``results``, as paths relative to the root
+    (figures/lab_book/<id>_<name>; report.lab_book_figures draws and saves them)."""
+    if e.draw is None:
+        return []
+    from .plot import plt
+
+    names = []
+    for name, fig in e.draw(results).items():
+        plt().close(fig)
+        names.append(str(FIG_DIR / f"{e.id}_{name}"))
+    return names
+
+
+def measure_seeds(e: Experiment, ctx: Context) -> Outcome:
+    """The measurement of an entry that gives ``runs_of_seed`` and ``numbers``: one seed's numbers per
+    seed (:func:`seed_table`), the table of them when the entry gives one, its figures; partial with
+    fewer seeds than the scale asks; not run yet with none."""
+    per_seed = seed_table(ctx, lambda s: e.runs_of_seed(ctx.scale, s), e.numbers, (ctx.previous or {}).get("per_seed"))
+    if not per_seed:
+        raise NotAvailable(f"未运行 / not run yet: no finished run and no stored numbers (`{e.command}`)")
+    results: dict = {}
+    if e.table:
+        results["headers"] = ["种子 / seed", *e.table]
+        results["rows"] = [[int(s), *(cell(row) for cell in e.table.values())] for s, row in per_seed.items()]
+    results["per_seed"] = per_seed
+    status = "done" if len(per_seed) >= ctx.scale.seeds else "partial"
+    return Outcome(results=results, figures=figure_paths(e, results), status=status)
 
 
 def section_key(section: str) -> tuple:

@@ -28,7 +28,7 @@ from ..runner import Run
 from ..verdicts import claim
 from . import plot
 from . import runs as R
-from .common import column, final_val, paired, pending, rnd, seed_table, untrained
+from .common import column, final_val, number_list, paired, pending, rnd, seed_table, untrained
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 # §1.9's schemes, and a control on the sinusoidal one: the table added to token embeddings scaled by
@@ -72,7 +72,7 @@ def position_runs(scale: R.Scale, kind: str, seed: int) -> Run:
 
 
 def _portrait(ctx: Context, f) -> list[dict]:
-    from ..experiments.heads import analyze_model
+    from .portrait import analyze_model
 
     return analyze_model(f.model, f.tok, ctx.text, ablate=False)["heads"]
 
@@ -112,7 +112,7 @@ def _mean(xs: list[float]) -> float | None:
 
 def measure(ctx: Context) -> Outcome:
     from ..diagnostics import uniform_reference
-    from ..experiments.heads import POSITIONS
+    from .portrait import POSITIONS
 
     stored = (ctx.previous or {}).get("per_seed", {})
     groups = {"schemes": tuple(POS_KINDS), "control": (CONTROL,)}
@@ -393,9 +393,9 @@ def shuffled_prefix_loss(model, batches, seed: int = 0) -> dict:
 
 
 def _batches(ctx: Context, f_or_cfg, n: int):
-    from ..experiments.common import validation_batches
     from ..runner import Finished
     from ..tokenizer import CharTokenizer
+    from ..tools import validation_batches
 
     if isinstance(f_or_cfg, Finished):
         return validation_batches(ctx.text, f_or_cfg.tok, f_or_cfg.run.cfg, n)
@@ -515,17 +515,13 @@ def judge_order_blind(res: dict) -> list[dict]:
     ]
 
 
-def _csv(xs: list[float]) -> str:
-    return ", ".join(f"{x:.3g}" for x in xs) or "—"
-
-
 def _why_equivariant(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
         f"书错了 / the book is wrong here: a causal decoder is not permutation equivariant. Permuting the positions moves "
-        f"the outputs of the chapter's model without positions by {_csv(column(t, 'init_equiv_dev'))} of the blocks' "
-        f"update (as initialised; trained: {_csv(column(t, 'nopos_equiv_dev'))}), the same weights without the causal "
-        f"mask by {_csv(column(t, 'init_equiv_dev_nomask'))}: the mask lets position i see exactly i + 1 inputs, so "
+        f"the outputs of the chapter's model without positions by {number_list(column(t, 'init_equiv_dev'), empty='—')} of the blocks' "
+        f"update (as initialised; trained: {number_list(column(t, 'nopos_equiv_dev'), empty='—')}), the same weights without the causal "
+        f"mask by {number_list(column(t, 'init_equiv_dev_nomask'), empty='—')}: the mask lets position i see exactly i + 1 inputs, so "
         "the stack knows how far along it is (§1.9.1's experiment has no mask)"
     )
 
@@ -534,20 +530,16 @@ def _why_order_blind(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
         f"书错了 / the book is wrong here: the model without positions uses the order — shuffling the characters before "
-        f"the current one raises its loss by {_csv(column(t, 'nopos_shuffle_diff'))} nats (with learned positions: "
-        f"{_csv(column(t, 'learned_shuffle_diff'))}); the causal mask tells it how many characters precede each one"
+        f"the current one raises its loss by {number_list(column(t, 'nopos_shuffle_diff'), empty='—')} nats (with learned positions: "
+        f"{number_list(column(t, 'learned_shuffle_diff'), empty='—')}); the causal mask tells it how many characters precede each one"
     )
 
 
 # ------------------------------------------------------------------- the why of each FAIL
-def _list(xs: list[float], digits: int = 3) -> str:
-    return "、".join(f"{x:.{digits}g}" for x in xs)
-
-
 def _why_needed(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
-        f"同一种子下 none − learned = {_list(paired(t, 'val_none', 'val_learned'))}：去掉位置编码没有让验证 loss "
+        f"同一种子下 none − learned = {number_list(paired(t, 'val_none', 'val_learned'), sep='、')}：去掉位置编码没有让验证 loss "
         f"变差 {SESOI_LOSS} 以上 / without positions the loss is not worse by {SESOI_LOSS} or more"
     )
 
@@ -555,7 +547,7 @@ def _why_needed(r: dict) -> str:
 def _why_order(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
-        f"书的问题 / finding about the book: 没有位置编码的模型，最大前一位权重 {_list(column(t, 'prev_all_none'))}，"
+        f"书的问题 / finding about the book: 没有位置编码的模型，最大前一位权重 {number_list(column(t, 'prev_all_none'), sep='、')}，"
         f"顺序无关的均匀注意力是 {r['uniform_prev']:.3f}：有头学会了“看前一位”。因果掩码本身就泄露了位置（位置 i "
         "只能看到 i + 1 个字），所以模型并非“完全”学不会顺序 / the no-position model's largest previous-token "
         f"weight is above uniform attention's {r['uniform_prev']:.3f}: the causal mask itself leaks position "
@@ -566,7 +558,7 @@ def _why_order(r: dict) -> str:
 def _why_head(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
-        f"层 0 最大前一位权重：learned {_list(column(t, 'l0_prev_learned'))}，none {_list(column(t, 'l0_prev_none'))}："
+        f"层 0 最大前一位权重：learned {number_list(column(t, 'l0_prev_learned'), sep='、')}，none {number_list(column(t, 'l0_prev_none'), sep='、')}："
         "没有位置编码时前一位头照样出现（或有位置编码时也没出现）/ the previous-token head does not depend on "
         "positions here"
     )
@@ -581,11 +573,11 @@ def _why_schemes(r: dict) -> str:
         "协议差异，由对照实验检验 / protocol, tested by a control run: 正弦位置表按原样加到词向量上，每个位置向量的范数是 "
         f"{r['pos_norm']:.1f}，而词向量初始化的范数只有 {r['emb_norm']:.2f}：位置信号比字本身大 {ratio:.0f} 倍，把字淹没了"
         f"（验证 loss {m['sinusoidal']:.2f}，不用位置编码是 {m['none']:.2f}）。对照：像原始 Transformer 那样把词向量乘 "
-        f"√d_model（Config.emb_scale），其余不变，{len(ctrl)} 个种子 {_list(ctrl, 4)}，与可学习（{m['learned']:.2f}）、"
+        f"√d_model（Config.emb_scale），其余不变，{len(ctrl)} 个种子 {number_list(ctrl, '.4g', sep='、')}，与可学习（{m['learned']:.2f}）、"
         f"RoPE（{m['rope']:.2f}）比较见 sinusoidal_scale_control。这条论断按本章模型的写法判定 / the sinusoidal table is "
         f"added as is (norm {r['pos_norm']:.1f} per position) to token embeddings of norm {r['emb_norm']:.2f}: position "
         f"drowns the characters {ratio:.0f} to 1 (val {m['sinusoidal']:.2f}; no positions {m['none']:.2f}). The "
-        f"control, token embeddings x sqrt(d_model): {_list(ctrl, 4)} against learned {m['learned']:.2f} and RoPE "
+        f"control, token embeddings x sqrt(d_model): {number_list(ctrl, '.4g', sep='、')} against learned {m['learned']:.2f} and RoPE "
         f"{m['rope']:.2f} (sinusoidal_scale_control). The claim is judged on this chapter's model as written"
     )
 
@@ -593,8 +585,8 @@ def _why_schemes(r: dict) -> str:
 def _why_control(r: dict) -> str:
     t = r.get("per_seed") or {}
     return (
-        f"对照 − 可学习 {_list(paired(t, f'val_{CONTROL}', 'val_learned'))}，对照 − RoPE "
-        f"{_list(paired(t, f'val_{CONTROL}', 'val_rope'))}：放大词向量之后正弦编码仍不在 ±{MARGIN_SCHEMES} 之内，"
+        f"对照 − 可学习 {number_list(paired(t, f'val_{CONTROL}', 'val_learned'), sep='、')}，对照 − RoPE "
+        f"{number_list(paired(t, f'val_{CONTROL}', 'val_rope'), sep='、')}：放大词向量之后正弦编码仍不在 ±{MARGIN_SCHEMES} 之内，"
         "尺度不是（全部的）原因 / with the embeddings scaled the sinusoidal model is still not within "
         f"±{MARGIN_SCHEMES}: the scale is not (all of) the reason"
     )

@@ -22,7 +22,7 @@ from ..experiments.claims import runs as case_runs
 from ..verdicts import claim
 from . import plot
 from . import runs as R
-from .common import column, committed, final_val, paired, rnd, seed_table
+from .common import column, committed, final_val, number_list, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SIZES = ("small", "big")
@@ -331,15 +331,11 @@ def judge(res: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------- the why of each FAIL
-def _list(xs: list[float], digits: int = 3) -> str:
-    return "、".join(f"{x:.{digits}g}" for x in xs)
-
-
 def _why_small(r: dict) -> str:
     t = _with_gaps(r.get("per_seed") or {})
     return (
         "我们的预测错了（不是书的）/ our prediction was wrong: 同一种子下有 QK-norm 的小模型差距 "
-        f"{_list(column(t, 'gap_small'))}，无 QK-norm {_list(column(t, 'noqk_gap_small'))}；QK-norm 没有把差距拉大到"
+        f"{number_list(column(t, 'gap_small'), sep='、')}，无 QK-norm {number_list(column(t, 'noqk_gap_small'), sep='、')}；QK-norm 没有把差距拉大到"
         f"书中 {r['book_small_gap']} 的一半以上 / with QK-norm the small gap did not widen by half the book's "
         f"{r['book_small_gap']} over the same seed without it"
     )
@@ -348,7 +344,7 @@ def _why_small(r: dict) -> str:
 def _why_big(r: dict) -> str:
     t = _with_gaps(r.get("per_seed") or {})
     return (
-        f"我们的预测错了（不是书的）/ our prediction was wrong: 有 QK-norm 时大模型差距 {_list(column(t, 'gap_big'))}，"
+        f"我们的预测错了（不是书的）/ our prediction was wrong: 有 QK-norm 时大模型差距 {number_list(column(t, 'gap_big'), sep='、')}，"
         f"不到 {SESOI_BIG_GAP}：可学的 LayerNorm 增益让不缩放的模型把温度调了回来 / the big gap with QK-norm is "
         f"below {SESOI_BIG_GAP}: the learnable norm gains let the unscaled model bring its temperature back"
     )
@@ -358,9 +354,9 @@ def _why_bounds(r: dict) -> str:
     t = r.get("per_seed") or {}
     d = r["d_head"]["big"]
     return (
-        f"不缩放的大模型训练后 logits 标准差 {_list(column(t, 'std_end_big_unscaled'))}（无 QK-norm 时 "
-        f"{_list(column(t, 'noqk_std_end_big_unscaled'))}），解析上界 d_head = {d}；层 0 增益 rms(g_q·g_k) "
-        f"{_list(column(t, 'gain_rms_big_unscaled'))}：超过上界说明增益长大了，QK-norm 没有把尺度钉死 / the "
+        f"不缩放的大模型训练后 logits 标准差 {number_list(column(t, 'std_end_big_unscaled'), sep='、')}（无 QK-norm 时 "
+        f"{number_list(column(t, 'noqk_std_end_big_unscaled'), sep='、')}），解析上界 d_head = {d}；层 0 增益 rms(g_q·g_k) "
+        f"{number_list(column(t, 'gain_rms_big_unscaled'), sep='、')}：超过上界说明增益长大了，QK-norm 没有把尺度钉死 / the "
         f"unscaled big model's logit std after training against the bound d_head = {d} (without QK-norm in the "
         "second list); above it, the norm gains grew and QK-norm did not pin the scale"
     )
@@ -372,7 +368,7 @@ def _why_init(size: str, scaled: bool):
         tag = "scaled" if scaled else "unscaled"
         want = 1.0 if scaled else math.sqrt(r["d_head"][size])
         return (
-            f"初始 logits 标准差 {_list(column(t, f'std_init_{size}_{tag}'))}，不在 {want:.3g} 的 ±{INIT_TOL:.0%} 之内："
+            f"初始 logits 标准差 {number_list(column(t, f'std_init_{size}_{tag}'), sep='、')}，不在 {want:.3g} 的 ±{INIT_TOL:.0%} 之内："
             "QK-norm 的实现或测量有误 / the init logit std is off its expectation: the QK-norm or the "
             "measurement is wrong"
         )

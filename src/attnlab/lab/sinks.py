@@ -32,7 +32,7 @@ from ..diagnostics import SINK_THRESHOLD, sink_baseline, sink_share
 from ..verdicts import claim
 from . import plot
 from . import runs as R
-from .common import rnd, seed_table
+from .common import number_list, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
 
 SIZES = ("small", "big")
@@ -405,7 +405,7 @@ def judge(res: dict) -> list[dict]:
 
 
 def _values(res: dict, size: str, tag: str, key: str) -> str:
-    return ", ".join("—" if r.get(key) is None else f"{r[key]:.3g}" for _, r in _runs(res, size, tag)) or "—"
+    return number_list([r.get(key) for _, r in _runs(res, size, tag)], empty="—")
 
 
 WHY = {
@@ -495,11 +495,9 @@ EXPERIMENT = Experiment(
     "attnlab book --only sinks",
     measure=measure,
     judge=judge,
-    runs=lambda scale: [r for s in scale.seed_list() for r in runs_of_seed(scale, s)],
-    min_runs=lambda scale: [],
+    runs_of_seed=runs_of_seed,
     order=(1, 12, 4, 1),
     prediction=PREDICTION,
     why=WHY,
-    seed_runs=lambda scale, seed, claim_id: runs_of_seed(scale, seed),
     draw=draw,
 )
