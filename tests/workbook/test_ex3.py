@@ -33,7 +33,7 @@ def test_probe_texts_are_the_portraits_evaluation_set():
     from attnlab.checkpoint import load_checkpoint
     from attnlab.corpus import load_corpus
     from attnlab.experiments.common import validation_text
-    from attnlab.experiments.heads import poem_windows
+    from attnlab.lab.portrait import poem_windows
 
     _, _, cfg = load_checkpoint(ex3.SHIPPED / "case" / "small_scaled_s20261014" / "ckpt.pt")
     assert tuple(poem_windows(validation_text(load_corpus(), cfg))) == ex3.PROBE_TEXTS[:3]
