@@ -62,7 +62,7 @@ def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     """No claim-by-claim list: a few lines, Chinese first, saying what ran, the headline, what a quick
     verdict means and what `make case` adds, with its time as `case --plan` estimates it."""
     from attnlab.lab import EXPERIMENTS
-    from attnlab.lab.plan import _duration, case_plan
+    from attnlab.lab.plan import case_plan, duration
 
     printed = PRINTED["stdout"].splitlines()
     last = max(i for i, line in enumerate(printed) if "报告已写出 / report written" in line)
@@ -74,7 +74,7 @@ def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     assert "冒烟测试" in text and "not evidence" in text and "规模差异 / scale difference" in text
     make = next(line for line in tail if "make case" in line)
     plan = case_plan(CaseSettings(), Path("mine"), EXPERIMENTS)  # its execution: local
-    assert f"约 / about {_duration(plan.wall_s)}" in make and f"{len(plan.todo) + len(plan.finished)} 次训练" in make
+    assert f"约 / about {duration(plan.wall_s)}" in make and f"{len(plan.todo) + len(plan.finished)} 次训练" in make
 
 
 def test_quick_case_measures_book_steps_on_fixed_validation_batches(quick_case):

@@ -140,14 +140,14 @@ def full_case_plan(args) -> dict | None:
     from ..errors import AttnlabError
     from ..experiments.case import CaseSettings
     from ..lab import EXPERIMENTS
-    from ..lab.plan import _core, _duration, case_plan
+    from ..lab.plan import case_plan, core, duration
 
     try:
         settings = replace(CaseSettings(), execution=common.executor_options(args))
         p = case_plan(settings, Path("mine"), EXPERIMENTS)
     except (AttnlabError, OSError, ValueError):
         return None
-    return {"runs": len(p.todo) + len(p.finished), "wall": _duration(p.wall_s), "core": _core(p.core_s)}
+    return {"runs": len(p.todo) + len(p.finished), "wall": duration(p.wall_s), "core": core(p.core_s)}
 
 
 def main(args) -> int:
