@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from attnlab.config import Config
-from attnlab.experiments import claims as C
-from attnlab.experiments.case import CaseSettings, observe_first_attention, summary_lines
+from attnlab.lab.case import claims as C
+from attnlab.lab.case.run import CaseSettings, observe_first_attention, summary_lines
 from attnlab.model import TinyGPT
 from attnlab.verdicts import REASON_LABELS
 
@@ -86,7 +86,7 @@ def test_a_short_run_s_collapse_fail_is_scale_and_names_its_steps(committed):
 
 
 def test_the_full_case_trains_the_book_s_run_and_scale_reason_names_its_sizes(committed):
-    """The full case's settings (experiments.case_settings, below both case and claims) train the book's
+    """The full case's settings (lab.case.settings, below both case and claims) train the book's
     1500 steps, and the sizes scale_reason names for the full case are those settings'."""
     full = CaseSettings()
     assert full.steps == C.BOOK_RUN_STEPS

@@ -109,7 +109,7 @@ def add_parser(sub):
 
 def seed_settings(args, settings):
     """``settings`` with the seed counts the options ask for; a count beyond what it builds on is refused."""
-    from ..experiments.case import BOOK_SEED
+    from ..lab.case.run import BOOK_SEED
 
     n = args.seeds or len(settings.seeds)
     big = args.big_seeds or min(settings.big_seeds, n)
@@ -138,8 +138,8 @@ def full_case_plan(args) -> dict | None:
     """What ``make case`` (``attnlab case --out mine``) would train, costed as ``case --plan`` costs it,
     for a quick run's summary; None where no estimate can be made."""
     from ..errors import AttnlabError
-    from ..experiments.case import CaseSettings
     from ..lab import EXPERIMENTS
+    from ..lab.case.run import CaseSettings
     from ..lab.plan import case_plan, core, duration
 
     try:
@@ -153,7 +153,7 @@ def full_case_plan(args) -> dict | None:
 def main(args) -> int:
     import time
 
-    from ..experiments.case import (
+    from ..lab.case.run import (
         CaseSettings,
         check_not_smaller,
         claim_counts,

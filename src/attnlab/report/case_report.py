@@ -17,9 +17,9 @@ from .. import claims_registry as R
 from .. import stats
 from .. import verdicts as V
 from ..book import book_values
-from ..experiments import claims as C
 from ..experiments.common import fmt
 from ..io import write_text
+from ..lab.case import claims as C
 from .figures import case_figures
 from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
@@ -306,7 +306,7 @@ def _smoke(pg: _Page, res: dict) -> None:
     S, claims = res["config"]["settings"], res["claims"]
     if S["steps"] >= C.BOOK_RUN_STEPS:
         return
-    from ..experiments.case import CaseSettings
+    from ..lab.case.run import CaseSettings
 
     full = CaseSettings()
     scale = sum(1 for c in claims if (c.get("reason") or {}).get("category") == "scale")

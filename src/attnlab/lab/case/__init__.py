@@ -1,12 +1,16 @@
-"""§1.2–§1.4: the case study, an entry of the lab book like the others.
+"""§1.2–§1.4: the case study, an entry of the lab book like the others, wholly in this package.
 
-Runs: the case's own runs are trained by ``attnlab case`` (experiments/case.py: ``case_runs``, its
-measure ``CaseMeasure`` and its pure judge); this entry adds the pair trained 10000 steps (§1.22.2),
+The package: this module is the entry; :mod:`.run` is what ``attnlab case`` runs (the case's runs,
+``case_runs``, trained in batches into one result, data/ch1_case.json, its measure ``CaseMeasure``);
+:mod:`.claims` is the case's pure judge (its 31 claims); :mod:`.settings` its sizes. The report is
+``attnlab.report.case_report`` (a layer above).
+
+Runs: the case's own runs are trained by ``attnlab case`` (:mod:`.run`); this entry adds the pair trained 10000 steps (§1.22.2),
 which only ``attnlab book --decide`` trains. Measured: the case's committed document
 (data/ch1_case.json, its ``source``), and a per-seed table of what the case's own statements in other
 sections read of the same runs (the gradient norm, layer 1, the end losses, the long pair), kept in
 this entry's JSON so a seed measured once is judged again from it. Judged: the case's claims
-(``experiments.case.judge``) on the source, and these statements on the table:
+(``lab.case.run.judge``) on the source, and these statements on the table:
 
   §1.18.3    "梯度范数掉到 10⁻⁴ 以下并且不回升 … 本章案例里不缩放那一边就是这样": the big unscaled model's
              global gradient norm
@@ -26,17 +30,17 @@ import math
 import statistics
 from dataclasses import replace
 
-from .. import stats as S
-from ..book import book_values
-from ..config import Config
-from ..corpus import REPO_ROOT
-from ..experiments import case as X
-from ..experiments.case import member_runs, stored_runs
-from ..runner import Finished, Run
-from ..verdicts import claim
-from . import runs as R
-from .common import column, final_val, rnd, seed_table
-from .labbook import Context, Experiment, NotAvailable, Outcome
+from ... import stats as S
+from ...book import book_values
+from ...config import Config
+from ...corpus import REPO_ROOT
+from ...runner import Finished, Run
+from ...verdicts import claim
+from .. import runs as R
+from ..common import column, final_val, rnd, seed_table
+from ..labbook import Context, Experiment, NotAvailable, Outcome
+from . import run as X
+from .run import member_runs, stored_runs
 
 SOURCE = "data/ch1_case.json"
 COMMAND = "attnlab case"
@@ -129,8 +133,8 @@ def seed_runs(scale: R.Scale, seed: int, claim_id: str) -> list[Run]:
 
 def est_seconds(runs: list[Run]) -> float:
     """One-thread training time from the runs' configs (the planner's calibration)."""
-    from ..runner import train_cost
-    from .decide import DEFAULT_S_PER_COST
+    from ...runner import train_cost
+    from ..decide import DEFAULT_S_PER_COST
 
     return sum(train_cost(r.cfg) * DEFAULT_S_PER_COST for r in runs)
 
@@ -267,7 +271,7 @@ def rows(t: dict) -> list[list]:
 
 
 def _source_bytes(ctx: Context) -> tuple:
-    from ..io import JSON_MAX_BYTES, read_bounded
+    from ...io import JSON_MAX_BYTES, read_bounded
 
     for p in (ctx.root / SOURCE, REPO_ROOT / SOURCE):
         if p.is_file():
@@ -276,7 +280,7 @@ def _source_bytes(ctx: Context) -> tuple:
 
 
 def measure(ctx: Context) -> Outcome:
-    from ..schemas import load
+    from ...schemas import load
 
     scale = ctx.scale
     path, raw = _source_bytes(ctx)
@@ -539,7 +543,7 @@ def _long_answer(res: dict, t: dict) -> S.Judgement:
 
 
 def judge(doc: dict) -> list[dict]:
-    """The case's own claims (``experiments.case.judge``) on the source document, then the statements
+    """The case's own claims (``lab.case.run.judge``) on the source document, then the statements
     read of the same runs, on this entry's results (labbook.judge_input hands both)."""
     claims = X.judge(doc["source"])
     for c in claims:  # in place: a claim keeps the judgement it was made from (attnlab.sequential.record)

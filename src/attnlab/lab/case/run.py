@@ -26,36 +26,29 @@ from pathlib import Path
 
 import torch
 
-from ..config import PRESETS, Config
-from ..corpus import DEFAULT_CORPUS, load_corpus, repo_relative
-from ..diagnostics import DIAG_KEYS
-from ..errors import AttnlabError, CheckpointError
-from ..io import check_writable, write_json
-from ..model import TinyGPT, generate
-from ..runner import Run, execute
-from ..tokenizer import CharTokenizer
-from ..train import History, get_batch, split_data
-from ..verdicts import count_line
+from ...config import PRESETS, Config
+from ...corpus import DEFAULT_CORPUS, load_corpus, repo_relative
+from ...diagnostics import DIAG_KEYS
+from ...errors import AttnlabError, CheckpointError
+from ...experiments.common import environment, provenance
+from ...io import check_writable, write_json
+from ...model import TinyGPT, generate
+from ...runner import Run, execute
+from ...tokenizer import CharTokenizer
+from ...train import History, get_batch, split_data
+from ...verdicts import count_line
+from ..common import unigram_entropy
+from ..runs import BOOK_STEPS, DYNAMICS_STEPS, KEEP_WEIGHTS, member_runs, runs_by_name
+from ..runs import keep_case_weights as case_run
 from . import claims as C
-from .case_settings import BOOK_SEED, CaseSettings
-from .claims import check_claims, runs_by_name
-from .claims import runs as member_runs
-from .common import environment, provenance
+from .claims import check_claims
+from .settings import BOOK_SEED, CaseSettings
 
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
-# the case document's accessors, for the lab book: a pair member's runs on every seed, and every run by name;
-# and the case's settings (their home is case_settings, below claims, which reads the full case's sizes)
-__all__ = ["BOOK_SEED", "CaseSettings", "member_runs", "runs_by_name"]
-
-
-# The weights entering these steps are kept beside every case run (checkpoint.KeepWeights):
-# §1.12.1's table (222 … 1480), judged over several fixed validation batches, and the head
-# dynamics of §1.12.4 (100, 500; 1500 is the trained model).
-BOOK_STEPS = C.BOOK_STEPS
-DYNAMICS_STEPS = (100, 500, C.BOOK_RUN_STEPS)
-KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, *DYNAMICS_STEPS[:-1]}))
+# the case document's accessors and the case's settings, for the CLI and the lab book
+__all__ = ["BOOK_SEED", "DYNAMICS_STEPS", "KEEP_WEIGHTS", "CaseSettings", "case_run", "member_runs", "runs_by_name"]
 
 
 class CaseError(AttnlabError):
@@ -110,7 +103,7 @@ def init_sweep(
     book's sweep ties d_model to d_head, so Var(q_i) = d_model σ² grows with d_head too;
     holding d_model separates the two). Statistics then pool every head.
     """
-    from ..diagnostics import jacobian_frobenius, masked_std, weight_entropy
+    from ...diagnostics import jacobian_frobenius, masked_std, weight_entropy
 
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(2, 300, (8, 32), generator=gen)
@@ -159,7 +152,7 @@ def init_sweep(
 def qk_scale(model: TinyGPT, x: torch.Tensor) -> list[dict]:
     """§1.7.7 per layer on one batch: q std, k std, std and max |.| of the logits
     actually fed to the softmax (causal entries), and ||W_qkv||_F."""
-    from ..diagnostics import masked_std
+    from ...diagnostics import masked_std
 
     was = model.training
     model.eval()
@@ -230,11 +223,6 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     return [g for g in (small, big, wd) if g], pairs
 
 
-def case_run(name: str, cfg: Config, keep_weights: tuple[int, ...] = KEEP_WEIGHTS) -> Run:
-    """One run of the case: its folder is runs/case/NAME, and it keeps the weights of KEEP_WEIGHTS."""
-    return Run(name, cfg, group="case", keep_weights=keep_weights)
-
-
 def big_name(scaled: bool, seed: int, first_seed: int) -> str:
     tag = "scaled" if scaled else "unscaled"
     return f"big_{tag}" if seed == first_seed else f"big_{tag}_s{seed}"
@@ -303,15 +291,6 @@ def compact_summary(history: History, window: int, digits: int = 5) -> dict:
     return full
 
 
-def unigram_entropy(text: str, tok: CharTokenizer) -> float:
-    """Entropy (nats) of the token frequencies of ``text``: what a model that learns character
-    frequencies alone reaches."""
-    ids = torch.tensor(tok.encode(text), dtype=torch.long)
-    p = torch.bincount(ids).double()
-    p = p[p > 0] / p.sum()
-    return float(-(p * p.log()).sum())
-
-
 def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
     """The order the case trains in, one batch after another: the book's own protocol first (the
     small pair on the first three seeds, §1.19.2, and both pairs' first seed), then each further
@@ -351,7 +330,7 @@ def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
 def check_run_folders(runs: list[Run], root: Path) -> None:
     """Every run folder under ``root`` that holds another config's run is refused before any
     training starts (runner.ForeignRun), not after the batches before it have trained."""
-    from ..runner import _check_resumable, finished_history
+    from ...runner import _check_resumable, finished_history
 
     for r in runs:
         d = r.dir(root)
@@ -588,7 +567,7 @@ def _reused_config(
 
 def _train_stage(stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, shown, state) -> dict:
     """Train one batch of runs; ``state`` keeps the names done, trained (config, steps) and reused."""
-    from ..runner import steps_on_disk
+    from ...runner import steps_on_disk
 
     label = stages[k][0]
     if progress:
@@ -660,9 +639,9 @@ def run_case(
     (``settings.seeds`` longer than ``base``'s), the unscaled big member on more seeds than the
     scaled one included.
     """
-    from ..perf import measure_rates
-    from ..runner import Finished, finished_history
-    from ..train import resolve_device
+    from ...perf import measure_rates
+    from ...runner import Finished, finished_history
+    from ...train import resolve_device
 
     progress = settings.execution.progress if progress is None else progress  # the runner's bar and the case's
     out = Path(out)
@@ -784,7 +763,7 @@ def run_case(
 
 def _bar_desc(k: int, n_stages: int, done: int, n_runs: int, shown: dict) -> str:
     """The progress bar's label: the batch training, the runs done, and what the report shows."""
-    from ..verdicts import FAIL, INCONCLUSIVE, PASS, counts
+    from ...verdicts import FAIL, INCONCLUSIVE, PASS, counts
 
     if shown.get("claims"):
         c = counts(shown["claims"]).get("book", {})
@@ -807,7 +786,7 @@ def _floor_timings(
     runs and steps already on disk left out), from the rates measured before training."""
     import os
 
-    from ..perf import floor_of
+    from ...perf import floor_of
 
     cores = os.cpu_count() or 1
     if device.type == "cuda":
@@ -899,7 +878,7 @@ def result_scale(res: dict) -> dict[str, int]:
 def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False) -> None:
     """Refuse (OverwriteError, one line) a case that would replace ``out/data/ch1_case.json`` made at a
     larger scale, unless ``overwrite``. An unreadable file is left to the run to replace."""
-    from ..outputs import refuse_smaller
+    from ...outputs import refuse_smaller
 
     path = Path(out) / "data" / "ch1_case.json"
     if not path.is_file():
@@ -997,7 +976,7 @@ def retrained(out: Path, result: dict) -> list[dict]:
     store: data/run_store.json and the case already in data/), each a reproducibility difference, saved
     in the folder's data/run_store.json. A case is the first measurement of its runs or a retraining;
     it never replaces the numbers judged (attnlab.runstore)."""
-    from ..runstore import RunStore, case_records
+    from ...runstore import RunStore, case_records
 
     store = RunStore.load(Path(out))
     source = retrained_path(Path("data") / "ch1_case.json").as_posix()
@@ -1101,8 +1080,8 @@ def diagnostics_at_steps(
     fixed validation batches: mean and sd over the batches (issue 11: single training batches are
     noisy). Step 0 is the initial model (rebuilt from the seed), other steps the weights the run
     kept (checkpoint.KeepWeights); steps without kept weights are left out."""
-    from ..checkpoint import weights_path
-    from .common import load_model
+    from ...checkpoint import weights_path
+    from ...experiments.common import load_model
 
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     _, val = split_data(ids, cfg)
@@ -1184,8 +1163,8 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
     """What ``attnlab case`` ends with: a few lines, Chinese first, every number from ``res`` (and the
     wall times in ``phases``; ``full_plan``: ``case --plan``'s estimate for the full case, which a quick
     run names as what ``make case`` adds)."""
-    from ..book import book_values
-    from ..verdicts import REASON_LABELS, verdict_of
+    from ...book import book_values
+    from ...verdicts import REASON_LABELS, verdict_of
     from .claims import big_seed_gaps, small_seed_gaps
 
     S = res["config"]["settings"]
@@ -1261,7 +1240,7 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
 
 def read_case_json(path: Path) -> dict:
     """A case result read back for the report, its shape checked before anything uses it."""
-    from ..io import read_json
+    from ...io import read_json
 
     path = Path(path)
     if not path.exists() and not path.is_symlink():  # a FIFO, a folder or a loop: read_json names it
@@ -1272,7 +1251,7 @@ def read_case_json(path: Path) -> dict:
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
     if missing:
         raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
-    from ..schemas import problem
+    from ...schemas import problem
 
     wrong = problem("case", result)  # the declared shape of a case result (attnlab.schemas.CaseResult)
     if wrong:
