@@ -140,14 +140,14 @@ def full_case_plan(args) -> dict | None:
     from ..errors import AttnlabError
     from ..lab import EXPERIMENTS
     from ..lab.case.run import CaseSettings
-    from ..lab.plan import case_plan, core, duration
+    from ..lab.plan import case_plan, core_time, duration
 
     try:
         settings = replace(CaseSettings(), execution=common.executor_options(args))
         p = case_plan(settings, Path("mine"), EXPERIMENTS)
     except (AttnlabError, OSError, ValueError):
         return None
-    return {"runs": len(p.todo) + len(p.finished), "wall": duration(p.wall_s), "core": core(p.core_s)}
+    return {"runs": len(p.todo) + len(p.finished), "wall": duration(p.wall_s), "core": core_time(p.core_s)}
 
 
 def main(args) -> int:
@@ -156,7 +156,6 @@ def main(args) -> int:
     from ..lab.case.run import (
         CaseSettings,
         check_not_smaller,
-        claim_counts,
         read_case_json,
         run_case,
         summary_lines,
@@ -164,6 +163,7 @@ def main(args) -> int:
     from ..outputs import output_root
     from ..report.case_report import build_report, drop_partial_report, timing_lines
     from ..runfolder import OutputLock
+    from ..verdicts import count_line
 
     started = time.perf_counter()
     common.check_device(args.device)
@@ -199,7 +199,7 @@ def main(args) -> int:
             where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
             line = (
                 f"attnlab: 报告已写出 / report written (batch {info['batch']}/{info['batches']}, {where}"
-                f"{claim_counts(res['claims'])}): {paths[-1]}"
+                f"{count_line(res['claims'])}): {paths[-1]}"
             )
             nxt = info.get("next")
             print(line + (f"; 接着训练 / training next: {nxt}" if nxt else ""), flush=True)
@@ -215,7 +215,7 @@ def main(args) -> int:
             overwrite=args.overwrite,
         )
     if not args.quick:  # a full case's verdicts are evidence: each one that did not pass, in full
-        print(claim_counts(result["claims"]))
+        print(count_line(result["claims"]))
     for c in result["claims"] if not args.quick else []:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
         if v in ("PASS", "REPORTED"):

@@ -421,11 +421,13 @@ def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw
     return plan
 
 
-def core(s: float) -> str:
+def core_time(s: float) -> str:
+    """Core-seconds as a reader counts them: "120 core-s", "1.25 core-h"."""
     return f"{s / 3600:.2f} core-h" if s >= 360 else f"{s:.0f} core-s"
 
 
 def duration(s: float) -> str:
+    """Wall-clock seconds as a reader counts them: "40 s", "12 min", "1.5 h"."""
     if s >= 3600:
         return f"{s / 3600:.1f} h"
     if s >= 60:
@@ -441,7 +443,7 @@ def render(p: Plan) -> str:
         f"  要训练 / to train: {len(todo)} run(s)"
         + (f" ({resumes} resume from a checkpoint)" if resumes else "")
         + f"; 已完成 / finished on disk: {len(done)} run(s)",
-        f"  估计 / estimate: {core(p.core_s)}; 墙钟 / wall ≈ {duration(p.wall_s)} "
+        f"  估计 / estimate: {core_time(p.core_s)}; 墙钟 / wall ≈ {duration(p.wall_s)} "
         f"(longest first onto {p.slots} slot(s), one thread per run)",
     ]
     per: dict[str, list[float]] = {}
@@ -451,7 +453,7 @@ def render(p: Plan) -> str:
         parts = sorted(per.items(), key=lambda kv: -sum(kv[1]))
         lines.append(
             f"  每{'个实验' if p.owner else '组运行'} / per {'experiment' if p.owner else 'kind of run'} (runs, cost): "
-            + ", ".join(f"{k} {len(v)} {core(sum(v))}" for k, v in parts)
+            + ", ".join(f"{k} {len(v)} {core_time(sum(v))}" for k, v in parts)
         )
     lines += calibration_lines(p.calibration or Calibration("default", p.rate), p.records_from)
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from ..book import book_values
 from ..experiments.common import fmt
 from ..io import write_text
 from ..lab.case import claims as C
+from ..lab.case import loss_id
 from .figures import case_figures
 from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
@@ -179,11 +180,6 @@ MEMBERS = (  # pair member, the book's key, label
     ("big_unscaled", "big_d256_unscaled", "d_head=256 不缩放 / unscaled"),
     ("big_scaled", "big_d256_scaled", "d_head=256 缩放 / scaled"),
 )
-
-
-def loss_claim_id(member: str, book_end: float) -> str:
-    """The lab book's claim on a pair member's end loss (judged in the case's lab-book entry)."""
-    return f"loss_{member}_{str(book_end).replace('.', '_')}"
 
 
 def _lab_claim(cid: str) -> str:
@@ -348,7 +344,7 @@ def _losses(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
                 fmt(bl[bkey]["end"]),
                 pm(vals),
                 pm(trains),
-                _lab_claim(loss_claim_id(key, bl[bkey]["end"])),
+                _lab_claim(loss_id(key)),
             ]
         )
     pg.table(

@@ -109,9 +109,8 @@ def window_mean(run: dict, key: str, step: int, half: int = WINDOW) -> float:
     return sum(pick) / len(pick)
 
 
-def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
+def centred_means(vals: Sequence[float], half: int = WINDOW) -> list[float]:
     """The centred ±half-step mean at every step (cumulative sums: one pass)."""
-    vals = [0.0 if v is None else v for v in series(run, key)]
     csum = [0.0]
     for v in vals:
         csum.append(csum[-1] + v)
@@ -120,6 +119,11 @@ def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
         (csum[min(n, i + half + 1)] - csum[max(0, i - half)]) / (min(n, i + half + 1) - max(0, i - half))
         for i in range(n)
     ]
+
+
+def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
+    """The centred ±half-step mean of a per-step diagnostic at every step (a missing record counts 0)."""
+    return centred_means([0.0 if v is None else v for v in series(run, key)], half)
 
 
 def val_batch_means(res: dict, member: str, diag: str, step: int) -> tuple[list[float], list[float]]:
@@ -137,22 +141,19 @@ def val_batch_means(res: dict, member: str, diag: str, step: int) -> tuple[list[
     return means, sds
 
 
-def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
-    vals = [v for v in series(run, key)[-n:] if v is not None]
+def tail_mean(xs: Sequence[float | None], n: int = END_WINDOW) -> float:
+    """The "end" of a trace: the mean of its last ``n`` records (missing ones left out)."""
+    vals = [v for v in xs[-n:] if v is not None]
     return sum(vals) / len(vals)
+
+
+def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
+    return tail_mean(series(run, key), n)
 
 
 def smoothed_loss(run: dict, half: int = WINDOW) -> list[float]:
     """Training loss averaged over ±half steps (a centred moving mean)."""
-    loss = run["trace"]["loss"]
-    csum = [0.0]
-    for v in loss:
-        csum.append(csum[-1] + v)
-    out = []
-    for i in range(len(loss)):
-        lo, hi = max(0, i - half), min(len(loss), i + half + 1)
-        out.append((csum[hi] - csum[lo]) / (hi - lo))
-    return out
+    return centred_means(run["trace"]["loss"], half)
 
 
 def scaled_step(step: int, res: dict) -> int:

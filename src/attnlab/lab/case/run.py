@@ -48,7 +48,16 @@ SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
 # the case document's accessors and the case's settings, for the CLI and the lab book
-__all__ = ["BOOK_SEED", "DYNAMICS_STEPS", "KEEP_WEIGHTS", "CaseSettings", "case_run", "member_runs", "runs_by_name"]
+__all__ = [
+    "count_line",
+    "BOOK_SEED",
+    "DYNAMICS_STEPS",
+    "KEEP_WEIGHTS",
+    "CaseSettings",
+    "case_run",
+    "member_runs",
+    "runs_by_name",
+]
 
 
 class CaseError(AttnlabError):
@@ -490,7 +499,9 @@ def _init_sweeps(settings: CaseSettings, progress: bool, log: Callable[[str], No
     n_init = settings.init_samples * len(settings.init_d_heads)
     if not progress:
         log(f"初始化扫描 / init sweep: {len(settings.init_d_heads)} d_head × {settings.init_samples} inits …")
-    bar = _Progress(total=n_init, enabled=progress, desc="init sweep")
+    from tqdm.auto import tqdm  # a bar with ETA for the sweep (the runner draws its own for the training)
+
+    bar = tqdm(total=n_init, unit="sample", dynamic_ncols=True, desc="init sweep", disable=not progress)
     try:
         t0 = time.perf_counter()
         sweep = init_sweep(
@@ -1118,31 +1129,7 @@ def _workers_used(settings: CaseSettings, n_runs: int) -> int:
     return max(1, min(settings.execution.workers or os.cpu_count() or 1, n_runs))
 
 
-class _Progress:
-    """A bar with ETA for the init sweep (the runner draws its own for the training)."""
-
-    def __init__(self, total: int, enabled: bool, desc: str):
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, unit="sample", dynamic_ncols=True, desc=desc)
-
-    def update(self, n: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 # ------------------------------------------------------------------- reading results
-def claim_counts(claims: list[dict]) -> str:
-    """One line: book claims by verdict (PASS, FAIL, INCONCLUSIVE ...), sanity checks apart."""
-    return count_line(claims)
-
-
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{int(s // 60)} min {s % 60:02.0f} s"
 
@@ -1215,7 +1202,7 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
         if c.get("kind") == "book" and verdict_of(c) == "FAIL":
             cat = (c.get("reason") or {}).get("category", "unexplained")
             why[cat] = why.get(cat, 0) + 1
-    lines.append(f"  论断 / claims: {claim_counts(res['claims'])}")
+    lines.append(f"  论断 / claims: {count_line(res['claims'])}")
     if why:
         order = [k for k in REASON_LABELS if k in why] + sorted(k for k in why if k not in REASON_LABELS)
         lines.append(
