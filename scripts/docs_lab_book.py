@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from attnlab import verdicts as V  # noqa: E402
-from attnlab.experiments import claims as C  # noqa: E402
+from attnlab.lab.case import claims as C  # noqa: E402
 
 START, END = "<!-- lab-book-summary:start -->", "<!-- lab-book-summary:end -->"
 DOCS = ROOT / "docs"
@@ -429,8 +429,8 @@ def _plans():
     """The case's and the book's plans with nothing on disk, costed from the committed records."""
     import tempfile
 
-    from attnlab.experiments.case import CaseSettings, case_stages
     from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.case.run import CaseSettings, case_stages
     from attnlab.lab.plan import book_plan, case_plan
     from attnlab.lab.runs import Scale
     from attnlab.runner import ExecutorOptions
@@ -633,7 +633,7 @@ def corpus_block() -> str:
 
 def long_run_block() -> str:
     """§1.22.2's 10000-step pair in words that follow its numbers: "memorised" only when the scaled
-    model's validation loss is a nat above its training loss (the rule lab/case.py words it by)."""
+    model's validation loss is a nat above its training loss (the rule lab/case/__init__.py words it by)."""
     st = _json("data/lab_book/case.json")
     c = _claims(st)["gap_after_10000_steps"]
     r = next(v for v in st["results"]["per_seed"].values() if "long_gap" in v)

@@ -37,9 +37,9 @@ def _row(c: dict) -> dict:
 
 def snapshot(root: Path = ROOT) -> dict[str, dict]:
     """{claim id: {kind, verdict, holm, seq}} of the case and the lab book in ``root``/data, re-judged."""
-    from attnlab.experiments.case import read_case_json
-    from attnlab.experiments.claims import check_claims
     from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.case.claims import check_claims
+    from attnlab.lab.case.run import read_case_json
     from attnlab.lab.labbook import read_entries, rejudged_book
     from attnlab.verdicts import with_holm
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from attnlab.cli import main
-from attnlab.experiments.case import CaseSettings, run_case
-from attnlab.experiments.claims import check_claims
+from attnlab.lab.case.claims import check_claims
+from attnlab.lab.case.run import CaseSettings, run_case
 
 QUICK = CaseSettings.quick()
 PRINTED: dict[str, str] = {}  # what `attnlab case --quick` printed
@@ -184,7 +184,7 @@ def test_rerun_reuses_finished_runs(quick_case):
 
 
 def test_reuse_json_keeps_the_first_seed_and_trains_nothing(quick_case):
-    from attnlab.experiments.case import CaseError
+    from attnlab.lab.case.run import CaseError
 
     out, res = quick_case
     again = run_case(CaseSettings.quick(), out, progress=False, base=json.loads(json.dumps(res)))

@@ -10,7 +10,13 @@ import pytest
 from attnlab.book import book_values
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
-CASE_MODULES = ("experiments/claims.py", "experiments/case.py", "report/case_report.py", "lab/case.py")
+CASE_MODULES = (
+    "lab/case/claims.py",
+    "lab/case/run.py",
+    "lab/case/settings.py",
+    "lab/case/__init__.py",
+    "report/case_report.py",
+)
 SECTIONS = (
     "case_loss_1_2_and_1_4",
     "init_sweep_1_3",

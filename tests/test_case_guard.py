@@ -13,9 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-import attnlab.experiments.case as case
+import attnlab.lab.case.run as case
 from attnlab.cli import main
-from attnlab.experiments.case import CaseSettings, holds_less, partial_path
+from attnlab.lab.case.run import CaseSettings, holds_less, partial_path
 from attnlab.runner import RunsInterrupted
 from test_case_stages import SETTINGS, tiny  # noqa: F401  (the tiny presets, a fixture)
 

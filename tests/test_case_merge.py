@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import attnlab.experiments.case as case
+import attnlab.lab.case.run as case
 from attnlab.cli import main
-from attnlab.experiments import claims as C
-from attnlab.experiments.case import BOOK_SEED, CaseError, CaseSettings, order_seed_runs, run_case, stored_runs
+from attnlab.lab.case import claims as C
+from attnlab.lab.case.run import BOOK_SEED, CaseError, CaseSettings, order_seed_runs, run_case, stored_runs
 from attnlab.runner import ExecutorOptions, Finished, Run, execute
 from conftest import SAMPLE_TEXT
 

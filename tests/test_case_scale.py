@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from attnlab.config import Config
-from attnlab.experiments import claims as C
-from attnlab.experiments.case import CaseSettings, observe_first_attention, summary_lines
+from attnlab.lab.case import claims as C
+from attnlab.lab.case.run import CaseSettings, observe_first_attention, summary_lines
 from attnlab.model import TinyGPT
 from attnlab.verdicts import REASON_LABELS
 
@@ -86,7 +86,7 @@ def test_a_short_run_s_collapse_fail_is_scale_and_names_its_steps(committed):
 
 
 def test_the_full_case_trains_the_book_s_run_and_scale_reason_names_its_sizes(committed):
-    """The full case's settings (experiments.case_settings, below both case and claims) train the book's
+    """The full case's settings (lab.case.settings, below both case and claims) train the book's
     1500 steps, and the sizes scale_reason names for the full case are those settings'."""
     full = CaseSettings()
     assert full.steps == C.BOOK_RUN_STEPS
@@ -189,3 +189,21 @@ def test_the_init_sweep_s_shortened_forward_sees_what_the_full_one_sees(d_model,
             key = f"blocks.0.attn.{tap}"
             assert len(short[key]) == 1 and torch.equal(short[key][0], full[key][0]), key
         assert not any(m._forward_hooks for m in model.modules())  # every hook removed
+
+
+def test_a_shortened_report_says_it_is_a_smoke_run_before_any_verdict(committed):
+    """The quick run's report opens, under its title and before the first verdict, with what it is and
+    what its FAILs of scale mean; the full case's report says nothing of the kind."""
+    from attnlab.report.case_report import build_blocks, to_markdown
+    from attnlab.verdicts import count_line
+
+    res = shortened(committed, QUICK.steps)
+    md = to_markdown(build_blocks(res, "figures"))
+    smoke = md.index("冒烟测试，不是证据 / a smoke run, not evidence")
+    first_verdict = min(
+        md.find(v) for v in (count_line(res["claims"]), "✓ PASS", "✗ FAIL", "？ INCONCLUSIVE") if v in md
+    )
+    assert smoke < first_verdict, md[:2000]
+    scale = sum(1 for c in res["claims"] if (c.get("reason") or {}).get("category") == "scale")
+    assert scale and f"{scale} 个 FAIL" in md[:first_verdict] and "make case" in md[:first_verdict]
+    assert "冒烟" not in to_markdown(build_blocks(copy.deepcopy(committed), "figures"))

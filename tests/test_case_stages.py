@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-import attnlab.experiments.case as case
+import attnlab.lab.case.run as case
 from attnlab.config import Config
-from attnlab.experiments import claims as C
-from attnlab.experiments.case import BOOK_SEED, CaseSettings, case_runs, case_stages, run_case
+from attnlab.lab.case import claims as C
+from attnlab.lab.case.run import BOOK_SEED, CaseSettings, case_runs, case_stages, run_case
 from attnlab.perf import floor_of, measure_rates
 from attnlab.runner import ExecutorOptions, ForeignRun, Run, execute
 from conftest import SAMPLE_TEXT

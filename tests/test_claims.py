@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.experiments import claims as C
-from attnlab.experiments.claims import check_claims
+from attnlab.lab.case import claims as C
+from attnlab.lab.case.claims import check_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 1500

@@ -189,7 +189,7 @@ def test_seed_counts_left_in_prose_are_the_commands_defaults():
     import json
 
     from attnlab.cli import build_parser
-    from attnlab.experiments.case import CaseSettings
+    from attnlab.lab.case.run import CaseSettings
 
     settings = CaseSettings()
     commands = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")

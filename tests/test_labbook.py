@@ -37,8 +37,8 @@ def test_registry_is_data():
     for e in EXPERIMENTS:
         for r in e.runs(scale):
             assert runs.setdefault(r.name, r) == r, f"{r.name} declared twice with different configs"
-    # the book shares the case's runs: same name, group and config as attnlab.experiments.case
-    from attnlab.experiments.case import CaseSettings, case_runs
+    # the book shares the case's runs: same name, group and config as attnlab.lab.case.run
+    from attnlab.lab.case.run import CaseSettings, case_runs
 
     groups, _ = case_runs(CaseSettings())
     case = {sp.name: sp.cfg for g in groups for sp in g}

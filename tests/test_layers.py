@@ -229,11 +229,34 @@ def test_the_cycle_check_sees_a_circle(tmp_path):
 
 # an entry that imports another (none: entries share through lab/runs.py and lab/common.py)
 NOT_YET: set[tuple[str, str]] = set()
-ENTRIES = sorted(p.stem for p in (SRC / "lab").glob("*.py") if p.stem not in book_checks.ENGINE)
+# an entry is a module of lab/ or a package there (the case: lab/case/, every module of it the entry's)
+ENTRIES = sorted(
+    p.stem
+    for p in (SRC / "lab").iterdir()
+    if (p.suffix == ".py" or (p / "__init__.py").is_file()) and p.stem not in book_checks.ENGINE
+)
+
+
+def entry_files(eid: str) -> list[tuple[str, Path]]:
+    """(module name, path) of every module of entry ``eid``."""
+    package = SRC / "lab" / eid
+    if not package.is_dir():
+        return [(f"lab.{eid}", SRC / "lab" / f"{eid}.py")]
+    return [(f"lab.{eid}" + ("" if p.stem == "__init__" else f".{p.stem}"), p) for p in sorted(package.glob("*.py"))]
 
 
 @pytest.mark.parametrize("eid", ENTRIES)
 def test_lab_entries_import_only_the_engine_and_lower_layers(eid):
-    """Entries share through lab/runs.py and lab/common.py, never by importing each other."""
-    wrong = book_checks.import_problems(f"lab.{eid}", SRC / "lab" / f"{eid}.py", ENTRIES)
+    """Entries share through lab/runs.py and lab/common.py, never by importing each other (a package
+    entry's modules import each other freely)."""
+    others = [e for e in ENTRIES if e != eid]
+    wrong = [w for module, path in entry_files(eid) for w in book_checks.import_problems(module, path, others)]
     assert [w for w in wrong if (eid, w.removeprefix("imports the entry lab.")) not in NOT_YET] == []
+
+
+def test_the_case_package_is_checked_as_an_entry():
+    """The case is a package: each of its modules is checked, and importing it from another entry is caught."""
+    assert "case" in ENTRIES and len(entry_files("case")) >= 3
+    # run.py imports lab.case.claims: from any module not of the case, that is importing the entry
+    wrong = book_checks.import_problems("lab.case.run", SRC / "lab" / "case" / "run.py", ENTRIES)
+    assert "imports the entry lab.case" in wrong

@@ -12,8 +12,8 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments import case as case_mod
-from attnlab.experiments.case import CaseSettings, result_scale, settings_scale
+from attnlab.lab.case import run as case_mod
+from attnlab.lab.case.run import CaseSettings, result_scale, settings_scale
 from attnlab.outputs import QUICK_ROOT, output_root, smaller_parts
 
 COMMITTED = ("data", "figures", "reports", "runs")

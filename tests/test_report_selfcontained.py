@@ -212,7 +212,7 @@ def test_a_copied_report_opens_from_file_with_every_image_and_font(report, brows
 
 # ------------------------------------------------------------------------- the case's order
 def _case_blocks():
-    from attnlab.experiments.claims import check_claims
+    from attnlab.lab.case.claims import check_claims
     from attnlab.report.case_report import build_blocks
 
     res = json.loads((ROOT / "data" / "ch1_case.json").read_text(encoding="utf-8"))

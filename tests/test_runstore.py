@@ -203,7 +203,7 @@ def test_a_case_trained_again_in_its_own_folder_never_replaces_the_judged_number
     """`attnlab case` where the folder's case was measured before: a result with the same numbers is
     written as usual; one whose runs gave other numbers (another machine, other threads) goes beside it,
     ch1_case.retrained.json, and its differences into the folder's run store."""
-    from attnlab.experiments.case import write_result
+    from attnlab.lab.case.run import write_result
 
     committed = (REPO_ROOT / "data" / "ch1_case.json").read_bytes()
     (tmp_path / "data").mkdir()

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from attnlab.corpus import REPO_ROOT
-from attnlab.experiments.claims import check_claims
 from attnlab.lab import case as C
 from attnlab.lab import runs as R
+from attnlab.lab.case.claims import check_claims
 from attnlab.lab.labbook import Context, judge_input, rejudge
 from attnlab.lab.runs import Scale
 from attnlab.sequential import record

@@ -253,7 +253,10 @@ def main(args) -> int:
     _threads(args)
     if args.bench_cmd == "executors":
         _outputs(args.json)
-        result = B.bench_executors(args.steps, args.workers, args.seeds, log=_log)
+        from ..lab.case.run import BOOK_SEED, CaseSettings, case_runs
+
+        groups, _ = case_runs(CaseSettings(steps=args.steps, seeds=tuple(BOOK_SEED + i for i in range(args.seeds))))
+        result = B.bench_executors([r for g in groups for r in g], args.workers, log=_log)
         print(B.format_executors(result))
         if args.json:
             print(f"wrote {write_json(args.json, result)}")

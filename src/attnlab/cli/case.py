@@ -109,7 +109,7 @@ def add_parser(sub):
 
 def seed_settings(args, settings):
     """``settings`` with the seed counts the options ask for; a count beyond what it builds on is refused."""
-    from ..experiments.case import BOOK_SEED
+    from ..lab.case.run import BOOK_SEED
 
     n = args.seeds or len(settings.seeds)
     big = args.big_seeds or min(settings.big_seeds, n)
@@ -138,8 +138,8 @@ def full_case_plan(args) -> dict | None:
     """What ``make case`` (``attnlab case --out mine``) would train, costed as ``case --plan`` costs it,
     for a quick run's summary; None where no estimate can be made."""
     from ..errors import AttnlabError
-    from ..experiments.case import CaseSettings
     from ..lab import EXPERIMENTS
+    from ..lab.case.run import CaseSettings
     from ..lab.plan import case_plan, core_time, duration
 
     try:
@@ -153,10 +153,9 @@ def full_case_plan(args) -> dict | None:
 def main(args) -> int:
     import time
 
-    from ..experiments.case import (
+    from ..lab.case.run import (
         CaseSettings,
         check_not_smaller,
-        claim_counts,
         read_case_json,
         run_case,
         summary_lines,
@@ -164,6 +163,7 @@ def main(args) -> int:
     from ..outputs import output_root
     from ..report.case_report import build_report, drop_partial_report, timing_lines
     from ..runfolder import OutputLock
+    from ..verdicts import count_line
 
     started = time.perf_counter()
     common.check_device(args.device)
@@ -199,7 +199,7 @@ def main(args) -> int:
             where = f"{prog['runs_done']}/{prog['runs_planned']} runs, " if prog else ""
             line = (
                 f"attnlab: 报告已写出 / report written (batch {info['batch']}/{info['batches']}, {where}"
-                f"{claim_counts(res['claims'])}): {paths[-1]}"
+                f"{count_line(res['claims'])}): {paths[-1]}"
             )
             nxt = info.get("next")
             print(line + (f"; 接着训练 / training next: {nxt}" if nxt else ""), flush=True)
@@ -215,7 +215,7 @@ def main(args) -> int:
             overwrite=args.overwrite,
         )
     if not args.quick:  # a full case's verdicts are evidence: each one that did not pass, in full
-        print(claim_counts(result["claims"]))
+        print(count_line(result["claims"]))
     for c in result["claims"] if not args.quick else []:
         v = c.get("verdict", "PASS" if c["pass"] else "FAIL")
         if v in ("PASS", "REPORTED"):

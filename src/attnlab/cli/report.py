@@ -59,9 +59,9 @@ def add_parser(sub):
 def main(args) -> int:
     from .. import verdicts as V
     from ..errors import AttnlabError
-    from ..experiments.case import CaseError, read_case_json
-    from ..experiments.claims import check_claims
     from ..io import check_writable, write_json_if_changed
+    from ..lab.case.claims import check_claims
+    from ..lab.case.run import CaseError, read_case_json
     from ..report.case_report import build_report
     from ..runfolder import OutputLock
 
@@ -133,7 +133,7 @@ def _check_before_writing(path: Path, result: dict | None, changed: dict) -> Non
 def _check_not_smaller(out: Path, path: Path, result: dict, overwrite: bool) -> None:
     """The figures of a smaller case (a --quick one) never replace those of the larger case that
     ``out/data/ch1_case.json`` holds, unless ``overwrite``."""
-    from ..experiments.case import CaseError, read_case_json, result_scale
+    from ..lab.case.run import CaseError, read_case_json, result_scale
     from ..outputs import refuse_smaller
 
     there = out / "data" / "ch1_case.json"

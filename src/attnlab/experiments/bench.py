@@ -553,14 +553,14 @@ def format_attention(result: dict) -> str:
 
 # ================================================================= bench executors
 def bench_executors(
-    steps: int = 150,
+    case_runs: list,
     workers: int | None = None,
-    seeds: int = 3,
     corpus: str | None = None,
     root: str | Path | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict:
-    """The case's training runs (at ``steps`` steps each) serially, then with local workers.
+    """The case's training runs (``case_runs``, attnlab.lab.case.run.case_runs of the settings the
+    caller chose) serially, then with local workers.
 
     Both into fresh folders, timed in this one process, and compared bit for bit:
     the speed-up of the default executor and the proof that it changes no number.
@@ -569,12 +569,10 @@ def bench_executors(
 
     from ..corpus import DEFAULT_CORPUS, load_corpus
     from ..runner import Run, execute
-    from .case import BOOK_SEED, CaseSettings, case_runs
 
     text = load_corpus(corpus or DEFAULT_CORPUS)
-    settings = CaseSettings(steps=steps, seeds=tuple(BOOK_SEED + i for i in range(seeds)))
-    groups, _ = case_runs(settings)
-    runs = [Run(sp.name, sp.cfg.replace(device="cpu")) for g in groups for sp in g]
+    runs = [Run(sp.name, sp.cfg.replace(device="cpu")) for sp in case_runs]
+    steps = runs[0].cfg.max_steps
     with tempfile.TemporaryDirectory(prefix="attnlab-bench-", dir=root) as tmp:
         timings, losses = {}, {}
         for executor in ("serial", "local"):

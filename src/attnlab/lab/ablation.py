@@ -309,8 +309,8 @@ def _params(scale: R.Scale) -> dict:
 
 def _unigram(ctx: Context) -> float:
     """What a model that learns character frequencies alone reaches (nats)."""
-    from ..experiments.case import unigram_entropy
     from ..tokenizer import CharTokenizer
+    from .common import unigram_entropy
 
     cfg = R.baseline(ctx.scale, R.BOOK_SEED).cfg
     return unigram_entropy(ctx.text, CharTokenizer(ctx.text, cfg.vocab_size))

@@ -97,3 +97,14 @@ def untrained(j, waiting: dict | None, command: str):
     import dataclasses
 
     return j if j.n else dataclasses.replace(j, detail=not_trained(waiting, command))
+
+
+def unigram_entropy(text: str, tok) -> float:
+    """Entropy (nats) of the token frequencies of ``text``: what a model that learns character
+    frequencies alone reaches."""
+    import torch
+
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    p = torch.bincount(ids).double()
+    p = p[p > 0] / p.sum()
+    return float(-(p * p.log()).sum())

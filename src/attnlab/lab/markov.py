@@ -15,13 +15,13 @@ import math
 from .. import stats as S
 from ..book import book_values
 from ..config import Config
-from ..experiments.case import member_runs
 from ..io import read_json
 from ..verdicts import claim
 from . import plot
 from . import runs as R
 from .common import column, committed, final_val, paired, rnd
 from .labbook import Context, Experiment, NotAvailable, Outcome
+from .runs import member_runs
 
 MEMBERS = ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
 # fixed from the chapter's words before looking: §1.2 calls a loss difference of 0.17 "几乎没差别" (almost no

@@ -404,7 +404,7 @@ def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **
 def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw) -> Plan:
     """The case study's runs (attnlab case) under out/runs, costed from the lab book's records
     (the case's runs are the book's by name), executed as ``settings.execution`` says."""
-    from ..experiments.case import case_runs
+    from .case.run import case_runs
 
     groups, _ = case_runs(settings)
     runs = [r for g in groups for r in g]

@@ -18,12 +18,12 @@ from dataclasses import replace
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.claims import runs as case_runs
 from ..verdicts import claim
 from . import plot
 from . import runs as R
 from .common import column, committed, final_val, number_list, paired, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
+from .runs import member_runs as case_runs
 
 SIZES = ("small", "big")
 TAGS = ("unscaled", "scaled")

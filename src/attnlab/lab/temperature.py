@@ -15,12 +15,12 @@ import statistics
 
 from .. import stats as S
 from ..book import book_values
-from ..experiments.claims import runs as case_runs
 from ..runner import Run
 from ..verdicts import claim
 from . import runs as R
 from .common import committed, final_val, rnd, seed_table
 from .labbook import Context, Experiment, NotAvailable, Outcome
+from .runs import member_runs as case_runs
 
 # the chapter's own step towards saturation: doubling d_head multiplies the logit std by sqrt(2),
 # "离饱和更近一步" (§1.20.1); a temperature moved by less than that factor is not "pushed" anywhere

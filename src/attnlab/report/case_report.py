@@ -17,9 +17,10 @@ from .. import claims_registry as R
 from .. import stats
 from .. import verdicts as V
 from ..book import book_values
-from ..experiments import claims as C
-from ..experiments.common import fmt
 from ..io import write_text
+from ..lab.case import claims as C
+from ..lab.case import loss_id
+from ..tools import fmt
 from .figures import case_figures
 from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
 
@@ -181,11 +182,6 @@ MEMBERS = (  # pair member, the book's key, label
 )
 
 
-def loss_claim_id(member: str, book_end: float) -> str:
-    """The lab book's claim on a pair member's end loss (judged in the case's lab-book entry)."""
-    return f"loss_{member}_{str(book_end).replace('.', '_')}"
-
-
 def _lab_claim(cid: str) -> str:
     return f"论断 / claim `{cid}`（实验手册 §1.2，判定见 lab_book / judged in the lab book's case entry）"
 
@@ -230,6 +226,7 @@ def _opening(pg: _Page, res: dict, by_id: dict) -> None:
     S, claims = res["config"]["settings"], res["claims"]
     big_n = len(C.runs(res, "big_scaled"))
     pg.h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
+    _smoke(pg, res)
     pg.p(
         f"**{V.count_line(claims)}。** 训练步数 / steps per run: {S['steps']}；小模型种子 / small "
         f"seeds: {len(res['seeds']['runs'])}；大模型种子 / big seeds: {big_n}；设备 / device: "
@@ -268,7 +265,6 @@ def _opening(pg: _Page, res: dict, by_id: dict) -> None:
 
 
 def _method(pg: _Page, res: dict) -> None:
-    S, claims = res["config"]["settings"], res["claims"]
     big_n = len(C.runs(res, "big_scaled"))
     pg.h(2, "判定方法 / method")
     pg.p(
@@ -298,19 +294,28 @@ def _method(pg: _Page, res: dict) -> None:
         )
     if res["config"].get("reused_from_json"):
         pg.p(f"来源 / provenance: {res['config']['reused_from_json']}.")
-    if S["steps"] < C.BOOK_RUN_STEPS:
-        from ..experiments.case import CaseSettings
 
-        full = CaseSettings()
-        scale = sum(1 for c in claims if (c.get("reason") or {}).get("category") == "scale")
-        pg.p(
-            f"注意：这是缩短的运行（--quick 或 --steps，{S['steps']} 步），书中的数字来自 {C.BOOK_RUN_STEPS} 步：这是冒烟"
-            f"测试，不是证据；{scale} 个 FAIL 归为{C.REASON_LABELS['scale'].split(' / ')[0]}（原因一栏写明本次与书中的步数），"
-            f"完整案例（attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。 / Note: a shortened run "
-            f"({S['steps']} steps); the book's numbers are from {C.BOOK_RUN_STEPS} steps: a smoke run, not evidence. "
-            f"{scale} FAIL(s) are put down to the scale (the reason names this run's steps against the book's); the "
-            "full case tests them."
-        )
+
+def _smoke(pg: _Page, res: dict) -> None:
+    """A shortened run (``--quick`` or ``--steps``) says so first, before any verdict: what it is and
+    what its FAILs of scale mean."""
+    S, claims = res["config"]["settings"], res["claims"]
+    if S["steps"] >= C.BOOK_RUN_STEPS:
+        return
+    from ..lab.case.run import CaseSettings
+
+    full = CaseSettings()
+    scale = sum(1 for c in claims if (c.get("reason") or {}).get("category") == "scale")
+    pg.p(
+        f"**冒烟测试，不是证据 / a smoke run, not evidence。** 这是缩短的运行（--quick 或 --steps，{S['steps']} 步、"
+        f"{len(S['seeds'])} 个种子），书中的数字来自 {C.BOOK_RUN_STEPS} 步：它只说明每一部分都能跑通。下面 {scale} 个 FAIL "
+        f"归为{C.REASON_LABELS['scale'].split(' / ')[0]}：这么短的运行检验不了它们（原因一栏写明本次与书中的步数），"
+        f"不是书错了；完整案例（make case：attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。"
+        f" / A shortened run ({S['steps']} steps, {len(S['seeds'])} seed(s)); the book's numbers are from "
+        f"{C.BOOK_RUN_STEPS} steps: it shows that every part runs. {scale} FAIL(s) below are put down to the scale: "
+        "a run this short cannot test them (the reason names this run's steps against the book's), they say "
+        "nothing against the book; the full case (make case) tests them."
+    )
 
 
 def _end_losses(res: dict, member: str) -> tuple[list[float], list[float]]:
@@ -339,7 +344,7 @@ def _losses(pg: _Page, res: dict, by_id: dict, B: dict) -> None:
                 fmt(bl[bkey]["end"]),
                 pm(vals),
                 pm(trains),
-                _lab_claim(loss_claim_id(key, bl[bkey]["end"])),
+                _lab_claim(loss_id(key)),
             ]
         )
     pg.table(

@@ -1,12 +1,16 @@
-"""§1.2–§1.4: the case study, an entry of the lab book like the others.
+"""§1.2–§1.4: the case study, an entry of the lab book like the others, wholly in this package.
 
-Runs: the case's own runs are trained by ``attnlab case`` (experiments/case.py: ``case_runs``, its
-measure ``CaseMeasure`` and its pure judge); this entry adds the pair trained 10000 steps (§1.22.2),
+The package: this module is the entry; :mod:`.run` is what ``attnlab case`` runs (the case's runs,
+``case_runs``, trained in batches into one result, data/ch1_case.json, its measure ``CaseMeasure``);
+:mod:`.claims` is the case's pure judge (its 31 claims); :mod:`.settings` its sizes. The report is
+``attnlab.report.case_report`` (a layer above).
+
+Runs: the case's own runs are trained by ``attnlab case`` (:mod:`.run`); this entry adds the pair trained 10000 steps (§1.22.2),
 which only ``attnlab book --decide`` trains. Measured: the case's committed document
 (data/ch1_case.json, its ``source``), and a per-seed table of what the case's own statements in other
 sections read of the same runs (the gradient norm, layer 1, the end losses, the long pair), kept in
 this entry's JSON so a seed measured once is judged again from it. Judged: the case's claims
-(``experiments.case.judge``) on the source, and these statements on the table:
+(``lab.case.run.judge``) on the source, and these statements on the table:
 
   §1.18.3    "梯度范数掉到 10⁻⁴ 以下并且不回升 … 本章案例里不缩放那一边就是这样": the big unscaled model's
              global gradient norm
@@ -26,17 +30,19 @@ import math
 import statistics
 from dataclasses import replace
 
-from .. import stats as S
-from ..book import book_values
-from ..config import Config
-from ..corpus import REPO_ROOT
-from ..experiments import case as X
-from ..experiments.case import member_runs, stored_runs
-from ..runner import Finished, Run
-from ..verdicts import claim
-from . import runs as R
-from .common import column, final_val, rnd, seed_table
-from .labbook import Context, Experiment, NotAvailable, Outcome
+from ... import stats as S
+from ...book import book_values
+from ...config import Config
+from ...corpus import REPO_ROOT
+from ...runner import Finished, Run
+from ...verdicts import claim
+from .. import runs as R
+from ..common import column, final_val, not_trained, number_list, rnd, seed_table
+from ..common import pending as waiting_for
+from ..labbook import Context, Experiment, NotAvailable, Outcome
+from . import claims as CC
+from . import run as X
+from .run import member_runs, stored_runs
 
 SOURCE = "data/ch1_case.json"
 COMMAND = "attnlab case"
@@ -73,8 +79,7 @@ ABOUT_4 = LOSSES["small_d32_scaled"]["end"]
 TOL_ABOUT_4 = SAME
 LONG_STEPS = 10000  # §1.22.2 "继续训 10000 步"
 LONG_BAND = (0.8, 1.0)  # "最终稳定在比缩放版高 0.8–1.0 的位置"
-END = 50  # "end" of a trace: the mean of its last 50 steps (as the case's claims)
-WINDOW = 25  # half-width of the window means (as the case's claims)
+END, WINDOW = CC.END_WINDOW, CC.WINDOW  # "end": the mean of the last 50 steps; ±25-step window means
 
 
 def loss_id(member: str) -> str:
@@ -127,31 +132,13 @@ def seed_runs(scale: R.Scale, seed: int, claim_id: str) -> list[Run]:
     return CLAIM_RUNS[claim_id](scale, seed) if claim_id in CLAIM_RUNS else []
 
 
-def est_seconds(runs: list[Run]) -> float:
-    """One-thread training time from the runs' configs (the planner's calibration)."""
-    from ..runner import train_cost
-    from .decide import DEFAULT_S_PER_COST
-
-    return sum(train_cost(r.cfg) * DEFAULT_S_PER_COST for r in runs)
-
-
 # ---------------------------------------------------------------------------- measuring
-def _end(xs: list[float], n: int = END) -> float:
-    tail = [x for x in xs[-n:] if x is not None]
-    return sum(tail) / len(tail)
+_end = CC.tail_mean
 
 
 def _lowest_window(xs: list[float], half: int = WINDOW) -> float:
     """The lowest centred ±half-step mean over the run (steps without a record left out)."""
-    vals = [x for x in xs if x is not None]
-    cum = [0.0]
-    for v in vals:
-        cum.append(cum[-1] + v)
-    n = len(vals)
-    return min(
-        (cum[min(n, i + half + 1)] - cum[max(0, i - half)]) / (min(n, i + half + 1) - max(0, i - half))
-        for i in range(n)
-    )
+    return min(CC.centred_means([x for x in xs if x is not None], half))
 
 
 def trace_numbers(member: str, loss: list, grad: list | None, layers: list[dict], val_end: float | None) -> dict:
@@ -241,7 +228,7 @@ HEADERS = ["陈述 / statement", "节 / section", "书 / book", "我们 / ours (
 
 
 def _fmt(xs: list[float]) -> str:
-    return ", ".join(f"{x:.4g}" for x in xs) if xs else "未测 / not measured"
+    return number_list(xs, ".4g", empty="未测 / not measured")
 
 
 def rows(t: dict) -> list[list]:
@@ -267,7 +254,7 @@ def rows(t: dict) -> list[list]:
 
 
 def _source_bytes(ctx: Context) -> tuple:
-    from ..io import JSON_MAX_BYTES, read_bounded
+    from ...io import JSON_MAX_BYTES, read_bounded
 
     for p in (ctx.root / SOURCE, REPO_ROOT / SOURCE):
         if p.is_file():
@@ -276,7 +263,7 @@ def _source_bytes(ctx: Context) -> tuple:
 
 
 def measure(ctx: Context) -> Outcome:
-    from ..schemas import load
+    from ...schemas import load
 
     scale = ctx.scale
     path, raw = _source_bytes(ctx)
@@ -311,12 +298,7 @@ def measure(ctx: Context) -> Outcome:
     _merge(table_, seed_table(ctx, lambda s: long_runs(scale, s), long, {}))
     table_ = {s: table_[s] for s in sorted(table_, key=int)}
     missing = [r for r in long_runs(scale, R.BOOK_SEED) if not any("long_gap" in row for row in table_.values())]
-    pending = {
-        "gap_after_10000_steps": {
-            "runs": [f"{r.group}/{r.name}" for r in missing],
-            "minutes_one_core": round(est_seconds(missing) / 60, 1),
-        }
-    }
+    pending = {"gap_after_10000_steps": waiting_for(missing)}
     res = {
         "table": table(doc),
         "source": SOURCE,
@@ -343,10 +325,6 @@ def measure(ctx: Context) -> Outcome:
 
 
 # -------------------------------------------------------------------------------- judge
-def _pending(res: dict, cid: str) -> str:
-    p = (res.get("pending") or {}).get(cid) or {}
-    runs = ", ".join(p.get("runs", [])) or "—"
-    return f"runs not trained yet: {runs} (`{LONG_COMMAND}`, about {p.get('minutes_one_core', '?')} min on one core)"
 
 
 # the chapter's words where it speaks of its one case run (stats.every's one_run)
@@ -529,7 +507,7 @@ def _long_answer(res: dict, t: dict) -> S.Judgement:
     """The answer to §1.4's "如果继续训 10000 步会怎样？": the measured gaps, reported (NA until trained)."""
     lg = column(t, "long_gap")
     if not lg:
-        return S.na(_pending(res, "gap_after_10000_steps"))
+        return S.na(not_trained((res.get("pending") or {}).get("gap_after_10000_steps"), LONG_COMMAND))
     inside = sum(LONG_BAND[0] <= g <= LONG_BAND[1] for g in lg)
     return S.reported(
         f"{inside} of {len(lg)} inside the hint's {LONG_BAND[0]}–{LONG_BAND[1]}: " + _why_long(res),
@@ -539,7 +517,7 @@ def _long_answer(res: dict, t: dict) -> S.Judgement:
 
 
 def judge(doc: dict) -> list[dict]:
-    """The case's own claims (``experiments.case.judge``) on the source document, then the statements
+    """The case's own claims (``lab.case.run.judge``) on the source document, then the statements
     read of the same runs, on this entry's results (labbook.judge_input hands both)."""
     claims = X.judge(doc["source"])
     for c in claims:  # in place: a claim keeps the judgement it was made from (attnlab.sequential.record)
@@ -549,7 +527,7 @@ def judge(doc: dict) -> list[dict]:
 
 # --------------------------------------------------------------------------------- why
 def _list(xs: list[float], digits: int = 3) -> str:
-    return ", ".join(f"{x:.{digits}g}" for x in xs) or "—"
+    return number_list(xs, f".{digits}g", empty="—")
 
 
 def _why_grad(r: dict) -> str:

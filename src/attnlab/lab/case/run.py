@@ -26,36 +26,38 @@ from pathlib import Path
 
 import torch
 
-from ..config import PRESETS, Config
-from ..corpus import DEFAULT_CORPUS, load_corpus, repo_relative
-from ..diagnostics import DIAG_KEYS
-from ..errors import AttnlabError, CheckpointError
-from ..io import check_writable, write_json
-from ..model import TinyGPT, generate
-from ..runner import Run, execute
-from ..tokenizer import CharTokenizer
-from ..train import History, get_batch, split_data
-from ..verdicts import count_line
+from ...config import PRESETS, Config
+from ...corpus import DEFAULT_CORPUS, load_corpus, repo_relative
+from ...diagnostics import DIAG_KEYS
+from ...errors import AttnlabError, CheckpointError
+from ...io import check_writable, write_json
+from ...model import TinyGPT, generate
+from ...runner import Run, execute
+from ...tokenizer import CharTokenizer
+from ...tools import environment, provenance
+from ...train import History, get_batch, split_data
+from ...verdicts import count_line
+from ..common import unigram_entropy
+from ..runs import BOOK_STEPS, DYNAMICS_STEPS, KEEP_WEIGHTS, member_runs, runs_by_name
+from ..runs import keep_case_weights as case_run
 from . import claims as C
-from .case_settings import BOOK_SEED, CaseSettings
-from .claims import check_claims, runs_by_name
-from .claims import runs as member_runs
-from .common import environment, provenance
+from .claims import check_claims
+from .settings import BOOK_SEED, CaseSettings
 
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
-# the case document's accessors, for the lab book: a pair member's runs on every seed, and every run by name;
-# and the case's settings (their home is case_settings, below claims, which reads the full case's sizes)
-__all__ = ["BOOK_SEED", "CaseSettings", "member_runs", "runs_by_name"]
-
-
-# The weights entering these steps are kept beside every case run (checkpoint.KeepWeights):
-# §1.12.1's table (222 … 1480), judged over several fixed validation batches, and the head
-# dynamics of §1.12.4 (100, 500; 1500 is the trained model).
-BOOK_STEPS = C.BOOK_STEPS
-DYNAMICS_STEPS = (100, 500, C.BOOK_RUN_STEPS)
-KEEP_WEIGHTS = tuple(sorted({*BOOK_STEPS, *DYNAMICS_STEPS[:-1]}))
+# the case document's accessors and the case's settings, for the CLI and the lab book
+__all__ = [
+    "count_line",
+    "BOOK_SEED",
+    "DYNAMICS_STEPS",
+    "KEEP_WEIGHTS",
+    "CaseSettings",
+    "case_run",
+    "member_runs",
+    "runs_by_name",
+]
 
 
 class CaseError(AttnlabError):
@@ -110,7 +112,7 @@ def init_sweep(
     book's sweep ties d_model to d_head, so Var(q_i) = d_model σ² grows with d_head too;
     holding d_model separates the two). Statistics then pool every head.
     """
-    from ..diagnostics import jacobian_frobenius, masked_std, weight_entropy
+    from ...diagnostics import jacobian_frobenius, masked_std, weight_entropy
 
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(2, 300, (8, 32), generator=gen)
@@ -159,7 +161,7 @@ def init_sweep(
 def qk_scale(model: TinyGPT, x: torch.Tensor) -> list[dict]:
     """§1.7.7 per layer on one batch: q std, k std, std and max |.| of the logits
     actually fed to the softmax (causal entries), and ||W_qkv||_F."""
-    from ..diagnostics import masked_std
+    from ...diagnostics import masked_std
 
     was = model.training
     model.eval()
@@ -230,11 +232,6 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     return [g for g in (small, big, wd) if g], pairs
 
 
-def case_run(name: str, cfg: Config, keep_weights: tuple[int, ...] = KEEP_WEIGHTS) -> Run:
-    """One run of the case: its folder is runs/case/NAME, and it keeps the weights of KEEP_WEIGHTS."""
-    return Run(name, cfg, group="case", keep_weights=keep_weights)
-
-
 def big_name(scaled: bool, seed: int, first_seed: int) -> str:
     tag = "scaled" if scaled else "unscaled"
     return f"big_{tag}" if seed == first_seed else f"big_{tag}_s{seed}"
@@ -303,15 +300,6 @@ def compact_summary(history: History, window: int, digits: int = 5) -> dict:
     return full
 
 
-def unigram_entropy(text: str, tok: CharTokenizer) -> float:
-    """Entropy (nats) of the token frequencies of ``text``: what a model that learns character
-    frequencies alone reaches."""
-    ids = torch.tensor(tok.encode(text), dtype=torch.long)
-    p = torch.bincount(ids).double()
-    p = p[p > 0] / p.sum()
-    return float(-(p * p.log()).sum())
-
-
 def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
     """The order the case trains in, one batch after another: the book's own protocol first (the
     small pair on the first three seeds, §1.19.2, and both pairs' first seed), then each further
@@ -351,7 +339,7 @@ def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
 def check_run_folders(runs: list[Run], root: Path) -> None:
     """Every run folder under ``root`` that holds another config's run is refused before any
     training starts (runner.ForeignRun), not after the batches before it have trained."""
-    from ..runner import _check_resumable, finished_history
+    from ...runner import _check_resumable, finished_history
 
     for r in runs:
         d = r.dir(root)
@@ -511,7 +499,9 @@ def _init_sweeps(settings: CaseSettings, progress: bool, log: Callable[[str], No
     n_init = settings.init_samples * len(settings.init_d_heads)
     if not progress:
         log(f"初始化扫描 / init sweep: {len(settings.init_d_heads)} d_head × {settings.init_samples} inits …")
-    bar = _Progress(total=n_init, enabled=progress, desc="init sweep")
+    from tqdm.auto import tqdm  # a bar with ETA for the sweep (the runner draws its own for the training)
+
+    bar = tqdm(total=n_init, unit="sample", dynamic_ncols=True, desc="init sweep", disable=not progress)
     try:
         t0 = time.perf_counter()
         sweep = init_sweep(
@@ -588,7 +578,7 @@ def _reused_config(
 
 def _train_stage(stage_runs, k, stages, runs, text, out, settings, progress, log, tensorboard, shown, state) -> dict:
     """Train one batch of runs; ``state`` keeps the names done, trained (config, steps) and reused."""
-    from ..runner import steps_on_disk
+    from ...runner import steps_on_disk
 
     label = stages[k][0]
     if progress:
@@ -660,9 +650,9 @@ def run_case(
     (``settings.seeds`` longer than ``base``'s), the unscaled big member on more seeds than the
     scaled one included.
     """
-    from ..perf import measure_rates
-    from ..runner import Finished, finished_history
-    from ..train import resolve_device
+    from ...perf import measure_rates
+    from ...runner import Finished, finished_history
+    from ...train import resolve_device
 
     progress = settings.execution.progress if progress is None else progress  # the runner's bar and the case's
     out = Path(out)
@@ -784,7 +774,7 @@ def run_case(
 
 def _bar_desc(k: int, n_stages: int, done: int, n_runs: int, shown: dict) -> str:
     """The progress bar's label: the batch training, the runs done, and what the report shows."""
-    from ..verdicts import FAIL, INCONCLUSIVE, PASS, counts
+    from ...verdicts import FAIL, INCONCLUSIVE, PASS, counts
 
     if shown.get("claims"):
         c = counts(shown["claims"]).get("book", {})
@@ -807,7 +797,7 @@ def _floor_timings(
     runs and steps already on disk left out), from the rates measured before training."""
     import os
 
-    from ..perf import floor_of
+    from ...perf import floor_of
 
     cores = os.cpu_count() or 1
     if device.type == "cuda":
@@ -899,7 +889,7 @@ def result_scale(res: dict) -> dict[str, int]:
 def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False) -> None:
     """Refuse (OverwriteError, one line) a case that would replace ``out/data/ch1_case.json`` made at a
     larger scale, unless ``overwrite``. An unreadable file is left to the run to replace."""
-    from ..outputs import refuse_smaller
+    from ...outputs import refuse_smaller
 
     path = Path(out) / "data" / "ch1_case.json"
     if not path.is_file():
@@ -997,7 +987,7 @@ def retrained(out: Path, result: dict) -> list[dict]:
     store: data/run_store.json and the case already in data/), each a reproducibility difference, saved
     in the folder's data/run_store.json. A case is the first measurement of its runs or a retraining;
     it never replaces the numbers judged (attnlab.runstore)."""
-    from ..runstore import RunStore, case_records
+    from ...runstore import RunStore, case_records
 
     store = RunStore.load(Path(out))
     source = retrained_path(Path("data") / "ch1_case.json").as_posix()
@@ -1101,8 +1091,8 @@ def diagnostics_at_steps(
     fixed validation batches: mean and sd over the batches (issue 11: single training batches are
     noisy). Step 0 is the initial model (rebuilt from the seed), other steps the weights the run
     kept (checkpoint.KeepWeights); steps without kept weights are left out."""
-    from ..checkpoint import weights_path
-    from .common import load_model
+    from ...checkpoint import weights_path
+    from ...tools import load_model
 
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     _, val = split_data(ids, cfg)
@@ -1139,31 +1129,7 @@ def _workers_used(settings: CaseSettings, n_runs: int) -> int:
     return max(1, min(settings.execution.workers or os.cpu_count() or 1, n_runs))
 
 
-class _Progress:
-    """A bar with ETA for the init sweep (the runner draws its own for the training)."""
-
-    def __init__(self, total: int, enabled: bool, desc: str):
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, unit="sample", dynamic_ncols=True, desc=desc)
-
-    def update(self, n: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 # ------------------------------------------------------------------- reading results
-def claim_counts(claims: list[dict]) -> str:
-    """One line: book claims by verdict (PASS, FAIL, INCONCLUSIVE ...), sanity checks apart."""
-    return count_line(claims)
-
-
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{int(s // 60)} min {s % 60:02.0f} s"
 
@@ -1184,8 +1150,8 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
     """What ``attnlab case`` ends with: a few lines, Chinese first, every number from ``res`` (and the
     wall times in ``phases``; ``full_plan``: ``case --plan``'s estimate for the full case, which a quick
     run names as what ``make case`` adds)."""
-    from ..book import book_values
-    from ..verdicts import REASON_LABELS, verdict_of
+    from ...book import book_values
+    from ...verdicts import REASON_LABELS, verdict_of
     from .claims import big_seed_gaps, small_seed_gaps
 
     S = res["config"]["settings"]
@@ -1236,7 +1202,7 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
         if c.get("kind") == "book" and verdict_of(c) == "FAIL":
             cat = (c.get("reason") or {}).get("category", "unexplained")
             why[cat] = why.get(cat, 0) + 1
-    lines.append(f"  论断 / claims: {claim_counts(res['claims'])}")
+    lines.append(f"  论断 / claims: {count_line(res['claims'])}")
     if why:
         order = [k for k in REASON_LABELS if k in why] + sorted(k for k in why if k not in REASON_LABELS)
         lines.append(
@@ -1261,7 +1227,7 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
 
 def read_case_json(path: Path) -> dict:
     """A case result read back for the report, its shape checked before anything uses it."""
-    from ..io import read_json
+    from ...io import read_json
 
     path = Path(path)
     if not path.exists() and not path.is_symlink():  # a FIFO, a folder or a loop: read_json names it
@@ -1272,7 +1238,7 @@ def read_case_json(path: Path) -> dict:
     missing = [k for k in ("init_sweep", "pairs", "seeds", "qk_scale", "claims") if k not in result]
     if missing:
         raise CaseError(f"{path} lacks {', '.join(missing)}: not a case result")
-    from ..schemas import problem
+    from ...schemas import problem
 
     wrong = problem("case", result)  # the declared shape of a case result (attnlab.schemas.CaseResult)
     if wrong:

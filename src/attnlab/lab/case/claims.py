@@ -33,9 +33,11 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import stats, verdicts
-from ..book import book_values
-from ..verdicts import REASON_LABELS  # noqa: F401  (re-exported: the reports' labels have one home)
+from ... import stats, verdicts
+from ...book import book_values
+from ...verdicts import REASON_LABELS  # noqa: F401  (re-exported: the reports' labels have one home)
+from ..runs import BOOK_RUN_STEPS, BOOK_STEPS, runs_by_name  # noqa: F401  (the case's readers)
+from ..runs import member_runs as runs
 
 LN_VOCAB = math.log(1200)
 # the chapter's numbers, all from reference_values.json (attnlab.book); none is typed here
@@ -44,8 +46,6 @@ _SWEEP = book_values("init_sweep_1_3")
 _DYN = book_values("dynamics_big_1_12")
 _QK = book_values("qk_scale_layer0_1_7_7")
 _CFG = book_values("config_small")
-BOOK_STEPS = tuple(_DYN["steps"][1:])  # §1.12.1's table (step 0 aside): 222 … 1480
-BOOK_RUN_STEPS = _CFG["max_steps"]  # the book's run (§1.4: 1500 steps); the full case trains exactly these
 COLLAPSE_STEP = _DYN["steps"][1]  # §1.4: "只用了 222 步"
 GAP_SMALL, GAP_BIG = _LOSS["gap_small"], _LOSS["gap_big"]
 WINDOW = 25  # half-width of the window around a book step
@@ -86,20 +86,6 @@ def round_sig(x: float | None, digits: int = 4) -> float | None:
 
 
 # ------------------------------------------------------------------------ the data
-def runs(res: dict, key: str) -> list[dict]:
-    """The runs of pair member ``key`` on every seed stored: the first seed (``pairs``) first. The one
-    reader of the case document's runs (``attnlab.experiments.case.member_runs`` for the lab book)."""
-    return [res["pairs"][key]] + list(res.get("seed_runs", {}).get(key, []))
-
-
-def runs_by_name(res: dict) -> dict[str, dict]:
-    """Every run the case document stores (its pairs and its further seeds), by run name."""
-    out = {e["run"]: e for e in res.get("pairs", {}).values() if isinstance(e, dict) and "run" in e}
-    for entries in res.get("seed_runs", {}).values():
-        out.update({e["run"]: e for e in entries if "run" in e})
-    return out
-
-
 def qk_runs(res: dict, key: str) -> list[dict]:
     """q/k scale before/after of ``key`` on every seed stored (layer rows)."""
     out = [res["qk_scale"][key]] if key in res.get("qk_scale", {}) else []
@@ -123,9 +109,8 @@ def window_mean(run: dict, key: str, step: int, half: int = WINDOW) -> float:
     return sum(pick) / len(pick)
 
 
-def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
+def centred_means(vals: Sequence[float], half: int = WINDOW) -> list[float]:
     """The centred ±half-step mean at every step (cumulative sums: one pass)."""
-    vals = [0.0 if v is None else v for v in series(run, key)]
     csum = [0.0]
     for v in vals:
         csum.append(csum[-1] + v)
@@ -134,6 +119,11 @@ def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
         (csum[min(n, i + half + 1)] - csum[max(0, i - half)]) / (min(n, i + half + 1) - max(0, i - half))
         for i in range(n)
     ]
+
+
+def window_means(run: dict, key: str, half: int = WINDOW) -> list[float]:
+    """The centred ±half-step mean of a per-step diagnostic at every step (a missing record counts 0)."""
+    return centred_means([0.0 if v is None else v for v in series(run, key)], half)
 
 
 def val_batch_means(res: dict, member: str, diag: str, step: int) -> tuple[list[float], list[float]]:
@@ -151,22 +141,19 @@ def val_batch_means(res: dict, member: str, diag: str, step: int) -> tuple[list[
     return means, sds
 
 
-def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
-    vals = [v for v in series(run, key)[-n:] if v is not None]
+def tail_mean(xs: Sequence[float | None], n: int = END_WINDOW) -> float:
+    """The "end" of a trace: the mean of its last ``n`` records (missing ones left out)."""
+    vals = [v for v in xs[-n:] if v is not None]
     return sum(vals) / len(vals)
+
+
+def end_mean(run: dict, key: str, n: int = END_WINDOW) -> float:
+    return tail_mean(series(run, key), n)
 
 
 def smoothed_loss(run: dict, half: int = WINDOW) -> list[float]:
     """Training loss averaged over ±half steps (a centred moving mean)."""
-    loss = run["trace"]["loss"]
-    csum = [0.0]
-    for v in loss:
-        csum.append(csum[-1] + v)
-    out = []
-    for i in range(len(loss)):
-        lo, hi = max(0, i - half), min(len(loss), i + half + 1)
-        out.append((csum[hi] - csum[lo]) / (hi - lo))
-    return out
+    return centred_means(run["trace"]["loss"], half)
 
 
 def scaled_step(step: int, res: dict) -> int:
@@ -1333,7 +1320,7 @@ def scale_reason(cid: str, res: dict) -> str | None:
     where the claim reads nothing smaller than the full case (then the scale explains nothing: a FAIL at
     full size is never put down to it). Steps count for the claims that read the training, inits for
     those that read the sweeps; step 0 of a run is the same at any length."""
-    from .case_settings import CaseSettings  # the full case's sizes
+    from .settings import CaseSettings  # the full case's sizes
 
     full = CaseSettings()
     if cid in AT_INIT_CLAIMS:

@@ -1,7 +1,7 @@
 """The case's settings: its seeds, run length, sweep sizes and executor (:class:`CaseSettings`).
 
-Below both :mod:`attnlab.experiments.case` (which runs a case of these settings) and
-:mod:`attnlab.experiments.claims` (whose ``scale_reason`` compares a result with the full case's
+Below both :mod:`attnlab.lab.case.run` (which runs a case of these settings) and
+:mod:`attnlab.lab.case.claims` (whose ``scale_reason`` compares a result with the full case's
 sizes), so neither has to import the other for them.
 """
 
@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..book import book_values
-from ..runner import ExecutorOptions
-
-BOOK_SEED = 20261014
-# the book's run (§1.4: 1500 steps), read from reference_values.json as claims.BOOK_RUN_STEPS is
-BOOK_RUN_STEPS = book_values("config_small")["max_steps"]
+from ...runner import ExecutorOptions
+from ..runs import BOOK_RUN_STEPS, BOOK_SEED
 
 
 @dataclass(frozen=True)
