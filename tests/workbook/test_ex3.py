@@ -32,7 +32,7 @@ def test_reference_by_hand():
 def test_probe_texts_are_the_portraits_evaluation_set():
     from attnlab.checkpoint import load_checkpoint
     from attnlab.corpus import load_corpus
-    from attnlab.experiments.common import validation_text
+    from attnlab.tools import validation_text
     from attnlab.lab.portrait import poem_windows
 
     _, _, cfg = load_checkpoint(ex3.SHIPPED / "case" / "small_scaled_s20261014" / "ckpt.pt")
