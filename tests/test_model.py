@@ -1,3 +1,4 @@
+import functools
 import math
 
 import pytest
@@ -5,7 +6,7 @@ import torch
 
 from attnlab import CharTokenizer, Config, TinyGPT, generate
 from attnlab.errors import ConfigError
-from attnlab.model import KVCache, SequenceTooLongError
+from attnlab.model import KVCache, SequenceTooLongError, attention
 
 
 def make(cfg, seed=0):
@@ -108,7 +109,7 @@ def test_each_attention_scaling_equals_sdpa_with_that_scale(attn_scale, factor):
         q, k, v = (got[f"blocks.0.attn.{t}"][0] for t in ("tap_q", "tap_k", "tap_v"))
         want = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=factor)
         assert attn.scale == pytest.approx(factor)
-        y = m.blocks[0].attn._explicit(q, k, v)
+        y = attention(q, k, v, attn.scale)
         assert torch.allclose(y, want, atol=1e-12, rtol=0)
 
 
@@ -262,3 +263,27 @@ def test_generate_is_deterministic_and_warns_on_unknown(text):
     with pytest.warns(UserWarning):
         out = generate(m, tok, "龍", 3, seed=1)
     assert out.startswith("<unk>")
+
+
+def test_the_correct_path_never_mentions_a_bug():
+    """§1.11's bugs live in attnlab.attention.faults; the model only installs one at construction."""
+    import inspect
+
+    import attnlab.model as M
+    from attnlab.attention import faults
+
+    for obj in (M.attention, M.causal_bias, M.CausalSelfAttention, M.Block):
+        assert "bug" not in inspect.getsource(obj).lower(), obj.__name__
+    x = torch.randint(0, 20, (2, 8))
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20)
+    bad = make(cfg.replace(bug="mask_zero"))
+    assert isinstance(bad.blocks[0].attn.attend, functools.partial)  # the fault, installed from outside
+    assert "attend" not in vars(make(cfg).blocks[0].attn)  # the correct model keeps its own method
+    # the fault module replays the correct model's stages exactly
+    m = make(cfg)
+    with m.capture("tap_q", "tap_k", "tap_pattern") as got:
+        m(x)
+    q, k, p = (got[f"blocks.0.attn.{t}"][0] for t in ("tap_q", "tap_k", "tap_pattern"))
+    assert torch.allclose(faults.attention_stages(q, k, m.blocks[0].attn.scale)[-1], p, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown bug"):
+        faults.install_fault(m, "off_by_one")
