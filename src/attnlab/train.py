@@ -92,7 +92,15 @@ def make_optimizer(model: TinyGPT, cfg: Config) -> torch.optim.AdamW:
 
 
 def train_step(
-    model: TinyGPT, opt, data: Tensor, gen: torch.Generator, cfg: Config, step: int, device: torch.device, autocast
+    model: TinyGPT,
+    opt,
+    *,
+    data: Tensor,
+    gen: torch.Generator,
+    cfg: Config,
+    step: int,
+    device: torch.device,
+    autocast=None,
 ) -> dict:
     """One optimizer update on a fresh batch; its record (step, loss, lr, grad_norm, and the
     per-layer diagnostics when this step is recorded). ``_batch`` rides along for the caller."""
@@ -103,7 +111,7 @@ def train_step(
     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     record_now = cfg.record_every > 0 and step % cfg.record_every == 0
     model.train()
-    with autocast:
+    with autocast or nullcontext():
         _, loss = model(x, y, record=record_now)
     record = {"step": step, "loss": loss.item(), "lr": lr, "grad_norm": float("nan"), "_batch": (x, y)}
     if math.isfinite(record["loss"]):
@@ -228,7 +236,9 @@ def _loop(
             for step in range(start, cfg.max_steps if history.diverged_at is None else start):
                 if stopper.requested or (stop_after is not None and step >= start + stop_after):
                     raise TrainingInterrupted(step, save(step))
-                record = train_step(model, opt, train_ids, gen, cfg, step, device, autocast)
+                record = train_step(
+                    model, opt, data=train_ids, gen=gen, cfg=cfg, step=step, device=device, autocast=autocast
+                )
                 x, y = record.pop("_batch")
                 if not math.isfinite(record["loss"]):
                     history.diverged_at = step

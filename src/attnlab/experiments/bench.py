@@ -67,7 +67,9 @@ def attnlab_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], dict]:
     gen = torch.Generator().manual_seed(cfg.seed)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16" else nullcontext()
     counter = iter(range(10**9))
-    return lambda: train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
+    return lambda: train_step(
+        model, opt, data=data, gen=gen, cfg=cfg, step=next(counter), device=device, autocast=autocast
+    )
 
 
 def snapshot_taker(cfg: Config, run_dir: Path) -> Callable[[], None]:
