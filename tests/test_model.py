@@ -113,13 +113,24 @@ def test_each_attention_scaling_equals_sdpa_with_that_scale(attn_scale, factor):
         assert torch.allclose(y, want, atol=1e-12, rtol=0)
 
 
-def test_attn_scale_has_one_spelling_per_model():
-    """The book's two scalings stay `scaled` (so such runs are the case's runs); 1/d is spelled out."""
-    assert Config(attn_scale="none") == Config(scaled=False)
-    assert Config(attn_scale="1/sqrt(d)") == Config()
-    assert Config(attn_scale="1/d").scale_rule == "1/d" and Config(scaled=False).scale_rule == "none"
+def test_the_scaling_has_one_spelling():
+    """`scaled` is the knob (True, False or "1/d"); `attn_scale` and the scalings' names are input
+    aliases, normalised at the door; the stored form keeps the two keys every run was written with."""
+    assert Config(attn_scale="none") == Config(scaled=False) == Config(scaled="none")
+    assert Config(attn_scale="1/sqrt(d)") == Config() == Config(scaled="1/sqrt(d)")
+    assert Config(attn_scale="1/d").scaled == "1/d" and Config(scaled=False).scaled is False
+    assert (
+        Config(attn_scale="1/d") == Config.from_overrides(["scaled=1/d"]) == Config.from_overrides(["attn_scale=1/d"])
+    )
+    assert Config(scaled=False).replace(scaled=True) == Config() and Config().replace(attn_scale="none").scaled is False
+    stored = Config(scaled="1/d").to_dict()
+    assert (stored["scaled"], stored["attn_scale"]) == (True, "1/d") and Config.from_dict(stored).scaled == "1/d"
+    assert (Config(scaled=False).to_dict()["scaled"], Config(scaled=False).to_dict()["attn_scale"]) == (False, None)
+    assert "attn_scale" not in {f.name for f in __import__("dataclasses").fields(Config)}
     with pytest.raises(ConfigError, match="attn_scale"):
         Config(attn_scale="1/d_k")
+    with pytest.raises(ConfigError, match="'scaled' = 'maybe'"):
+        Config(scaled="maybe")
     with pytest.raises(ConfigError, match="contradicts scaled=False"):
         Config(scaled=False, attn_scale="1/d")
 

@@ -159,7 +159,7 @@ class CausalSelfAttention(nn.Module):
             self.log_inv_temp = nn.Parameter(torch.zeros(self.n_head))
         self.tap_q, self.tap_k, self.tap_v = Tap(), Tap(), Tap()
         self.tap_scores, self.tap_pattern = Tap(), Tap()
-        self.scale = scale_factor(cfg.scale_rule, self.d_head)
+        self.scale = scale_factor(cfg.scaled, self.d_head)
         self.last_diag: dict[str, float] | None = None
 
     def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None, causal: bool = True) -> Tensor:
@@ -199,9 +199,10 @@ class CausalSelfAttention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(Tq, Tk, q.device), scale=self.scale)
 
 
-def scale_factor(rule: str, d_head: int) -> float:
-    """The factor on q·k: 1/sqrt(d_head) (the book's), 1 (unscaled) or 1/d_head (muP)."""
-    return {"1/sqrt(d)": 1.0 / math.sqrt(d_head), "none": 1.0, "1/d": 1.0 / d_head}[rule]
+def scale_factor(scaled: bool | str, d_head: int) -> float:
+    """The factor on q·k for ``Config.scaled``: 1/sqrt(d_head) (True, the book's), 1 (False) or
+    1/d_head ("1/d", muP)."""
+    return {True: 1.0 / math.sqrt(d_head), False: 1.0, "1/d": 1.0 / d_head}[scaled]
 
 
 # ------------------------------------------------------------------------------- block
