@@ -353,22 +353,40 @@ class TinyGPT(nn.Module):
     def recording(self) -> Iterator[None]:
         """Per-layer attention diagnostics of the last forward pass inside the block.
 
-        Listens on the q, k, scores and pattern taps (which selects the explicit
-        path), then computes every layer's :func:`~attnlab.diagnostics.pattern_summary`
-        and moves them to the host in one transfer: one sync per step, not one per
-        layer. The numbers land in ``blocks[i].attn.last_diag`` (see ``diagnostics()``).
+        Listens on the q, k, scores and pattern taps (which selects the explicit path) and
+        computes each layer's :func:`~attnlab.diagnostics.pattern_summary` as soon as its weights
+        pass (while they are still in the cache), then moves every layer's numbers to the host in
+        one transfer: one sync per step, not one per layer. The numbers land in
+        ``blocks[i].attn.last_diag`` (see ``diagnostics()``).
         """
-        with self.capture(*RECORDED_TAPS) as store:
+        seen: dict[tuple[int, str], Tensor] = {}
+        rows: dict[int, Tensor] = {}
+
+        def listener(i: int, tap: str):
+            def hook(module, args, out) -> None:
+                if tap != "tap_pattern":
+                    seen[i, tap] = out.detach()
+                    return
+                q, k, scores = (seen[i, t] for t in RECORDED_TAPS[:3])
+                with torch.no_grad():
+                    summary = pattern_summary(scores, out.detach(), _at_least_fp32(q), _at_least_fp32(k))
+                    rows[i] = torch.stack(list(summary.values()))
+
+            return hook
+
+        handles = [
+            getattr(block.attn, tap).register_forward_hook(listener(i, tap))
+            for i, block in enumerate(self.blocks)
+            for tap in RECORDED_TAPS
+        ]
+        try:
             yield
-        if not store or not store[f"blocks.0.attn.{RECORDED_TAPS[-1]}"]:
+        finally:
+            for h in handles:
+                h.remove()
+        if len(rows) < len(self.blocks):
             return  # no forward pass happened
-        with torch.no_grad():
-            rows = []
-            for i in range(len(self.blocks)):
-                q, k, scores, p = (store[f"blocks.{i}.attn.{t}"][-1] for t in RECORDED_TAPS)
-                summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
-                rows.append(torch.stack(list(summary.values())))
-            values = torch.stack(rows).tolist()  # the one host sync
+        values = torch.stack([rows[i] for i in range(len(self.blocks))]).tolist()  # the one host sync
         for block, vals in zip(self.blocks, values):
             block.attn.last_diag = dict(zip(DIAG_KEYS, vals))
 
