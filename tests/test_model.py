@@ -298,3 +298,19 @@ def test_the_correct_path_never_mentions_a_bug():
     assert torch.allclose(faults.attention_stages(q, k, m.blocks[0].attn.scale)[-1], p, atol=1e-6)
     with pytest.raises(ValueError, match="unknown bug"):
         faults.install_fault(m, "off_by_one")
+
+
+def test_recording_equals_the_diagnostics_of_the_captured_taps():
+    """model.recording() computes each layer's numbers as its weights pass; they are bit for bit
+    pattern_summary of the tensors the taps carried in that forward."""
+    from attnlab.diagnostics import DIAG_KEYS, pattern_summary
+    from attnlab.model import RECORDED_TAPS
+
+    m = make(Config(n_layer=2, n_head=2, d_model=16, block_size=8, vocab_size=20))
+    x = torch.randint(0, 20, (3, 8))
+    with m.capture(*RECORDED_TAPS) as got:
+        m(x, record=True)
+    for i, block in enumerate(m.blocks):
+        q, k, s, p = (got[f"blocks.{i}.attn.{t}"][0] for t in RECORDED_TAPS)
+        want = [float(v) for v in pattern_summary(s, p, q, k).values()]
+        assert [block.attn.last_diag[key] for key in DIAG_KEYS] == want
