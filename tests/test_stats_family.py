@@ -139,9 +139,7 @@ def test_with_holm_families_and_what_it_may_change():
     assert "holm" not in claims[0]  # copies: the entries are not touched
     line = V.count_line(list(out.values()))
     # Holm counts the tested PASSes only: the untested one is its own count
-    assert line.startswith(
-        "书中论断 / book claims: 3 PASS (检验过的 / tested 2，Holm 后 / after Holm 1；未检验 / untested 1"
-    )
+    assert line.startswith("书中论断 / book claims: 3 PASS (检验过的 / tested 2，Holm 后 / after Holm 1；未检验 / untested 1")
 
 
 def test_a_question_is_reported_counted_apart_and_in_no_family():
