@@ -8,7 +8,7 @@ import torch
 
 from attnlab import Config, TinyGPT
 from attnlab.cli import main
-from attnlab.experiments.bench import bench_attention, bench_train, explicit_attention
+from attnlab.experiments.bench import bench_attention, bench_train, explicit_attention, format_train
 from attnlab.experiments.reference_gpt import ReferenceGPT
 from attnlab.perf import forward_flops, interleaved, matmul_rate, matmul_stepper, train_flops
 
@@ -97,6 +97,26 @@ def test_bench_train_tiny_end_to_end():
         rows["attnlab record_every=1"]["ms_per_step"] + snap["ms_per_snapshot"] * 80 / 1500
     )
     assert r["matmul_rate_flops"] > 0
+    rec = r["configs"]["small"]["recording"]  # recorded / unrecorded, per round, with the load
+    assert rec["wall_ratio"]["rounds"] == [
+        pytest.approx(rows["attnlab record_every=1"]["ms_rounds"][0] / rows["attnlab record_every=0"]["ms_rounds"][0])
+    ]
+    assert rec["cpu_ratio"]["median"] > 0 and "load_start" in rec and rec["cpus"] >= 1
+    assert "recording: attnlab record_every=1 / attnlab record_every=0 = " in format_train(r)
+    assert (
+        bench_train(
+            ("small",),
+            records=(0,),
+            repeats=1,
+            warmup=0,
+            device=DEVICE,
+            matmul_sizes=(64,),
+            overrides=TINY,
+            reference=False,
+            snapshots=False,
+        )["configs"]["small"]["recording"]
+        is None
+    )
     json.dumps(r)
 
 

@@ -128,3 +128,30 @@ def test_diagnostics_keep_nan_visible():
     p = torch.tensor([[0.5, float("nan"), 0.5]])
     assert math.isnan(jacobian_frobenius(p).item())
     assert math.isnan(weight_entropy(p, 3).item())
+
+
+@pytest.mark.parametrize("temp", [0.01, 1.0, 30.0, 3000.0])
+def test_in_place_diagnostics_equal_their_plain_formulas_bit_for_bit(temp):
+    """The recorded numbers are computed with buffers reused in place (they run at every recorded
+    step); the plain out-of-place formulas give the same bits, on collapsed and uniform rows alike."""
+    import torch.nn.functional as F
+
+    from attnlab.diagnostics import _CU_MIN, _SPLIT, _SQ_MIN, _TINY, _masked_moments, _row_entropy
+
+    g = torch.Generator().manual_seed(int(temp * 100))
+    T = 24
+    s = torch.randn(3, 4, T, T, generator=g) * temp
+    p = (s + torch.zeros(T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))).softmax(-1)
+    assert torch.equal(_row_entropy(p), -(p * F.threshold(p, _TINY, 1.0).log()).sum(-1))
+    dominant = (p * _SPLIT).floor_()
+    others = torch.addcmul(p, p, dominant, value=-1)
+    pm = p.amax(-1)
+    pm = pm * (pm * _SPLIT).floor_()
+    o2 = F.threshold(others, _SQ_MIN, 0.0).square_()
+    r1, r2, r3 = others.sum(-1), o2.sum(-1), (o2 * F.threshold(others, _CU_MIN, 0.0)).sum(-1)
+    plain = ((1 + pm * pm + r2) * r2 - 2 * r3 + pm * pm * (r1 * r1 + r2)).clamp_min(0).sqrt()
+    assert torch.equal(jacobian_frobenius(p), plain)
+    w = torch.ones(T, T).tril()
+    n = w.sum() * (s.numel() / w.numel())
+    dev = s * w - (s * w).sum() / n * w
+    assert torch.equal(_masked_moments(s, w)[1], ((dev * dev).sum() / (n - 1)).sqrt())

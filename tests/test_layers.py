@@ -54,6 +54,7 @@ LAYERS = [
             "run_task",
             "runner",
             "runstore",
+            "session",
             "slurm_executor",
             "snapshots",
             "tensorboard_log",

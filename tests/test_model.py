@@ -1,3 +1,4 @@
+import functools
 import math
 
 import pytest
@@ -5,7 +6,7 @@ import torch
 
 from attnlab import CharTokenizer, Config, TinyGPT, generate
 from attnlab.errors import ConfigError
-from attnlab.model import KVCache, SequenceTooLongError
+from attnlab.model import KVCache, SequenceTooLongError, attention
 
 
 def make(cfg, seed=0):
@@ -108,17 +109,28 @@ def test_each_attention_scaling_equals_sdpa_with_that_scale(attn_scale, factor):
         q, k, v = (got[f"blocks.0.attn.{t}"][0] for t in ("tap_q", "tap_k", "tap_v"))
         want = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=factor)
         assert attn.scale == pytest.approx(factor)
-        y = m.blocks[0].attn._explicit(q, k, v)
+        y = attention(q, k, v, attn.scale)
         assert torch.allclose(y, want, atol=1e-12, rtol=0)
 
 
-def test_attn_scale_has_one_spelling_per_model():
-    """The book's two scalings stay `scaled` (so such runs are the case's runs); 1/d is spelled out."""
-    assert Config(attn_scale="none") == Config(scaled=False)
-    assert Config(attn_scale="1/sqrt(d)") == Config()
-    assert Config(attn_scale="1/d").scale_rule == "1/d" and Config(scaled=False).scale_rule == "none"
+def test_the_scaling_has_one_spelling():
+    """`scaled` is the knob (True, False or "1/d"); `attn_scale` and the scalings' names are input
+    aliases, normalised at the door; the stored form keeps the two keys every run was written with."""
+    assert Config(attn_scale="none") == Config(scaled=False) == Config(scaled="none")
+    assert Config(attn_scale="1/sqrt(d)") == Config() == Config(scaled="1/sqrt(d)")
+    assert Config(attn_scale="1/d").scaled == "1/d" and Config(scaled=False).scaled is False
+    assert (
+        Config(attn_scale="1/d") == Config.from_overrides(["scaled=1/d"]) == Config.from_overrides(["attn_scale=1/d"])
+    )
+    assert Config(scaled=False).replace(scaled=True) == Config() and Config().replace(attn_scale="none").scaled is False
+    stored = Config(scaled="1/d").to_dict()
+    assert (stored["scaled"], stored["attn_scale"]) == (True, "1/d") and Config.from_dict(stored).scaled == "1/d"
+    assert (Config(scaled=False).to_dict()["scaled"], Config(scaled=False).to_dict()["attn_scale"]) == (False, None)
+    assert "attn_scale" not in {f.name for f in __import__("dataclasses").fields(Config)}
     with pytest.raises(ConfigError, match="attn_scale"):
         Config(attn_scale="1/d_k")
+    with pytest.raises(ConfigError, match="'scaled' = 'maybe'"):
+        Config(scaled="maybe")
     with pytest.raises(ConfigError, match="contradicts scaled=False"):
         Config(scaled=False, attn_scale="1/d")
 
@@ -262,3 +274,43 @@ def test_generate_is_deterministic_and_warns_on_unknown(text):
     with pytest.warns(UserWarning):
         out = generate(m, tok, "龍", 3, seed=1)
     assert out.startswith("<unk>")
+
+
+def test_the_correct_path_never_mentions_a_bug():
+    """§1.11's bugs live in attnlab.attention.faults; the model only installs one at construction."""
+    import inspect
+
+    import attnlab.model as M
+    from attnlab.attention import faults
+
+    for obj in (M.attention, M.causal_bias, M.CausalSelfAttention, M.Block):
+        assert "bug" not in inspect.getsource(obj).lower(), obj.__name__
+    x = torch.randint(0, 20, (2, 8))
+    cfg = Config(n_layer=1, n_head=2, d_model=16, block_size=8, vocab_size=20)
+    bad = make(cfg.replace(bug="mask_zero"))
+    assert isinstance(bad.blocks[0].attn.attend, functools.partial)  # the fault, installed from outside
+    assert "attend" not in vars(make(cfg).blocks[0].attn)  # the correct model keeps its own method
+    # the fault module replays the correct model's stages exactly
+    m = make(cfg)
+    with m.capture("tap_q", "tap_k", "tap_pattern") as got:
+        m(x)
+    q, k, p = (got[f"blocks.0.attn.{t}"][0] for t in ("tap_q", "tap_k", "tap_pattern"))
+    assert torch.allclose(faults.attention_stages(q, k, m.blocks[0].attn.scale)[-1], p, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown bug"):
+        faults.install_fault(m, "off_by_one")
+
+
+def test_recording_equals_the_diagnostics_of_the_captured_taps():
+    """model.recording() computes each layer's numbers as its weights pass; they are bit for bit
+    pattern_summary of the tensors the taps carried in that forward."""
+    from attnlab.diagnostics import DIAG_KEYS, pattern_summary
+    from attnlab.model import RECORDED_TAPS
+
+    m = make(Config(n_layer=2, n_head=2, d_model=16, block_size=8, vocab_size=20))
+    x = torch.randint(0, 20, (3, 8))
+    with m.capture(*RECORDED_TAPS) as got:
+        m(x, record=True)
+    for i, block in enumerate(m.blocks):
+        q, k, s, p = (got[f"blocks.{i}.attn.{t}"][0] for t in RECORDED_TAPS)
+        want = [float(v) for v in pattern_summary(s, p, q, k).values()]
+        assert [block.attn.last_diag[key] for key in DIAG_KEYS] == want

@@ -14,7 +14,7 @@ import math
 import re
 import types
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import InitVar, dataclass, fields
 from typing import Any
 
 from .errors import ConfigError
@@ -23,8 +23,10 @@ POS_KINDS = ("learned", "sinusoidal", "rope", "none")
 NORM_KINDS = ("layernorm", "rmsnorm", "none")
 BUGS = ("mask_zero", "scale_after_softmax", "no_max_subtraction", "divide_by_d_k")
 DTYPES = ("fp32", "bf16")
-# how q·k is scaled before the softmax; "1/sqrt(d)" and "none" are the book's scaled=True / False
-ATTN_SCALES = ("1/sqrt(d)", "none", "1/d")
+# how q·k is scaled before the softmax: Config.scaled's three values and their names; the names are
+# also accepted as values of `scaled` and of its input alias `attn_scale`
+SCALINGS = {True: "1/sqrt(d)", False: "none", "1/d": "1/d"}
+ATTN_SCALES = tuple(SCALINGS.values())
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
 SEED_MAX = 2**53  # seeds travel through JSON and JavaScript, exact up to 2**53
 # Sane maxima, checked before anything is built: far above every run of the book (its longest run
@@ -68,8 +70,11 @@ class Config:
     d_ff: int | None = None  # None -> 2 * d_model, as in the book
     block_size: int = 64
     vocab_size: int = 1200
-    scaled: bool = True  # divide scores by sqrt(d_head): the case study's one variable
-    attn_scale: str | None = None  # "1/sqrt(d)" | "none" | "1/d" (muP); None = as `scaled` says
+    # the scores q·k times 1/sqrt(d_head) (True, the book's), 1 (False) or 1/d_head ("1/d", muP):
+    # the case study's one variable. `attn_scale="1/sqrt(d)" | "none" | "1/d"` is accepted as an input
+    # alias, normalised here, and a run's stored config keeps the two keys every run was written with
+    scaled: bool | str = True
+    attn_scale: InitVar[str | None] = None
     tie_weights: bool = True
     init_std: float = 0.02
     # model variants (later experiments)
@@ -102,34 +107,34 @@ class Config:
     snapshot_every: int = 25  # snapshot every N steps (0 = never) ...
     snapshot_dense: int = 20  # ... and at every step below this one, where attention forms
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, attn_scale: str | None) -> None:
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", 2 * self.d_model)
+        self._canonical_scale(attn_scale)
         self._check_types()
-        self._canonical_scale()
         self._check_values()
 
-    def _canonical_scale(self) -> None:
-        """One spelling per model: the book's two scalings are ``scaled`` (attn_scale stays None, so
-        these runs are the case's runs), only 1/d is spelled out in ``attn_scale``."""
-        a = self.attn_scale
-        if a is None:
-            return
-        if a not in ATTN_SCALES:
-            raise ConfigError(f"config field 'attn_scale' = {a!r}: must be one of {', '.join(ATTN_SCALES)}")
-        if a != "none" and not self.scaled:
+    def _canonical_scale(self, alias: str | None) -> None:
+        """``scaled`` is True, False or "1/d"; its names ("1/sqrt(d)", "none") and the alias
+        ``attn_scale`` become that value here, at the door."""
+        by_name = {name: value for value, name in SCALINGS.items()}
+        s = self.scaled
+        if isinstance(s, str) and s in by_name:
+            s = by_name[s]
+        if not (s is True or s is False or s == "1/d"):
             raise ConfigError(
-                f"config field 'attn_scale' = {a!r} contradicts scaled=False (= attn_scale none); set only attn_scale"
+                f"config field 'scaled' = {self.scaled!r}: must be true (1/sqrt(d_head), the book's), "
+                f"false (no scaling) or '1/d' (muP)"
             )
-        if a == "none":
-            object.__setattr__(self, "scaled", False)
-        if a != "1/d":
-            object.__setattr__(self, "attn_scale", None)
-
-    @property
-    def scale_rule(self) -> str:
-        """The scaling of q·k: "1/sqrt(d)", "none" or "1/d"."""
-        return self.attn_scale or ("1/sqrt(d)" if self.scaled else "none")
+        if alias is not None:
+            if alias not in by_name:
+                raise ConfigError(f"config field 'attn_scale' = {alias!r}: must be one of {', '.join(ATTN_SCALES)}")
+            if s is not True and by_name[alias] != s:  # scaled=True is the default: the alias says more
+                raise ConfigError(
+                    f"config field 'attn_scale' = {alias!r} contradicts scaled={self.scaled!r}; set only scaled"
+                )
+            s = by_name[alias]
+        object.__setattr__(self, "scaled", s)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -144,6 +149,8 @@ class Config:
     def _check_types(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):
+            if f.name == "scaled":  # True, False or "1/d": checked by _canonical_scale
+                continue
             value = getattr(self, f.name)
             want = hints[f.name]
             optional = _is_optional(want)
@@ -223,7 +230,7 @@ class Config:
     def identity(self) -> dict[str, Any]:
         """The fields that make a run's numbers what they are (the seed included), in canonical form:
         every field but those in ``NOT_IDENTITY`` (where and how often a run is looked at)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IDENTITY}
+        return {k: v for k, v in self.to_dict().items() if k not in NOT_IDENTITY}
 
     def run_key(self) -> str:
         """A run's identity: a fingerprint of ``identity()``. Two names for one config and seed give
@@ -238,7 +245,7 @@ class Config:
     # ----------------------------------------------------------- construction
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes``; d_ff follows d_model unless given or set explicitly."""
-        unknown = set(changes) - {f.name for f in fields(self)}
+        unknown = set(changes) - {f.name for f in fields(self)} - {"attn_scale"}
         if unknown:
             raise ConfigError(
                 f"unknown config key(s): {', '.join(sorted(unknown))}{_did_you_mean(unknown)}; "
@@ -250,14 +257,23 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Config:
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} | {"attn_scale"}  # the stored form's second scaling key
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}{_did_you_mean(unknown)}")
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The stored form (config.json, checkpoints, run keys): every field, ``scaled`` as the two
+        keys every run has been written with — scaled (True for "1/d" too) and attn_scale ("1/d" or None)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "scaled":
+                out["scaled"], out["attn_scale"] = value is not False, ("1/d" if value == "1/d" else None)
+            else:
+                out[f.name] = value
+        return out
 
     @classmethod
     def from_overrides(cls, items: list[str], base: Config | None = None) -> Config:
@@ -306,6 +322,9 @@ def _is_optional(hint: Any) -> bool:
 
 
 def _parse_value(key: str, raw: str, hint: Any) -> Any:
+    if key in ("scaled", "attn_scale"):  # true/false, or a scaling's name ("1/d"): Config checks it
+        low = raw.lower()
+        return True if low in ("1", "true", "yes", "on") else False if low in ("0", "false", "no", "off") else raw
     optional = _is_optional(hint)
     base = [a for a in typing.get_args(hint) if a is not type(None)][0] if optional else hint
     if optional and raw.lower() in ("none", "null", ""):

@@ -41,7 +41,7 @@ def weight_entropy(p: Tensor, n_valid: Tensor | int) -> Tensor:
 def _row_entropy(p: Tensor) -> Tensor:
     """-Σ p log p over the last axis, in nats."""
     safe = F.threshold(p, _TINY, 1.0)  # log(1) = 0 for the tiny ones
-    return -(p * safe.log()).sum(-1)
+    return -safe.log_().mul_(p).sum(-1)  # in place: one (..., T) buffer, not three
 
 
 def jacobian_frobenius(p: Tensor) -> Tensor:
@@ -59,14 +59,15 @@ def jacobian_frobenius(p: Tensor) -> Tensor:
     harmless there. In float32 the result keeps about 1e-3 relative accuracy
     down to ||J|| ~ 1e-18 (tested against the explicit Jacobian in float64).
     """
-    dominant = (p * _SPLIT).floor_()  # 1 at the dominant entry, else 0
-    others = torch.addcmul(p, p, dominant, value=-1)  # the row without its dominant weight
+    # two (..., T) buffers, reused in place (this runs at every recorded step)
+    others = (p * _SPLIT).floor_()  # 1 at the dominant entry, else 0 ...
+    others.mul_(p).neg_().add_(p)  # ... then p - p * that: the row without its dominant weight
     pm = p.amax(-1)
     pm = pm * (pm * _SPLIT).floor_()  # the dominant weight, or 0
     r1 = others.sum(-1)
     o2 = F.threshold(others, _SQ_MIN, 0.0).square_()
     r2 = o2.sum(-1)
-    r3 = (o2 * F.threshold(others, _CU_MIN, 0.0)).sum(-1)
+    r3 = F.threshold_(others, _CU_MIN, 0.0).mul_(o2).sum(-1)
     pm2 = pm * pm
     return ((1 + pm2 + r2) * r2 - 2 * r3 + pm2 * (r1 * r1 + r2)).clamp_min(0).sqrt()
 
@@ -98,7 +99,7 @@ def _masked_moments(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
     xw = x * w
     mean = xw.sum() / n
     dev = xw - mean * w
-    return xw, ((dev * dev).sum() / (n - 1)).sqrt()
+    return xw, (dev.mul_(dev).sum() / (n - 1)).sqrt()
 
 
 DIAG_KEYS = ("weight_entropy", "jacobian_fro", "logit_std", "logit_absmax", "q_std", "k_std")

@@ -7,15 +7,17 @@ Shape vocabulary, used in the comments on every reshape:
     B batch, T time (sequence), C channels (d_model), nh heads, hs head size (d_head),
     nkv key/value heads (GQA/MQA), V vocabulary.
 
-Attention has two paths that compute the same function. The fast one calls
-``torch.nn.functional.scaled_dot_product_attention``. The explicit one writes
-scores, mask, softmax and weighted sum out, and passes the intermediate tensors
-through named taps (``blocks.0.attn.tap_scores``, ``...tap_pattern``, ...) that
-cost nothing when nobody listens. Listening on a tap (which is how
-``model.recording()`` and ``record=True`` compute the diagnostics) or an
-injected bug (``Config.bug``) selects the explicit path; tests check that both
-paths give the same logits and gradients. One more tap, ``tap_hidden``, passes the
-residual stream after the last block (the blocks' output, before the final norm).
+Attention is one function, :func:`attention`: softmax(q·kᵀ·scale + M) v, the chapter's formula
+(its NumPy twin: ``attnlab.attention.reference``). ``CausalSelfAttention`` runs it two ways that
+compute the same function: PyTorch's fused ``scaled_dot_product_attention``, and
+:func:`attention` written out, which passes the intermediate tensors through named taps
+(``blocks.0.attn.tap_scores``, ``...tap_pattern``, ...) that cost nothing when nobody listens.
+Listening on a tap (which is how ``model.recording()`` and ``record=True`` compute the
+diagnostics) selects the written-out path: every recorded training step trains on it (see
+``CausalSelfAttention``). Tests check that both paths give the same logits and gradients. One more
+tap, ``tap_hidden``, passes the residual stream after the last block (the blocks' output, before
+the final norm). The injected bugs of §1.11 live apart, in ``attnlab.attention.faults``: a model
+built with ``Config.bug`` has that module's fault installed in its attention layers.
 
 ``causal=False`` (``model(idx, causal=False)``) runs every attention layer without
 the causal mask, on either path: §1.9.1's set-to-set attention, the control of the
@@ -29,7 +31,7 @@ attention projections, flash kernels of our own.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -37,12 +39,60 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention.faults import install_fault
 from .attention.positions import apply_rope, sinusoidal_table
 from .config import Config
 from .diagnostics import DIAG_KEYS, pattern_summary
 from .errors import AttnlabError
 
 RECORDED_TAPS = ("tap_q", "tap_k", "tap_scores", "tap_pattern")
+
+
+# --------------------------------------------------------------------------- attention
+def _unseen(x: Tensor) -> Tensor:
+    return x
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    causal: bool = True,
+    *,
+    tap_scores: Callable[[Tensor], Tensor] = _unseen,
+    tap_weights: Callable[[Tensor], Tensor] = _unseen,
+) -> Tensor:
+    """softmax(q·kᵀ·scale + M) v, with M = 0 where query i may look at key j and -inf above the
+    diagonal (exactly 0 weight after the softmax; none with ``causal=False``).
+
+    The chapter's formula written out, in torch; :func:`attnlab.attention.reference.attention` is
+    the same formula in NumPy with its conventions and shape checks, and the tests hold this one
+    to PyTorch's ``scaled_dot_product_attention`` in float64. Shapes: q (B, nh, Tq, hs), k and v
+    (B, nh, Tk, hs); query i sits at absolute position Tk - Tq + i (a KV cache makes Tk > Tq).
+    The scores are float32 or wider even under bf16 autocast (§1.17.5). ``tap_scores`` and
+    ``tap_weights`` see the scores (scaled, before the mask) and the weights on their way.
+    """
+    scores = tap_scores(_at_least_fp32(q @ k.transpose(-2, -1) * scale))  # (B, nh, Tq, Tk)
+    if causal:
+        scores = scores + causal_bias(scores)  # + M
+    weights = tap_weights(scores.softmax(-1))  # (B, nh, Tq, Tk), rows sum to 1
+    return weights.to(v.dtype) @ v  # (B, nh, Tq, hs)
+
+
+def causal_bias(scores: Tensor) -> Tensor:
+    """M for scores (..., Tq, Tk): 0 where query i may look at key j, -inf where it may not."""
+    may_look = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+    return torch.zeros_like(may_look, dtype=scores.dtype).masked_fill(~may_look, float("-inf"))
+
+
+def causal_mask(Tq: int, Tk: int, device) -> Tensor:
+    """(Tq, Tk) bool, True = may look; query i sits at absolute position Tk - Tq + i."""
+    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(diagonal=Tk - Tq)
+
+
+def _at_least_fp32(x: Tensor) -> Tensor:
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 class SequenceTooLongError(AttnlabError, ValueError):
@@ -80,8 +130,20 @@ def make_norm(kind: str, dim: int) -> nn.Module:
     return nn.Identity()
 
 
-# --------------------------------------------------------------------------- attention
+# ----------------------------------------------------------------------- attention layer
 class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention: project x to q, k, v, run :func:`attention` per head,
+    put the heads side by side and project back.
+
+    Which path trains: an unrecorded step runs PyTorch's fused
+    ``F.scaled_dot_product_attention`` (one call, same function, faster). A recorded step
+    (``record_every``, every step by default, and any listening on a tap) runs :func:`attention`
+    written out, because the diagnostics need the scores and weights the fused kernel never hands
+    out; the training step then learns from that path's numbers. The two agree to float64
+    rounding (tests), not bit for bit in float32, which is why ``record_every`` belongs to a
+    run's identity (``Config.run_key``).
+    """
+
     def __init__(self, cfg: Config):
         super().__init__()
         self.cfg = cfg
@@ -97,13 +159,8 @@ class CausalSelfAttention(nn.Module):
             self.log_inv_temp = nn.Parameter(torch.zeros(self.n_head))
         self.tap_q, self.tap_k, self.tap_v = Tap(), Tap(), Tap()
         self.tap_scores, self.tap_pattern = Tap(), Tap()
+        self.scale = scale_factor(cfg.scaled, self.d_head)
         self.last_diag: dict[str, float] | None = None
-
-    @property
-    def scale(self) -> float:
-        """Factor applied to q·k before the softmax: 1/sqrt(d_head), 1 without scaling, or 1/d_head
-        (Config.attn_scale "1/d", the muP choice)."""
-        return {"1/sqrt(d)": 1.0 / math.sqrt(self.d_head), "none": 1.0, "1/d": 1.0 / self.d_head}[self.cfg.scale_rule]
 
     def forward(self, x: Tensor, pos: Tensor, cache: KVCache | None = None, causal: bool = True) -> Tensor:
         B, T, C = x.shape
@@ -126,89 +183,26 @@ class CausalSelfAttention(nn.Module):
         if nkv != nh:  # share each k, v among nh/nkv query heads
             k = k.repeat_interleave(nh // nkv, dim=1)  # (B, nh, Tk, hs)
             v = v.repeat_interleave(nh // nkv, dim=1)
-
-        explicit = self.cfg.bug is not None or any(
-            t.active for t in (self.tap_q, self.tap_k, self.tap_v, self.tap_scores, self.tap_pattern)
-        )
-        if explicit:
-            y = self._explicit(q, k, v, causal)
-        else:
-            y = self._fast(q, k, v, causal)
+        y = self.attend(q, k, v, causal)  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side
         return self.proj(y)
 
-    def _fast(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
+        """:func:`attention` written out when someone listens on a tap, else the fused kernel."""
+        taps = (self.tap_q, self.tap_k, self.tap_v, self.tap_scores, self.tap_pattern)
+        if any(t.active for t in taps):
+            q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
+            return attention(q, k, v, self.scale, causal, tap_scores=self.tap_scores, tap_weights=self.tap_pattern)
         Tq, Tk = q.shape[2], k.shape[2]
         if Tq == Tk or not causal:
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=self.scale)
-        mask = causal_mask(Tq, Tk, q.device)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
-
-    def _explicit(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = True) -> Tensor:
-        q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
-        scores = self.tap_scores(scaled_scores(q, k, self.cfg, self.scale))  # (B, nh, Tq, Tk)
-        masked = apply_causal_mask(scores, self.cfg.bug) if causal else scores  # no mask, no mask bug
-        p = self.tap_pattern(normalize(masked, self.cfg, self.scale))
-        return p.to(v.dtype) @ v  # (B, nh, Tq, hs)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(Tq, Tk, q.device), scale=self.scale)
 
 
-# The explicit path's steps, one function each, with the injected bugs of §1.11.7
-# (Config.bug) in exactly one place; AttentionDebugger replays them stage by stage.
-def scaled_scores(q: Tensor, k: Tensor, cfg: Config, scale: float) -> Tensor:
-    """q·kᵀ times the scale, in float32 or wider (softmax must not run in bf16, §1.17.5)."""
-    scores = q @ k.transpose(-2, -1)  # (B, nh, Tq, Tk)
-    if cfg.bug == "divide_by_d_k":  # §1.11.4: d_k instead of sqrt(d_k)
-        scores = scores / q.shape[-1]
-    elif cfg.bug != "scale_after_softmax":
-        scores = scores * scale
-    return _at_least_fp32(scores)
-
-
-def apply_causal_mask(scores: Tensor, bug: str | None = None) -> Tensor:
-    """-inf above the diagonal (exactly 0 after the softmax); query i sits at Tk - Tq + i."""
-    mask = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
-    if bug == "mask_zero":  # §1.11.1: filling with 0 still gives the future weight
-        return scores * mask
-    return scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, float("-inf"))
-
-
-def exponentiate(masked: Tensor, bug: str | None = None) -> Tensor:
-    """The softmax's numerator, shifted by the row max unless the §1.11.3 bug drops the shift."""
-    if bug == "no_max_subtraction":
-        return masked.exp()
-    return (masked - masked.amax(-1, keepdim=True)).exp()
-
-
-def normalize(masked: Tensor, cfg: Config, scale: float) -> Tensor:
-    """Attention weights from masked scores (PyTorch's softmax on the correct path)."""
-    if cfg.bug == "no_max_subtraction":
-        e = exponentiate(masked, cfg.bug)
-        p = e / e.sum(-1, keepdim=True)
-    else:
-        p = masked.softmax(-1)
-    if cfg.bug == "scale_after_softmax" and cfg.scaled:  # §1.11.2: rows no longer sum to 1
-        p = p * scale
-    return p
-
-
-def attention_stages(q: Tensor, k: Tensor, cfg: Config, scale: float) -> list[Tensor]:
-    """The four stages of §1.13.3 (scores, masked, exp, weights), each as the model makes it."""
-    scores = scaled_scores(q.float(), k.float(), cfg, scale)
-    masked = apply_causal_mask(scores, cfg.bug)
-    e = exponentiate(masked, cfg.bug)
-    p = e / e.sum(-1, keepdim=True)
-    if cfg.bug == "scale_after_softmax" and cfg.scaled:
-        p = p * scale
-    return [scores, masked, e, p]
-
-
-def _at_least_fp32(x: Tensor) -> Tensor:
-    return x.to(torch.promote_types(x.dtype, torch.float32))
-
-
-def causal_mask(Tq: int, Tk: int, device) -> Tensor:
-    """(Tq, Tk) bool, True = may look; query i sits at absolute position Tk - Tq + i."""
-    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(diagonal=Tk - Tq)
+def scale_factor(scaled: bool | str, d_head: int) -> float:
+    """The factor on q·k for ``Config.scaled``: 1/sqrt(d_head) (True, the book's), 1 (False) or
+    1/d_head ("1/d", muP)."""
+    return {True: 1.0 / math.sqrt(d_head), False: 1.0, "1/d": 1.0 / d_head}[scaled]
 
 
 # ------------------------------------------------------------------------------- block
@@ -249,6 +243,8 @@ class TinyGPT(nn.Module):
         self._init_weights()
         if cfg.tie_weights:  # "word -> vector" and "vector -> word" share one table
             self.head.weight = self.tok_emb.weight
+        if cfg.bug is not None:  # §1.11's injected bugs, from outside the correct path
+            install_fault(self, cfg.bug)
 
     def _init_weights(self) -> None:
         std = self.cfg.init_std
@@ -357,22 +353,40 @@ class TinyGPT(nn.Module):
     def recording(self) -> Iterator[None]:
         """Per-layer attention diagnostics of the last forward pass inside the block.
 
-        Listens on the q, k, scores and pattern taps (which selects the explicit
-        path), then computes every layer's :func:`~attnlab.diagnostics.pattern_summary`
-        and moves them to the host in one transfer: one sync per step, not one per
-        layer. The numbers land in ``blocks[i].attn.last_diag`` (see ``diagnostics()``).
+        Listens on the q, k, scores and pattern taps (which selects the explicit path) and
+        computes each layer's :func:`~attnlab.diagnostics.pattern_summary` as soon as its weights
+        pass (while they are still in the cache), then moves every layer's numbers to the host in
+        one transfer: one sync per step, not one per layer. The numbers land in
+        ``blocks[i].attn.last_diag`` (see ``diagnostics()``).
         """
-        with self.capture(*RECORDED_TAPS) as store:
+        seen: dict[tuple[int, str], Tensor] = {}
+        rows: dict[int, Tensor] = {}
+
+        def listener(i: int, tap: str):
+            def hook(module, args, out) -> None:
+                if tap != "tap_pattern":
+                    seen[i, tap] = out.detach()
+                    return
+                q, k, scores = (seen[i, t] for t in RECORDED_TAPS[:3])
+                with torch.no_grad():
+                    summary = pattern_summary(scores, out.detach(), _at_least_fp32(q), _at_least_fp32(k))
+                    rows[i] = torch.stack(list(summary.values()))
+
+            return hook
+
+        handles = [
+            getattr(block.attn, tap).register_forward_hook(listener(i, tap))
+            for i, block in enumerate(self.blocks)
+            for tap in RECORDED_TAPS
+        ]
+        try:
             yield
-        if not store or not store[f"blocks.0.attn.{RECORDED_TAPS[-1]}"]:
+        finally:
+            for h in handles:
+                h.remove()
+        if len(rows) < len(self.blocks):
             return  # no forward pass happened
-        with torch.no_grad():
-            rows = []
-            for i in range(len(self.blocks)):
-                q, k, scores, p = (store[f"blocks.{i}.attn.{t}"][-1] for t in RECORDED_TAPS)
-                summary = pattern_summary(scores, p, _at_least_fp32(q), _at_least_fp32(k))
-                rows.append(torch.stack(list(summary.values())))
-            values = torch.stack(rows).tolist()  # the one host sync
+        values = torch.stack([rows[i] for i in range(len(self.blocks))]).tolist()  # the one host sync
         for block, vals in zip(self.blocks, values):
             block.attn.last_diag = dict(zip(DIAG_KEYS, vals))
 

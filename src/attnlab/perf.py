@@ -91,9 +91,17 @@ def matmul_rate(
 
 
 def interleaved(
-    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int, device: torch.device, inner: int = 1
+    fns: dict[str, Callable[[], Any]],
+    repeats: int,
+    warmup: int,
+    device: torch.device,
+    inner: int = 1,
+    cpu: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
-    """Seconds per call of each function: warm-up, then rounds A, B, C, A, B, C..."""
+    """Seconds per call of each function: warm-up, then rounds A, B, C, A, B, C...
+
+    cpu: when given, filled with this process's CPU seconds per call (user + system) in the same
+    rounds: on a shared machine they count what the call did, not how long it waited for a core."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -101,11 +109,13 @@ def interleaved(
     for _ in range(repeats):
         for k, fn in fns.items():
             sync(device)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for _ in range(inner):
                 fn()
             sync(device)
             times[k].append((time.perf_counter() - t) / inner)
+            if cpu is not None:
+                cpu.setdefault(k, []).append((time.process_time() - c) / inner)
     return times
 
 

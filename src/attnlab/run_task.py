@@ -106,7 +106,7 @@ def train_one(task: dict, on_step: Callable[[], None] | None = None) -> dict:
         resume = (out / "ckpt.pt").is_file()
         if resume:
             try:
-                _check_resumable(out, cfg)
+                check_resumable(out, cfg)
             except CheckpointUnreadable:
                 raise
             except CheckpointError:
@@ -152,7 +152,7 @@ class ForeignRun(RunnerError):
     pass
 
 
-def _check_resumable(out: Path, cfg: Config) -> None:
+def check_resumable(out: Path, cfg: Config) -> None:
     """A folder holding a run of another config is not ours: refuse, touch nothing.
 
     Raises CheckpointError when the checkpoint cannot be read (the caller sets it aside).

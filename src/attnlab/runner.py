@@ -56,7 +56,7 @@ from .run_task import (  # noqa: F401
     ForeignRun,
     RunnerError,
     RunsInterrupted,
-    _check_resumable,
+    check_resumable,
     finished_history,
     set_aside,
     train_one,

@@ -7,6 +7,7 @@ Modules
 * ``positions`` - sinusoidal tables and RoPE.
 * ``precision`` - float32 / float16 / bfloat16 limits and the failures they cause.
 * ``memory``    - KV-cache and attention-matrix memory formulas.
+* ``faults``    - §1.11's injected bugs, kept apart from the correct model (installed by ``Config.bug``).
 
 Naming: in ``masks`` and ``positions`` the plain name is the torch version (it
 takes ``device=``) and the NumPy twin ends in ``_np``; ``reference`` is NumPy only.

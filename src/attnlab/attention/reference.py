@@ -2,7 +2,8 @@
 
 This is the slow, readable version that everything else in attnlab is checked
 against: the model's fast path against ``torch.nn.functional.scaled_dot_product_attention``,
-and SDPA against this file in the tests. Names follow the chapter.
+and SDPA against this file in the tests. Names follow the chapter. The model's own
+attention, the same formula in torch on the path that trains, is ``attnlab.model.attention``.
 
 Conventions
 * A mask is boolean and ``True`` means "may look". Masked scores become ``-inf``

@@ -18,7 +18,7 @@ def add_parser(sub):
 
 
 def main(args) -> int:
-    from ..config import Config
+    from ..config import SCALINGS, Config
     from ..model import parameter_table
     from ..tools import format_table
 
@@ -27,7 +27,7 @@ def main(args) -> int:
     total = table["total"]
     print(
         f"d_model={cfg.d_model} n_head={cfg.n_head} d_head={cfg.d_head} n_layer={cfg.n_layer} "
-        f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scale={cfg.scale_rule}"
+        f"d_ff={cfg.d_ff} vocab={cfg.vocab_size} block={cfg.block_size} scale={SCALINGS[cfg.scaled]}"
     )
     rows = [[name, f"{n:,}", f"{n / total:.1%}"] for name, n in table.items()]
     print(format_table(["部件 / part", "参数量 / params", "占比 / share"], rows))  # CJK counted double width

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from ..config import BOOK_MODELS, PRESETS, Config
 from ..io import write_figure
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
+from ..runfolder import load_average, machine_cpus
 from ..snapshots import snapshot_steps
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
 from .common import environment, provenance
@@ -66,7 +67,9 @@ def attnlab_stepper(cfg: Config, data: torch.Tensor) -> Callable[[], dict]:
     gen = torch.Generator().manual_seed(cfg.seed)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.dtype == "bf16" else nullcontext()
     counter = iter(range(10**9))
-    return lambda: train_step(model, opt, data, gen, cfg, next(counter), device, autocast)
+    return lambda: train_step(
+        model, opt, data=data, gen=gen, cfg=cfg, step=next(counter), device=device, autocast=autocast
+    )
 
 
 def snapshot_taker(cfg: Config, run_dir: Path) -> Callable[[], None]:
@@ -176,7 +179,10 @@ def bench_train(
             fns["snapshot"] = snapshot_taker(cfg.replace(max_steps=SNAPSHOT_RUN_STEPS), Path(snap_dir.name))
         if log:
             log(f"bench train {name}: {len(fns)} variants x {repeats} rounds")
-        times = interleaved(fns, repeats, warmup, dev)
+        cpu: dict[str, list[float]] = {}
+        load_start = load_average()
+        times = interleaved(fns, repeats, warmup, dev, cpu=cpu)
+        recording = recording_cost(times, cpu, records, load_start, load_average())
         snap_s = statistics.median(times.pop("snapshot")) if snap_dir else None
         if snap_dir:
             snap_dir.cleanup()
@@ -237,6 +243,7 @@ def bench_train(
             "config": cfg.to_dict(),
             "params": _params(cfg),
             "snapshots": snap_info,
+            "recording": recording,
             "train_flops_per_step": flops,
             "tokens_per_step": tokens,
             "matmul_rate_flops": rate,
@@ -245,6 +252,41 @@ def bench_train(
         }
     result["matmul_rate_flops"] = max(rate_rounds) if rate_rounds else None
     return result
+
+
+def recording_cost(
+    times: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+    records: tuple[int, ...],
+    load_start: float | None,
+    load_end: float | None,
+) -> dict | None:
+    """What recording every step costs: recorded / unrecorded step time, both timed in each round.
+
+    The ratio is taken per round (the two steps ran seconds apart, under the same load) and its
+    median reported, with the quartiles, for wall time and for this process's CPU time (which a busy
+    machine inflates less); with the 1-minute load at the start and end of the timing."""
+    rec = next((r for r in records if r > 0), None)
+    if rec is None or 0 not in records:
+        return None
+    a, b = f"attnlab record_every={rec}", "attnlab record_every=0"
+
+    def ratios(ts: dict[str, list[float]]) -> dict:
+        r = sorted(x / y for x, y in zip(ts[a], ts[b]))
+        q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0], r[0], r[0]]
+        return {"median": statistics.median(r), "q1": q[0], "q3": q[2], "rounds": r}
+
+    return {
+        "recorded": a,
+        "unrecorded": b,
+        "ms_unrecorded": statistics.median(times[b]) * 1e3,
+        "ms_recorded": statistics.median(times[a]) * 1e3,
+        "wall_ratio": ratios(times),
+        "cpu_ratio": ratios(cpu),
+        "load_start": load_start,
+        "load_end": load_end,
+        "cpus": machine_cpus(),
+    }
 
 
 def _params(cfg: Config) -> int:
@@ -505,6 +547,16 @@ def format_train(result: dict) -> str:
                 f"  {r['variant']:<36}{r['ms_per_step']:>9.1f}{r['ms_per_run_step']:>9.1f}"
                 f"{ratio:>7}{r['tokens_per_s']:>10,.0f}{r['gflop_per_s']:>9.1f}"
                 f"{100 * r['fraction_of_matmul_rate']:>7.0f}%"
+            )
+        rc = c.get("recording")
+        if rc:
+            w, u = rc["wall_ratio"], rc["cpu_ratio"]
+            load = " -> ".join("?" if x is None else f"{x:.2f}" for x in (rc["load_start"], rc["load_end"]))
+            lines.append(
+                f"  recording: {rc['recorded']} / {rc['unrecorded']} = {w['median']:.3f} wall "
+                f"(quartiles {w['q1']:.3f}-{w['q3']:.3f}), {u['median']:.3f} CPU time "
+                f"(quartiles {u['q1']:.3f}-{u['q3']:.3f}); per-round ratios, median; "
+                f"load {load} on {rc['cpus']} CPUs"
             )
         sn = c.get("snapshots")
         if sn:

@@ -19,7 +19,7 @@ to 1, and no weight reaches a future position.
 On a NaN/inf loss it re-runs the failing batch through the four checkpoints
 of §1.13.3 -- ① scores, ② after the mask, ③ exp, ④ normalisation -- layer by
 layer, replayed from each layer's q and k (captured through the model's taps) by
-the model's own ``attention_stages`` (so an injected bug is replayed too), and names the first stage that broke with its
+``attnlab.attention.faults.attention_stages`` (so an injected bug is replayed too), and names the first stage that broke with its
 layer and head. Messages go to ``print_fn``; everything is also kept in
 ``warnings`` and ``nan_report``.
 """
@@ -32,7 +32,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..model import TinyGPT, attention_stages
+from ..attention.faults import attention_stages
+from ..model import TinyGPT
 
 STAGES = {
     0: (
@@ -99,7 +100,7 @@ def diagnose_nonfinite(model: TinyGPT, x: Tensor) -> dict:
     for layer, block in enumerate(model.blocks):
         q = store[f"blocks.{layer}.attn.tap_q"][0]
         k = store[f"blocks.{layer}.attn.tap_k"][0]
-        tensors = [torch.cat([q, k], dim=-2)] + attention_stages(q, k, model.cfg, block.attn.scale)
+        tensors = [torch.cat([q, k], dim=-2)] + attention_stages(q, k, block.attn.scale, model.cfg.bug)
         for stage, t in enumerate(tensors):
             bad = _broken(stage, t)
             finite = t[torch.isfinite(t)]

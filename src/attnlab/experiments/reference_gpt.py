@@ -14,13 +14,12 @@ supported: learned positions, LayerNorm, multi-head attention.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import Config
+from ..model import scale_factor
 
 
 class ReferenceAttention(nn.Module):
@@ -28,7 +27,7 @@ class ReferenceAttention(nn.Module):
         super().__init__()
         C = cfg.d_model
         self.n_head, self.d_head = cfg.n_head, cfg.d_head
-        self.scale = {"1/sqrt(d)": 1.0 / math.sqrt(cfg.d_head), "none": 1.0, "1/d": 1.0 / cfg.d_head}[cfg.scale_rule]
+        self.scale = scale_factor(cfg.scaled, cfg.d_head)
         self.q = nn.Linear(C, C, bias=False)
         self.k = nn.Linear(C, C, bias=False)
         self.v = nn.Linear(C, C, bias=False)

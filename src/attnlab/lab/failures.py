@@ -181,18 +181,18 @@ def seed_numbers(variants: dict) -> dict:
 def overflow_control(stds: Sequence[float] = (1.6, CONTROL_STD), book_std: float | None = None, seed: int = 0) -> dict:
     """The positive control of bug ③ (§1.11.7.3): logits drawn as the chapter's check() draws them
     (numpy default_rng(seed).normal(0, std, (4, 8)) in float32), through the model's own softmax with
-    and without the max subtraction (attnlab.model.exponentiate / normalize). Deterministic."""
+    and without the max subtraction (attnlab.attention.faults.exponentiate / normalize). Deterministic."""
     import numpy as np
 
-    from ..model import exponentiate, normalize
+    from ..attention.faults import exponentiate, normalize
 
     if book_std is None:
         book_std = float(book_values("dynamics_big_1_12")["unscaled_final_logit_std_train_batches"])
     rows = []
     for std in (*stds, book_std):
         z = torch.from_numpy(np.random.default_rng(seed).normal(0, std, size=(4, 8)).astype(np.float32))
-        bug = normalize(z, Config(bug="no_max_subtraction"), 1.0)
-        ok = normalize(z, Config(), 1.0)
+        bug = normalize(z, 1.0, "no_max_subtraction")
+        ok = normalize(z, 1.0)
         finite = bool(torch.isfinite(bug).all())
         rows.append(
             {
@@ -207,7 +207,7 @@ def overflow_control(stds: Sequence[float] = (1.6, CONTROL_STD), book_std: float
         )
     return {
         "protocol": f"numpy default_rng({seed}).normal(0, std, (4, 8)) as float32 (the chapter's check()), then "
-        "attnlab.model.normalize with and without the max subtraction",
+        "attnlab.attention.faults.normalize with and without the max subtraction",
         "control_std": float(CONTROL_STD),
         "book_std": float(book_std),
         "book_overflows": BOOK_OVERFLOWS,

@@ -339,13 +339,13 @@ def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
 def check_run_folders(runs: list[Run], root: Path) -> None:
     """Every run folder under ``root`` that holds another config's run is refused before any
     training starts (runner.ForeignRun), not after the batches before it have trained."""
-    from ...runner import _check_resumable, finished_history
+    from ...runner import check_resumable, finished_history
 
     for r in runs:
         d = r.dir(root)
         try:
             if (d / "ckpt.pt").is_file() and not finished_history(d, r.cfg):
-                _check_resumable(d, r.cfg)
+                check_resumable(d, r.cfg)
         except CheckpointError:
             pass  # unreadable: the runner sets it aside and restarts that run
 
