@@ -32,8 +32,8 @@ def test_reference_by_hand():
 def test_probe_texts_are_the_portraits_evaluation_set():
     from attnlab.checkpoint import load_checkpoint
     from attnlab.corpus import load_corpus
-    from attnlab.tools import validation_text
     from attnlab.lab.portrait import poem_windows
+    from attnlab.tools import validation_text
 
     _, _, cfg = load_checkpoint(ex3.SHIPPED / "case" / "small_scaled_s20261014" / "ckpt.pt")
     assert tuple(poem_windows(validation_text(load_corpus(), cfg))) == ex3.PROBE_TEXTS[:3]
