@@ -59,6 +59,18 @@ def test_docs_and_page_data_up_to_date():
     )
 
 
+def test_every_finding_about_the_book_is_linked_from_the_workbook():
+    """Each claim the lab book files as a finding about the book is shipped (findings.json, up to date)
+    and linked from the workbook item it concerns, so a student who does that item meets it."""
+    assert json.loads(wb.FINDINGS.read_text(encoding="utf-8")) == wb.derive_findings(), (
+        "findings.json is stale: run python scripts/docs_workbook.py"
+    )
+    linked = {cid for it in wb.items() for cid in it.get("findings", [])}
+    assert set(wb.derive_findings()) == linked
+    assert "big_unscaled_jacobian_drops" in wb.item("cp2")["findings"]
+    assert "the lab book's finding" in wb.render_markdown()
+
+
 def test_unknown_id_is_one_line():
     with pytest.raises(wb.WorkbookError, match="ex1–ex4"):
         wb.item("ex5")

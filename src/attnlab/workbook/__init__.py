@@ -42,6 +42,33 @@ def items() -> tuple[dict, ...]:
     return tuple(json.loads(DATA.read_text(encoding="utf-8"))["items"])
 
 
+FINDINGS = Path(__file__).with_name("findings.json")  # shipped: the lab book's findings about the book
+LAB_BOOK = Path(__file__).resolve().parents[3] / "data" / "lab_book.json"  # in a checkout
+
+
+def derive_findings(lab_book: Path = LAB_BOOK) -> dict:
+    """{claim id: {section, statement, verdict, text}} for every claim the lab book files as a finding
+    about the book (its FAIL reason's category ``finding``); shipped as ``findings.json``
+    (scripts/docs_workbook.py writes it, a test checks it is up to date and every one is linked)."""
+    book = json.loads(Path(lab_book).read_text(encoding="utf-8"))
+    out = {}
+    for sec in book["sections"]:
+        for c in sec["claims"]:
+            r = c.get("reason") or {}
+            if isinstance(r, dict) and r.get("category") == "finding":
+                out[c["id"]] = {
+                    "section": c["section"],
+                    "statement": c["statement"],
+                    "verdict": c["verdict"],
+                    "text": r["text"],
+                }
+    return dict(sorted(out.items()))
+
+
+def findings() -> dict:
+    return json.loads(FINDINGS.read_text(encoding="utf-8")) if FINDINGS.is_file() else {}
+
+
 def ids() -> list[str]:
     return [it["id"] for it in items()]
 
@@ -95,4 +122,12 @@ def render_markdown() -> str:
             out.append(f"- {link['text']}: `{link['href']}`")
         for note in it.get("notes", []):
             out += ["", f"**书中的疏漏 / the chapter slipped.** {note}"]
+        known = findings()
+        for cid in it.get("findings", []):
+            f = known[cid]
+            out += [
+                "",
+                f"**实验手册的发现 / the lab book's finding** (`{cid}`, {f['section']}, {f['verdict']}): {f['text']} "
+                f"— [docs/lab-book.md](lab-book.md)",
+            ]
     return "\n".join(out) + "\n"
