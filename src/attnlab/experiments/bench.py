@@ -42,8 +42,8 @@ from ..io import write_figure
 from ..perf import interleaved, matmul_once, matmul_stepper, sync, train_flops
 from ..runfolder import load_average, machine_cpus
 from ..snapshots import snapshot_steps
+from ..tools import environment, provenance
 from ..train import get_batch, lr_at, make_optimizer, resolve_device, train_step
-from .common import environment, provenance
 from .reference_gpt import ReferenceGPT
 
 CONFIGS = {name: PRESETS[name] for name in BOOK_MODELS}
