@@ -131,12 +131,11 @@ def kv_splitters(tree: ast.AST) -> list[str]:
     return out
 
 
-def test_no_second_key_value_parser_in_the_lab_experiments_or_cli():
-    # config.Config.from_overrides (--set) still splits its items itself: it moves onto keyvalue.pairs
-    # with the model's rewrite of config.py (see the closing note of the work that added this test)
+def test_no_second_key_value_parser():
+    # --set (config.Config.from_overrides) and --grid both split their items with keyvalue.pairs
     wrong = []
     for module, path in modules():
-        if module.split(".")[0] in ("lab", "experiments", "cli", "web", "report"):
+        if module != "keyvalue":
             wrong += [f"{module}.{name}" for name in kv_splitters(ast.parse(path.read_text(encoding="utf-8")))]
     assert wrong == [], f"parse KEY=VALUE items with attnlab.keyvalue.pairs: {wrong}"
 

@@ -281,17 +281,15 @@ class Config:
         base = base or cls()
         hints = typing.get_type_hints(cls)
         changes: dict[str, Any] = {}
-        for item in items:
-            if "=" not in item:
-                raise ConfigError(f"--set expects key=value, got {item!r}")
-            key, raw = item.split("=", 1)
-            key = key.strip()
+        from .keyvalue import pairs  # the one KEY=VALUE parser, shared with --grid
+
+        for key, raw in pairs(items, "--set"):
             if key not in hints:
                 raise ConfigError(
                     f"unknown config key '{key}'{_did_you_mean([key])}; "
                     f"known keys: {', '.join(f.name for f in fields(cls))}"
                 )
-            changes[key] = _parse_value(key, raw.strip(), hints[key])
+            changes[key] = _parse_value(key, raw, hints[key])
         return base.replace(**changes)
 
 
