@@ -278,7 +278,21 @@ def mark(entry: Mapping[str, Any] | None, claim: Mapping[str, Any]) -> str:
             words.append(f"末次修订前的规格判定 / spec before the latest amendment: {v}")
     if last.get("kind_from"):
         words.append(f"原类型 / kind was: {last['kind_from']}")
+    earlier = [s for a in entry.get("amendments") or [] for s in a.get("recovered") or [] if s.get("spec")]
+    if earlier:  # specifications the code held before its first record, recovered from its history
+        shown = [
+            f"{_spec_words(s['spec'])} ({s['commit'][:7]}): {registered_verdict(s, claim) or '—'}" for s in earlier
+        ]
+        words.append("代码史中的早期规格判定 / earlier specs in the code's history: " + " → ".join(shown))
     return "；".join(words)
+
+
+def _spec_words(spec: Mapping[str, Any]) -> str:
+    """A specification in a few words: ``value book=4.0 tol=0.59``."""
+    params = " ".join(
+        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (spec.get("params") or {}).items()
+    )
+    return f"{spec.get('rule')} {params}".strip()
 
 
 def counts(registry: Mapping[str, Any], ids: Iterable[str]) -> dict[str, int]:
