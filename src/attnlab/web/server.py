@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..chinese import converted_line, prepare, unknown_line
+from ..config import SCALINGS
 from ..errors import AttnlabError
 from ..train import METRICS_FILE, parse_metrics
 from .runfiles import MAX_RUN_NAME, RunsRoot, valid_run_name  # noqa: F401  (valid_run_name: re-exported)
@@ -719,7 +720,7 @@ def create_app(
             "n_layer": cfg.n_layer,
             "n_head": cfg.n_head,
             "d_model": cfg.d_model,
-            "scaling": cfg.scale_rule,
+            "scaling": SCALINGS[cfg.scaled],
             "tokens": [{**t, "id": i} for t, i in zip(tokens, ids)],
             "n_unk": sum(t["unk"] for t in tokens),
             "unknown_line": unknown_line(prep),

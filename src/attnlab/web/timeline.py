@@ -109,7 +109,7 @@ def _shape(cfg: dict) -> list[int] | None:
 
 
 def _scaling(cfg: dict) -> str | None:
-    """The run's attention scaling as Config.scale_rule spells it ("1/sqrt(d)", "none", "1/d"), from its config:
+    """The run's attention scaling as config.SCALINGS spells it ("1/sqrt(d)", "none", "1/d"), from its config:
     ``attn_scale`` when set, else ``scaled``; None when the config says neither."""
     a = cfg.get("attn_scale")
     if a in SCALINGS:
