@@ -16,6 +16,7 @@ import hashlib
 import http.server
 import io
 import json
+import math
 import shutil
 import threading
 import time
@@ -237,6 +238,22 @@ def test_downloaded_run_is_read_by_serve_and_a_tampered_one_refused(train_page, 
     live = client.get("/api/live").json()
     assert "edited" not in client.get("/api/runs").json()["runs"]
     assert any(s.startswith("edited: config.json was changed") for s in live["skipped"])
+    # the workbook's exercise checks read a browser run as a run of the CLI: a run cut short by `steps`
+    # is refused as unfinished, one trained to its max_steps is read with its final validation loss
+    from attnlab.workbook.measured import RunError, read_run
+
+    with pytest.raises(RunError):
+        read_run(runs / name)
+    train_page.evaluate(
+        "attnlab.train({set: {d_model: 256, n_head: 1, scaled: false, max_steps: 3, warmup: 1}, steps: 3})"
+    )
+    with train_page.expect_download() as dl:
+        train_page.evaluate("attnlab.download()")
+    done = tmp_path / "done"
+    zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes())).extractall(done)
+    (folder,) = [d for d in done.iterdir() if d.is_dir()]
+    cfg, val = read_run(folder)
+    assert (cfg.d_model, cfg.n_head, cfg.scaled, cfg.max_steps) == (256, 1, False, 3) and math.isfinite(val)
 
 
 # ------------------------------------------------------------------------------------- slow
