@@ -82,19 +82,12 @@ def current_claims(data: Path) -> list[dict]:
     """Every claim of the lab book judged now, from the JSON in ``data`` (nothing is written)."""
     from ..errors import AttnlabError
     from ..lab import EXPERIMENTS
-    from ..lab.labbook import judge_input, read_entries
+    from ..lab.labbook import judged_now
 
     data = Path(data)
     if not (data / "lab_book").is_dir():
         raise AttnlabError(f"--data {data}: no lab_book/ folder there; give the folder that holds lab_book.json")
-    docs = read_entries(EXPERIMENTS, data)
-    out = []
-    for e in EXPERIMENTS:
-        doc = docs.get(e.id)
-        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
-            continue
-        out += e.judge(judge_input(e, data.resolve().parent, doc["results"], data))
-    return out
+    return [c for _, c in judged_now(EXPERIMENTS, data)]
 
 
 def committed_verdicts(data: Path) -> dict[str, str]:

@@ -697,6 +697,20 @@ def analyze(e: Experiment, ctx: Context) -> Outcome:
     return outcome
 
 
+def judged_now(registry: Sequence[Experiment], data: Path) -> list[tuple[Experiment, dict]]:
+    """(entry, claim) for every claim of the entries in ``data``/lab_book judged again now from their
+    committed results (nothing is written; entries not run are left out)."""
+    data = Path(data)
+    docs = read_entries(registry, data)
+    out = []
+    for e in registry:
+        doc = docs.get(e.id)
+        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
+            continue
+        out += [(e, c) for c in e.judge(judge_input(e, data.resolve().parent, doc["results"], data))]
+    return out
+
+
 def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = None) -> dict:
     """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
     (``source``, e.g. the case's data/ch1_case.json), ``{"source": that whole document, "results":
