@@ -399,25 +399,18 @@ def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
 
     from ..claims_registry import find, load
     from . import EXPERIMENTS
-    from .labbook import judge_input, read_entries
-    from .plan import default_records_dir
-    from .plan import make_plan as cost_plan
+    from .labbook import judged_now
+    from .plan import calibration, default_records_dir
     from .runs import Scale
 
     data = Path(data)
     registry = load(find(Path("."), data))
-    docs = read_entries(EXPERIMENTS, data)
-    claims, owner = [], {}
+    judged = judged_now(EXPERIMENTS, data)
+    claims = [c for _, c in judged]
+    owner = {c["id"]: e.id for e, c in judged}
     by_id = {e.id: e for e in EXPERIMENTS}
-    for e in EXPERIMENTS:
-        doc = docs.get(e.id)
-        if doc is None or doc.get("status") == "not_run" or not doc.get("results") or e.judge is None:
-            continue
-        for c in e.judge(judge_input(e, data.resolve().parent, doc["results"], data)):
-            claims.append(c)
-            owner[c["id"]] = e.id
     scale = Scale.make(False)
-    records = default_records_dir(data.resolve().parent)
+    cal = calibration(EXPERIMENTS, default_records_dir(data.resolve().parent), scale)  # once, for every price
 
     def price(experiment: str, n: int, cid: str) -> float | None:
         e = by_id.get(experiment)
@@ -429,14 +422,6 @@ def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
                 runs.setdefault(r.name, r)
         if len(runs) == 0:
             return None
-        p = cost_plan(
-            "confirm",
-            list(runs.values()),
-            Path("/nonexistent-runs"),
-            registry=EXPERIMENTS,
-            records_dir=records,
-            scale=scale,
-        )
-        return sum(c.seconds for c in p.costs)
+        return sum(cal.seconds(r.cfg) for r in runs.values())  # fresh seeds: nothing on disk, no own record
 
     return make_plan(frozen, registry, claims, owner, price, budget_core_s)

@@ -349,6 +349,15 @@ def ray_cpus(address: str | None) -> tuple[int, str]:
 
 
 # ---------------------------------------------------------------------------- plans
+def calibration(registry: Sequence, records_dir: Path, scale: Scale) -> Calibration:
+    """The cost calibration of ``registry``'s committed timing records (and data/plan_check.json beside
+    them, at full scale), as every plan uses it."""
+    timed, sums = read_run_records(registry, records_dir, scale)
+    if not scale.quick:
+        timed += read_check_records(Path(records_dir).parent / PLAN_CHECK)
+    return calibrate(timed, sums)
+
+
 def make_plan(
     title: str,
     runs: Sequence[Run],
@@ -363,10 +372,7 @@ def make_plan(
     (and data/plan_check.json beside them, at full scale) that were taken on idle cores, executed as
     ``options`` say (attnlab.runner.ExecutorOptions)."""
     records = read_records(registry, records_dir)
-    timed, sums = read_run_records(registry, records_dir, scale)
-    if not scale.quick:
-        timed += read_check_records(Path(records_dir).parent / PLAN_CHECK)
-    cal = calibrate(timed, sums)
+    cal = calibration(registry, records_dir, scale)
     costs = cost_runs(runs, cal, Path(runs_root), cal.own if not scale.quick else {})
     slots, cpus, where = slots_for(options, sum(not c.finished for c in costs))
     owner: dict[str, str] = {}
