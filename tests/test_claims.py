@@ -278,7 +278,7 @@ BREAK = {
     "small_gap_over_seeds": lambda r: _small_gap(r, [0.17, 0.05, 0.15]),
     "small_gap_not_zero": lambda r: _small_gap(r, [-0.05, -0.04, -0.06]),  # the scaled side is the worse one
     "big_gap_large": lambda r: _big_gap(r, [0.3, 0.31, 0.29]),
-    # the big gap barely above the small one: the amplification is below half the book's 0.78
+    # the big gap barely above the small one: the ratio 1.8, far below the book's 5.6
     "big_gap_several_times_small": lambda r: _big_gap(r, [0.3, 0.31, 0.29]),
     "curves_part_near_200": _no_gap,
     "big_unscaled_still_learns": lambda r: [x.update(val_loss_end=6.5) for x in _all_runs(r, "big_unscaled")],
@@ -335,6 +335,8 @@ BREAK = {
 
 # id -> change that satisfies it where the book-like result does not (the book contradicts itself)
 FIX = {
+    # "几乎重合": the book's own one run (0.17) sits on the margin; a pair that nearly coincides passes
+    "small_gap_small": lambda r: _small_gap(r, [0.02, 0.05, 0.03]),
     "init_std_slope_sqrt": lambda r: [
         x.update(logit_std_unscaled=0.0124 * math.sqrt(x["d_head"])) for x in r["init_sweep"]
     ],
@@ -516,11 +518,13 @@ COMMITTED_VERDICTS = {
     "twins_share_init": "PASS",
     "fixed_d_model_slope_half": "PASS",
     "big_unscaled_beats_unigram": "PASS",
-    "small_gap_small": "INCONCLUSIVE",
+    # equivalence within ± 0.17 (amended: the value rule 0.17 ± 0.085 could never pass at this seed spread)
+    "small_gap_small": "PASS",
     "small_gap_over_seeds": "FAIL",
     "small_gap_not_zero": "PASS",  # +0.057, 95% CI [+0.006, +0.108] over 10 seeds (kind beyond: ours, not §1.2's)
     "big_gap_large": "PASS",
-    "big_gap_several_times_small": "PASS",
+    # the ratio itself (amended): 21.7 ± 9.6 over 6 seeds against the book's 5.6 ± 2.8, one run's PI too wide
+    "big_gap_several_times_small": "INCONCLUSIVE",
     "curves_part_near_200": "PASS",
     "big_unscaled_still_learns": "PASS",
     "late_training_slow": "INCONCLUSIVE",
@@ -546,7 +550,8 @@ COMMITTED_VERDICTS = {
     "big_unscaled_logits_explode": "FAIL",
     # the chapter's band 1.6×–17× (not "> 1"): big_scaled q grows 1.6 ± 0.15, its 95% CI [1.44, 1.76] on the edge
     "training_amplifies_qk": "INCONCLUSIVE",
-    "w_qkv_grows": "PASS",
+    # against the book's factors (amended): ours are below them in every configuration
+    "w_qkv_grows": "FAIL",
     "unscaled_big_logits_vs_scaled": "PASS",
     "superlinear_growth": "PASS",
     "scaled_logit_std_after": "FAIL",

@@ -105,9 +105,13 @@ def test_the_committed_table_judges_as_reported(measured):
     # 4_17 read the learning-rate map's retraining of the first seed once (4.269 for 4.2898): INCONCLUSIVE now
     assert v["loss_small_unscaled_4_17"] == "INCONCLUSIVE" and v["loss_small_scaled_4_0"] == "FAIL"
     assert v["loss_big_unscaled_5_18"] == v["loss_big_scaled_4_23"] == "INCONCLUSIVE"
-    # §1.4 asks "如果继续训 10000 步会怎样？": answered (the validation gap reverses), never a FAIL of the book
+    # §1.22.2 answers §1.4's "如果继续训 10000 步会怎样？" with 0.8–1.0: our validation gap reverses, a FAIL of that answer
     long = next(c for c in C.statements(COMMITTED) if c["id"] == "gap_after_10000_steps")
-    assert long["verdict"] == "REPORTED" and long["kind"] == "question" and "memorises" in long["detail"]
+    assert (
+        long["verdict"] == "FAIL"
+        and long["kind"] == "book"
+        and "memorises" in C.WHY["gap_after_10000_steps"](COMMITTED)
+    )
     # the case document alone gives the first seed's gradient norm and layer 1 (measure, no run folder)
     first = measured.results["per_seed"][str(R.BOOK_SEED)]
     assert first["grad_min_big_unscaled"] == pytest.approx(0.19, abs=0.005)
@@ -162,22 +166,22 @@ def test_absolute_loss(vals, expected):
 @pytest.mark.parametrize(
     "vals, expected",
     [
-        ([4.05, 4.1, 4.05], "PASS"),  # every run within 4.0 ± 0.17 ("≈ 4.0 左右")
+        ([4.05, 4.1, 4.05], "PASS"),  # every run nearer 4.0 than the broken model's 5.18 (± 0.59)
         ([5.1, 5.12, 5.11], "FAIL"),
-        ([4.05, 4.1, 4.2], "FAIL"),  # one run 0.2 off: not "≈ 4.0" (the band ±0.59 it replaced passed this)
-        ([3.5, 4.5, 4.0], "FAIL"),  # a statement about every run: no seed spread to wait out
+        ([4.05, 4.1, 4.7], "FAIL"),  # one run 0.7 off: "差得远"
+        ([3.3, 4.5, 4.0], "FAIL"),  # a statement about every run: no seed spread to wait out
     ],
 )
 def test_loss_about_4(vals, expected):
-    assert verdict(results(val_small_scaled=vals), "loss_1500_about_4_0") == expected
+    c = next(c for c in C.statements(results(val_small_scaled=vals)) if c["id"] == "loss_1500_about_4_0")
+    assert c["kind"] == "sanity" and c["verdict"] == expected
 
 
-@pytest.mark.parametrize("gap", [[0.9], [0.3], [-2.4, -2.5]])
-def test_long_gap_is_a_question_answered_with_the_gap(gap):
+@pytest.mark.parametrize("gap, expected", [([0.9], "PASS"), ([0.3], "FAIL"), ([-2.4, -2.5], "FAIL")])
+def test_long_gap_is_judged_against_the_chapters_answer(gap, expected):
     c = next(c for c in C.statements(results(long_gap=gap)) if c["id"] == "gap_after_10000_steps")
-    assert c["kind"] == "question" and c["verdict"] == "REPORTED" and c["p"] is None  # never PASS or FAIL
-    assert f"{gap[0]:.3g}" in c["detail"] and c["n"] == len(gap)
-    assert f"{sum(0.8 <= g <= 1.0 for g in gap)} of {len(gap)} inside" in c["detail"]
+    assert c["kind"] == "book" and c["verdict"] == expected and c["n"] == len(gap)
+    assert f"{sum(0.8 <= g <= 1.0 for g in gap)} of {len(gap)} seeds inside" in c["detail"]
 
 
 def test_the_long_pair_untrained_names_its_command():

@@ -191,7 +191,8 @@ def judge(res: dict) -> list[dict]:
         claim(
             "ex1_logit_std_sqrt2",
             SECTION,
-            "d_head 翻倍，初始 logits 标准差约涨 √2 倍 / doubling d_head multiplies the init logit std by about sqrt 2",
+            "自检：d_head 翻倍，初始 logits 标准差约涨 √2 倍 / sanity: doubling d_head multiplies the init logit std by about "
+            "sqrt 2",
             sqrt2,
             inputs={
                 "ratio_d64_to_d32": [rnd(x, 4) for x in ratios],
@@ -199,6 +200,10 @@ def judge(res: dict) -> list[dict]:
                 "tol": rnd(TOL_RATIO, 4),
             },
             book=rnd(BOOK_RATIO, 4),
+            kind="sanity",
+            expected="value: the ratio of the initial logit std at d_head 64 and 32, √2 inside the one-run PI: the "
+            "initialisation's arithmetic (q·k sums d_head products of independent terms), a check of the model, not "
+            "a finding about training",
         ),
     ]
 

@@ -93,8 +93,7 @@ def judged_quantities(c: dict) -> list[tuple[str, list[float]]]:
 
 def headline_rows(res: dict, by_id: dict) -> list[list[str]]:
     """One row per headline claim: the book's words and number, ours (the quantity the claim is
-    judged on, mean ± sd over seeds), and the verdict with the claim it belongs to. A ratio the
-    claim only reports gets its own row, its verdict cell saying which claim judges what."""
+    judged on, mean ± sd over seeds), and the verdict with the claim it belongs to."""
     rows = []
     for cid in HEADLINE:
         c = by_id.get(cid)
@@ -103,18 +102,6 @@ def headline_rows(res: dict, by_id: dict) -> list[list[str]]:
         qs = judged_quantities(c)
         ours = "; ".join(f"{k}: {pm(xs, 4)}" for k, xs in qs) if qs else str(c.get("measured", "—"))
         rows.append([c["statement"], fmt(c.get("book")), ours, claim_verdict(by_id, cid)])
-        ratio = (c.get("inputs") or {}).get("ratio_reported") if isinstance(c.get("inputs"), dict) else None
-        if _numbers(ratio) and qs:
-            q = qs[0]
-            rows.append(
-                [
-                    "放大倍数 / the gap ratio big ÷ small（同一种子 / seed for seed）",
-                    fmt((c.get("book") or {}).get("ratio")) if isinstance(c.get("book"), dict) else "—",
-                    f"ratio: {pm(_numbers(ratio), 3)}",
-                    f"只报告，不判定 / reported, not judged（论断 / claim `{cid}` 判的是上一行的 {q[0]} / judges "
-                    f"{q[0]}, the row above）",
-                ]
-            )
     return rows
 
 

@@ -72,11 +72,12 @@ MEMBERS = {  # pair member -> (size, scaled, the book's key)
     "big_unscaled": ("big", False, "big_d256_unscaled"),
     "big_scaled": ("big", True, "big_d256_scaled"),
 }
-# §1.13.1 "1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现": where a correct implementation's run lands
-# (each run: "应当能到"), not the book's one run (that is loss_small_scaled_4_0). "≈ … 左右" is read with the
-# chapter's own scale for two losses that do not differ, §1.2's "几乎没差别 … 差 0.17" (SAME), not with "差得远"
+# §1.13.1 "1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现" is a debugging rule of thumb (the checklist's
+# "第二个假设：模型容量不够"), a sanity check that the implementation is not broken; "≈ 4.0" itself is the book's one run,
+# judged by loss_small_scaled_4_0 on the same numbers. "差得远" is read with the only broken model the chapter trains
+# on this corpus, §1.4's unscaled d_head 256 at 5.18: a run nearer 4.0 than that is not far (half the way, ± 0.59)
 ABOUT_4 = LOSSES["small_d32_scaled"]["end"]
-TOL_ABOUT_4 = SAME
+TOL_ABOUT_4 = round((LOSSES["big_d256_unscaled"]["end"] - ABOUT_4) / 2, 4)
 LONG_STEPS = 10000  # §1.22.2 "继续训 10000 步"
 LONG_BAND = (0.8, 1.0)  # "最终稳定在比缩放版高 0.8–1.0 的位置"
 END, WINDOW = CC.END_WINDOW, CC.WINDOW  # "end": the mean of the last 50 steps; ±25-step window means
@@ -456,10 +457,9 @@ def statements(res: dict) -> list[dict]:
         claim(
             "loss_1500_about_4_0",
             "§1.13.1",
-            "“42 万参数的模型在 25 万字唐诗上，1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现” / the 420k model "
-            "reaches about 4.0 in 1500 steps",
-            # "应当能到 ≈ 4.0" is a statement about where each run of a correct implementation lands: every
-            # seed's loss within 4.0 ± 0.17 (§1.2's "几乎没差别")
+            "自检：“42 万参数的模型在 25 万字唐诗上，1500 步应当能到 loss ≈ 4.0 左右。如果差得远，问题在实现”——每次运行都不"
+            "“差得远”（离 4.0 比离坏掉的模型的 5.18 更近）/ sanity: the 420k model reaches about 4.0 in 1500 steps; no run "
+            "is far from it (nearer 4.0 than the broken model's 5.18)",
             _every(
                 vals,
                 ABOUT_4 - TOL_ABOUT_4,
@@ -473,47 +473,39 @@ def statements(res: dict) -> list[dict]:
                 "tol": TOL_ABOUT_4,
             },
             book=ABOUT_4,
-            expected=f"every: each seed's validation loss at step 1500 within 4.0 ± {TOL_ABOUT_4:.3g} (“≈ 4.0 左右” read "
-            "with §1.2's scale of “几乎没差别”, 0.17; “应当能到” is said of every run of a correct implementation)",
+            kind="sanity",
+            expected=f"every: each seed's validation loss at step 1500 within 4.0 ± {TOL_ABOUT_4:.3g}, nearer 4.0 than "
+            "§1.4's broken model (5.18): “如果差得远，问题在实现” is a check of the implementation; “≈ 4.0” is the book's "
+            "one run, judged by loss_small_scaled_4_0",
         )
     )
 
-    # §1.4 asks "如果继续训 10000 步会怎样？" (its hint in §1.22.2: "最终稳定在比缩放版高 0.8–1.0"): a question the
-    # chapter asks, answered with our measured gap and REPORTED, never a FAIL of the book
+    # §1.4 asks "如果继续训 10000 步会怎样？" and §1.22.2 answers it with two assertions: the unscaled big model
+    # "永远追不上缩放版" and "最终稳定在比缩放版高 0.8–1.0 的位置": judged against that answer, every run of the pair
     lg = column(t, "long_gap")
     out.append(
         claim(
             "gap_after_10000_steps",
             "§1.4 / §1.22.2",
-            "书中的问题“如果继续训 10000 步会怎样？”（§1.22.2 的提示：“最终稳定在比缩放版高 0.8–1.0 的位置。差距不会消失”）："
-            "我们的回答是训练 10000 步后的验证 loss 差距 / the chapter asks what 10000 steps would do (its hint: the "
-            "unscaled big model settles 0.8–1.0 above the scaled one); our answer is the measured gap",
-            _long_answer(res, t),
+            "“继续训 10000 步……最终稳定在比缩放版高 0.8–1.0 的位置。差距不会消失” / after 10000 steps the unscaled big model "
+            "settles 0.8–1.0 above the scaled one",
+            _every(
+                lg,
+                *LONG_BAND,
+                not_trained((res.get("pending") or {}).get("gap_after_10000_steps"), LONG_COMMAND),
+                one_run="继续训 10000 步，曲线的形状会是：先慢降，然后趋于平缓，最终稳定在比缩放版高 0.8–1.0 的位置",
+            ),
             inputs={
                 "val_gap_10000": lg,
                 "val_unscaled": column(t, "long_val_unscaled"),
                 "val_scaled": column(t, "long_val_scaled"),
             },
             book=list(LONG_BAND),
-            kind="question",
-            expected=f"reported: the validation gap unscaled − scaled of the big pair trained {LONG_STEPS} steps, beside "
-            f"the hint's {LONG_BAND[0]}–{LONG_BAND[1]} (a question the chapter asks: answered, not a verdict on the book)",
+            expected=f"every: the validation gap unscaled − scaled of the big pair trained {LONG_STEPS} steps inside "
+            f"{LONG_BAND[0]}–{LONG_BAND[1]} (§1.22.2's answer to §1.4's question, said of the run it describes)",
         )
     )
     return out
-
-
-def _long_answer(res: dict, t: dict) -> S.Judgement:
-    """The answer to §1.4's "如果继续训 10000 步会怎样？": the measured gaps, reported (NA until trained)."""
-    lg = column(t, "long_gap")
-    if not lg:
-        return S.na(not_trained((res.get("pending") or {}).get("gap_after_10000_steps"), LONG_COMMAND))
-    inside = sum(LONG_BAND[0] <= g <= LONG_BAND[1] for g in lg)
-    return S.reported(
-        f"{inside} of {len(lg)} inside the hint's {LONG_BAND[0]}–{LONG_BAND[1]}: " + _why_long(res),
-        estimate=sum(lg) / len(lg),
-        n=len(lg),
-    )
 
 
 def judge(doc: dict) -> list[dict]:
