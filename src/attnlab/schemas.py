@@ -676,6 +676,29 @@ class RunStoreFile(_Open):
     differences: list[Reproduction] = []
 
 
+class PlannedClaim(_Open):
+    experiment: Str
+    seeds: Annotated[int, Strict(), Field(ge=0, le=1000)] | None = None
+    power: Num
+    core_s: Num
+    bought: bool
+    why: Str
+    spec: dict[Str, Any] | None = None
+    spec_sha256: Str
+
+
+class ConfirmatoryPlan(_Open):
+    """data/confirmatory_plan.json (attnlab.lab.confirm): the confirmatory round, registered before its runs."""
+
+    kind: Literal["confirmatory_plan"]
+    frozen: Str
+    seed_start: Annotated[int, Strict(), Field(ge=0)]
+    budget_core_s: Num
+    spent_core_s: Num
+    runs: dict[Str, list[Str]] = {}
+    claims: dict[Str, PlannedClaim]
+
+
 class ShippedFile(_Open):
     bytes: Count
     sha256: Sha256
@@ -713,6 +736,10 @@ KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
         "restore it (git checkout -- data/claims_registry.json) or rebuild it: python scripts/backfill_registry.py",
     ),
     "run_store": (RunStoreFile, "rebuild it: python scripts/run_store.py"),
+    "confirmatory_plan": (
+        ConfirmatoryPlan,
+        "restore it (git checkout -- data/confirmatory_plan.json): a registered plan is never rewritten",
+    ),
     "shipped_manifest": (ShippedManifest, "reinstall attnlab (or python scripts/ship_case_models.py in a clone)"),
 }
 

@@ -141,3 +141,79 @@ def test_the_first_confirmatory_seed_is_above_every_committed_run():
     store = json.loads((Path(__file__).resolve().parents[2] / "data" / "run_store.json").read_text(encoding="utf-8"))
     used = [r["seed"] for r in store["runs"].values() if isinstance(r.get("seed"), int)]
     assert used and max(used) < C.CONFIRM_SEED
+
+
+# ------------------------------------------------------------------ registration in git
+
+
+def _git(root, *args):
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "config", "user.email", "t@example.org")
+    _git(tmp_path, "config", "user.name", "t")
+    data = tmp_path / "data"
+    data.mkdir()
+    plan = plan_for([effect_claim()], budget=10_000)
+    C.register(plan, data)
+    return tmp_path, data
+
+
+def test_a_plan_must_be_committed_before_training_and_is_never_replaced(repo):
+    root, data = repo
+    with pytest.raises(C.ConfirmError, match="not committed"):
+        C.registered(root, data)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "register")
+    got = C.registered(root, data)
+    assert got["claims"]["gap"]["bought"] and len(got["registered_commit"]) == 40
+    with pytest.raises(C.ConfirmError, match="never replaced"):
+        C.register(plan_for([effect_claim()], budget=1), data)
+
+
+def test_a_plan_changed_after_registration_is_refused_even_when_committed(repo):
+    import json
+
+    root, data = repo
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "register")
+    path = data / C.PLAN_FILE
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    plan["claims"]["gap"]["seeds"] += 3  # more seeds after registration
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    with pytest.raises(C.ConfirmError, match="differs from its committed version"):
+        C.registered(root, data)
+    _git(root, "commit", "-qam", "more seeds")
+    with pytest.raises(C.ConfirmError, match="changed after registration"):
+        C.registered(root, data)
+
+
+def test_the_runs_are_fixed_at_registration():
+    from attnlab.lab.runs import Run, Scale
+
+    scale = Scale.make(True)
+
+    class Entry:
+        id = "e"
+
+        def __init__(self, names):
+            self.names = names
+
+        def seed_runs(self, scale, seed, cid):
+            return [Run(f"{n}_s{seed}", scale.cfg(seed=seed)) for n in self.names]
+
+    plan = {
+        "seed_start": C.CONFIRM_SEED,
+        "claims": {"a": {"experiment": "e", "seeds": 2, "bought": True}},
+        "runs": {"e": [f"x_s{C.CONFIRM_SEED}", f"x_s{C.CONFIRM_SEED + 1}"]},
+    }
+    runs = C.planned_runs(plan, [Entry(["x"])], scale)
+    assert [r.name for r in runs["e"]] == plan["runs"]["e"]
+    assert [s for s, _ in C.batches(runs)] == [C.CONFIRM_SEED, C.CONFIRM_SEED + 1]
+    with pytest.raises(C.ConfirmError, match="differ from the registered"):
+        C.planned_runs(plan, [Entry(["x", "y"])], scale)

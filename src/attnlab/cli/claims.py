@@ -62,6 +62,29 @@ def add_parser(sub):
         "draft the confirmatory round (nothing registered or trained): the fresh seeds each book claim needs for 80%% "
         "power under its frozen specification, and their price, within a budget such as 6h",
     )
+    p.add_argument(
+        "--confirm-register",
+        default=None,
+        metavar="BUDGET",
+        help="登记验证性一轮的计划（写入 DATA/confirmatory_plan.json，已有则拒绝）；训练前先提交它 / register the "
+        "confirmatory plan (written to DATA/confirmatory_plan.json, never replaced); commit it before training",
+    )
+    p.add_argument(
+        "--confirm-train",
+        action="store_true",
+        help="训练已登记（且已提交）的计划，一个种子一批，可中断续跑；进度写入 DATA/confirmatory/progress.json / "
+        "train the registered, committed plan one seed's batch at a time, resumable; progress in "
+        "DATA/confirmatory/progress.json",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="--confirm-train 的并行进程数（每个一线程）/ worker processes, one thread each",
+    )
+    p.add_argument(
+        "--batches", type=int, default=None, help="--confirm-train 最多训练几批 / at most this many batches (seeds)"
+    )
     p.add_argument("--why", default="", help="修订的原因 / why the specification changes")
     p.add_argument(
         "--registry",
@@ -105,6 +128,17 @@ def main(args) -> int:
     data = Path(args.data)
     if args.confirm_plan:
         return _confirm_plan(data, args.confirm_plan)
+    if args.confirm_register:
+        return _confirm_register(data, args.confirm_register)
+    if args.confirm_train:
+        from ..lab.confirm import train
+
+        if not 1 <= args.workers <= 256 or (args.batches is not None and args.batches < 1):
+            from ..errors import UsageError
+
+            raise UsageError("--workers must be 1–256 and --batches at least 1")
+        train(Path("."), data, workers=args.workers, max_batches=args.batches)
+        return 0
     path = Path(args.registry) if args.registry else R.find(Path("."), data)
     registry = R.load(path)
     claims = current_claims(data)
@@ -199,4 +233,31 @@ def _confirm_plan(data: Path, budget: str) -> int:
         print(f"{mark} {c.claim} [{c.experiment}] seeds {c.seeds if c.seeds is not None else '—'}: {c.why}")
     bought = sum(c.bought for c in plan.claims)
     print(f"{bought} of {len(plan.claims)} book claims within the budget")
+    return 0
+
+
+def _confirm_register(data: Path, budget: str) -> int:
+    """--confirm-register: freeze the specifications at HEAD (the registry must match the code and be
+    committed) and write the plan; the user commits it before the first confirmatory run."""
+    from .. import claims_registry as R
+    from ..errors import AttnlabError
+    from ..lab.confirm import draft, git, register
+    from ..lab.decide import parse_duration
+
+    root = Path(".")
+    registry = R.find(root, data)
+    problems = R.check(R.load(registry), current_claims(data))
+    if problems:
+        raise AttnlabError(f"the registry differs from the code ({problems[0]}): `attnlab claims --check` first")
+    if git(root, "status", "--porcelain", "--", "src", str(registry)).strip():
+        raise AttnlabError("the specifications are not committed (src/ or the registry has changes): commit them first")
+    frozen = git(root, "rev-parse", "HEAD").strip()
+    plan = draft(data, parse_duration(budget), frozen=frozen)
+    path = register(plan, data)
+    bought = sum(c.bought for c in plan.claims)
+    print(
+        f"登记 / registered {path}: specifications frozen at {frozen[:7]}; {bought} of {len(plan.claims)} book claims, "
+        f"{plan.spent_core_s / 3600:.2f} of {plan.budget_core_s / 3600:.2f} core-h; commit it before training "
+        "(attnlab claims --confirm-train)"
+    )
     return 0

@@ -29,6 +29,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -137,9 +138,29 @@ def seeds_needed(
     return None, best
 
 
-def claim_seeds(spec: Mapping, inputs: Mapping[str, Sequence]) -> tuple[int | None, float, str]:
+def part_values(spec: Mapping, judged: Mapping | None, inputs: Mapping[str, Sequence]) -> list[list]:
+    """The exploratory numbers each part of a frozen ``spec`` judges: its ``reads`` input, or, for a part
+    that judges a derived quantity (``reads`` None: a growth − 1, a same-seed difference), the values the
+    claim's judgement now records for that part (``judged``: the spec of the claim judged now)."""
+    parts = spec.get("parts") if spec.get("rule") == "all_of" else [spec]
+    jparts = (judged or {}).get("parts") if (judged or {}).get("rule") == "all_of" else [judged or {}]
+    out = []
+    for i, part in enumerate(parts or []):
+        key = part.get("reads")
+        if key:
+            out.append(list(inputs.get(key) or []))
+        else:
+            j = jparts[i] if jparts and i < len(jparts) and isinstance(jparts[i], Mapping) else {}
+            out.append(list(j.get("values") or []))
+    return out
+
+
+def claim_seeds(
+    spec: Mapping, inputs: Mapping[str, Sequence], judged: Mapping | None = None
+) -> tuple[int | None, float, str]:
     """(seeds, power, why) a frozen claim needs: an all_of needs what its hungriest part needs;
-    arithmetic needs no seed."""
+    arithmetic needs no seed. ``judged``: the spec of the claim judged now, whose parts record the
+    values a part without ``reads`` judged."""
     rule = spec.get("rule")
     if rule == "exact":
         return 0, 1.0, "精确算术，重算即可 / exact arithmetic: recomputed, no seed"
@@ -147,17 +168,16 @@ def claim_seeds(spec: Mapping, inputs: Mapping[str, Sequence]) -> tuple[int | No
         return None, 0.0, "没有可检验的规则 / no rule that tests something"
     parts = spec.get("parts") if rule == "all_of" else [spec]
     need, power = 0, 1.0
-    for i, part in enumerate(parts or []):
+    for i, (part, values) in enumerate(zip(parts or [], part_values(spec, judged, inputs))):
         if part.get("rule") == "exact":
             continue
-        values = inputs.get(part.get("reads") or "") or []
         n, p = seeds_needed(part, values, seed=i)
         if n is None:
             return (
                 None,
                 p,
                 (
-                    f"{part.get('reads')}: 最多 {N_MAX} 个种子也达不到 80% 功效（最好 {p:.0%}）/ no seed count up to "
+                    f"{part.get('reads') or f'part {i + 1}'}: 最多 {N_MAX} 个种子也达不到 80% 功效（最好 {p:.0%}）/ no seed count up to "
                     f"{N_MAX} gives 80 % power (best {p:.0%})"
                 ),
             )
@@ -186,6 +206,7 @@ class ConfirmPlan:
     seed_start: int
     claims: list[Planned] = field(default_factory=list)
     specs: dict[str, dict] = field(default_factory=dict)
+    runs: dict[str, dict[str, float]] = field(default_factory=dict)  # experiment -> run name -> core-seconds
 
     def seeds_of(self, experiment: str) -> list[int]:
         n = max((c.seeds or 0 for c in self.claims if c.bought and c.experiment == experiment), default=0)
@@ -193,11 +214,7 @@ class ConfirmPlan:
 
     @property
     def spent_core_s(self) -> float:
-        per_entry: dict[str, float] = {}
-        for c in self.claims:
-            if c.bought:
-                per_entry[c.experiment] = max(per_entry.get(c.experiment, 0.0), c.core_s)
-        return sum(per_entry.values())
+        return sum(sum(r.values()) for r in self.runs.values())
 
     def to_json(self) -> dict:
         return {
@@ -206,6 +223,7 @@ class ConfirmPlan:
             "seed_start": self.seed_start,
             "budget_core_s": round(self.budget_core_s, 1),
             "spent_core_s": round(self.spent_core_s, 1),
+            "runs": {exp: sorted(r) for exp, r in sorted(self.runs.items()) if r},
             "claims": {
                 c.claim: {
                     "experiment": c.experiment,
@@ -246,54 +264,60 @@ def make_plan(
     registry: Mapping,
     claims: Sequence[Mapping],
     owner: Mapping[str, str],
-    price: Callable[[str, int, str], float | None],
+    price: Callable[[str, int, str], Mapping[str, float] | float | None],
     budget_core_s: float,
     seed_start: int = CONFIRM_SEED,
 ) -> ConfirmPlan:
-    """The confirmatory plan: every frozen book claim with the seeds it needs and its entry's price
-    (``price(experiment, n, claim)``: core-seconds of the runs n fresh seeds add for that claim, None when
-    its entry cannot train more seeds for it; claims of one entry share runs, so an entry is priced at
-    its dearest bought claim), bought cheapest per claim first within ``budget_core_s``. Pure: numbers in."""
+    """The confirmatory plan: every frozen book claim with the seeds it needs and the runs they take
+    (``price(experiment, n, claim)``: {run name: core-seconds} of the runs n fresh seeds add for that
+    claim — or one number when its runs are its own — None when its entry cannot train more seeds for
+    it). Claims of one entry share runs: a claim costs what its runs add to those already bought, and
+    buying it settles every claim of its entry whose runs are then all bought. Bought cheapest per
+    claim first within ``budget_core_s``. Pure: numbers in."""
     plan = ConfirmPlan(frozen, float(budget_core_s), seed_start)
+    own: dict[str, dict[str, float]] = {}
     for c, spec in frozen_claims(registry, claims):
-        n, power, why = claim_seeds(spec, c.get("inputs") or {})
+        n, power, why = claim_seeds(spec, c.get("inputs") or {}, c.get("spec"))
         exp = owner.get(c["id"], "?")
-        cost = 0.0
+        runs: dict[str, float] = {}
         if n:
             p = price(exp, n, c["id"])
             if p is None:
                 n, why = None, "这个条目不能为它加种子 / its experiment cannot train more seeds for it"
             else:
-                cost = p
+                runs = dict(p) if isinstance(p, Mapping) else {f"{c['id']} × {n}": float(p)}
+        own[c["id"]] = runs
         plan.specs[c["id"]] = spec_key(spec)
-        plan.claims.append(Planned(c["id"], exp, n, power, why, cost))
-    # buy: exact ones are free; then entry by entry, the most claims per core-second first
-    for c in plan.claims:
+        plan.claims.append(Planned(c["id"], exp, n, power, why, sum(runs.values())))
+    for c in plan.claims:  # exact ones are free
         c.bought = c.seeds == 0
-    by_entry: dict[str, list[Planned]] = {}
-    for c in plan.claims:
-        if c.seeds:
-            by_entry.setdefault(c.experiment, []).append(c)
-    offers = []
-    for exp, cs in by_entry.items():
-        for c in cs:  # buying c buys every claim of its entry that needs no more seeds than c
-            got = [x for x in cs if x.seeds <= c.seeds]
-            offers.append((c.core_s / len(got), c.core_s, exp, c.seeds, got))
-    paid: dict[str, float] = {}
-    for _, cost, exp, _, got in sorted(offers, key=lambda o: (o[0], o[2], o[3])):
-        extra = cost - paid.get(exp, 0.0)
-        if extra <= 0:
-            for x in got:
-                x.bought = True
-            continue
-        if plan.spent_core_s + extra > budget_core_s:
-            continue
-        paid[exp] = cost
+
+    def extra(c: Planned) -> float:
+        have = plan.runs.get(c.experiment, {})
+        return sum(s for name, s in own[c.claim].items() if name not in have)
+
+    while True:
+        open_ = [c for c in plan.claims if c.seeds and not c.bought]
+        offers = []
+        for c in open_:
+            cost = extra(c)
+            if plan.spent_core_s + cost > budget_core_s:
+                continue
+            have = set(plan.runs.get(c.experiment, {})) | set(own[c.claim])
+            got = [x for x in open_ if x.experiment == c.experiment and set(own[x.claim]) <= have]
+            offers.append((cost / len(got), c.experiment, c.claim, got))
+        if not offers:
+            break
+        _, exp, cid, got = min(offers, key=lambda o: (o[0], o[1], o[2]))
+        bucket = plan.runs.setdefault(exp, {})
         for x in got:
+            bucket.update(own[x.claim])
             x.bought = True
     for c in plan.claims:
         if c.seeds and not c.bought:
-            c.why += f"；超出预算，需 {c.core_s / 3600:.2f} 核时 / beyond the budget: {c.core_s / 3600:.2f} core-h"
+            c.why += (
+                f"；超出预算，还要 {extra(c) / 3600:.2f} 核时 / beyond the budget: {extra(c) / 3600:.2f} more core-h"
+            )
     return plan
 
 
@@ -395,8 +419,6 @@ def _filled(spec: Mapping, inputs: Mapping[str, list]) -> dict:
 def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
     """The plan for this checkout's book: its registry and committed entries in ``data``, each entry's
     price of n fresh seeds from the book's own cost calibration (``attnlab book --plan``)."""
-    from pathlib import Path
-
     from ..claims_registry import find, load
     from . import EXPERIMENTS
     from .labbook import judged_now
@@ -412,7 +434,7 @@ def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
     scale = Scale.make(False)
     cal = calibration(EXPERIMENTS, default_records_dir(data.resolve().parent), scale)  # once, for every price
 
-    def price(experiment: str, n: int, cid: str) -> float | None:
+    def price(experiment: str, n: int, cid: str) -> dict[str, float] | None:
         e = by_id.get(experiment)
         if e is None or e.seed_runs is None:
             return None
@@ -422,6 +444,179 @@ def draft(data, budget_core_s: float, frozen: str) -> ConfirmPlan:
                 runs.setdefault(r.name, r)
         if len(runs) == 0:
             return None
-        return sum(cal.seconds(r.cfg) for r in runs.values())  # fresh seeds: nothing on disk, no own record
+        return {name: cal.seconds(r.cfg) for name, r in runs.items()}  # fresh seeds: nothing on disk
 
     return make_plan(frozen, registry, claims, owner, price, budget_core_s)
+
+
+# ---------------------------------------------------------------- registering and training
+
+PLAN_FILE = "confirmatory_plan.json"  # in the data folder, committed before any confirmatory run
+LEDGER_FILE = "confirmatory/progress.json"  # what has been trained: one line of numbers per finished run
+RUNS_DIR = "confirm/runs"  # the confirmatory runs (not committed: their numbers are, in the ledger)
+
+
+def git(root: Path, *args: str) -> str:
+    import subprocess
+
+    out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise ConfirmError(f"git {' '.join(args[:2])}: {out.stderr.strip() or 'failed'}")
+    return out.stdout
+
+
+def register(plan: ConfirmPlan, data: Path) -> Path:
+    """Write the plan to ``data``/confirmatory_plan.json, refusing to replace one: a registered plan is
+    never rewritten (commit it before the first run; ``attnlab claims --confirm-train`` checks)."""
+    from ..io import write_json
+
+    path = Path(data) / PLAN_FILE
+    if path.exists() or path.is_symlink():
+        raise ConfirmError(
+            f"{path} exists: a registered plan is never replaced (results are added beside it; a new round "
+            "needs a new seed range and its own file)"
+        )
+    return write_json(path, plan.to_json())
+
+
+def registered(root: Path, data: Path) -> dict:
+    """The plan as committed, checked: it is tracked by git, unchanged since HEAD, and nothing in it
+    differs from its first committed version (:func:`plan_rewrites`). Raises ConfirmError otherwise."""
+    from ..schemas import load as load_schema
+
+    path = Path(data) / PLAN_FILE
+    if not path.is_file():
+        raise ConfirmError(
+            f"no registered plan at {path}: draft it (`attnlab claims --confirm-plan 6h`), register it "
+            "(`--confirm-register 6h`) and commit it before training"
+        )
+    rel = path.resolve().relative_to(Path(root).resolve()).as_posix()
+    try:
+        first = git(root, "log", "--diff-filter=A", "--format=%H", "--", rel).split()
+    except ConfirmError:  # no commit at all yet
+        first = []
+    if not first:
+        raise ConfirmError(f"{rel} is not committed: commit the plan before any confirmatory run starts")
+    if git(root, "status", "--porcelain", "--", rel).strip():
+        raise ConfirmError(f"{rel} differs from its committed version: restore it (`git checkout -- {rel}`)")
+    now = load_schema("confirmatory_plan", path, error=ConfirmError)
+    was = json.loads(git(root, "show", f"{first[-1]}:{rel}"))
+    problems = plan_rewrites(was, now)
+    if problems:
+        raise ConfirmError(f"{rel} was changed after registration ({first[-1][:7]}): " + "; ".join(problems[:3]))
+    return {**now, "registered_commit": first[-1]}
+
+
+def planned_runs(plan: Mapping, experiments: Sequence, scale) -> dict[str, list]:
+    """{experiment: its runs} for every bought claim, from the entries' ``seed_runs`` on the plan's seeds,
+    checked against the run names the plan registered (a change of the code's runs is refused)."""
+    by_id = {e.id: e for e in experiments}
+    out: dict[str, dict] = {}
+    for cid, c in (plan.get("claims") or {}).items():
+        if not c.get("bought") or not c.get("seeds"):
+            continue
+        e = by_id.get(c["experiment"])
+        if e is None or e.seed_runs is None:
+            raise ConfirmError(f"{cid}: its experiment {c['experiment']!r} no longer trains seeds")
+        runs = out.setdefault(e.id, {})
+        for i in range(int(c["seeds"])):
+            for r in e.seed_runs(scale, int(plan["seed_start"]) + i, cid):
+                runs.setdefault(r.name, r)
+    registered_names = plan.get("runs") or {}
+    for exp, runs in out.items():
+        if sorted(runs) != sorted(registered_names.get(exp) or []):
+            extra = sorted(set(runs) ^ set(registered_names.get(exp) or []))[:3]
+            raise ConfirmError(
+                f"{exp}: the code's runs for the plan differ from the registered ones ({', '.join(extra)}): the runs "
+                "are fixed at registration"
+            )
+    return {exp: list(runs.values()) for exp, runs in out.items()}
+
+
+def seed_of(run) -> int:
+    return int(run.cfg.seed)
+
+
+def batches(runs: Mapping[str, list]) -> list[tuple[int, list[tuple[str, object]]]]:
+    """The runs in batches of one seed each, lowest seed first: a batch finished is a seed every
+    entry can judge."""
+    by_seed: dict[int, list] = {}
+    for exp, rs in sorted(runs.items()):
+        for r in rs:
+            by_seed.setdefault(seed_of(r), []).append((exp, r))
+    return sorted(by_seed.items())
+
+
+def ledger_line(exp: str, finished) -> dict:
+    """What the ledger keeps of one finished confirmatory run: enough to see it was trained as planned
+    (its config's hash, steps, end losses, the sha256 of its summary) — the numbers the claims read are
+    measured from the run folders when the round is judged."""
+    import hashlib as _h
+
+    from ..io import read_json
+
+    d = Path(finished.run_dir)
+    summary = read_json(d / "summary.json", max_bytes=10**7) if (d / "summary.json").is_file() else {}
+    raw = (d / "summary.json").read_bytes() if (d / "summary.json").is_file() else b""
+    return {
+        "experiment": exp,
+        "seed": int(finished.run.cfg.seed),
+        "config_sha256": _h.sha256(json.dumps(finished.run.cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
+        "steps": summary.get("steps") or summary.get("max_steps"),
+        "val_loss_end": summary.get("val_loss_end") or summary.get("final_val_loss"),
+        "train_loss_end": summary.get("train_loss_end") or summary.get("final_train_loss"),
+        "seconds": round(float(getattr(finished, "seconds", 0.0) or 0.0), 1),
+        "summary_sha256": _h.sha256(raw).hexdigest(),
+    }
+
+
+def train(
+    root: Path,
+    data: Path,
+    *,
+    workers: int = 1,
+    max_batches: int | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Train the registered plan's runs, one seed's batch at a time, into ``root``/confirm/runs, and
+    keep a line per finished run in ``data``/confirmatory/progress.json (written after each batch, so an
+    interrupted round resumes where it stopped: finished runs are reused, a cut one resumes from its
+    checkpoint). Refuses a plan that is not committed or was changed. Returns the ledger."""
+    from ..corpus import load_corpus
+    from ..io import read_json, write_json
+    from ..runner import ExecutorOptions, execute
+    from . import EXPERIMENTS
+    from .runs import Scale
+
+    root, data = Path(root), Path(data)
+    plan = registered(root, data)
+    runs = planned_runs(plan, EXPERIMENTS, Scale.make(False))
+    ledger_path = data / LEDGER_FILE
+    ledger = read_json(ledger_path, max_bytes=10**7) if ledger_path.is_file() else {}
+    ledger.setdefault("kind", "confirmatory_progress")
+    ledger["plan_commit"] = plan["registered_commit"]
+    done = ledger.setdefault("runs", {})
+    text = load_corpus(None, min_chars=200)
+    todo = [(seed, items) for seed, items in batches(runs) if any(r.name not in done for _, r in items)]
+    total = sum(len(items) for _, items in batches(runs))
+    for seed, items in todo[: max_batches or None]:
+        by_name = {}
+        for exp, r in items:
+            by_name.setdefault(r.name, (exp, r))
+        log(f"验证性训练 / confirmatory batch: seed {seed}, {len(by_name)} run(s); {len(done)} of {total} done")
+        finished = execute(
+            [r for _, r in by_name.values()],
+            text,
+            root / RUNS_DIR,
+            options=ExecutorOptions("local", workers=workers, progress=False),
+            keep_going=True,
+            log=log,
+            desc=f"confirm s{seed}",
+        )
+        for name, f in finished.items():
+            done[name] = ledger_line(by_name[name][0], f)
+        ledger["trained_core_s"] = round(sum(x.get("seconds") or 0.0 for x in done.values()), 1)
+        write_json(ledger_path, ledger)
+    left = total - len(done)
+    log(f"验证性训练 / confirmatory runs: {len(done)} of {total} finished" + (f", {left} to go" if left else ""))
+    return ledger

@@ -129,8 +129,16 @@ CLAIM_RUNS = {
 }
 
 
+def case_pairs(scale: R.Scale, seed: int) -> list[Run]:
+    """The case's four runs of one seed (the small and the big pair): what its own claims read (traces,
+    the weights kept at §1.12.1's steps, the q/k table of §1.7.7)."""
+    return [R.case_run(scale, size, sc, seed) for size in ("small", "big") for sc in (False, True)]
+
+
 def seed_runs(scale: R.Scale, seed: int, claim_id: str) -> list[Run]:
-    return CLAIM_RUNS[claim_id](scale, seed) if claim_id in CLAIM_RUNS else []
+    """The runs one more seed adds for a claim: the statements' own member or pair (CLAIM_RUNS); any
+    other claim of the case reads the four runs of the seed."""
+    return CLAIM_RUNS[claim_id](scale, seed) if claim_id in CLAIM_RUNS else case_pairs(scale, seed)
 
 
 # ---------------------------------------------------------------------------- measuring
