@@ -600,9 +600,11 @@ def train(
     todo = [(seed, items) for seed, items in batches(runs) if any(r.name not in done for _, r in items)]
     total = sum(len(items) for _, items in batches(runs))
     for seed, items in todo[: max_batches or None]:
-        by_name = {}
-        for exp, r in items:
-            by_name.setdefault(r.name, (exp, r))
+        by_name: dict[str, tuple] = {}
+        for exp, r in items:  # a run two entries share (the case's) is trained once
+            was = by_name.setdefault(r.name, (exp, r))[1]
+            if (was.group, was.cfg) != (r.group, r.cfg):
+                raise ConfirmError(f"{r.name}: two entries plan different runs under one name ({was.group}, {r.group})")
         log(f"验证性训练 / confirmatory batch: seed {seed}, {len(by_name)} run(s); {len(done)} of {total} done")
         finished = execute(
             [r for _, r in by_name.values()],
