@@ -24,6 +24,7 @@ ENGINE = (
     "decide",
     "plan",
     "portrait",
+    "confirm",
 )  # lab/ modules that are no entry
 
 

@@ -7,6 +7,7 @@ a plan whose seeds, counts or specifications changed after registration is refus
 """
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,3 +218,52 @@ def test_the_runs_are_fixed_at_registration():
     assert [s for s, _ in C.batches(runs)] == [C.CONFIRM_SEED, C.CONFIRM_SEED + 1]
     with pytest.raises(C.ConfirmError, match="differ from the registered"):
         C.planned_runs(plan, [Entry(["x", "y"])], scale)
+
+
+@pytest.mark.slow
+def test_the_round_trains_and_judges_once_on_its_own_seeds(tmp_path):
+    """End to end on short runs (10 steps, full widths): register, train in one-seed batches, judge with
+    the entries' own measure and judge. The case's claims come from a case document of the confirmatory
+    seeds only; the KV-cache claim from its runs. (About 4 minutes on 2 cores.)"""
+    import json
+    import subprocess
+
+    from attnlab.claims_registry import effective_spec, spec_key
+    from attnlab.lab import EXPERIMENTS
+    from attnlab.lab.runs import Scale
+
+    root, data = tmp_path, tmp_path / "data"
+    data.mkdir()
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "t@example.org")
+    _git(root, "config", "user.name", "t")
+    scale = Scale(quick=False, steps=10)
+    reg = json.loads((Path(C.__file__).resolve().parents[3] / "data" / "claims_registry.json").read_text("utf-8"))
+    by_id = {e.id: e for e in EXPERIMENTS}
+    claims, runs = {}, {}
+    for cid, exp, n in (("small_gap_small", "case", 2), ("gqa_small_loss", "kv_cache", 2)):
+        spec = spec_key(effective_spec(reg["claims"][cid]))
+        claims[cid] = {"experiment": exp, "seeds": n, "power": 0.9, "core_s": 1.0, "bought": True, "why": "",
+                       "spec": spec, "spec_sha256": C.spec_digest(spec)}  # fmt: skip
+        runs.setdefault(exp, set()).update(
+            r.name for i in range(n) for r in by_id[exp].seed_runs(scale, C.CONFIRM_SEED + i, cid)
+        )
+    plan = {"kind": "confirmatory_plan", "frozen": "x", "seed_start": C.CONFIRM_SEED, "budget_core_s": 9.0,
+            "spent_core_s": 2.0, "runs": {k: sorted(v) for k, v in runs.items()}, "claims": claims}  # fmt: skip
+    (data / C.PLAN_FILE).write_text(json.dumps(plan), encoding="utf-8")
+    with pytest.raises(C.ConfirmError, match="not committed"):
+        C.train(root, data, scale=scale)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "register")
+    C.train(root, data, scale=scale, max_batches=1)  # interrupted after one seed
+    with pytest.raises(C.ConfirmError, match="not finished"):
+        C.judge_round(root, data, scale=scale)
+    ledger = C.train(root, data, scale=scale)  # resumes: the first seed's runs are reused
+    assert len(ledger["runs"]) == len({n for v in runs.values() for n in v})
+    doc = C.judge_round(root, data, scale=scale)
+    assert set(doc["claims"]) == {"small_gap_small", "gqa_small_loss"}
+    for c in doc["claims"].values():
+        assert c["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE") and c["holm"] is not None
+    assert len(doc["claims"]["small_gap_small"]["inputs"]["val_gap"]) == 2
+    assert subprocess.run(["git", "-C", str(root), "status", "--porcelain", "data/confirmatory_plan.json"],
+                          capture_output=True, text=True).stdout == ""  # fmt: skip

@@ -77,6 +77,18 @@ def add_parser(sub):
         "DATA/confirmatory/progress.json",
     )
     p.add_argument(
+        "--confirm-judge",
+        action="store_true",
+        help="所有计划的运行都训完后，判定验证性一轮（只判一次），写入 DATA/confirmatory/verdicts.json / judge the round "
+        "once every planned run is finished; verdicts in DATA/confirmatory/verdicts.json",
+    )
+    p.add_argument(
+        "--confirm-status",
+        action="store_true",
+        help="验证性一轮的进度：每条计划中的论断的探索性判定、种子数、已训练的运行与验证性判定 / the round's progress: each "
+        "planned claim's exploratory verdict, seeds, runs trained and confirmatory verdict",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -130,6 +142,16 @@ def main(args) -> int:
         return _confirm_plan(data, args.confirm_plan)
     if args.confirm_register:
         return _confirm_register(data, args.confirm_register)
+    if args.confirm_judge:
+        from ..lab.confirm import judge_round
+
+        doc = judge_round(Path("."), data)
+        print(
+            f"验证性判定 / confirmatory verdicts: {len(doc['claims'])} claim(s) → {data / 'confirmatory/verdicts.json'}"
+        )
+        return _confirm_status(data)
+    if args.confirm_status:
+        return _confirm_status(data)
     if args.confirm_train:
         from ..lab.confirm import train
 
@@ -260,4 +282,35 @@ def _confirm_register(data: Path, budget: str) -> int:
         f"{plan.spent_core_s / 3600:.2f} of {plan.budget_core_s / 3600:.2f} core-h; commit it before training "
         "(attnlab claims --confirm-train)"
     )
+    return 0
+
+
+def _confirm_status(data: Path) -> int:
+    """--confirm-status: the registered round beside today's exploratory verdicts."""
+    from ..io import read_json
+    from ..lab.confirm import LEDGER_FILE, PLAN_FILE, VERDICTS_FILE, registered
+
+    plan = registered(Path("."), data)
+    ledger = read_json(data / LEDGER_FILE, max_bytes=10**7) if (data / LEDGER_FILE).is_file() else {}
+    done = set((ledger.get("runs") or {}).keys())
+    conf = read_json(data / VERDICTS_FILE, max_bytes=10**7)["claims"] if (data / VERDICTS_FILE).is_file() else {}
+    now = committed_verdicts(data)
+    runs = {exp: set(names) for exp, names in (plan.get("runs") or {}).items()}
+    trained = len(done & set().union(*runs.values())) if runs else 0
+    print(
+        f"验证性一轮 / confirmatory round ({PLAN_FILE}, registered {plan['registered_commit'][:7]}, specifications frozen "
+        f"at {plan['frozen'][:7]}): {trained} of {len({n for v in runs.values() for n in v})} runs trained"
+        + (f", {ledger.get('trained_core_s', 0) / 3600:.2f} core-h spent" if ledger else "")
+    )
+    print("论断 / claim | 探索性 / exploratory | 种子 / seeds | 验证性 / confirmatory")
+    for cid, c in (plan.get("claims") or {}).items():
+        if not c.get("bought") or not c.get("seeds"):
+            continue
+        v = conf.get(cid) or {}
+        shown = f"{v.get('verdict')} (Holm {v.get('holm')})" if v else "尚未判定 / not judged yet"
+        print(f"{cid} | {now.get(cid, '—')} | {c['seeds']} | {shown}")
+    if conf:
+        book = [v for v in conf.values()]
+        passed = sum(v.get("holm") == "PASS" for v in book)
+        print(f"{passed} of {len(book)} planned book claims PASS after Holm in the confirmatory round")
     return 0

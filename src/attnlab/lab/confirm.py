@@ -577,6 +577,7 @@ def train(
     workers: int = 1,
     max_batches: int | None = None,
     log: Callable[[str], None] = print,
+    scale=None,
 ) -> dict:
     """Train the registered plan's runs, one seed's batch at a time, into ``root``/confirm/runs, and
     keep a line per finished run in ``data``/confirmatory/progress.json (written after each batch, so an
@@ -590,7 +591,7 @@ def train(
 
     root, data = Path(root), Path(data)
     plan = registered(root, data)
-    runs = planned_runs(plan, EXPERIMENTS, Scale.make(False))
+    runs = planned_runs(plan, EXPERIMENTS, scale or Scale.make(False))
     ledger_path = data / LEDGER_FILE
     ledger = read_json(ledger_path, max_bytes=10**7) if ledger_path.is_file() else {}
     ledger.setdefault("kind", "confirmatory_progress")
@@ -622,3 +623,113 @@ def train(
     left = total - len(done)
     log(f"验证性训练 / confirmatory runs: {len(done)} of {total} finished" + (f", {left} to go" if left else ""))
     return ledger
+
+
+# ---------------------------------------------------------------- judging the round once
+
+VERDICTS_FILE = "confirmatory/verdicts.json"
+
+
+def _case_document(root: Path, start: int, n: int, steps: int) -> Path:
+    """The case's document over the first n confirmatory seeds, measured from the round's run folders
+    (nothing trained: every run is finished), in ``root``/confirm/case_n<n>/data/ch1_case.json."""
+    import os
+
+    from ..runner import ExecutorOptions
+    from .case.run import run_case
+    from .case.settings import CaseSettings
+
+    out = root / "confirm" / f"case_n{n}"
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    link = out / "runs" / "case"
+    if not link.exists():
+        os.symlink(os.path.relpath(root / RUNS_DIR / "case", link.parent), link)
+    settings = CaseSettings(
+        steps=steps,
+        seeds=tuple(start + i for i in range(n)),
+        big_seeds=n,
+        wd_values=(),
+        execution=ExecutorOptions("serial", progress=False),
+        **({} if steps >= 1500 else {"init_samples": 8, "init_samples_fixed": 3, "val_batches": 2}),
+    )
+    run_case(settings, out, progress=False, log=lambda *a, **k: None, overwrite=True)
+    return out
+
+
+def _claims_of(e, base, start: int, n: int, root: Path, text: str) -> dict[str, dict]:
+    """Entry ``e``'s claims judged by its own measure and judge on the first n confirmatory seeds only
+    (``base``: the scale of the round's runs)."""
+    from dataclasses import replace
+
+    from .labbook import Context
+
+    where = root / "confirm"
+    if e.id == "case":
+        where = _case_document(root, start, n, base.steps)
+    scale = replace(base, seeds=n, first_seed=start)
+    ctx = Context(scale=scale, text=text, root=where, finished={}, experiment=e, train=False, previous=None)
+    outcome = e.measure(ctx)
+    res = outcome.results
+    allowed = {str(start + i) for i in range(n)}
+    seen = set((res.get("per_seed") or {}).keys())
+    if seen - allowed:
+        raise ConfirmError(f"{e.id}: numbers of seeds {sorted(seen - allowed)[:3]} reached the confirmatory judge")
+    return {c["id"]: c for c in e.judge(res)}
+
+
+def judge_round(root: Path, data: Path, log: Callable[[str], None] = print, scale=None) -> dict:
+    """Judge the registered round once, when every planned run is finished: each bought claim by its
+    entry's own measure and judge on exactly its planned seeds, its specification checked equal to the
+    frozen one, Holm within the confirmatory family; written to ``data``/confirmatory/verdicts.json."""
+    from ..corpus import load_corpus
+    from ..io import read_json, write_json
+    from . import EXPERIMENTS
+    from .runs import Scale
+
+    root, data = Path(root), Path(data)
+    scale = scale or Scale.make(False)
+    plan = registered(root, data)
+    runs = planned_runs(plan, EXPERIMENTS, scale)
+    ledger_path = data / LEDGER_FILE
+    done = (read_json(ledger_path, max_bytes=10**7) if ledger_path.is_file() else {}).get("runs") or {}
+    missing = sorted({r.name for rs in runs.values() for r in rs} - set(done))
+    if missing:
+        raise ConfirmError(
+            f"{len(missing)} planned run(s) not finished ({', '.join(missing[:3])}…): the round is judged once, when "
+            "every run is in (`bash scripts/confirm_train.sh`)"
+        )
+    start = int(plan["seed_start"])
+    by_id = {e.id: e for e in EXPERIMENTS}
+    want: dict[tuple[str, int], list[str]] = {}
+    for cid, c in (plan.get("claims") or {}).items():
+        if c.get("bought") and c.get("seeds"):
+            want.setdefault((c["experiment"], int(c["seeds"])), []).append(cid)
+    text = load_corpus(None, min_chars=200)
+    judged: list[dict] = []
+    for (exp, n), cids in sorted(want.items()):
+        log(f"验证性判定 / judging {exp} on {n} confirmatory seed(s): {len(cids)} claim(s)")
+        claims = _claims_of(by_id[exp], scale, start, n, root, text)
+        for cid in cids:
+            c = claims.get(cid)
+            frozen = plan["claims"][cid]["spec"]
+            if c is None:
+                raise ConfirmError(f"{cid}: {exp} no longer judges it")
+            if spec_digest(spec_key(c.get("spec"))) != spec_digest(frozen):
+                raise ConfirmError(f"{cid}: its specification in code is not the frozen one ({plan['frozen'][:7]})")
+            judged.append({**c, "confirm_seeds": n})
+    out = V.with_holm([c for c in judged if c.get("kind") == "book"])
+    doc = {
+        "kind": "confirmatory_verdicts",
+        "plan_commit": plan["registered_commit"],
+        "frozen": plan["frozen"],
+        "seed_start": start,
+        "claims": {
+            c["id"]: {
+                k: c.get(k)
+                for k in ("verdict", "holm", "p", "n", "confirm_seeds", "detail", "inputs", "spec", "statement")
+            }
+            for c in out
+        },
+    }
+    write_json(data / VERDICTS_FILE, doc)
+    return doc

@@ -201,8 +201,9 @@ def seed_table(
 
     previous = previous or {}
     out: dict[str, dict] = {}
-    for i in range(max(ctx.scale.seeds, MAX_SEEDS if not ctx.scale.quick else ctx.scale.seeds)):
-        seed = BOOK_SEED + i
+    scan = ctx.scale.seeds if ctx.scale.quick or ctx.scale.first_seed != BOOK_SEED else max(ctx.scale.seeds, MAX_SEEDS)
+    for i in range(scan):
+        seed = ctx.scale.first_seed + i
         if str(seed) in previous:  # measured once, judged again from the JSON as often as asked
             out[str(seed)] = previous[str(seed)]
             continue

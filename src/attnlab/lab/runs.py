@@ -36,6 +36,7 @@ class Scale:
     quick: bool = False
     steps: int = 1500
     seeds: int = 3
+    first_seed: int = BOOK_SEED  # the confirmatory round (attnlab.lab.confirm) measures its own seed range
 
     @classmethod
     def make(cls, quick: bool) -> Scale:
@@ -46,7 +47,7 @@ class Scale:
         return (5, 10, 20) if self.quick else DYNAMICS_STEPS
 
     def seed_list(self, n: int | None = None) -> list[int]:
-        return [BOOK_SEED + i for i in range(min(n or self.seeds, self.seeds))]
+        return [self.first_seed + i for i in range(min(n or self.seeds, self.seeds))]
 
     def base(self) -> Config:
         """The case's protocol (attnlab.lab.case.run.case_runs): diagnostics every step,

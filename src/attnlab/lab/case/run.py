@@ -226,15 +226,17 @@ def case_runs(s: CaseSettings) -> tuple[list[list[Run]], dict[str, str]]:
     pairs = {
         "small_unscaled": f"small_unscaled_s{first}",
         "small_scaled": f"small_scaled_s{first}",
-        "big_unscaled": "big_unscaled",
-        "big_scaled": "big_scaled",
+        "big_unscaled": big_name(False, first, first),
+        "big_scaled": big_name(True, first, first),
     }
     return [g for g in (small, big, wd) if g], pairs
 
 
 def big_name(scaled: bool, seed: int, first_seed: int) -> str:
+    """The big pair's run names: the book's seed keeps its historical ``big_unscaled`` / ``big_scaled``
+    (as ``attnlab.lab.runs.case_run`` names them, so a case of other seeds finds the same folders)."""
     tag = "scaled" if scaled else "unscaled"
-    return f"big_{tag}" if seed == first_seed else f"big_{tag}_s{seed}"
+    return f"big_{tag}" if seed == BOOK_SEED else f"big_{tag}_s{seed}"
 
 
 def wd_name(scaled: bool, wd: float, seed: int) -> str:
