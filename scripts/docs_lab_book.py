@@ -64,6 +64,24 @@ def legacy_records(book: dict) -> dict[str, dict]:
     return {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
 
 
+def confirmatory_lines() -> list[str]:
+    """The confirmatory round's registration, from data/confirmatory_plan.json (nothing when none)."""
+    path = ROOT / "data" / "confirmatory_plan.json"
+    if not path.is_file():
+        return []
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    bought = [c for c in plan["claims"].values() if c["bought"] and c["seeds"]]
+    return [
+        f"验证性一轮 / the confirmatory round：书中论断的规格冻结于 {plan['frozen'][:7]}，在任何新运行之前登记了计划"
+        f"（data/confirmatory_plan.json）：{len(bought)} 条论断、新种子从 {plan['seed_start']} 起、预算 "
+        f"{plan['budget_core_s'] / 3600:g} 核时（用 {plan['spent_core_s'] / 3600:.2f}）。进度与判定："
+        "`attnlab claims --confirm-status`；做法见 [confirmatory.md](confirmatory.md)。 *Specifications frozen, the plan "
+        f"registered before any new run: {len(bought)} claims on fresh seeds within "
+        f"{plan['budget_core_s'] / 3600:g} core-hours.*",
+        "",
+    ]
+
+
 def registration(book: dict) -> str:
     """How many of the book's claims were fixed before their data, with or after it, and amended
     (data/claims_registry.json)."""
@@ -87,6 +105,7 @@ def summary_block(book: dict) -> str:
         f"{registration(book)}（data/claims_registry.json，`attnlab claims --check`；事后登记或修订过的论断，报告中并列"
         "给出按登记规格的判定 / post hoc and amended claims show the verdict of their registered specification beside).",
         "",
+        *confirmatory_lines(),
         "训练时间来自每个运行目录自己的计时记录（单线程核时；和案例共用的运行在每个用到它的实验里都算，合计里只算一次；"
         "“有计时”少于运行数的，是计时功能出现之前训练的运行）。"
         "*Training time from each run's own timing record (one-thread core-hours; a run shared with the case counts in "
