@@ -9,7 +9,14 @@
 // transposed operand (the form autodiff's gradients use) is many times slower than a plain
 // matMul after an explicit transpose, the embedding's gradient is a scatter-add done here in
 // float64 rather than a one-hot matmul, and a Linear's weight is kept transposed, (in, out), so
-// the forward pass multiplies without transposing.
+// the forward pass multiplies without transposing. A column sum (a bias's gradient) is a matMul
+// by a row of ones: the backend's sum over the first axis transposes first and is slower.
+//
+// The attention itself, softmax(q kᵀ·scale + M) v and its backward, runs in onnxruntime-web
+// (vendored for the playground already): the wasm backend of TensorFlow.js has no fast batched
+// matMul (every (batch, head) product runs in a plain scalar loop, 8-17× slower than
+// onnxruntime's MLAS kernels on these shapes). The two small graphs are written below as ONNX
+// bytes; no file is added to the site.
 //
 // Initial weights and every batch come from attnlab itself (attnlab.web.trainexport), so a run
 // here is the PyTorch run step for step as far as float32 allows.
@@ -116,6 +123,13 @@ function patternSummary(s, p, q, k, BH, T) {
   };
 }
 
+// the columns [from, from + count) of a row-major (rows, width) array, as one array
+function columns(a, width, from, count) {
+  const rows = a.length / width, out = new Float32Array(rows * count);
+  for (let r = 0; r < rows; r++) out.set(a.subarray(r * width + from, r * width + from + count), r * count);
+  return out;
+}
+
 function std(a) {
   let m = 0;
   for (let i = 0; i < a.length; i++) m += a[i];
@@ -125,11 +139,155 @@ function std(a) {
   return Math.sqrt(d / (a.length - 1));
 }
 
+
+// ------------------------------------------------------------------- attention (onnxruntime)
+// A minimal ONNX writer: just the protobuf fields the two graphs below use.
+const PB = {
+  varint(n) { const out = []; while (n > 127) { out.push((n & 127) | 128); n = Math.floor(n / 128); } out.push(n); return out; },
+  field(num, payload) {   // length-delimited field: payload is a byte array or a string
+    const bytes = typeof payload === "string" ? [...new TextEncoder().encode(payload)] : payload;
+    return [...PB.varint(num * 8 + 2), ...PB.varint(bytes.length), ...bytes];
+  },
+  int(num, n) { return [...PB.varint(num * 8), ...PB.varint(n)]; },
+};
+function onnxNode(op, inputs, outputs, attrs = {}) {
+  const b = [];
+  for (const i of inputs) b.push(...PB.field(1, i));
+  for (const o of outputs) b.push(...PB.field(2, o));
+  b.push(...PB.field(4, op));
+  for (const [name, v] of Object.entries(attrs)) {   // non-negative ints and int lists only
+    const a = [...PB.field(1, name)];
+    if (Array.isArray(v)) { for (const x of v) a.push(...PB.int(8, x)); a.push(...PB.int(20, 7)); }
+    else a.push(...PB.int(3, v), ...PB.int(20, 2));
+    b.push(...PB.field(5, a));
+  }
+  return b;
+}
+function onnxInt64(name, values, dims) {   // an int64 initializer
+  const raw = new DataView(new ArrayBuffer(8 * values.length));
+  values.forEach((v, i) => raw.setBigInt64(8 * i, BigInt(v), true));
+  const b = [];
+  for (const d of dims) b.push(...PB.int(1, d));
+  b.push(...PB.int(2, 7), ...PB.field(8, name), ...PB.field(9, [...new Uint8Array(raw.buffer)]));
+  return b;
+}
+function onnxModel(nodes, inputs, outputs, inits) {
+  const value = (name) => [...PB.field(1, name), ...PB.field(2, PB.field(1, PB.int(1, 1)))];   // float32, any shape
+  const g = [];
+  for (const n of nodes) g.push(...PB.field(1, n));
+  g.push(...PB.field(2, "attention"));
+  for (const t of inits) g.push(...PB.field(5, t));
+  for (const i of inputs) g.push(...PB.field(11, value(i)));
+  for (const o of outputs) g.push(...PB.field(12, value(o)));
+  return new Uint8Array([...PB.int(1, 8), ...PB.field(7, g), ...PB.field(8, PB.int(2, 17))]);
+}
+
+// qkv (B, T, 3, H, hs): the fused projection's output as it lies in memory, split into heads
+const HEADS = [
+  onnxNode("Transpose", ["qkv"], ["t"], { perm: [2, 0, 3, 1, 4] }),   // (3, B, H, T, hs)
+  onnxNode("Gather", ["t", "i0"], ["q"], { axis: 0 }),
+  onnxNode("Gather", ["t", "i1"], ["k"], { axis: 0 }),
+  onnxNode("Gather", ["t", "i2"], ["v"], { axis: 0 }),
+];
+const INDICES = [onnxInt64("i0", [0], []), onnxInt64("i1", [1], []), onnxInt64("i2", [2], [])];
+// forward: s = q kᵀ·scale, p = softmax(s + M), y = p v as (B, T, H, hs)
+const ATTN_FORWARD = onnxModel([
+  ...HEADS,
+  onnxNode("Transpose", ["k"], ["kT"], { perm: [0, 1, 3, 2] }),
+  onnxNode("MatMul", ["q", "kT"], ["qk"]),
+  onnxNode("Mul", ["qk", "scale"], ["s"]),
+  onnxNode("Add", ["s", "mask"], ["sm"]),
+  onnxNode("Softmax", ["sm"], ["p"]),
+  onnxNode("MatMul", ["p", "v"], ["o"]),
+  onnxNode("Transpose", ["o"], ["y"], { perm: [0, 2, 1, 3] }),
+], ["qkv", "mask", "scale"], ["s", "p", "y"], INDICES);
+// backward: from dy (B, T, H, hs) and the forward's p to dqkv (B, T, 3, H, hs)
+const ATTN_BACKWARD = onnxModel([
+  ...HEADS,
+  onnxNode("Transpose", ["dy"], ["dyh"], { perm: [0, 2, 1, 3] }),
+  onnxNode("Transpose", ["v"], ["vT"], { perm: [0, 1, 3, 2] }),
+  onnxNode("Transpose", ["p"], ["pT"], { perm: [0, 1, 3, 2] }),
+  onnxNode("MatMul", ["dyh", "vT"], ["dp"]),
+  onnxNode("MatMul", ["pT", "dyh"], ["dv"]),
+  onnxNode("Mul", ["dp", "p"], ["dpp"]),
+  onnxNode("ReduceSum", ["dpp", "last"], ["r"], { keepdims: 1 }),
+  onnxNode("Sub", ["dp", "r"], ["dpr"]),
+  onnxNode("Mul", ["p", "dpr"], ["pd"]),
+  onnxNode("Mul", ["pd", "scale"], ["ds"]),
+  onnxNode("MatMul", ["ds", "k"], ["dq"]),
+  onnxNode("Transpose", ["ds"], ["dsT"], { perm: [0, 1, 3, 2] }),
+  onnxNode("MatMul", ["dsT", "q"], ["dk"]),
+  onnxNode("Unsqueeze", ["dq", "zero"], ["dq1"]),
+  onnxNode("Unsqueeze", ["dk", "zero"], ["dk1"]),
+  onnxNode("Unsqueeze", ["dv", "zero"], ["dv1"]),
+  onnxNode("Concat", ["dq1", "dk1", "dv1"], ["d3"], { axis: 0 }),   // (3, B, H, T, hs)
+  onnxNode("Transpose", ["d3"], ["dqkv"], { perm: [1, 3, 0, 2, 4] }),
+], ["qkv", "p", "dy", "scale"], ["dqkv"], [...INDICES, onnxInt64("last", [-1], [1]), onnxInt64("zero", [0], [1])]);
+
+class Attention {
+  static async create(threads) {
+    ort.env.wasm.numThreads = threads;
+    const opts = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+    const a = new Attention();
+    a.fwd = await ort.InferenceSession.create(ATTN_FORWARD, opts);
+    a.bwd = await ort.InferenceSession.create(ATTN_BACKWARD, opts);
+    a.masks = new Map();
+    a.ms = 0;   // time spent in the two graphs, for scripts/profile_browser_train.py
+    return a;
+  }
+
+  mask(T) {
+    if (!this.masks.has(T)) {
+      const m = new Float32Array(T * T);
+      for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+      this.masks.set(T, new ort.Tensor("float32", m, [T, T]));
+    }
+    return this.masks.get(T);
+  }
+
+  // qkv: host (B*T, 3C); returns host {s, p: (B, H, T, T), y: (B*T, C)}
+  async forward(qkv, B, T, H, hs, scale) {
+    const t0 = performance.now();
+    const out = await this.fwd.run({
+      qkv: new ort.Tensor("float32", qkv, [B, T, 3, H, hs]),
+      mask: this.mask(T),
+      scale: new ort.Tensor("float32", Float32Array.of(scale), []),
+    });
+    this.ms += performance.now() - t0;
+    return { s: out.s.data, p: out.p.data, y: out.y.data };
+  }
+
+  // dy: host (B*T, C), the gradient at the attention's output; returns host dqkv (B*T, 3C)
+  async backward(qkv, p, dy, B, T, H, hs, scale) {
+    const t0 = performance.now();
+    const out = await this.bwd.run({
+      qkv: new ort.Tensor("float32", qkv, [B, T, 3, H, hs]),
+      p: new ort.Tensor("float32", p, [B, H, T, T]),
+      dy: new ort.Tensor("float32", dy, [B, T, H, hs]),
+      scale: new ort.Tensor("float32", Float32Array.of(scale), []),
+    });
+    this.ms += performance.now() - t0;
+    return out.dqkv.data;
+  }
+}
+
+// tf.tidy for an async function: every tensor made inside is disposed, but those in the result
+async function scoped(f) {
+  tf.engine().startScope();
+  let out;
+  try {
+    out = await f();
+    return out;
+  } finally {
+    tf.engine().endScope(out);
+  }
+}
+
 // ---------------------------------------------------------------------------- the model
 const LINEARS = ["attn.qkv", "attn.proj", "mlp.0", "mlp.2"];   // kept transposed: (in, out)
 
 class Trainer {
-  constructor(initBuf, corpus, cfg) {
+  constructor(initBuf, corpus, cfg, attention) {
     const { header, arrays } = unpack(initBuf);
     this.header = header;
     cfg = this.cfg = cfg || header.config;
@@ -144,6 +302,7 @@ class Trainer {
     this.C = cfg.d_model; this.H = cfg.n_head; this.hs = cfg.d_model / cfg.n_head;
     this.L = cfg.n_layer; this.V = cfg.vocab_size; this.T = cfg.block_size; this.B = cfg.batch_size;
     this.scale = scaleOf(cfg);
+    this.attention = attention;
     this.ids = corpus.ids;
     this.starts = arrays.batch_starts;
     this.valStarts = arrays.val_starts;
@@ -156,9 +315,7 @@ class Trainer {
       }
       this.params[e.name] = { w, m: tf.zerosLike(w), v: tf.zerosLike(w), decay: e.shape.length >= 2 };
     }
-    const mask = new Float32Array(this.T * this.T);
-    for (let i = 0; i < this.T; i++) for (let j = i + 1; j < this.T; j++) mask[i * this.T + j] = -Infinity;
-    this.maskFull = tf.tensor(mask, [this.T, this.T]);
+    this.ones = tf.ones([1, this.B * this.T]);   // column sums as a matMul
     this.t = 0;           // optimizer steps taken
     this.step = 0;        // next step to train
   }
@@ -167,7 +324,7 @@ class Trainer {
 
   dispose() {
     for (const p of Object.values(this.params)) { p.w.dispose(); p.m.dispose(); p.v.dispose(); }
-    this.maskFull.dispose();
+    this.ones.dispose();
   }
 
   batch(starts, row, offset) {
@@ -188,19 +345,25 @@ class Trainer {
     return { out: tf.add(tf.mul(xhat, g), b), xhat, rstd };
   }
 
+  // the sum over rows of (N, k): the bias gradients, (k)
+  colSum(x) {
+    const n = x.shape[0];
+    const ones = n === this.ones.shape[1] ? this.ones : tf.ones([1, n]);
+    return tf.reshape(tf.matMul(ones, x), [x.shape[1]]);
+  }
+
   lnBack(dy, c, g) {
     const dxhat = tf.mul(dy, g);
-    const dg = tf.sum(tf.mul(dy, c.xhat), 0);
-    const db = tf.sum(dy, 0);
+    const dg = this.colSum(tf.mul(dy, c.xhat));
+    const db = this.colSum(dy);
     const inner = tf.sub(tf.sub(dxhat, tf.mean(dxhat, 1, true)), tf.mul(c.xhat, tf.mean(tf.mul(dxhat, c.xhat), 1, true)));
     return { dx: tf.mul(inner, c.rstd), dg, db };
   }
 
   // forward over a (B, T) batch of ids; keeps what backward needs; diag: host copies for the summary
-  forward(x, B, T, keep, diag) {
+  async forward(x, B, T, keep, diag) {
     const { C, H, hs, L } = this;
     const N = B * T;
-    const mask = T === this.T ? this.maskFull : tf.slice(this.maskFull, [0, 0], [T, T]);
     const idx = tf.tensor1d(x, "int32");
     const tok = tf.reshape(tf.gather(this.w("tok_emb.weight"), idx), [B, T, C]);
     let h = tf.reshape(tf.add(tok, tf.slice(this.w("pos_emb.weight"), [0, 0], [T, C])), [N, C]);
@@ -209,23 +372,19 @@ class Trainer {
     for (let l = 0; l < L; l++) {
       const P = `blocks.${l}.`;
       const c1 = this.ln(h, this.w(P + "ln1.weight"), this.w(P + "ln1.bias"));
-      const qkv = tf.matMul(c1.out, this.w(P + "attn.qkv.weight"));   // (N, 3C)
-      const heads = (i, perm) => tf.transpose(tf.reshape(tf.slice(qkv, [0, i * C], [N, C]), [B, T, H, hs]), perm);
-      const q = heads(0, [0, 2, 1, 3]), kT = heads(1, [0, 2, 3, 1]), v = heads(2, [0, 2, 1, 3]);   // kT (B, H, hs, T)
-      const s = tf.mul(tf.matMul(q, kT), this.scale);                   // (B, H, T, T)
-      const p = tf.softmax(tf.add(s, mask));
-      const y = tf.reshape(tf.transpose(tf.matMul(p, v), [0, 2, 1, 3]), [N, C]);
+      const qkv = tf.matMul(c1.out, this.w(P + "attn.qkv.weight")).dataSync();   // (N, 3C) on the host
+      const a = await this.attention.forward(qkv, B, T, H, hs, this.scale);       // s, p (B, H, T, T)
+      const y = tf.tensor(a.y, [N, C]);
       const x1 = tf.add(h, tf.matMul(y, this.w(P + "attn.proj.weight")));
       const c2 = this.ln(x1, this.w(P + "ln2.weight"), this.w(P + "ln2.bias"));
       const u = tf.add(tf.matMul(c2.out, this.w(P + "mlp.0.weight")), this.w(P + "mlp.0.bias"));   // (N, F)
       const erf = tf.erf(tf.mul(u, Math.SQRT1_2));
       const g = tf.mul(tf.mul(u, tf.add(erf, 1)), 0.5);                // exact GELU
       h = tf.add(x1, tf.add(tf.matMul(g, this.w(P + "mlp.2.weight")), this.w(P + "mlp.2.bias")));
-      if (keep) layers.push({ c1, q, kT, v, p, y, c2, u, erf, g });
+      if (keep) layers.push({ c1, qkv, p: a.p, y, c2, u, erf, g });
       if (diag) {
-        const k = tf.transpose(kT, [0, 1, 3, 2]);
-        stats.push(patternSummary(s.dataSync(), p.dataSync(), q.dataSync(), k.dataSync(), B * H, T));
-        if (diag === "maps") stats[stats.length - 1].maps = p.dataSync();
+        stats.push(patternSummary(a.s, a.p, columns(qkv, 3 * C, 0, C), columns(qkv, 3 * C, C, C), B * H, T));
+        if (diag === "maps") stats[stats.length - 1].maps = a.p;
       }
     }
     const cf = this.ln(h, this.w("ln_f.weight"), this.w("ln_f.bias"));
@@ -240,40 +399,39 @@ class Trainer {
     return { loss, onehot };
   }
 
-  evaluate() {
+  async evaluate() {
     let total = 0;
     const nVal = this.valStarts.shape[0];
     for (let i = 0; i < nVal; i++) {
       const { x, y } = this.batch(this.valStarts, i, this.header.val_start);
-      total += tf.tidy(() => this.lossOf(this.forward(x, this.B, this.T, false, false).logits, y).loss.dataSync()[0]);
+      total += await scoped(async () => this.lossOf((await this.forward(x, this.B, this.T, false, false)).logits, y).loss.dataSync()[0]);
     }
     return total / nVal;
   }
 
   // attention maps of the probe (ids), per layer (H, T, T) Float32Arrays, as the current weights give them
-  probe(ids) {
-    return tf.tidy(() => {
-      const out = this.forward(Int32Array.from(ids), 1, ids.length, false, "maps");
+  async probe(ids) {
+    return scoped(async () => {
+      const out = await this.forward(Int32Array.from(ids), 1, ids.length, false, "maps");
       return out.stats.map((s) => s.maps);
     });
   }
 
-  trainStep() {
+  async trainStep() {
     const cfg = this.cfg, s = this.step;
     const { B, T, C, H, hs, L } = this;
     const N = B * T;
     const lr = lrAt(s, cfg);
     const { x, y } = this.batch(this.starts, s, 0);
     const record = { step: s, loss: NaN, lr, grad_norm: NaN };
-    const kept = tf.tidy(() => {
-      const fw = this.forward(x, B, T, true, cfg.record_every > 0 && s % cfg.record_every === 0);
+    const kept = await scoped(async () => {
+      const fw = await this.forward(x, B, T, true, cfg.record_every > 0 && s % cfg.record_every === 0);
       const { loss, onehot } = this.lossOf(fw.logits, y);
       record.loss = loss.dataSync()[0];
       if (fw.stats.length) record.layers = fw.stats;
       if (!Number.isFinite(record.loss)) return null;
       // ---- backward
       const grads = {};
-      const T4 = [0, 1, 3, 2];
       const tr = (t, perm) => tf.transpose(t, perm);
       const wte = this.w("tok_emb.weight");
       const dlogits = tf.div(tf.sub(tf.softmax(fw.logits), onehot), N);
@@ -285,33 +443,27 @@ class Trainer {
       for (let l = L - 1; l >= 0; l--) {
         const P = `blocks.${l}.`, c = fw.layers[l];
         // x2 = x1 + mlp(ln2(x1))
-        grads[P + "mlp.2.bias"] = tf.sum(dx, 0);
+        grads[P + "mlp.2.bias"] = this.colSum(dx);
         grads[P + "mlp.2.weight"] = tf.matMul(tr(c.g), dx);
         const dg = tf.matMul(dx, tr(this.w(P + "mlp.2.weight")));
         const pdf = tf.mul(tf.exp(tf.mul(tf.square(c.u), -0.5)), 1 / Math.sqrt(2 * Math.PI));
         const du = tf.mul(dg, tf.add(tf.mul(tf.add(c.erf, 1), 0.5), tf.mul(c.u, pdf)));
-        grads[P + "mlp.0.bias"] = tf.sum(du, 0);
+        grads[P + "mlp.0.bias"] = this.colSum(du);
         grads[P + "mlp.0.weight"] = tf.matMul(tr(c.c2.out), du);
         const b2 = this.lnBack(tf.matMul(du, tr(this.w(P + "mlp.0.weight"))), c.c2, this.w(P + "ln2.weight"));
         grads[P + "ln2.weight"] = b2.dg; grads[P + "ln2.bias"] = b2.db;
         const dx1 = tf.add(dx, b2.dx);
         // x1 = x + proj(attention(ln1(x)))
         grads[P + "attn.proj.weight"] = tf.matMul(tr(c.y), dx1);
-        const dyH = tr(tf.reshape(tf.matMul(dx1, tr(this.w(P + "attn.proj.weight"))), [B, T, H, hs]), [0, 2, 1, 3]);
-        const dp = tf.matMul(dyH, tr(c.v, T4));                          // (B, H, T, T)
-        const dv = tf.matMul(tr(c.p, T4), dyH);                          // (B, H, T, hs)
-        const ds = tf.mul(tf.mul(c.p, tf.sub(dp, tf.sum(tf.mul(dp, c.p), -1, true))), this.scale);
-        const dq = tf.matMul(ds, tr(c.kT, T4));
-        const dk = tf.matMul(tr(ds, T4), c.q);
-        const back = (t) => tf.reshape(tr(t, [0, 2, 1, 3]), [N, C]);
-        const dqkv = tf.concat([back(dq), back(dk), back(dv)], 1);       // (N, 3C)
+        const dy = tf.matMul(dx1, tr(this.w(P + "attn.proj.weight"))).dataSync();   // (N, C) on the host
+        const dqkv = tf.tensor(await this.attention.backward(c.qkv, c.p, dy, B, T, H, hs, this.scale), [N, 3 * C]);
         grads[P + "attn.qkv.weight"] = tf.matMul(tr(c.c1.out), dqkv);
         const b1 = this.lnBack(tf.matMul(dqkv, tr(this.w(P + "attn.qkv.weight"))), c.c1, this.w(P + "ln1.weight"));
         grads[P + "ln1.weight"] = b1.dg; grads[P + "ln1.bias"] = b1.db;
         dx = tf.add(dx1, b1.dx);
       }
       // embeddings: positions sum over the batch; tokens a scatter-add by id (float64 on the host)
-      let dpos = tf.sum(tf.reshape(dx, [B, T, C]), 0);
+      let dpos = tf.reshape(this.colSum(tf.reshape(dx, [B, T * C])), [T, C]);
       if (T < this.T) dpos = tf.pad(dpos, [[0, this.T - T], [0, 0]]);
       grads["pos_emb.weight"] = dpos;
       const rows = dx.dataSync();
@@ -351,17 +503,19 @@ class Trainer {
       this.t += 1;
     }
     const last = s === cfg.max_steps - 1;
-    if (kept && ((cfg.eval_every && (s + 1) % cfg.eval_every === 0) || last)) record.val_loss = this.evaluate();
+    if (kept && ((cfg.eval_every && (s + 1) % cfg.eval_every === 0) || last)) record.val_loss = await this.evaluate();
     this.step += 1;
     return record;
   }
 }
 
 // ---------------------------------------------------------------------------- the loop
-const run = { trainers: [], paused: false, stopped: false, resume: null };
+const run = { trainers: [], paused: false, stopped: false, resume: null, attention: null };
 
+// threads: 0 lets each runtime choose (half the logical cores where the page is cross-origin
+// isolated); without isolation both run on one thread whatever is asked
 async function load(base, threads) {
-  importScripts(base + "tfjs/tf-core.min.js", base + "tfjs/tf-backend-wasm.min.js");
+  importScripts(base + "tfjs/tf-core.min.js", base + "tfjs/tf-backend-wasm.min.js", base + "onnxruntime-web/ort.wasm.min.js");
   tf = self.tf;
   tf.wasm.setWasmPaths(base + "tfjs/");
   if (threads) tf.wasm.setThreadsCount(threads);
@@ -370,7 +524,13 @@ async function load(base, threads) {
   await tf.ready();
   const simd = await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT");
   const threaded = await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT");
-  return { backend: tf.getBackend(), threads: tf.wasm.getThreadsCount(), simd, threaded, isolated: self.crossOriginIsolated };
+  ort.env.wasm.wasmPaths = base + "onnxruntime-web/";
+  const ortThreads = self.crossOriginIsolated ? (threads || Math.min(4, Math.ceil((navigator.hardwareConcurrency || 1) / 2))) : 1;
+  run.attention = await Attention.create(ortThreads);
+  return {
+    backend: tf.getBackend(), threads: tf.wasm.getThreadsCount(), simd, threaded, isolated: self.crossOriginIsolated,
+    attention: "onnxruntime-web " + ort.env.versions.web, attention_threads: ortThreads,
+  };
 }
 
 const tick = () => new Promise((ok) => setTimeout(ok, 0));
@@ -378,7 +538,7 @@ const tick = () => new Promise((ok) => setTimeout(ok, 0));
 async function start(msg) {
   for (const t of run.trainers) t.trainer.dispose();
   const corpus = { ids: unpack(msg.corpus).arrays.ids.data };
-  run.trainers = msg.runs.map((r) => ({ id: r.id, trainer: new Trainer(r.init, corpus, r.cfg), done: false }));
+  run.trainers = msg.runs.map((r) => ({ id: r.id, trainer: new Trainer(r.init, corpus, r.cfg, run.attention), done: false }));
   run.paused = false; run.stopped = false;
   const snaps = new Set(msg.snapshots || []);
   const steps = msg.steps;
@@ -386,9 +546,9 @@ async function start(msg) {
   for (let s = 0; s < steps; s++) {
     for (const r of run.trainers) {
       if (r.done) continue;
-      if (probe && snaps.has(s)) postMessage({ type: "snapshot", id: r.id, step: s, maps: r.trainer.probe(probe) });
+      if (probe && snaps.has(s)) postMessage({ type: "snapshot", id: r.id, step: s, maps: await r.trainer.probe(probe) });
       const t0 = performance.now();
-      const record = r.trainer.trainStep();
+      const record = await r.trainer.trainStep();
       postMessage({ type: "record", id: r.id, record, ms: performance.now() - t0 });
       if (!Number.isFinite(record.loss)) { r.done = true; postMessage({ type: "done", id: r.id, reason: "diverged" }); }
     }
@@ -399,7 +559,7 @@ async function start(msg) {
   }
   for (const r of run.trainers) {
     if (!r.done && probe && snaps.has(r.trainer.step)) {
-      postMessage({ type: "snapshot", id: r.id, step: r.trainer.step, maps: r.trainer.probe(probe) });
+      postMessage({ type: "snapshot", id: r.id, step: r.trainer.step, maps: await r.trainer.probe(probe) });
     }
   }
   postMessage({ type: "done", reason: run.stopped ? "stopped" : "finished" });
