@@ -121,6 +121,8 @@ def main() -> None:
                         "backend": last["backend"],
                         "threads": last["threads"],
                         "simd": last["simd"],
+                        "attention": last.get("attention"),
+                        "attention_threads": last.get("attention_threads"),
                         "cross_origin_isolated": page.evaluate("self.crossOriginIsolated"),
                     }
         version = browser.version

@@ -182,6 +182,7 @@
     files["browser_run.json"] = JSON.stringify({
       format: "attnlab-browser-run-v1", generator: "attnlab 动手训练 / Train page", steps: r.records.length,
       init_sha256: r.init_sha256, files: sums, backend: r.info.backend, threads: r.info.threads,
+      attention: r.info.attention, attention_threads: r.info.attention_threads, cross_origin_isolated: r.info.isolated,
       ms_per_step: msPer, user_agent: navigator.userAgent, created: new Date().toISOString(),
     }, null, 1) + "\n";
     return files;
@@ -256,7 +257,7 @@
     $("snap-step").replaceChildren();
     $("maps").replaceChildren();
     state.runs = []; state.total = maxSteps * specs.length; state.startedAt = performance.now();
-    status("正在载入 TensorFlow.js、初始权重和批次… Loading TensorFlow.js, the initial weights and the batches…");
+    status("正在载入 TensorFlow.js、onnxruntime-web、初始权重和批次… Loading TensorFlow.js, onnxruntime-web, the initial weights and the batches…");
     const unscaled = (runs) => runs.filter((r) => r.scaling === "unscaled");
     const hooks = {
       onRecord: (r) => {
@@ -283,7 +284,7 @@
       timer = null;
       draw();
       const why = { stopped: "已停止 stopped", finished: "完成 finished" }[reason] || reason;
-      status(`${why}：${runs.map((r) => `${r.label} ${r.records.length} 步 steps`).join("，")}（${info.backend}，${info.threads} 线程 thread(s)）`);
+      status(`${why}：${runs.map((r) => `${r.label} ${r.records.length} 步 steps`).join("，")}（${threadsText(info)}）`);
       $("downloads").replaceChildren(...runs.map((r) => el("button", {
         "data-testid": `download-${r.scaling}`, text: `下载 Download ${runName(r)}.zip`,
         onclick: () => download(r).catch((e) => message(e.message)),
@@ -294,6 +295,10 @@
   }
 
   function status(text) { $("status").textContent = text; }
+
+  // which runtimes trained, on how many threads, and why only one where the page is not isolated
+  const threadsText = (info) => `TensorFlow.js ${info.backend} ${info.threads} 线程 thread(s)，注意力 attention: ${info.attention} ` +
+    `${info.attention_threads} 线程 thread(s)` + (info.isolated ? "" : "；页面未跨源隔离，只用一个线程 the page is not cross-origin isolated: one thread");
 
   let timer = null;
   function schedule() {
