@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from attnlab.config import PRESETS, Config, preset
+from attnlab.snapshots import read_snapshots
 from attnlab.web import trainexport as te
 from attnlab.web import trainsite
 
@@ -206,6 +207,25 @@ def compare(page, name: str, scaled: bool, steps: int) -> list[dict]:
     return rows
 
 
+def reference_snapshot(cfg: Config):
+    """(patterns, metrics, tokens) of attnlab's snapshot of the initial model for cfg's probe."""
+    from attnlab.snapshots import probe_ids, take_snapshot
+    from attnlab.train import train
+
+    text, tok, _ = te.corpus_ids(cfg)
+    ids = probe_ids(cfg, tok)
+    got = []
+
+    class Take:
+        def on_train_begin(self, start, model):
+            got.append(take_snapshot(model, ids))
+            raise te._Enough
+
+    with pytest.raises(te._Enough):
+        train(text, cfg, callbacks=[Take()])
+    return (*got[0], [tok.itos[i] for i in ids])
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("name", ["small", "big"])
 def test_first_steps_equal_pytorch(train_page, name):
@@ -228,12 +248,21 @@ def test_downloaded_run_is_read_by_serve_and_a_tampered_one_refused(train_page, 
     zipfile.ZipFile(io.BytesIO(blob)).extractall(runs)
     name = "browser_api_api_s20261014"
     assert (runs / name / "browser_run.json").is_file()
+    # the probe's snapshots as a CLI run keeps them: the initial model's equal attnlab's own
+    snap = read_snapshots(runs / name / "snapshots.npz")
+    assert snap.steps.tolist() == [0, 1, 2] and snap.patterns.shape[:3] == (3, 2, 1)
+    ref_patterns, ref_metrics, ref_tokens = reference_snapshot(preset("big", scaled=False, device="cpu"))
+    assert snap.meta["tokens"] == ref_tokens
+    assert np.abs(snap.patterns[0].astype(np.float32) - ref_patterns.astype(np.float32)).max() <= 1e-3  # float16
+    assert np.abs(snap.metrics[0] - ref_metrics).max() < TOL
     shutil.copytree(runs / name, runs / "edited")
     p = runs / "edited" / "config.json"
     p.write_text(p.read_text().replace('"lr": 0.003', '"lr": 0.004'))
     client = TestClient(create_app(runs_dir=str(runs)), base_url="http://127.0.0.1:8000")
     assert name in client.get("/api/runs").json()["runs"]
     metrics = client.get(f"/api/runs/{name}").json()
+    timeline = client.get(f"/api/timeline/{name}").json()  # the timeline page draws its maps
+    assert timeline["snapshots"]["steps"] == [0, 1, 2] and timeline["snapshot_error"] is None
     assert len(metrics["steps"] if "steps" in metrics else metrics["loss"]) == 2
     live = client.get("/api/live").json()
     assert "edited" not in client.get("/api/runs").json()["runs"]

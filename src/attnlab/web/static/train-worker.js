@@ -25,7 +25,8 @@
 //               {type: "start", runs: [{id, init, corpus}], steps, snapshots: [steps], probe: [ids]}
 //               {type: "pause"} {type: "resume"} {type: "stop"}
 // Messages out: {type: "ready", backend, threads, simd} {type: "record", id, record, ms}
-//               {type: "snapshot", id, step, maps} {type: "done", id?, reason} {type: "error", message}
+//               {type: "snapshot", id, step, maps, metrics} {type: "done", id?, reason} {type: "error", message}
+//               (maps: per layer (H, T, T); metrics: per layer (H, 6), the columns of attnlab.snapshots.METRICS)
 "use strict";
 
 const ENTROPY_TINY = 1e-12;   // attnlab.diagnostics._TINY
@@ -74,6 +75,11 @@ function scaleOf(cfg) {
 // ------------------------------------------------------------------- diagnostics (JS)
 // attnlab.diagnostics.pattern_summary on host arrays, accumulated in float64.
 function patternSummary(s, p, q, k, BH, T) {
+  return { ...attentionSummary(s, p, BH, T), q_std: std(q), k_std: std(k) };
+}
+
+// the entropy, ‖J‖_F and logit spread of (BH, T, T) scores s and weights p
+function attentionSummary(s, p, BH, T) {
   let ent = 0, jac = 0, rows = 0;
   for (let bh = 0; bh < BH; bh++) {
     for (let i = 1; i < T; i++) {
@@ -118,8 +124,6 @@ function patternSummary(s, p, q, k, BH, T) {
     jacobian_fro: jac / rows,
     logit_std: Math.sqrt(dev / (n - 1)),
     logit_absmax: absmax,
-    q_std: std(q),
-    k_std: std(k),
   };
 }
 
@@ -127,6 +131,26 @@ function patternSummary(s, p, q, k, BH, T) {
 function columns(a, width, from, count) {
   const rows = a.length / width, out = new Float32Array(rows * count);
   for (let r = 0; r < rows; r++) out.set(a.subarray(r * width + from, r * width + from + count), r * count);
+  return out;
+}
+
+// per head of a (1, H, T, T) probe pass: attnlab.snapshots.METRICS (entropy, jacobian_fro,
+// logit_std, diag, prev, distance), the first three as pattern_summary, the rest as
+// attnlab.diagnostics.head_metrics: means over the rows i >= 1
+function headMetrics(s, p, H, T) {
+  const out = new Float32Array(H * 6);
+  for (let h = 0; h < H; h++) {
+    const o = h * T * T;
+    const sum = attentionSummary(s.subarray(o, o + T * T), p.subarray(o, o + T * T), 1, T);
+    let diag = 0, prev = 0, dist = 0;
+    for (let i = 1; i < T; i++) {
+      diag += p[o + i * T + i];
+      prev += p[o + i * T + i - 1];
+      for (let j = 0; j <= i; j++) dist += (i - j) * p[o + i * T + j];
+    }
+    const n = T - 1;
+    out.set([sum.weight_entropy, sum.jacobian_fro, sum.logit_std, diag / n, prev / n, dist / n], h * 6);
+  }
   return out;
 }
 
@@ -384,7 +408,7 @@ class Trainer {
       if (keep) layers.push({ c1, qkv, p: a.p, y, c2, u, erf, g });
       if (diag) {
         stats.push(patternSummary(a.s, a.p, columns(qkv, 3 * C, 0, C), columns(qkv, 3 * C, C, C), B * H, T));
-        if (diag === "maps") stats[stats.length - 1].maps = a.p;
+        if (diag === "maps") Object.assign(stats[stats.length - 1], { maps: a.p, scores: a.s });
       }
     }
     const cf = this.ln(h, this.w("ln_f.weight"), this.w("ln_f.bias"));
@@ -409,12 +433,15 @@ class Trainer {
     return total / nVal;
   }
 
-  // attention maps of the probe (ids), per layer (H, T, T) Float32Arrays, as the current weights give them
+  // the probe (ids) as the current weights see it: attention maps per layer (H, T, T) and each
+  // head's metrics per layer (H, 6), as attnlab.snapshots.take_snapshot computes them
   async probe(ids) {
-    return scoped(async () => {
-      const out = await this.forward(Int32Array.from(ids), 1, ids.length, false, "maps");
-      return out.stats.map((s) => s.maps);
-    });
+    const T = ids.length;
+    const stats = await scoped(async () => (await this.forward(Int32Array.from(ids), 1, T, false, "maps")).stats);
+    return {
+      maps: stats.map((st) => st.maps),
+      metrics: stats.map((st) => headMetrics(st.scores, st.maps, this.H, T)),
+    };
   }
 
   async trainStep() {
@@ -546,7 +573,7 @@ async function start(msg) {
   for (let s = 0; s < steps; s++) {
     for (const r of run.trainers) {
       if (r.done) continue;
-      if (probe && snaps.has(s)) postMessage({ type: "snapshot", id: r.id, step: s, maps: await r.trainer.probe(probe) });
+      if (probe && snaps.has(s)) postMessage({ type: "snapshot", id: r.id, step: s, ...(await r.trainer.probe(probe)) });
       const t0 = performance.now();
       const record = await r.trainer.trainStep();
       postMessage({ type: "record", id: r.id, record, ms: performance.now() - t0 });
@@ -559,7 +586,7 @@ async function start(msg) {
   }
   for (const r of run.trainers) {
     if (!r.done && probe && snaps.has(r.trainer.step)) {
-      postMessage({ type: "snapshot", id: r.id, step: r.trainer.step, maps: await r.trainer.probe(probe) });
+      postMessage({ type: "snapshot", id: r.id, step: r.trainer.step, ...(await r.trainer.probe(probe)) });
     }
   }
   postMessage({ type: "done", reason: run.stopped ? "stopped" : "finished" });

@@ -111,10 +111,12 @@
       const info = await ready();
       const [cp, ...inits] = await Promise.all([corpus(), ...specs.map((s) => initFor(s.set))]);
       const runs = specs.map((s, i) => ({
-        id: i, ...s, cfg: inits[i].cfg, init_sha256: inits[i].init_sha256, params: inits[i].params, records: [], ms: [], snaps: {}, itos: cp.header.itos,
+        id: i, ...s, cfg: inits[i].cfg, init_sha256: inits[i].init_sha256, params: inits[i].params, records: [], ms: [], snaps: {}, snapMetrics: {}, itos: cp.header.itos,
         tokenizer: cp.header.tokenizer, fingerprint: cp.header.fingerprint, info,
       }));
       const total = steps ?? Math.max(...runs.map((r) => r.cfg.max_steps));
+      // the reader's steps and attnlab train's own snapshot steps (the download's snapshots.npz)
+      const snapSteps = [...new Set([...snapshots, ...snapshotSchedule(runs[0].cfg)])].sort((a, b) => a - b);
       const reason = await new Promise((ok, bad) => {
         worker.onmessage = (e) => {
           const d = e.data;
@@ -125,12 +127,13 @@
             if (hooks.stopWhen && hooks.stopWhen(runs)) worker.postMessage({ type: "stop" });
           } else if (d.type === "snapshot") {
             runs[d.id].snaps[d.step] = d.maps;
+            runs[d.id].snapMetrics[d.step] = d.metrics;
             if (hooks.onSnapshot) hooks.onSnapshot(runs[d.id], d.step);
           } else if (d.type === "done" && d.id === undefined) ok(d.reason);
           else if (d.type === "error") bad(new Error(d.message));
         };
         worker.postMessage({
-          type: "start", corpus: cp.buf.slice(0), steps: total, snapshots,
+          type: "start", corpus: cp.buf.slice(0), steps: total, snapshots: snapSteps,
           probe: probeIds(runs[0].cfg, cp.header.itos),
           runs: runs.map((r, i) => ({ id: r.id, init: inits[i].buf, cfg: r.cfg })),
         });
@@ -143,9 +146,78 @@
   const control = (type) => { if (worker) worker.postMessage({ type }); };
 
   // ------------------------------------------------------------------- run folder
-  async function sha256(text) {
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  const u8 = (v) => (typeof v === "string" ? new TextEncoder().encode(v) : v);
+  async function sha256(v) {
+    const digest = await crypto.subtle.digest("SHA-256", u8(v));
     return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  // attnlab.snapshots.snapshot_steps: every step below snapshot_dense, every snapshot_every-th after, the last
+  function snapshotSchedule(cfg) {
+    const last = cfg.max_steps, every = cfg.snapshot_every;
+    if (!(every > 0)) return [];
+    const dense = Math.min(cfg.snapshot_dense, last + 1), out = [];
+    for (let s = 0; s < dense; s++) out.push(s);
+    for (let s = Math.ceil(dense / every) * every; s <= last; s += every) out.push(s);
+    if (last >= dense && last % every) out.push(last);
+    return out;
+  }
+
+  // one .npy file (format 1.0) of a little-endian array
+  function npy(descr, shape, data) {
+    const dims = shape.length === 1 ? `${shape[0]},` : shape.join(", ");
+    let head = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${dims}), }`;
+    head += " ".repeat(Math.ceil((11 + head.length) / 64) * 64 - 11 - head.length) + "\n";
+    const out = new Uint8Array(10 + head.length + data.byteLength);
+    out.set([0x93, 78, 85, 77, 80, 89, 1, 0]);   // \x93NUMPY 1.0
+    new DataView(out.buffer).setUint16(8, head.length, true);
+    out.set(new TextEncoder().encode(head), 10);
+    out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), 10 + head.length);
+    return out;
+  }
+
+  // float32 -> IEEE half bits, rounded to nearest even (numpy's astype(float16))
+  const F32 = new Float32Array(1), U32 = new Uint32Array(F32.buffer);
+  function half(x) {
+    F32[0] = x;
+    const b = U32[0], sign = (b >>> 16) & 0x8000, m = b & 0x7fffff;
+    const e = ((b >>> 23) & 0xff) - 127 + 15;
+    if (e === 128 + 15) return sign | 0x7c00 | (m ? 0x200 : 0);   // inf, nan
+    if (e >= 0x1f) return sign | 0x7c00;
+    const [mant, shift] = e <= 0 ? [m | 0x800000, 14 - e] : [m, 13];
+    if (shift > 24) return sign;
+    let h = (e <= 0 ? 0 : e << 10) | (mant >>> shift);
+    const rest = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
+    if (rest > mid || (rest === mid && (h & 1))) h++;
+    return sign | h;
+  }
+
+  // the run's probe snapshots as attnlab.snapshots writes them (snapshots.npz), or null without any
+  function snapshotsNpz(r) {
+    const steps = Object.keys(r.snapMetrics).map(Number).sort((a, b) => a - b);
+    if (!steps.length) return null;
+    const L = r.cfg.n_layer, H = r.cfg.n_head;
+    const tokens = probeIds(r.cfg, r.itos).map((i) => r.itos[i]), T = tokens.length;
+    const patterns = new Uint16Array(steps.length * L * H * T * T);
+    const metrics = new Float32Array(steps.length * L * H * 6);
+    steps.forEach((step, n) => {
+      r.snaps[step].forEach((m, l) => {
+        const o = (n * L + l) * H * T * T;
+        for (let i = 0; i < m.length; i++) patterns[o + i] = half(m[i]);
+      });
+      r.snapMetrics[step].forEach((m, l) => metrics.set(m, (n * L + l) * H * 6));
+    });
+    const meta = JSON.stringify({
+      format: 1, probe: r.cfg.probe, tokens, metrics: ["entropy", "jacobian_fro", "logit_std", "diag", "prev", "distance"],
+      n_layer: L, n_head: H,
+    });
+    const chars = Uint32Array.from([...meta].map((c) => c.codePointAt(0)));   // numpy '<U': UTF-32
+    return fflate.zipSync({
+      "steps.npy": npy("<i8", [steps.length], BigInt64Array.from(steps.map(BigInt))),
+      "patterns.npy": npy("<f2", [steps.length, L, H, T, T], patterns),
+      "metrics.npy": npy("<f4", [steps.length, L, H, 6], metrics),
+      "meta.npy": npy(`<U${chars.length}`, [], chars),
+    }, { level: 0 });
   }
   const runName = (r) => `browser_${r.shape}_${r.scaling}_s${r.cfg.seed}`;
 
@@ -176,6 +248,8 @@
       "summary.json": JSON.stringify(summaryOf(r), null, 1) + "\n",
       "tokenizer.json": JSON.stringify(r.tokenizer) + "\n",
     };
+    const snaps = snapshotsNpz(r);
+    if (snaps) files["snapshots.npz"] = snaps;
     const sums = {};
     for (const [name, text] of Object.entries(files)) sums[name] = await sha256(text);
     const msPer = r.ms.length ? r.ms.reduce((a, b) => a + b, 0) / r.ms.length : null;
@@ -191,7 +265,7 @@
   async function download(r) {
     const files = await runFiles(r);
     const name = runName(r);
-    const zipped = fflate.zipSync(Object.fromEntries(Object.entries(files).map(([k, v]) => [`${name}/${k}`, fflate.strToU8(v)])));
+    const zipped = fflate.zipSync(Object.fromEntries(Object.entries(files).map(([k, v]) => [`${name}/${k}`, u8(v)])));
     const a = el("a", { href: URL.createObjectURL(new Blob([zipped], { type: "application/zip" })), download: `${name}.zip` });
     document.body.append(a);
     a.click();
