@@ -32,13 +32,14 @@ from attnlab.web import trainexport as te
 from attnlab.web import trainsite
 
 VENDOR = Path(te.__file__).parent / "vendor"
-TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core and -backend-wasm 4.22.0, fflate 0.8.3; see web/vendor/README.md
+TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core and -backend-wasm 4.22.0, fflate 0.8.3, js-sha256 1.0.0; web/vendor/README.md
     "tfjs/tf-core.min.js": "0924438788ff7da57b14d0f7c45a05d81611a5a4b52653da6d065e86d348757c",
     "tfjs/tf-backend-wasm.min.js": "691bbec0ef8b5a7f17f212e9c5d85832030f90d030b46e99acb4dea1fb16f009",
     "tfjs/tfjs-backend-wasm.wasm": "70a5d516060464e5269f01c74bac1772d6b8ab6cb612acf16b5cdaf61f78d892",
     "tfjs/tfjs-backend-wasm-simd.wasm": "77ebb28a6d34f371dbbf2086b7f2de8994acd8ea5a3cf1fa24d2c26c840cac7b",
     "tfjs/tfjs-backend-wasm-threaded-simd.wasm": "c052228d4bef185c27bbe59a9e029570c78bbb9f08b3cb46b597851650373de2",
     "fflate/fflate.min.js": "462ef8041fc970e3615a20a9dd2b2e3047a073b2da729ef4f02b634bba8b7b83",
+    "js-sha256/sha256.min.js": "a050d794e170699bd1a69d33908d0942c68901cb88347016064b60b240f0067e",
 }
 EQUALITY = Path(__file__).parent / "data" / "browser_train_equality.json"
 TOL = 1e-4
@@ -51,6 +52,7 @@ def test_vendored_training_runtimes_are_the_published_files():
         assert hashlib.sha256((VENDOR / rel).read_bytes()).hexdigest() == digest, rel
         assert digest in readme and rel in readme
     assert "4.22.0" in readme and "0.8.3" in readme and (VENDOR / "fflate" / "LICENSE").is_file()
+    assert "js-sha256" in readme and "1.0.0" in readme and (VENDOR / "js-sha256" / "LICENSE").is_file()
 
 
 def test_init_bundle_holds_attnlab_trains_weights_and_batches():
@@ -283,6 +285,25 @@ def test_downloaded_run_is_read_by_serve_and_a_tampered_one_refused(train_page, 
     (folder,) = [d for d in done.iterdir() if d.is_dir()]
     cfg, val = read_run(folder)
     assert (cfg.d_model, cfg.n_head, cfg.scaled, cfg.max_steps) == (256, 1, False, 3) and math.isfinite(val)
+
+
+@pytest.mark.browser
+def test_checksums_without_crypto_subtle(train_page):
+    """On a plain-http address that is not localhost (no secure context: no crypto.subtle) the
+    download's browser_run.json carries the same sha256 digests, from the vendored js-sha256."""
+    train_page.evaluate("attnlab.train({set: {d_model: 256, n_head: 1}, steps: 1})")
+    manifest = "attnlab.runFiles().then((f) => [f['browser_run.json'], f['config.json']])"
+    secure, config = train_page.evaluate(manifest)
+    train_page.evaluate("Object.defineProperty(self.crypto, 'subtle', {value: undefined, configurable: true})")
+    try:
+        assert train_page.evaluate("self.crypto.subtle === undefined")
+        plain, _ = train_page.evaluate(manifest)
+    finally:
+        train_page.evaluate("delete self.crypto.subtle")
+    files = json.loads(plain)["files"]
+    assert files == json.loads(secure)["files"] and set(files) >= {"config.json", "snapshots.npz"}
+    assert files["config.json"] == hashlib.sha256(config.encode("utf-8")).hexdigest()
+    assert not train_page.errors
 
 
 # ------------------------------------------------------------------------------------- slow

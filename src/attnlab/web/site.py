@@ -110,6 +110,7 @@ VENDORED = {  # vendor folder -> the files a site needs from it (the rest is lic
         "tfjs-backend-wasm-threaded-simd.wasm",
     ),
     "fflate": ("fflate.min.js", "LICENSE"),
+    "js-sha256": ("sha256.min.js", "LICENSE"),
 }
 GLYPH_CHUNK = 700  # characters per call of the server's glyph function (it stops at 800)
 

@@ -22,7 +22,7 @@ def write_train_page(out) -> None:
         (out / "static" / name).write_text(text, encoding="utf-8")
     shutil.copyfile(site.SITE_STATIC / "site.js", out / "static" / "site.js")
     shutil.copytree(site.STATIC / "fonts", out / "static" / "fonts", dirs_exist_ok=True)
-    for folder in ("tfjs", "fflate", "onnxruntime-web"):
+    for folder in ("tfjs", "fflate", "onnxruntime-web", "js-sha256"):
         (out / "static" / "vendor" / folder).mkdir(parents=True, exist_ok=True)
         for f in site.VENDORED[folder]:
             shutil.copyfile(site.VENDOR / folder / f, out / "static" / "vendor" / folder / f)

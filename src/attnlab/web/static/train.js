@@ -147,7 +147,10 @@
 
   // ------------------------------------------------------------------- run folder
   const u8 = (v) => (typeof v === "string" ? new TextEncoder().encode(v) : v);
+  // crypto.subtle exists only in a secure context (https, localhost): on a plain-http address in a
+  // classroom network the vendored js-sha256 computes the same digest
   async function sha256(v) {
+    if (!(self.crypto && crypto.subtle)) return self.sha256(u8(v));
     const digest = await crypto.subtle.digest("SHA-256", u8(v));
     return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
   }
