@@ -388,8 +388,10 @@ class Trainer {
   async forward(x, B, T, keep, diag) {
     const { C, H, hs, L } = this;
     const N = B * T;
-    const idx = tf.tensor1d(x, "int32");
-    const tok = tf.reshape(tf.gather(this.w("tok_emb.weight"), idx), [B, T, C]);
+    // the token embedding's rows gathered on the host (the backend's gather is slower than the copy)
+    const wte = this.w("tok_emb.weight").dataSync(), rows = new Float32Array(N * C);
+    for (let n = 0; n < N; n++) rows.set(wte.subarray(x[n] * C, x[n] * C + C), n * C);
+    const tok = tf.tensor(rows, [B, T, C]);
     let h = tf.reshape(tf.add(tok, tf.slice(this.w("pos_emb.weight"), [0, 0], [T, C])), [N, C]);
     const layers = [];
     const stats = [];
