@@ -1,4 +1,4 @@
-"""Milliseconds per training step: the train page in Chromium (TensorFlow.js, WebAssembly) against
+"""Milliseconds per training step: the train page in Chromium (TensorFlow.js and onnxruntime-web, WebAssembly) against
 ``attnlab train`` (PyTorch, one thread), both book models, measured interleaved in one run.
 
     python scripts/bench_browser_train.py [--steps 6] [--rounds 2] [--threads 2] [--out data/bench_browser_train.json]
@@ -121,6 +121,7 @@ def main() -> None:
                         "backend": last["backend"],
                         "threads": last["threads"],
                         "simd": last["simd"],
+                        "multithread_build": last.get("threaded"),
                         "attention": last.get("attention"),
                         "attention_threads": last.get("attention_threads"),
                         "cross_origin_isolated": page.evaluate("self.crossOriginIsolated"),
