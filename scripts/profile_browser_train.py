@@ -16,6 +16,7 @@ import argparse
 import functools
 import http.server
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -80,6 +81,7 @@ def main() -> None:
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{srv.server_address[1]}"
     result = {}
+    load = os.getloadavg()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -143,7 +145,19 @@ def main() -> None:
         browser.close()
     srv.shutdown()
     if args.out:
-        write_json(args.out, {"steps": args.steps, "models": result, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        write_json(
+            args.out,
+            {
+                "what": "kernel times of the train page's worker step (tf.profile, one WebAssembly thread); the "
+                "attention's onnxruntime-web time measured around its two graphs; shares count, not absolute times",
+                "steps": args.steps,
+                "models": result,
+                "load_average_start": [round(x, 2) for x in load],
+                "load_average_end": [round(x, 2) for x in os.getloadavg()],
+                "cpus": os.cpu_count(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
 
 
 if __name__ == "__main__":

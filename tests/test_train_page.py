@@ -288,6 +288,31 @@ def test_downloaded_run_is_read_by_serve_and_a_tampered_one_refused(train_page, 
 
 
 @pytest.mark.browser
+def test_serve_page_trains_under_its_security_policy(train_page, tmp_path):
+    """Under `attnlab serve` (cross-origin isolated, Content-Security-Policy script-src 'self'):
+    the worker, its two runtimes and a config the site does not carry train, with no CSP refusal."""
+    from tests.test_web_browser import ServerThread
+
+    from attnlab.web.server import create_app
+
+    with ServerThread(create_app(runs_dir=str(tmp_path))) as url:
+        context = train_page.context.browser.new_context()
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: m.type == "error" and "status of 4" not in m.text and errors.append(m.text))
+        try:
+            page.goto(f"{url}/train")
+            records = page.evaluate("attnlab.train({set: {n_head: 2, seed: 7}, steps: 1})")
+            info = page.evaluate("attnlab.last")
+        finally:
+            context.close()
+    assert len(records) == 1 and math.isfinite(records[0]["loss"])
+    assert info["isolated"] and info["attention"].startswith("onnxruntime-web") and info["attention_threads"] >= 1
+    assert not errors, errors
+
+
+@pytest.mark.browser
 def test_checksums_without_crypto_subtle(train_page):
     """On a plain-http address that is not localhost (no secure context: no crypto.subtle) the
     download's browser_run.json carries the same sha256 digests, from the vendored js-sha256."""

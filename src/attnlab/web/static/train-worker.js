@@ -541,13 +541,16 @@ class Trainer {
 // ---------------------------------------------------------------------------- the loop
 const run = { trainers: [], paused: false, stopped: false, resume: null, attention: null };
 
-// threads: 0 lets each runtime choose (half the logical cores where the page is cross-origin
-// isolated); without isolation both run on one thread whatever is asked
+// threads: the attention's (onnxruntime-web) threads, 0 for its own choice (half the logical cores,
+// at most 4) where the page is cross-origin isolated; without isolation one thread whatever is asked.
+// TensorFlow.js always runs on one: its multi-threaded build gains nothing here (its matMul calls
+// XNNPACK without a thread pool) and starts its threads from blob: scripts, which serve's
+// Content-Security-Policy (script-src 'self') refuses.
 async function load(base, threads) {
   importScripts(base + "tfjs/tf-core.min.js", base + "tfjs/tf-backend-wasm.min.js", base + "onnxruntime-web/ort.wasm.min.js");
   tf = self.tf;
   tf.wasm.setWasmPaths(base + "tfjs/");
-  if (threads) tf.wasm.setThreadsCount(threads);
+  tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
   const ok = await tf.setBackend("wasm");
   if (!ok) throw new Error("the WebAssembly backend could not start");
   await tf.ready();

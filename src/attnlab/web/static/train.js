@@ -463,7 +463,7 @@
             g.fillStyle = j > i ? "#f4f5f7" : heat(m[(h * T + i) * T + j]);
             g.fillRect(j * cell, i * cell, cell, cell);
           }
-          card.append(el("figure", { style: "display:inline-block;margin:4px" }, c, el("figcaption", { class: "note", text: `L${l} H${h}` })));
+          card.append(el("figure", { class: "train-map" }, c, el("figcaption", { class: "note", text: `L${l} H${h}` })));
         }
       });
       box.append(card);
