@@ -14,9 +14,9 @@
 //
 // The attention itself, softmax(q kᵀ·scale + M) v and its backward, runs in onnxruntime-web
 // (vendored for the playground already): the wasm backend of TensorFlow.js has no fast batched
-// matMul (every (batch, head) product runs in a plain scalar loop, 8-17× slower than
-// onnxruntime's MLAS kernels on these shapes). The two small graphs are written below as ONNX
-// bytes; no file is added to the site.
+// matMul (every (batch, head) product runs in a plain scalar loop, several times slower than
+// onnxruntime's kernels on these shapes; scripts/profile_browser_train.py shows the share). The
+// two small graphs are written below as ONNX bytes; no file is added to the site.
 //
 // Initial weights and every batch come from attnlab itself (attnlab.web.trainexport), so a run
 // here is the PyTorch run step for step as far as float32 allows.
