@@ -15,7 +15,8 @@ import pytest
 
 import attnlab.lab.case.run as case
 from attnlab.cli import main
-from attnlab.lab.case.run import CaseSettings, holds_less, partial_path
+from attnlab.lab.case.run import CaseSettings, result_holds
+from attnlab.lab.labbook import beside, holds_less
 from attnlab.runner import RunsInterrupted
 from test_case_stages import SETTINGS, tiny  # noqa: F401  (the tiny presets, a fixture)
 
@@ -70,7 +71,7 @@ def test_an_interrupted_rerun_goes_beside_the_complete_case(cli_case, monkeypatc
     aside = out / "data" / "ch1_case.partial.json"
     part = json.loads(aside.read_text(encoding="utf-8"))
     assert part["progress"]["runs_done"] == 6 and not part["progress"]["complete"]
-    assert holds_less(part, complete)  # it is the smaller one, and says why
+    assert holds_less(result_holds(part), result_holds(complete))  # it is the smaller one, and says why
     for name in ("ch1_case.partial.md", "ch1_case.partial.html"):
         assert (out / "reports" / name).is_file()
     md = (out / "reports" / "ch1_case.partial.md").read_text(encoding="utf-8")
@@ -81,12 +82,13 @@ def test_an_interrupted_rerun_goes_beside_the_complete_case(cli_case, monkeypatc
     # finished now: batch 1 is reused, the rest trained; as large as the stored one, it replaces it
     assert run() == 0
     again = json.loads((out / "data" / "ch1_case.json").read_text(encoding="utf-8"))
-    assert again["progress"]["complete"] and not holds_less(again, complete)
+    assert again["progress"]["complete"] and not holds_less(result_holds(again), result_holds(complete))
     assert not aside.exists() and not (out / "reports" / "ch1_case.partial.md").exists()
     assert not (out / "figures" / "ch1_case.partial").exists()
 
 
 def test_holds_less_compares_what_is_held_not_what_was_planned():
+    less = lambda new, old: holds_less(result_holds(new), result_holds(old))  # noqa: E731
     claim = lambda i, n: {"id": i, "n": n, "verdict": "PASS"}
     small = lambda n: [{"run": f"r{i}"} for i in range(n)]
     doc = lambda runs, claims, steps=20: {
@@ -96,18 +98,18 @@ def test_holds_less_compares_what_is_held_not_what_was_planned():
         "claims": claims,
     }
     old = doc(8, [claim("a", 3), claim("b", 10)])
-    assert holds_less(doc(8, [claim("a", 3), claim("b", 10)]), old) == []
-    assert holds_less(doc(9, [claim("a", 4), claim("b", 10)]), old) == []
-    assert any("runs" in w for w in holds_less(doc(6, [claim("a", 3), claim("b", 10)]), old))
-    assert any("b" in w for w in holds_less(doc(8, [claim("a", 3), claim("b", 2)]), old))
-    assert any("steps" in w for w in holds_less(doc(8, [claim("a", 3), claim("b", 10)], steps=10), old))
+    assert less(doc(8, [claim("a", 3), claim("b", 10)]), old) == []
+    assert less(doc(9, [claim("a", 4), claim("b", 10)]), old) == []
+    assert any("runs" in w for w in less(doc(6, [claim("a", 3), claim("b", 10)]), old))
+    assert any("b" in w for w in less(doc(8, [claim("a", 3), claim("b", 2)]), old))
+    assert any("steps" in w for w in less(doc(8, [claim("a", 3), claim("b", 10)], steps=10), old))
     # a claim the stored result does not have (or no longer has) does not count against either
-    assert holds_less(doc(8, [claim("a", 3)]), doc(8, [claim("a", 3), claim("gone", 5)])) == []
-    assert holds_less(doc(8, [claim("a", 3), claim("new", 1)]), doc(8, [claim("a", 3)])) == []
+    assert less(doc(8, [claim("a", 3)]), doc(8, [claim("a", 3), claim("gone", 5)])) == []
+    assert less(doc(8, [claim("a", 3), claim("new", 1)]), doc(8, [claim("a", 3)])) == []
 
 
 def test_partial_path_sits_beside(tmp_path):
-    assert partial_path(tmp_path / "data" / "ch1_case.json") == tmp_path / "data" / "ch1_case.partial.json"
+    assert beside(tmp_path / "data" / "ch1_case.json", "partial") == tmp_path / "data" / "ch1_case.partial.json"
 
 
 def test_overwrite_replaces_only_once_complete(cli_case, monkeypatch):

@@ -298,7 +298,7 @@ def run_book(
     ``unfinished``: filled with every run that did not finish now, name -> "failed: why" or
     "busy: the process holding it". Such a run never makes the book lose anything: an entry it
     belongs to keeps its previous JSON, and an index that would count fewer experiments done or
-    fewer claims than the one on disk goes to data/lab_book.partial.json instead.
+    fewer claims than the one on disk goes to data/lab_book.partial.json instead (:func:`write_unless_less`).
     """
     unfinished = {} if unfinished is None else unfinished
     root = Path(root)
@@ -353,7 +353,7 @@ def run_book(
         ctx = Context(scale, text, root, finished, e, train, store=store)
         doc = _run_one(e, ctx, scale, finished, train, log)
         lost = [r.name for r in e.runs(scale) if r.name in unfinished]
-        if doc is not None and lost and _more_complete(previous, doc):
+        if doc is not None and lost and holds_less(held(doc), held(previous)):
             log(f"lab book: {e.id}: {len(lost)} of its runs did not finish ({', '.join(lost[:4])}); kept {old}")
             doc = None
         if doc is not None:
@@ -407,16 +407,8 @@ def run_book(
         "book": compute_time(list(every.values()), runs_root, before_book, keep_unlisted=True),
     }
     old_book = _read(index) if index.is_file() and _same_scale(index, scale) else None
-    if unfinished and _more_complete(old_book, book):
-        aside = index.with_name("lab_book.partial.json")
-        write_json(aside, book)
-        log(
-            f"lab book: {len(unfinished)} run(s) did not finish, so this book is less complete than "
-            f"{index} ({_completeness(book)} vs {_completeness(old_book)}); kept that one, wrote this one to {aside}"
-        )
-        return old_book
-    write_json(index, book)
-    return book
+    less = holds_less(held(book), held(old_book)) if unfinished else []
+    return old_book if write_unless_less(index, book, less, log) != index else book
 
 
 def _note(r: dict, statuses: dict[str, str], unfinished: dict[str, str]) -> None:
@@ -426,21 +418,56 @@ def _note(r: dict, statuses: dict[str, str], unfinished: dict[str, str]) -> None
         unfinished[r["name"]] = f"{r['status']}: {r.get('error') or 'no reason given'}"
 
 
-def _completeness(doc: dict | None) -> tuple[int, int]:
-    """(experiments done, claims) of a book index, or (claims, 1 if done) of one experiment's JSON."""
+# ------------------------------------------------------ a result never replaced by one that holds less
+def held(doc: dict | None) -> dict:
+    """What a book index (experiments done, claims) or one entry's JSON (done, claims) holds, for
+    :func:`holds_less`; nothing for no document."""
     if not doc:
-        return (0, 0)
+        return {}
     if "summary" in doc:
-        return (int(doc["summary"].get("done", 0)), int(doc["summary"].get("claims", 0)))
-    return (int(doc.get("status") == "done"), len(doc.get("claims") or []))
+        return {"experiments done": int(doc["summary"].get("done", 0)), "claims": int(doc["summary"].get("claims", 0))}
+    return {"done": int(doc.get("status") == "done"), "claims": len(doc.get("claims") or [])}
 
 
-def _more_complete(old: dict | None, new: dict) -> bool:
-    """True when ``old`` has more done or more claims than ``new``: replacing it would lose some."""
-    if not old:
-        return False
-    (od, oc), (nd, nc) = _completeness(old), _completeness(new)
-    return od > nd or oc > nc
+def holds_less(new: dict, old: dict) -> list[str]:
+    """What ``old`` holds that ``new`` does not, one phrase each, from two records of what a result holds
+    (``{measure: count}``, or ``{measure: {claim id: seeds}}`` claim by claim); empty when ``new`` holds at
+    least as much. A measure or claim only one of them has counts for neither. The one comparison behind
+    every partial result: the lab book's index and entries (:func:`held`) and the case's document."""
+    less = []
+    for k, b in old.items():
+        a = new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            fewer = [f"{i} {a[i]} < {n}" for i, n in b.items() if i in a and a[i] < n]
+            if fewer:
+                less.append(f"{len(fewer)} {k} ({', '.join(fewer[:3])}{', ...' if len(fewer) > 3 else ''})")
+        elif isinstance(a, (int, float)) and isinstance(b, (int, float)) and a < b:
+            less.append(f"{k} {a} < {b}")
+    return less
+
+
+def beside(path: Path, tag: str) -> Path:
+    """``NAME.<tag>.json`` beside ``path``: where a result goes that must not replace the one there
+    (``partial``: it holds less; ``retrained``: it measured runs again and got other numbers)."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{tag}{path.suffix}")
+
+
+def write_unless_less(path: Path, doc: dict, less: list[str], log: Callable[[str], None] = print) -> Path:
+    """Write ``doc`` to ``path``; or, when the result there holds more (``less``: what it holds that ``doc``
+    does not, :func:`holds_less`), keep it and write ``doc`` beside it (``NAME.partial.json``) until it holds
+    as much. Writing ``path`` removes a partial result beside it (it held less). Returns the path written."""
+    aside = beside(path, "partial")
+    if less:
+        write_json(aside, doc)
+        log(
+            f"{path} 比这次的结果完整，保持不动；这次的写到 {aside}，直到它同样完整 / {path} holds more than "
+            f"this result ({'; '.join(less)}): kept it, wrote this one to {aside} until it holds as much"
+        )
+        return aside
+    write_json(path, doc)
+    aside.unlink(missing_ok=True)
+    return path
 
 
 def _measured_before(doc: dict, previous: dict | None, used: dict[str, Run], finished: dict) -> bool:
@@ -536,10 +563,10 @@ def rejudged_book(
     scale = Scale(quick=scale["quick"], steps=scale["steps"], seeds=scale["seeds"]) if scale else None
     book = build_index(registry, root, scale, docs=docs)
     book["timings"] = old.get("timings", {})
-    if _more_complete(old, book):
+    if less := holds_less(held(book), held(old)):
         raise BookError(
-            f"judged again, {index} would hold less than it does ({_completeness(book)} vs "
-            f"{_completeness(old)} experiments done and claims); rebuild it with `attnlab book --no-train`"
+            f"judged again, {index} would hold less than it does ({'; '.join(less)}); rebuild it with "
+            "`attnlab book --no-train`"
         )
     if old and same_but_stamps(old, book):
         book = old  # unchanged: not stamped again

@@ -38,6 +38,7 @@ from ...tools import environment, provenance
 from ...train import History, get_batch, split_data
 from ...verdicts import count_line
 from ..common import unigram_entropy
+from ..labbook import beside, holds_less, write_unless_less
 from ..runs import BOOK_STEPS, DYNAMICS_STEPS, KEEP_WEIGHTS, member_runs, runs_by_name
 from ..runs import keep_case_weights as case_run
 from . import claims as C
@@ -632,7 +633,7 @@ def run_case(
 
     The case's runs are data (:func:`case_runs`, trained in the batches of :func:`case_stages`), its
     measure opens them (:class:`CaseMeasure`), and its judge is pure (:func:`judge`); this function
-    orchestrates the three. A result that holds less than the one already there (:func:`holds_less`:
+    orchestrates the three. A result that holds less than the one already there (:func:`result_holds`:
     fewer runs measured, a claim judged on fewer seeds, fewer steps) goes beside it, to
     ``ch1_case.partial.json``, until it holds as much; with ``overwrite`` a smaller result replaces it
     once it is complete. ``on_stage``'s ``info["data"]`` is the file written.
@@ -903,51 +904,29 @@ def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False
     refuse_smaller(path, old, settings_scale(settings), overwrite)
 
 
-def partial_path(path: Path) -> Path:
-    """Where a result holding less than the one at ``path`` goes: beside it, ``NAME.partial.json``."""
-    path = Path(path)
-    return path.with_name(f"{path.stem}.partial{path.suffix}")
-
-
 def result_holds(res: dict) -> dict:
-    """What a case result actually holds (not what it planned): steps per run, runs measured, and
-    the seeds each claim was judged on."""
+    """What a case result actually holds (not what it planned), for the engine's ``holds_less``: steps
+    per run, runs measured, and the seeds each claim was judged on."""
     claims = {}
     for c in res.get("claims") or []:
         if isinstance(c, dict) and isinstance(c.get("id"), str):
             n = c.get("n")
             ok = isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n)
             claims[c["id"]] = n if ok else 0
-    return {"steps": res["config"]["settings"]["steps"], "runs": len(stored_runs(res)), "claims": claims}
-
-
-def holds_less(new: dict, old: dict) -> list[str]:
-    """What ``old`` holds that ``new`` does not, one phrase each; empty when ``new`` is at least as
-    large in every respect. A claim only one of them judges (the claims changed) counts for neither."""
-    a, b = result_holds(new), result_holds(old)
-    less = []
-    if a["steps"] < b["steps"]:
-        less.append(f"{a['steps']} steps per run < {b['steps']}")
-    if a["runs"] < b["runs"]:
-        less.append(f"{a['runs']} runs measured < {b['runs']}")
-    fewer = [(k, a["claims"][k], n) for k, n in b["claims"].items() if k in a["claims"] and a["claims"][k] < n]
-    if fewer:
-        some = ", ".join(f"{k} {x} < {y}" for k, x, y in fewer[:3])
-        less.append(f"{len(fewer)} claims judged on fewer seeds ({some}{', ...' if len(fewer) > 3 else ''})")
-    return less
+    steps = res["config"]["settings"]["steps"]
+    return {"steps per run": steps, "runs measured": len(stored_runs(res)), "claims judged on fewer seeds": claims}
 
 
 def write_result(out: Path, result: dict, overwrite: bool = False, log: Callable[[str], None] = print) -> Path:
-    """Write ``result`` to ``out/data/ch1_case.json``, or beside it: to :func:`retrained_path` when
+    """Write ``result`` to ``out/data/ch1_case.json``, or beside it: to ``ch1_case.retrained.json`` when
     ``out`` measured some of its runs before with other numbers (one run per (config, seed),
-    :func:`retrained`), else to :func:`partial_path` when the result there holds more
-    (:func:`holds_less`), unless ``overwrite`` and ``result`` is complete. Writing the main file
-    removes a partial one beside it (it holds less). Returns the path written. An unreadable file
+    :func:`retrained`), else as the engine keeps any result that holds more (labbook.write_unless_less),
+    unless ``overwrite`` and ``result`` is complete. Returns the path written. An unreadable file
     there is replaced."""
     path = Path(out) / "data" / "ch1_case.json"
     again = retrained(out, result)
     if again:
-        aside = retrained_path(path)
+        aside = beside(path, "retrained")
         write_json(aside, result)
         runs = ", ".join(sorted({d["name"] for d in again}))
         log(
@@ -958,30 +937,13 @@ def write_result(out: Path, result: dict, overwrite: bool = False, log: Callable
             "differences). To measure afresh, use another folder (--out mine)"
         )
         return aside
-    aside = partial_path(path)
     less: list[str] = []
-    if path.is_file():
+    if path.is_file() and not (overwrite and (result.get("progress") or {}).get("complete", True)):
         try:
-            less = holds_less(result, read_case_json(path))
+            less = holds_less(result_holds(result), result_holds(read_case_json(path)))
         except (CaseError, KeyError, TypeError, AttributeError):
             less = []
-    complete = (result.get("progress") or {}).get("complete", True)
-    if less and not (overwrite and complete):
-        write_json(aside, result)
-        log(
-            f"{path} 比这次的结果完整，保持不动；这次的写到 {aside}，直到它同样完整 / {path} holds more than "
-            f"this result ({'; '.join(less)}): kept it, wrote this one to {aside} until it holds as much"
-        )
-        return aside
-    write_json(path, result)
-    aside.unlink(missing_ok=True)
-    return path
-
-
-def retrained_path(path: Path) -> Path:
-    """Where a result that trained again runs ``path``'s folder already measured goes: ``NAME.retrained.json``."""
-    path = Path(path)
-    return path.with_name(f"{path.stem}.retrained{path.suffix}")
+    return write_unless_less(path, result, less, log)
 
 
 def retrained(out: Path, result: dict) -> list[dict]:
@@ -992,7 +954,7 @@ def retrained(out: Path, result: dict) -> list[dict]:
     from ...runstore import RunStore, case_records
 
     store = RunStore.load(Path(out))
-    source = retrained_path(Path("data") / "ch1_case.json").as_posix()
+    source = beside(Path("data") / "ch1_case.json", "retrained").as_posix()
     found = []
     for member, r in case_records(result):
         name = f"case/{r.get('run') or member}"
