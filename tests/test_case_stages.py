@@ -15,7 +15,7 @@ from attnlab.config import Config
 from attnlab.lab.case import claims as C
 from attnlab.lab.case.run import BOOK_SEED, CaseSettings, case_runs, case_stages, run_case
 from attnlab.perf import floor_of, measure_rates
-from attnlab.runner import ExecutorOptions, ForeignRun, Run, execute
+from attnlab.runner import ExecutorOptions, Run, RunFoldersRefused, execute
 from conftest import SAMPLE_TEXT
 
 TINY = {"n_layer": 2, "block_size": 16, "vocab_size": 60, "batch_size": 4, "warmup": 3, "eval_batches": 2}
@@ -110,7 +110,7 @@ def test_a_foreign_run_folder_stops_the_case_before_any_training(tiny):
     other = Run(last.name, last.cfg.replace(max_steps=30), "case")
     execute([other], SAMPLE_TEXT, out / "runs", executor="serial", progress=False, log=lambda m: None)
     (out / "runs" / "case" / last.name / "summary.json").unlink()  # interrupted: a checkpoint to resume
-    with pytest.raises(ForeignRun, match=last.name):
+    with pytest.raises(RunFoldersRefused, match=last.name):
         run_case(SETTINGS, out, corpus=corpus, progress=False, log=lambda m: None)
     assert sorted(p.name for p in (out / "runs" / "case").iterdir()) == [last.name]  # nothing else trained
 

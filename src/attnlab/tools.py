@@ -161,6 +161,18 @@ def load_model(
     )
 
 
+def model_at_step(cfg: Config, step: int, run_dir: str | Path | None = None) -> TinyGPT | None:
+    """A run's model entering ``step``: step 0 its initial model (rebuilt from its seed, as train()
+    builds it), another step the weights the run kept (checkpoint.KeepWeights); None where it kept none."""
+    from .checkpoint import weights_path
+
+    if step == 0:
+        torch.manual_seed(cfg.seed)  # the same initial weights as train()
+        return TinyGPT(cfg)
+    path = weights_path(Path(run_dir), step) if run_dir is not None else None
+    return load_model(path)[0] if path is not None and path.is_file() else None
+
+
 def validation_text(text: str, cfg: Config) -> str:
     """The validation split of ``text`` as a string (the tokenizer maps one character to one id)."""
     n = len(text)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ..corpus import REPO_ROOT
 from ..io import read_json
 from ..runner import Finished, Run
-from .labbook import Context, NotAvailable, seed_table  # noqa: F401  (seed_table: entries read it here)
+from .labbook import COMMITTED_KINDS, Context, NotAvailable, seed_table  # noqa: F401  (seed_table: entries read it here)
 
 
 def rnd(x: float | None, digits: int = 4) -> float | None:
@@ -40,15 +40,6 @@ def final_val(f: Finished) -> float | None:
     """The last validation loss of a finished run."""
     val = f.history.val
     return val[-1][1] if val else None
-
-
-# the committed results an entry brings in, by the schema they are checked against (attnlab.schemas)
-COMMITTED_KINDS = {
-    "ch1_case.json": "case",
-    "head_portrait.json": "heads",
-    "sweep_critical_dimension.json": "sweep",
-    "failure_symptoms.json": "failures",
-}
 
 
 def committed(ctx: Context, name: str) -> dict:

@@ -46,6 +46,14 @@ from ..tools import environment, provenance
 from .runs import Scale
 
 KIND = "lab_book_experiment"
+# the committed results an entry brings in (its ``source``, or read with lab.common.committed), by the
+# schema they are checked against (attnlab.schemas)
+COMMITTED_KINDS = {
+    "ch1_case.json": "case",
+    "head_portrait.json": "heads",
+    "sweep_critical_dimension.json": "sweep",
+    "failure_symptoms.json": "failures",
+}
 DATA_DIR = Path("data") / "lab_book"
 FIG_DIR = Path("figures") / "lab_book"
 _AGAIN = "; delete it and rerun `attnlab book --only {}`"  # what to do about a damaged entry
@@ -741,7 +749,7 @@ def judged_now(registry: Sequence[Experiment], data: Path) -> list[tuple[Experim
 
 def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = None) -> dict:
     """What ``e.judge`` reads: its results, or, for an entry that brings in a committed result
-    (``source``, e.g. the case's data/ch1_case.json), ``{"source": that whole document, "results":
+    (``source``, e.g. the case's data/ch1_case.json, checked by its schema), ``{"source": that whole document, "results":
     its results}``: the document from ``data`` when given (the folder ``attnlab report --data``
     judges), else from ``root``, else the repository's."""
     if e.source is None:
@@ -754,11 +762,13 @@ def judge_input(e: Experiment, root: Path, results: dict, data: Path | None = No
         places = [Path(root) / e.source, REPO_ROOT / e.source]
     for p in places:
         if p.exists() or p.is_symlink():
-            if p.name == "ch1_case.json":
-                from ..schemas import load
+            from ..schemas import load
 
-                return {"source": load("case", p, error=BookError), "results": results}
-            return {"source": read_json(p, error=BookError, hint=f"; rerun `{e.command}`"), "results": results}
+            kind = COMMITTED_KINDS.get(p.name)  # checked against its schema before the judge reads it
+            doc = (
+                load(kind, p, error=BookError) if kind else read_json(p, error=BookError, hint=f"; rerun `{e.command}`")
+            )
+            return {"source": doc, "results": results}
     raise NotAvailable(f"{places[0]} not found: run `{e.command}` first")
 
 

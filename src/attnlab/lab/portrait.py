@@ -39,6 +39,7 @@ from ..tools import (
     book_values,
     is_book_model,
     load_model,
+    model_at_step,
     provenance,
     validation_batches,
     validation_text,
@@ -390,21 +391,16 @@ def dynamics_of_run(run_dir: str | Path, corpus_text: str, steps: Sequence[int],
     for s in steps:
         if s > done:  # diverged before reaching it
             continue
-        if s == 0:
-            torch.manual_seed(cfg.seed)  # the same initial weights as train()
-            m = TinyGPT(cfg).eval()
-            where = "initial weights (seed)"
-        elif s == done:
+        if s == done and s:
             m, where = model, str(run_dir / "ckpt.pt")
+        elif (m := model_at_step(cfg, s, run_dir)) is not None:
+            where = "initial weights (seed)" if s == 0 else str(weights_path(run_dir, s))
         else:
-            path = weights_path(run_dir, s)
-            if not path.is_file():
-                raise ExperimentError(
-                    f"{path} is missing: the run in {run_dir} did not keep the weights of step {s} "
-                    f"(it was trained without them); delete {run_dir} and run again to retrain it"
-                )
-            m, _, _, _ = load_model(path)
-            where = str(path)
+            raise ExperimentError(
+                f"{weights_path(run_dir, s)} is missing: the run in {run_dir} did not keep the weights of step {s} "
+                f"(it was trained without them); delete {run_dir} and run again to retrain it"
+            )
+        m = m.eval()
         r = analyze_model(m, tok, corpus_text, ablate=ablate)
         snapshots.append(
             {"step": s, "checkpoint": where, "heads": r["heads"], **({"ablation": r["ablation"]} if ablate else {})}

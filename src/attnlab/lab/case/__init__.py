@@ -178,16 +178,8 @@ def trace_numbers(member: str, loss: list, grad: list | None, layers: list[dict]
 
 
 def _from_finished(member: str, f: Finished) -> dict:
-    recs = f.history.records
-    n_layer = f.run.cfg.n_layer
-    layers = [
-        {
-            k: [r["layers"][i][k] if r.get("layers") else None for r in recs]
-            for k in ("weight_entropy", "jacobian_fro", "logit_std")
-        }
-        for i in range(n_layer)
-    ]
-    return trace_numbers(member, [r["loss"] for r in recs], [r.get("grad_norm") for r in recs], layers, final_val(f))
+    tr = X.run_summary(f.history, END)["trace"]  # the trace the case document keeps of its runs
+    return trace_numbers(member, tr["loss"], tr["grad_norm"], tr["layers"], final_val(f))
 
 
 def _case_table(doc: dict | None) -> dict[str, dict]:

@@ -32,10 +32,10 @@ from ...diagnostics import DIAG_KEYS
 from ...errors import AttnlabError, CheckpointError
 from ...io import check_writable, write_json
 from ...model import TinyGPT, generate
-from ...runner import Run, execute
+from ...runner import Run, check_run_folders, execute
 from ...tokenizer import CharTokenizer
-from ...tools import environment, provenance
-from ...train import History, get_batch, split_data
+from ...tools import environment, model_at_step, provenance, validation_batches
+from ...train import History
 from ...verdicts import count_line
 from ..common import unigram_entropy
 from ..labbook import beside, holds_less, write_unless_less
@@ -339,20 +339,6 @@ def case_stages(s: CaseSettings) -> list[tuple[str, list[Run]]]:
     return stages
 
 
-def check_run_folders(runs: list[Run], root: Path) -> None:
-    """Every run folder under ``root`` that holds another config's run is refused before any
-    training starts (runner.ForeignRun), not after the batches before it have trained."""
-    from ...runner import check_resumable, finished_history
-
-    for r in runs:
-        d = r.dir(root)
-        try:
-            if (d / "ckpt.pt").is_file() and not finished_history(d, r.cfg):
-                check_resumable(d, r.cfg)
-        except CheckpointError:
-            pass  # unreadable: the runner sets it aside and restarts that run
-
-
 class CaseMeasure:
     """The case's measure: it opens the finished runs (``results``: name -> (model, tokenizer, history))
     and returns the result's sections, per seed. Each measurement is made once (qk and entries cached)."""
@@ -376,9 +362,8 @@ class CaseMeasure:
         """§1.7.7's q/k scale of run ``name`` before and after training, on its fixed validation batch."""
         if name not in self._qk:
             cfg = _spec(self.groups, name)
-            x = _fixed_val_batch(self.text, self.tok, cfg).to(self.device)
-            torch.manual_seed(cfg.seed)
-            before = TinyGPT(cfg).to(self.device)
+            x = validation_batches(self.text, self.tok, cfg, 1, seed_offset=1)[0][0].to(self.device)  # seed+1
+            before = model_at_step(cfg, 0).to(self.device)
             after = self.results[name][0].to(self.device)
             self._qk[name] = {"before": qk_scale(before, x), "after": qk_scale(after, x)}
         return self._qk[name]
@@ -683,7 +668,7 @@ def run_case(
         merged = merged_settings(base["config"]["settings"], settings)
         all_seeds, wd_values = merged["seeds"], merged["wd_values"]
     else:
-        check_run_folders(runs, out / "runs")  # a foreign folder stops the case before any training
+        check_run_folders(runs, out / "runs")  # every batch's folders, before the first batch trains
         stages = case_stages(settings)
         log(
             f"本章案例共 {len(runs)} 次训练，分 {len(stages)} 批；第 1 批完成后即写出报告 / the case trains "
@@ -974,11 +959,8 @@ def seeds_summary(rows: list[dict]) -> dict:
 
 def stored_runs(res: dict) -> set[str]:
     """Names of the runs a case result holds measurements of (pairs, seed_runs, weight_decay)."""
-    names = {v["run"] for v in res.get("pairs", {}).values() if isinstance(v, dict) and "run" in v}
-    names |= {e["run"] for entries in res.get("seed_runs", {}).values() for e in entries}
-    wd = res.get("weight_decay") or {}
-    names |= {p[tag]["run"] for p in wd.get("pairs", []) for tag in ("unscaled", "scaled")}
-    return names
+    wd = (res.get("weight_decay") or {}).get("pairs", [])
+    return set(runs_by_name(res)) | {p[tag]["run"] for p in wd for tag in ("unscaled", "scaled")}
 
 
 def merged_settings(old: dict, s: CaseSettings) -> dict:
@@ -1040,13 +1022,6 @@ def _spec(groups: list[list[Run]], name: str) -> Config:
     return next(sp.cfg for g in groups for sp in g if sp.name == name)
 
 
-def _fixed_val_batch(text: str, tok: CharTokenizer, cfg: Config) -> torch.Tensor:
-    ids = torch.tensor(tok.encode(text), dtype=torch.long)
-    _, val = split_data(ids, cfg)
-    x, _ = get_batch(val, cfg.block_size, cfg.batch_size, torch.Generator().manual_seed(cfg.seed + 1))
-    return x
-
-
 @torch.no_grad()
 def diagnostics_at_steps(
     run_dir: Path, text: str, tok: CharTokenizer, cfg: Config, steps: tuple[int, ...], batches: int, device
@@ -1055,21 +1030,11 @@ def diagnostics_at_steps(
     fixed validation batches: mean and sd over the batches (issue 11: single training batches are
     noisy). Step 0 is the initial model (rebuilt from the seed), other steps the weights the run
     kept (checkpoint.KeepWeights); steps without kept weights are left out."""
-    from ...checkpoint import weights_path
-    from ...tools import load_model
-
-    ids = torch.tensor(tok.encode(text), dtype=torch.long)
-    _, val = split_data(ids, cfg)
-    gen = torch.Generator().manual_seed(cfg.seed + 2)
-    xs = [get_batch(val, cfg.block_size, cfg.batch_size, gen)[0].to(device) for _ in range(batches)]
+    xs = [x.to(device) for x, _ in validation_batches(text, tok, cfg, batches)]
     out: dict = {"steps": [], **{k: {"mean": [], "sd": []} for k in DIAG_KEYS}}
     for step in steps:
-        if step == 0:
-            torch.manual_seed(cfg.seed)  # the same initial weights as train()
-            model = TinyGPT(cfg)
-        elif weights_path(run_dir, step).is_file():
-            model = load_model(weights_path(run_dir, step))[0]
-        else:
+        model = model_at_step(cfg, step, run_dir)
+        if model is None:
             continue
         model = model.to(device).eval()
         per_batch = []
