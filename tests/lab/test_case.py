@@ -197,7 +197,10 @@ def test_runs_the_book_declares_and_adds_per_seed():
     assert [r.cfg.max_steps for r in C.EXPERIMENT.runs(quick)] == [2 * quick.steps] * 2
     for cid in C.CLAIM_RUNS:
         assert C.seed_runs(full, R.BOOK_SEED + 5, cid), cid
-    assert C.seed_runs(full, R.BOOK_SEED + 5, "small_gap_small") == []  # the case's own: `attnlab case`
+    # the case's own claims read the seed's four case runs (what the confirmatory round trains for them)
+    seed = R.BOOK_SEED + 5
+    four = [f"{size}_{tag}_s{seed}" for size in ("small", "big") for tag in ("unscaled", "scaled")]
+    assert [r.name for r in C.seed_runs(full, seed, "small_gap_small")] == four
 
 
 def test_the_long_why_says_memorised_only_when_the_numbers_show_it():
