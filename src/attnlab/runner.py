@@ -329,13 +329,19 @@ def _worker_run(task: dict) -> dict | None:
     return train_one(task, tick)
 
 
+def local_processes(workers: int | None, n_runs: int) -> tuple[int, int]:
+    """(worker processes, torch threads each) of the local executor for ``n_runs`` runs: one process per
+    core unless ``workers`` says otherwise, never more than there are runs, the cores shared among them."""
+    cores = os.cpu_count() or 1
+    n = max(1, min(workers or cores, n_runs))
+    return n, max(1, cores // n)
+
+
 def _local(tasks: list[dict], on_result, on_step, workers: int | None = None, **_) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    cores = os.cpu_count() or 1
-    workers = max(1, min(workers or cores, len(tasks)))
-    threads = max(1, cores // workers)
+    workers, threads = local_processes(workers, len(tasks))
     ctx = multiprocessing.get_context("spawn")  # fork + torch threads can deadlock
     queue = ctx.SimpleQueue()
     halt = ctx.Event()  # set on Ctrl-C: a task already handed to the pool (uncancellable) never starts

@@ -32,7 +32,7 @@ from ...diagnostics import DIAG_KEYS
 from ...errors import AttnlabError, CheckpointError
 from ...io import check_writable, write_json
 from ...model import TinyGPT, generate
-from ...runner import Run, check_run_folders, execute
+from ...runner import Run, check_run_folders, execute, local_processes
 from ...tokenizer import CharTokenizer
 from ...tools import environment, model_at_step, provenance, validation_batches
 from ...train import History
@@ -791,8 +791,8 @@ def _floor_timings(
     if device.type == "cuda":
         parallel = 1
     elif settings.execution.executor == "local":
-        workers = _workers_used(settings, n_runs)
-        parallel = workers * max(1, cores // workers)  # the runner's workers x threads each
+        workers, threads = local_processes(settings.execution.workers, n_runs)
+        parallel = workers * threads  # the runner's processes x threads each
     elif settings.execution.executor == "ray":
         parallel = cores
     else:
@@ -1051,11 +1051,9 @@ def diagnostics_at_steps(
 
 
 def _workers_used(settings: CaseSettings, n_runs: int) -> int:
-    import os
-
     if settings.execution.executor != "local":
         return 1 if settings.execution.executor == "serial" else 0
-    return max(1, min(settings.execution.workers or os.cpu_count() or 1, n_runs))
+    return local_processes(settings.execution.workers, n_runs)[0]
 
 
 # ------------------------------------------------------------------- reading results
