@@ -11,6 +11,7 @@ one line unless it was given ``--overwrite``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AttnlabError
@@ -47,3 +48,18 @@ def refuse_smaller(path: Path, old: dict[str, int], new: dict[str, int], overwri
             f"{path} holds a larger result ({scale_text(old)}) than this run would write "
             f"({scale_text(new)}); write elsewhere with --out DIR, or replace it with --overwrite"
         )
+
+
+def refuse_smaller_than_stored(
+    path: Path, stored_scale: Callable[[Path], dict[str, int]], new: dict[str, int], overwrite: bool
+) -> None:
+    """:func:`refuse_smaller` against the result stored at ``path``, its scale read by ``stored_scale``
+    (the case's document, the lab book's index): no file there, or one that cannot be read as such a
+    result, is nothing to protect (the run replaces it)."""
+    if not Path(path).is_file():
+        return
+    try:
+        old = stored_scale(Path(path))
+    except (AttnlabError, OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    refuse_smaller(path, old, new, overwrite)

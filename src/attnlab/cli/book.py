@@ -189,19 +189,15 @@ def _unfinished(unfinished: dict[str, str]) -> int:
 
 def _check_not_smaller(root: Path, scale, overwrite: bool) -> None:
     """Refuse to replace a lab book recorded at more steps or seeds (one line), unless ``overwrite``."""
-    from ..errors import AttnlabError
     from ..io import read_json
-    from ..outputs import refuse_smaller
+    from ..outputs import refuse_smaller_than_stored
+
+    def stored(path: Path) -> dict[str, int]:
+        old = read_json(path).get("scale") or {}  # bounded: a FIFO or a device in its place is never waited on
+        return {"steps": int(old["steps"]), "seeds": int(old["seeds"])}
 
     path = root / "data" / "lab_book.json"
-    if not path.is_file():
-        return
-    try:  # bounded: a FIFO or a device in its place is never waited on
-        old = read_json(path).get("scale") or {}
-        old = {"steps": int(old["steps"]), "seeds": int(old["seeds"])}
-    except (AttnlabError, OSError, ValueError, KeyError, TypeError, AttributeError):
-        return  # nothing (readable) to protect
-    refuse_smaller(path, old, {"steps": scale.steps, "seeds": scale.seeds}, overwrite)
+    refuse_smaller_than_stored(path, stored, {"steps": scale.steps, "seeds": scale.seeds}, overwrite)
 
 
 def _decide(args, options, chosen, text, root, scale, registry) -> int:

@@ -133,14 +133,14 @@ def _check_before_writing(path: Path, result: dict | None, changed: dict) -> Non
 def _check_not_smaller(out: Path, path: Path, result: dict, overwrite: bool) -> None:
     """The figures of a smaller case (a --quick one) never replace those of the larger case that
     ``out/data/ch1_case.json`` holds, unless ``overwrite``."""
-    from ..lab.case.run import CaseError, read_case_json, result_scale
-    from ..outputs import refuse_smaller
+    from ..lab.case.run import read_case_json, result_scale
+    from ..outputs import refuse_smaller_than_stored
 
     there = out / "data" / "ch1_case.json"
-    if not there.is_file() or there.resolve() == path.resolve():
+    if there.resolve() == path.resolve():
         return
     try:
-        old, new = result_scale(read_case_json(there)), result_scale(result)
-    except (CaseError, KeyError, TypeError):
+        new = result_scale(result)
+    except (KeyError, TypeError):
         return
-    refuse_smaller(there, old, new, overwrite)
+    refuse_smaller_than_stored(there, lambda p: result_scale(read_case_json(p)), new, overwrite)

@@ -877,16 +877,10 @@ def result_scale(res: dict) -> dict[str, int]:
 def check_not_smaller(out: Path, settings: CaseSettings, overwrite: bool = False) -> None:
     """Refuse (OverwriteError, one line) a case that would replace ``out/data/ch1_case.json`` made at a
     larger scale, unless ``overwrite``. An unreadable file is left to the run to replace."""
-    from ...outputs import refuse_smaller
+    from ...outputs import refuse_smaller_than_stored
 
     path = Path(out) / "data" / "ch1_case.json"
-    if not path.is_file():
-        return
-    try:
-        old = result_scale(read_case_json(path))
-    except (CaseError, KeyError, TypeError):
-        return
-    refuse_smaller(path, old, settings_scale(settings), overwrite)
+    refuse_smaller_than_stored(path, lambda p: result_scale(read_case_json(p)), settings_scale(settings), overwrite)
 
 
 def result_holds(res: dict) -> dict:
