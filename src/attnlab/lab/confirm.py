@@ -599,7 +599,7 @@ def train(
     done = ledger.setdefault("runs", {})
     text = load_corpus(None, min_chars=200)
     todo = [(seed, items) for seed, items in batches(runs) if any(r.name not in done for _, r in items)]
-    total = sum(len(items) for _, items in batches(runs))
+    total = len({r.name for _, items in batches(runs) for _, r in items})  # a run two entries share counts once
     for seed, items in todo[: max_batches or None]:
         by_name: dict[str, tuple] = {}
         for exp, r in items:  # a run two entries share (the case's) is trained once
