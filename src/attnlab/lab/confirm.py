@@ -562,9 +562,9 @@ def ledger_line(exp: str, finished) -> dict:
         "experiment": exp,
         "seed": int(finished.run.cfg.seed),
         "config_sha256": _h.sha256(json.dumps(finished.run.cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
-        "steps": summary.get("steps") or summary.get("max_steps"),
-        "val_loss_end": summary.get("val_loss_end") or summary.get("final_val_loss"),
-        "train_loss_end": summary.get("train_loss_end") or summary.get("final_train_loss"),
+        "steps": summary.get("steps"),
+        "val_loss_end": summary.get("val_loss_end"),
+        "train_loss_end": summary.get("loss_end"),
         "seconds": round(float(getattr(finished, "seconds", 0.0) or 0.0), 1),
         "summary_sha256": _h.sha256(raw).hexdigest(),
     }
