@@ -132,21 +132,22 @@ def test_diagnostics_keep_nan_visible():
 
 @pytest.mark.parametrize("temp", [0.01, 1.0, 30.0, 3000.0])
 def test_in_place_diagnostics_equal_their_plain_formulas_bit_for_bit(temp):
-    """The recorded numbers are computed with buffers reused in place (they run at every recorded
-    step); the plain out-of-place formulas give the same bits, on collapsed and uniform rows alike."""
+    """The recorded numbers are computed with few passes and buffers reused in place (they run at
+    every recorded step); the plain out-of-place formulas they were first recorded with (the
+    dominant weight found by floor(p * 1.999)) give the same bits, on collapsed and uniform rows."""
     import torch.nn.functional as F
 
-    from attnlab.diagnostics import _CU_MIN, _SPLIT, _SQ_MIN, _TINY, _masked_moments, _row_entropy
+    from attnlab.diagnostics import _CU_MIN, _SQ_MIN, _TINY, _masked_moments, _row_entropy
 
     g = torch.Generator().manual_seed(int(temp * 100))
     T = 24
     s = torch.randn(3, 4, T, T, generator=g) * temp
     p = (s + torch.zeros(T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))).softmax(-1)
     assert torch.equal(_row_entropy(p), -(p * F.threshold(p, _TINY, 1.0).log()).sum(-1))
-    dominant = (p * _SPLIT).floor_()
+    dominant = (p * 1.999).floor_()
     others = torch.addcmul(p, p, dominant, value=-1)
     pm = p.amax(-1)
-    pm = pm * (pm * _SPLIT).floor_()
+    pm = pm * (pm * 1.999).floor_()
     o2 = F.threshold(others, _SQ_MIN, 0.0).square_()
     r1, r2, r3 = others.sum(-1), o2.sum(-1), (o2 * F.threshold(others, _CU_MIN, 0.0)).sum(-1)
     plain = ((1 + pm * pm + r2) * r2 - 2 * r3 + pm * pm * (r1 * r1 + r2)).clamp_min(0).sqrt()
@@ -154,4 +155,31 @@ def test_in_place_diagnostics_equal_their_plain_formulas_bit_for_bit(temp):
     w = torch.ones(T, T).tril()
     n = w.sum() * (s.numel() / w.numel())
     dev = s * w - (s * w).sum() / n * w
-    assert torch.equal(_masked_moments(s, w)[1], ((dev * dev).sum() / (n - 1)).sqrt())
+    std, lo, hi = _masked_moments(s, w)
+    assert torch.equal(std, ((dev * dev).sum() / (n - 1)).sqrt())
+    assert torch.equal(torch.stack([lo, hi]), torch.stack(torch.aminmax(s * w)))
+
+
+def test_the_dominant_weight_is_split_where_it_always_was():
+    """A weight counts as its row's dominant one above _DOMINANT, exactly where floor(p * 1.999),
+    the first recorded definition, reaches 1: every float32 from 0.49 to 0.51 is checked (p * 1.999
+    only grows with p, so no other weight in [0, 1] can fall on the other side)."""
+    from attnlab.diagnostics import _DOMINANT
+
+    lo, hi = (torch.tensor(v, dtype=torch.float32).view(torch.int32).item() for v in (0.49, 0.51))
+    p = torch.arange(lo, hi, dtype=torch.int32).view(torch.float32)
+    assert torch.equal((p * 1.999).floor() >= 1, p > _DOMINANT)
+    assert (p > _DOMINANT).any() and not (p > _DOMINANT).all()  # the boundary lies inside
+
+
+@pytest.mark.parametrize("shift", [0.0, 3.0, -40.0])
+def test_q_and_k_spread_is_torch_std_within_float32_rounding(shift):
+    """q_std and k_std are computed in two float32 passes instead of torch.std's float64 loop: the
+    recorded number may move in its last bits, never by more than 1e-6 of itself."""
+    from attnlab.diagnostics import _std
+
+    g = torch.Generator().manual_seed(7)
+    for scale in (1e-3, 0.2, 30.0):
+        q = (torch.randn(32, 64, 4, 32, generator=g) * scale + shift * scale).transpose(1, 2)  # a strided view
+        assert math.isclose(_std(q).item(), q.std().item(), rel_tol=1e-6)
+    assert math.isnan(_std(torch.tensor([float("nan"), 1.0])).item())
