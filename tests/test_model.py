@@ -314,3 +314,22 @@ def test_recording_equals_the_diagnostics_of_the_captured_taps():
         q, k, s, p = (got[f"blocks.{i}.attn.{t}"][0] for t in RECORDED_TAPS)
         want = [float(v) for v in pattern_summary(s, p, q, k).values()]
         assert [block.attn.last_diag[key] for key in DIAG_KEYS] == want
+
+
+@pytest.mark.parametrize("n_head", [4, 1])
+def test_keys_laid_out_per_head_change_no_bit_of_the_written_out_step(n_head):
+    """The written-out path copies k to one block per head before q·kᵀ (so kᵀ is a view the matrix
+    multiply reads, not a strided transpose it copies): on this machine the scores, the output and
+    every gradient are bit for bit those of k as the projection laid it out (the chapter's model,
+    d_head 32, and the case's n_head 1), so recorded runs are the runs recorded before the copy."""
+    B, T, nh, hs = 8, 64, n_head, 128 // n_head
+    g = torch.Generator().manual_seed(5)
+    qkv = torch.randn(B, T, 3 * nh * hs, generator=g, requires_grad=True)
+    grads, outs = [], []
+    for contiguous in (False, True):
+        q, k, v = (t.view(B, T, nh, hs).transpose(1, 2) for t in qkv.split(nh * hs, dim=2))  # (B, nh, T, hs)
+        y = attention(q, k.contiguous() if contiguous else k, v, hs**-0.5)
+        (g_qkv,) = torch.autograd.grad((y * y).sum(), qkv)
+        outs.append(y)
+        grads.append(g_qkv)
+    assert torch.equal(outs[0], outs[1]) and torch.equal(grads[0], grads[1])

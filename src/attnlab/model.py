@@ -191,7 +191,9 @@ class CausalSelfAttention(nn.Module):
         """:func:`attention` written out when someone listens on a tap, else the fused kernel."""
         taps = (self.tap_q, self.tap_k, self.tap_v, self.tap_scores, self.tap_pattern)
         if any(t.active for t in taps):
-            q, k, v = self.tap_q(q), self.tap_k(k), self.tap_v(v)
+            # k copied to one block per head first: kᵀ in q·kᵀ is then a view the matrix multiply reads
+            # as it is, not a strided transpose it first copies (the same numbers, bit for bit, sooner)
+            q, k, v = self.tap_q(q), self.tap_k(k.contiguous()), self.tap_v(v)
             return attention(q, k, v, self.scale, causal, tap_scores=self.tap_scores, tap_weights=self.tap_pattern)
         Tq, Tk = q.shape[2], k.shape[2]
         if Tq == Tk or not causal:
