@@ -102,9 +102,6 @@ def test_bench_train_tiny_end_to_end():
         pytest.approx(rows["attnlab record_every=1"]["ms_rounds"][0] / rows["attnlab record_every=0"]["ms_rounds"][0])
     ]
     assert rec["cpu_ratio"]["median"] > 0 and "load_start" in rec and rec["cpus"] >= 1
-    assert rec["fastest"]["wall"] == pytest.approx(
-        min(rows["attnlab record_every=1"]["ms_rounds"]) / min(rows["attnlab record_every=0"]["ms_rounds"])
-    )
     assert "recording: attnlab record_every=1 / attnlab record_every=0 = " in format_train(r)
     assert (
         bench_train(

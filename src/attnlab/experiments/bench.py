@@ -265,8 +265,7 @@ def recording_cost(
 
     The ratio is taken per round (the two steps ran seconds apart, under the same load) and its
     median reported, with the quartiles, for wall time and for this process's CPU time (which a busy
-    machine inflates less); with the 1-minute load at the start and end of the timing. ``fastest``
-    divides each variant's fastest round: the rounds other processes disturbed least."""
+    machine inflates less); with the 1-minute load at the start and end of the timing."""
     rec = next((r for r in records if r > 0), None)
     if rec is None or 0 not in records:
         return None
@@ -284,7 +283,6 @@ def recording_cost(
         "ms_recorded": statistics.median(times[a]) * 1e3,
         "wall_ratio": ratios(times),
         "cpu_ratio": ratios(cpu),
-        "fastest": {"wall": min(times[a]) / min(times[b]), "cpu": min(cpu[a]) / min(cpu[b])},
         "load_start": load_start,
         "load_end": load_end,
         "cpus": machine_cpus(),
@@ -558,8 +556,7 @@ def format_train(result: dict) -> str:
                 f"  recording: {rc['recorded']} / {rc['unrecorded']} = {w['median']:.3f} wall "
                 f"(quartiles {w['q1']:.3f}-{w['q3']:.3f}), {u['median']:.3f} CPU time "
                 f"(quartiles {u['q1']:.3f}-{u['q3']:.3f}); per-round ratios, median; "
-                f"load {load} on {rc['cpus']} CPUs; fastest round of each: {rc['fastest']['wall']:.3f} wall, "
-                f"{rc['fastest']['cpu']:.3f} CPU time"
+                f"load {load} on {rc['cpus']} CPUs"
             )
         sn = c.get("snapshots")
         if sn:
