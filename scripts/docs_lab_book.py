@@ -469,19 +469,46 @@ def _minutes(s: float) -> str:
 
 
 def case_plan_block(plans) -> str:
-    from attnlab.lab.plan import pack
-
     case, _, _, first = plans
     secs = {c.run.name: c.seconds for c in case.costs}
-    t_first = pack([secs[n] for n in first], 2)
-    t_all = pack(list(secs.values()), 2)
+    t_first = case.before_s + case.batch_walls(2)[0]  # the sweeps, the first batch and its report
+    t_all = case.wall_at(2)
     core = sum(secs.values()) / 3600
     return (
-        f"时间 / time：`attnlab case --plan --workers 2` 按仓库提交的计时记录估计（两个单线程 worker，不含安装）："
+        f"时间 / time：`attnlab case --plan --workers 2` 按仓库提交的计时记录估计（两个单线程 worker，含扫描与报告，不含安装）："
         f"第一份报告（{len(first)} 个运行）约 {_minutes(t_first)}，完整案例 {len(secs)} 个运行、{core:.2f} 核时，约 "
-        f"{_minutes(t_all)}。 *The plan (two one-thread workers, setup not included): the first report after about "
-        f"{_minutes(t_first)}, the whole case ({len(secs)} runs, {core:.2f} core-hours) after about {_minutes(t_all)}.*"
+        f"{_minutes(t_all)}。 *The plan (two one-thread workers, sweeps and reports in, setup not): the first report "
+        f"after about {_minutes(t_first)}, the whole case ({len(secs)} runs, {core:.2f} core-hours) after about "
+        f"{_minutes(t_all)}.*"
     )
+
+
+# fresh clones' `make case` on idle 2-core machines, as docs/case.md's table states them: (date, whole, training) s
+CASE_MEASURED = (("2026-12-04", 40 * 60 + 29, 38 * 60 + 48),)
+
+
+def case_time_block(plans) -> str:
+    """What `case --plan --workers 2` says now, part by part, beside the measured fresh clones."""
+    from attnlab.lab.plan import duration
+
+    case = plans[0]
+    train, wall = case.train_wall_s(2), case.wall_at(2)
+    n, batches = len(case.todo), sum(1 for w in case.batch_walls(2) if w)
+    parts = (
+        f"计时训练 / timed training {duration(train)} + 每个运行计时之外的进程 / each run's process beside its timed "
+        f"loop {case.run_extra_s:.0f} s × {n} + 初始化扫描 / init sweeps {duration(case.before_s)} + 每批之后的报告 / "
+        f"the report after each batch {case.batch_s:.0f} s × {batches}"
+    )
+    lines = [
+        f"计划 / the plan (`attnlab case --plan --workers 2`): {duration(wall)} = {parts}（分批打包 / packed "
+        f"batch by batch；不含安装和批间的测量 / setup and the measurement between batches not counted）。"
+    ]
+    for date, whole, training in CASE_MEASURED:
+        lines.append(
+            f"{date}：实测 / measured {whole / wall:.2f} × 计划 / the plan (训练 / training {training / train:.2f} × "
+            f"计时训练 / the timed training)。"
+        )
+    return "\n".join(lines)
 
 
 # (where, how many runs at once)
@@ -494,8 +521,6 @@ BOOK_PLAN_ROWS = (
 
 
 def book_plan_block(plans) -> str:
-    from attnlab.lab.plan import pack
-
     _, book, quick, _ = plans
     secs = [c.seconds for c in book.costs]
     core = sum(secs) / 3600
@@ -506,7 +531,7 @@ def book_plan_block(plans) -> str:
         "|---|---|---|---|",
     ]
     for where, slots in BOOK_PLAN_ROWS:
-        lines.append(f"| {where} | {slots} | {core:.2f} | ≈ {_minutes(pack(secs, slots))} |")
+        lines.append(f"| {where} | {slots} | {core:.2f} | ≈ {_minutes(book.wall_at(slots))} |")
     lines += [
         "",
         f"再多的 CPU 也快不过最长的一个运行（约 {_minutes(max(secs))}，单线程）。*No number of CPUs beats the longest "
@@ -791,6 +816,7 @@ def pages() -> dict[Path, list[tuple[str, Callable[[], str]]]]:
             ("case-head-findings", lambda: head_findings_block(_json("data/head_portrait.json"))),
             ("case-wd", lambda: wd_block(case)),
             ("case-repro", repro_block),
+            ("case-plan-time", lambda: case_time_block(plan())),
         ],
         DOCS / "scale-out.md": [("book-plan", lambda: book_plan_block(plan())), ("plan-check", plan_check_block)],
         DOCS / "speed.md": [("bench-executors", bench_executors_block)],

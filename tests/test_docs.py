@@ -118,15 +118,17 @@ def test_numbers_the_docs_once_had_wrong_are_gone():
 
 
 def test_readme_plan_times_are_the_plans():
-    """The README's case times are `attnlab case --plan`'s, on two workers, from the committed records."""
+    """The README's case times are `attnlab case --plan`'s, on two workers, from the committed records
+    and factors (its sweeps, each run's process and the reports included)."""
     from attnlab.lab.plan import pack
 
     gen = _generator()
     case, _, _, first = gen._plans()
     secs = [c.seconds for c in case.costs]
+    assert case.wall_at(2) > pack(secs, 2)  # more than the runs' timed training
     page = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"完整案例 {len(secs)} 个运行、{sum(secs) / 3600:.2f} 核时，约 {gen._minutes(pack(secs, 2))}" in page
-    assert f"第一份报告（{len(first)} 个运行）" in page
+    assert f"完整案例 {len(secs)} 个运行、{sum(secs) / 3600:.2f} 核时，约 {gen._minutes(case.wall_at(2))}" in page
+    assert f"第一份报告（{len(first)} 个运行）约 {gen._minutes(case.before_s + case.batch_walls(2)[0])}" in page
 
 
 # files the pages name, as a reader would look for them: lab entries, scripts, committed data

@@ -85,7 +85,10 @@ def test_full_book_plan_comes_from_the_committed_records(tmp_path, capsys):
     each = [cal.own.get(r.name) or cal.seconds(r.cfg) for r in runs]
     assert got["todo"] == len(runs) and got["done"] == 0  # nothing on disk under tmp_path
     assert got["core_s"] == pytest.approx(sum(each), abs=18)  # printed to 0.01 core-h
-    assert f"wall ≈ {pack(each, 2) / 3600:.1f} h" in out
+    plan = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, options=ExecutorOptions("local", workers=2))
+    extra = [e + plan.run_extra_s for e in each]  # each run's process beside its timed loop (Factors)
+    assert f"wall ≈ {pack(extra, plan.slots) / 3600:.1f} h" in out
+    assert plan.run_extra_s > 0 and "墙钟包含 / the wall holds" in out and "not counted: setup" in out
     assert "校准 / calibrated on" in out and "搁置 / set aside" in out
     # no committed lab-book record says its cores were idle: none of them calibrates
     assert all(r.state != "idle" for r in timed)
@@ -247,3 +250,92 @@ def test_case_plan_and_its_bad_input(tmp_path, capsys):
     assert main(["case", "--plan", "--executor", "slurm", "--slurm-time", "soon", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--slurm-time" in err
+
+
+# ---------------------------------------------------------------------------- beside the training
+def a_plan(secs: dict, **kw):
+    """A plan of runs with these timed seconds (nothing on disk)."""
+    from attnlab.config import Config
+    from attnlab.lab.plan import Plan, RunCost
+    from attnlab.runner import Run
+
+    costs = [RunCost(Run(n, Config(seed=i)), s, s, False, False) for i, (n, s) in enumerate(secs.items())]
+    return Plan("t", "local", 2, 2, "", costs=costs, **kw)
+
+
+def test_the_wall_holds_batches_processes_sweeps_and_reports():
+    """The model's arithmetic: sweeps before, then each batch packed longest first with each run's
+    process beside its timed loop, then the report; a run alone is `concurrency` times faster than
+    the records (timed two at once) say."""
+    secs = {"a": 300.0, "b": 300.0, "c": 100.0, "d": 100.0, "e": 100.0}
+    plain = a_plan(secs)
+    assert plain.wall_s == pack(list(secs.values()), 2) == 500  # no factors: the timed training alone
+    p = a_plan(
+        secs,
+        batches=[["a", "c", "d"], ["b", "e"]],
+        run_extra_s=5.0,
+        before_s=60.0,
+        batch_s=4.0,
+        concurrency=1.25,
+        calibrated_at=2,
+    )
+    first = pack([305, 105, 105], 2) + 4  # 305 | 105 + 105 = 210: 305, then the report
+    second = pack([305, 105], 2) + 4
+    assert p.batch_walls() == [first, second] == [309, 309]
+    assert p.wall_s == p.wall_at(2) == 60 + 309 + 309
+    assert p.train_wall_s() == 300 + 300  # the timed training alone, batch after batch
+    # one slot: a run alone is 1.25 x faster than the records timed two at once say
+    assert p.wall_at(1) == pytest.approx(60 + (500 / 1.25 + 15 + 4) + (400 / 1.25 + 10 + 4))
+    assert p.speed(1) == pytest.approx(0.8) and p.speed(4) == 1.0
+    lone = a_plan(secs, concurrency=1.25, calibrated_at=1)  # records timed alone: two at once are slower
+    assert lone.wall_at(2) == pytest.approx(500 * 1.25) and lone.wall_at(1) == 900
+    done = a_plan({}, before_s=60.0, batch_s=4.0, batches=[["a"]])
+    assert done.wall_s == 0  # nothing to train: no sweep, no report counted
+
+
+def test_case_plan_prices_the_committed_factors_by_its_calibration(tmp_path, capsys):
+    """`case --plan`: the factors of data/bench_case_plan.json, each a multiple of its reference run,
+    priced by the plan's own calibration; the batches are the case's; and it says what it holds."""
+    from attnlab.lab.case.run import CaseSettings, case_stages
+    from attnlab.lab.plan import FACTORS, case_plan, read_factors
+
+    f = read_factors(COMMITTED.parent / FACTORS)
+    assert f.reference is not None and f.source == "data/bench_case_plan.json"
+    settings = CaseSettings(execution=ExecutorOptions("local", workers=2))
+    p = case_plan(settings, tmp_path, EXPERIMENTS, records_dir=COMMITTED)
+    ref = p.calibration.seconds(f.reference)
+    assert p.run_extra_s == pytest.approx(f.outside_timed * ref)
+    assert p.before_s == pytest.approx(f.sweeps * ref) and p.batch_s == pytest.approx(f.report * ref)
+    assert p.batches == [[r.name for r in b] for _, b in case_stages(settings)]
+    left = {c.run.name: c.left_s for c in p.todo}
+    k = p.speed(2)
+    walls = [pack([left[n] * k + p.run_extra_s for n in b], 2) + p.batch_s for b in p.batches]
+    assert p.wall_at(2) == pytest.approx(p.before_s + sum(walls))
+    assert p.wall_at(2) > p.train_wall_s(2) >= pack(list(left.values()), 2)  # more than the training alone
+    assert main(["case", "--plan", "--out", str(tmp_path), "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "墙钟包含 / the wall holds: timed training" in out and "init sweeps" in out and "report and figures" in out
+    assert "not counted: setup (pip install)" in out and "5 batch(es) one after another" in out
+    # no factors beside the records: the timed training alone, and the plan says what it leaves out
+    shutil.copytree(COMMITTED, tmp_path / "bare" / "data" / "lab_book")
+    shutil.copy(COMMITTED.parent / "plan_check.json", tmp_path / "bare" / "data" / "plan_check.json")
+    bare = case_plan(settings, tmp_path / "bare", EXPERIMENTS)
+    assert bare.run_extra_s == bare.before_s == bare.batch_s == 0 and bare.concurrency == 1.0
+    assert bare.wall_at(2) == pytest.approx(bare.train_wall_s(2))
+    assert "no factors measured" in render_of(bare)
+
+
+def render_of(plan) -> str:
+    from attnlab.lab.plan import render
+
+    return render(plan)
+
+
+def test_damaged_factors_are_one_line(tmp_path):
+    from attnlab.lab.plan import FACTORS, PlanError, read_factors
+
+    path = tmp_path / FACTORS
+    path.write_text(json.dumps({"kind": "bench_case_plan", "factors": {"sweeps": "x"}}), "utf-8")
+    with pytest.raises(PlanError, match="bench_case_plan.json") as e:
+        read_factors(path)
+    assert "\n" not in str(e.value) and "scripts/bench_case_plan.py" in str(e.value)

@@ -196,6 +196,25 @@ TABLE = [
         ],
     ),
     (
+        "bench_case_plan",
+        {
+            "kind": "bench_case_plan",
+            "factors": {
+                "reference": {"config": {"d_model": 128}, "cpu_s": 20.5},
+                "outside_timed": 0.2,
+                "sweeps": 3.1,
+                "report": 0.1,
+                "concurrency": 1.02,
+            },
+        },
+        [
+            ("factors.reference.cpu_s", 0.0, "factors.reference.cpu_s: 0.0 should be greater than 0"),
+            ("factors.sweeps", -1.0, "factors.sweeps: -1.0"),
+            ("factors.concurrency", True, "factors.concurrency is a boolean"),
+            ("factors", "-", "factors is missing"),
+        ],
+    ),
+    (
         "tokenizer",
         {"type": "char", "itos": ["<pad>", "<unk>", "春"]},
         [("itos", "abc", "itos is str"), ("itos[2]", 3, "itos[2] is int"), ("type", "bpe", "type: 'bpe'")],
@@ -337,6 +356,7 @@ def test_every_committed_json_has_its_declared_shape():
     files["sweep"] = [DATA / "sweep_critical_dimension.json"]
     files["failures"] = [DATA / "failure_symptoms.json"]
     files["plan_check"] = [DATA / "plan_check.json"]
+    files["bench_case_plan"] = [DATA / "bench_case_plan.json"]
     files["claims_registry"] = [DATA / "claims_registry.json"]
     files["run_store"] = [DATA / "run_store.json"]
     files["shipped_manifest"] = [REPO_ROOT / "src" / "attnlab" / "data" / "case_runs" / "manifest.json"]

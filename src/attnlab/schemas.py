@@ -28,6 +28,7 @@ One schema per kind (:data:`KINDS`):
   run_timing        RUN/timing.json
   tokenizer         RUN/tokenizer.json
   plan_check        data/plan_check.json (``python scripts/plan_check.py``)
+  bench_case_plan   data/bench_case_plan.json (``python scripts/bench_case_plan.py``)
   site_mark         SITE/.attnlab-site.json, the files ``attnlab site`` wrote there
   onnx_manifest     data/case_onnx/manifest.json (``python scripts/export_onnx.py``)
   slurm_config      ``--slurm-config`` (TOML or JSON)
@@ -494,6 +495,29 @@ class PlanCheck(_Open):
     runs: list[PlanCheckRun]
 
 
+class BenchReference(_Open):
+    """The run the factors are multiples of: its config and its timed CPU seconds alone."""
+
+    config: dict[Str, Any]
+    cpu_s: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+
+
+class BenchFactors(_Open):
+    reference: BenchReference
+    outside_timed: NonNeg
+    sweeps: NonNeg
+    report: NonNeg
+    concurrency: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+
+
+class BenchCasePlan(_Open):
+    """data/bench_case_plan.json: what `make case` spends beside its runs' timed training
+    (scripts/bench_case_plan.py), as multiples of one reference run."""
+
+    kind: Literal["bench_case_plan"] = "bench_case_plan"
+    factors: BenchFactors
+
+
 class TokenizerFile(_Open):
     type: Literal["char"] = "char"
     itos: list[Str]
@@ -728,6 +752,7 @@ KINDS: dict[str, tuple[type[BaseModel] | Any, str]] = {
     "run_timing": (RunTiming, "delete it (the run's training time is then unknown)"),
     "tokenizer": (TokenizerFile, "train the run again (attnlab train --overwrite)"),
     "plan_check": (PlanCheck, "python scripts/plan_check.py"),
+    "bench_case_plan": (BenchCasePlan, "python scripts/bench_case_plan.py"),
     "site_mark": (SiteMark, "it is not a mark attnlab wrote: give a new or empty folder"),
     "onnx_manifest": (OnnxManifest, "reinstall attnlab, or in a checkout run `python scripts/export_onnx.py`"),
     "slurm_config": (SlurmConfig, "fix the file (see `attnlab book --help`, --slurm-config)"),

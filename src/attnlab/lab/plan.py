@@ -25,6 +25,17 @@ without either, on decide's default rate. The plan says which it did and how man
 aside. A run whose own record calibrates costs its own seconds (not in ``--quick``, whose runs
 are not the records'). Per-run speed is that of one thread (the book's small models gain little
 from more).
+
+The records time a run's training loop only. The wall time adds what ``scripts/bench_case_plan.py``
+measured beside it (``data/bench_case_plan.json``, :class:`Factors`, each a multiple of one
+reference run that the calibration prices, so it follows the records' machine): each run's work
+outside its timed loop (its worker process, the corpus and tokenizer, the summary), a run's speed
+with others beside it (the records were timed two at once: a run alone is faster, and runs timed
+alone would be slower two at once) and, for ``case --plan``, the case's init sweeps before the
+first run and its report and figures after every batch, the batches trained one after another
+(``case_stages``: each batch packed on its own, the next waits for the last run of the one before).
+Not counted: the setup (pip install) and the case's measurement between batches. ``--quick`` plans
+go without the factors (they price full-size runs).
 """
 
 from __future__ import annotations
@@ -52,6 +63,27 @@ class PlanError(AttnlabError):
 
 MIN_RECORDS = 3  # idle runs (else runs with CPU time) needed to calibrate on them
 PLAN_CHECK = "plan_check.json"  # scripts/plan_check.py's runs, in data/ beside data/lab_book/
+FACTORS = "bench_case_plan.json"  # scripts/bench_case_plan.py's factors, in data/ beside data/lab_book/
+
+
+@dataclass(frozen=True)
+class Factors:
+    """What ``make case`` spends beside its runs' timed training, as scripts/bench_case_plan.py
+    measured it (data/bench_case_plan.json): each a multiple of the timed CPU seconds of one
+    reference run (the case's small model, a few hundred steps), which the plan prices with its
+    calibration like any run, so the factors carry to a machine of another speed. None of them
+    measured: all 0 (and the concurrency 1)."""
+
+    reference: Config | None = None
+    outside_timed: float = 0.0  # a run's process beside its timed loop: start, imports, corpus, summary
+    sweeps: float = 0.0  # the case's init sweeps (before any training)
+    report: float = 0.0  # the case's report and figures, written after every batch
+    concurrency: float = 1.0  # a run's timed CPU seconds two at once on two cores over alone
+    source: str = ""
+
+    def seconds(self, cal: Calibration, factor: float) -> float:
+        """``factor`` reference runs in seconds, priced by ``cal``."""
+        return factor * cal.seconds(self.reference) if self.reference is not None else 0.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +156,14 @@ class Plan:
     rate: float = DEFAULT_S_PER_COST  # seconds per unit of train_cost (the calibration's pooled rate)
     calibration: Calibration | None = None
     owner: dict[str, str] = field(default_factory=dict)  # run name -> first experiment declaring it
+    # beside the runs' timed training (Factors, priced by the calibration; 0 where not measured):
+    batches: list[list[str]] | None = None  # run names trained one batch after another (None: one batch)
+    run_extra_s: float = 0.0  # each run's process beside its timed loop
+    before_s: float = 0.0  # before the first run (the case's init sweeps)
+    batch_s: float = 0.0  # after each batch that trains (the case's report and figures)
+    concurrency: float = 1.0  # a run's timed seconds two (or more) at once over alone
+    calibrated_at: int = 1  # runs at once when the calibration's records were timed
+    factors_from: str = ""
 
     @property
     def todo(self) -> list[RunCost]:
@@ -137,14 +177,47 @@ class Plan:
     def core_s(self) -> float:
         return sum(c.left_s for c in self.todo)
 
+    def speed(self, slots: int) -> float:
+        """A run's timed seconds on ``slots`` runs at once over what the calibration says (records
+        timed two at once say ``concurrency`` times more than a run alone takes, and the reverse)."""
+        at = lambda k: self.concurrency if k > 1 else 1.0  # noqa: E731
+        return at(slots) / at(self.calibrated_at)
+
+    def batch_walls(self, slots: int | None = None) -> list[float]:
+        """Each batch's wall time on ``slots`` (default the plan's): its runs packed longest first,
+        each with its process beside the timed loop, then what follows the batch."""
+        slots = slots or self.slots
+        left = {c.run.name: c.left_s for c in self.todo}
+        batches = self.batches if self.batches is not None else [list(left)]
+        k = self.speed(slots)
+        walls = []
+        for names in batches:
+            secs = [left[n] * k + self.run_extra_s for n in names if n in left]
+            walls.append(pack(secs, slots) + self.batch_s if secs else 0.0)
+        return walls
+
+    def train_wall_s(self, slots: int | None = None) -> float:
+        """The runs' timed training alone, packed as the batches are (no process, sweep or report)."""
+        slots = slots or self.slots
+        left = {c.run.name: c.left_s * self.speed(slots) for c in self.todo}
+        batches = self.batches if self.batches is not None else [list(left)]
+        return sum(pack([left[n] for n in b if n in left], slots) for b in batches if any(n in left for n in b))
+
+    def wall_at(self, slots: int) -> float:
+        """The plan's wall time on ``slots`` runs at once: sweeps, batches and reports."""
+        walls = self.batch_walls(slots)
+        return (self.before_s if any(walls) else 0.0) + sum(walls)
+
     @property
     def wall_s(self) -> float:
-        return pack([c.left_s for c in self.todo], self.slots)
+        return self.wall_at(self.slots)
 
 
 def pack(seconds: Sequence[float], slots: int) -> float:
     """Wall time of running jobs of these durations on ``slots`` slots, longest first, each to the
     slot that frees first (the runner's order: longest first, next free worker)."""
+    if not seconds:
+        return 0.0
     loads = [0.0] * max(1, min(slots, len(seconds)))  # more slots than jobs: the extra ones stay idle
     for s in sorted(seconds, reverse=True):
         heapq.heapreplace(loads, loads[0] + s)
@@ -235,6 +308,37 @@ def read_check_records(path: Path) -> list[RunRecord]:
             raise PlanError(f"{path}: run {r['name']}: {e}; run `python scripts/plan_check.py` again") from None
         out.append(run_record(r["name"], "plan_check", cfg, r["seconds"], r))
     return out
+
+
+def read_factors(path: Path) -> Factors:
+    """scripts/bench_case_plan.py's factors (data/bench_case_plan.json); none when it is absent."""
+    from ..schemas import load
+
+    if not (path.exists() or path.is_symlink()):
+        return Factors()
+    f = load("bench_case_plan", path, error=PlanError)["factors"]
+    try:
+        ref = Config.from_dict(f["reference"]["config"])
+    except AttnlabError as e:
+        raise PlanError(
+            f"{path}: factors.reference.config: {e}; run `python scripts/bench_case_plan.py` again"
+        ) from None
+    # two runs on two idle cores are never faster than one alone: a ratio below 1 is the noise of
+    # shared cores (where "alone" had other processes beside it), counted as 1
+    concurrency = max(1.0, f["concurrency"])
+    return Factors(ref, f["outside_timed"], f["sweeps"], f["report"], concurrency, f"data/{path.name}")
+
+
+def calibrated_at(cal: Calibration, records_dir: Path) -> int:
+    """Runs at once when the calibration's records were timed: scripts/plan_check.py's workers
+    (data/plan_check.json) where its runs calibrate, else one (a lab-book run's record says nothing
+    of the others beside it)."""
+    from ..schemas import load
+
+    path = Path(records_dir).parent / PLAN_CHECK
+    if not any(r.source == "plan_check" for r in cal.used) or not path.is_file():
+        return 1
+    return max(1, int(load("plan_check", path, error=PlanError).get("workers") or 1))
 
 
 def calibrate(records: Sequence[RunRecord], unknown_sums: int = 0) -> Calibration:
@@ -379,6 +483,8 @@ def make_plan(
     for e in registry:
         for r in e.runs(scale):
             owner.setdefault(r.name, e.id)
+    # the factors price full-size runs: a --quick plan (its own calibration, tiny runs) goes without
+    f = read_factors(Path(records_dir).parent / FACTORS) if not scale.quick else Factors()
     return Plan(
         title,
         options.executor,
@@ -391,6 +497,10 @@ def make_plan(
         rate=cal.rate,
         calibration=cal,
         owner=owner,
+        run_extra_s=f.seconds(cal, f.outside_timed),
+        concurrency=f.concurrency,
+        calibrated_at=calibrated_at(cal, records_dir),
+        factors_from=f.source,
     )
 
 
@@ -410,7 +520,7 @@ def book_plan(chosen: Sequence, root: Path, scale: Scale, registry: Sequence, **
 def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw) -> Plan:
     """The case study's runs (attnlab case) under out/runs, costed from the lab book's records
     (the case's runs are the book's by name), executed as ``settings.execution`` says."""
-    from .case.run import case_runs
+    from .case.run import case_runs, case_stages
 
     groups, _ = case_runs(settings)
     runs = [r for g in groups for r in g]
@@ -426,6 +536,11 @@ def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw
         **kw,
     )
     plan.owner = {}  # the breakdown by kind of run (small_scaled, big_unscaled, ...), not by experiment
+    plan.batches = [[r.name for r in batch] for _, batch in case_stages(settings)]  # the report after each
+    if not quick:
+        f = read_factors(Path(records_dir).parent / FACTORS)
+        plan.before_s = f.seconds(plan.calibration, f.sweeps)
+        plan.batch_s = f.seconds(plan.calibration, f.report)
     return plan
 
 
@@ -452,7 +567,10 @@ def render(p: Plan) -> str:
         + (f" ({resumes} resume from a checkpoint)" if resumes else "")
         + f"; 已完成 / finished on disk: {len(done)} run(s)",
         f"  估计 / estimate: {core_time(p.core_s)}; 墙钟 / wall ≈ {duration(p.wall_s)} "
-        f"(longest first onto {p.slots} slot(s), one thread per run)",
+        f"(longest first onto {p.slots} slot(s), one thread per run"
+        + (f", {sum(1 for w in p.batch_walls() if w)} batch(es) one after another" if p.batches else "")
+        + ")",
+        *wall_lines(p),
     ]
     per: dict[str, list[float]] = {}
     for c in todo:
@@ -465,6 +583,32 @@ def render(p: Plan) -> str:
         )
     lines += calibration_lines(p.calibration or Calibration("default", p.rate), p.records_from)
     return "\n".join(lines)
+
+
+def wall_lines(p: Plan) -> list[str]:
+    """What the wall time holds beside the runs' timed training, and what it leaves out."""
+    todo = len(p.todo)
+    if not todo:
+        return []
+    batches = sum(1 for w in p.batch_walls() if w)
+    parts = [f"timed training {duration(p.train_wall_s())}"]
+    if p.run_extra_s:
+        parts.append(f"each run beside its timed loop (its process, corpus, summary) {p.run_extra_s:.0f} s x {todo}")
+    if p.before_s:
+        parts.append(f"init sweeps {duration(p.before_s)}")
+    if p.batch_s:
+        parts.append(f"report and figures {p.batch_s:.0f} s x {batches} batch(es)")
+    k = p.speed(p.slots)
+    if p.factors_from:
+        parts.append(
+            f"a run beside another {p.concurrency:.2f} x one alone (x{k:.2f} here: the records were timed "
+            f"{p.calibrated_at} at once)"
+        )
+    where = f" ({p.factors_from}, priced by the calibration)" if p.factors_from else ""
+    left = "setup (pip install)" + (", the measurement between batches" if p.batches else "")
+    if not p.factors_from:
+        left += ", each run's process beside its timed training (no factors measured: scripts/bench_case_plan.py)"
+    return [f"  墙钟包含 / the wall holds: {', '.join(parts)}{where}; 不含 / not counted: {left}"]
 
 
 def _sources(used: Sequence[RunRecord]) -> str:
