@@ -287,6 +287,37 @@ TABLE = [
         ],
     ),
     (
+        "confirmatory_plan",
+        {
+            "kind": "confirmatory_plan",
+            "frozen": "71af59c",
+            "seed_start": 20270000,
+            "budget_core_s": 21600.0,
+            "spent_core_s": 100.0,
+            "runs": {"case": ["small_scaled_s20270000"]},
+            "claims": {
+                "c1": {
+                    "experiment": "case",
+                    "seeds": 3,
+                    "power": 0.9,
+                    "core_s": 100.0,
+                    "bought": True,
+                    "why": "power 90% at 3 seeds",
+                    "spec": {"rule": "value", "params": {"book": 4.0, "tol": 0.17}, "reads": "x"},
+                    "spec_sha256": "0123456789abcdef",
+                }
+            },
+        },
+        [
+            ("seed_start", "20270000", "seed_start is str"),
+            ("seed_start", -1, "seed_start: -1"),
+            ("claims.c1.seeds", 2.5, "claims.c1.seeds"),
+            ("claims.c1.bought", "yes", "claims.c1.bought"),
+            ("budget_core_s", float("nan"), "budget_core_s"),
+            ("runs", ["a"], "runs is list"),
+        ],
+    ),
+    (
         "run_store",
         {
             "kind": "run_store",
@@ -359,6 +390,7 @@ def test_every_committed_json_has_its_declared_shape():
     files["bench_case_plan"] = [DATA / "bench_case_plan.json"]
     files["claims_registry"] = [DATA / "claims_registry.json"]
     files["run_store"] = [DATA / "run_store.json"]
+    files["confirmatory_plan"] = [DATA / "confirmatory_plan.json"]
     files["shipped_manifest"] = [REPO_ROOT / "src" / "attnlab" / "data" / "case_runs" / "manifest.json"]
     published = REPO_ROOT / "src" / "attnlab" / "data" / "published" / "ch1_case.json"
     if published.is_file():
