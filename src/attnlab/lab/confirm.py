@@ -674,7 +674,20 @@ def _claims_of(e, base, start: int, n: int, root: Path, text: str) -> dict[str, 
     seen = set((res.get("per_seed") or {}).keys())
     if seen - allowed:
         raise ConfirmError(f"{e.id}: numbers of seeds {sorted(seen - allowed)[:3]} reached the confirmatory judge")
-    return {c["id"]: c for c in e.judge(res)}
+    from .labbook import judge_input
+
+    inp = judge_input(e, where, res, data=where / "data")  # the entry's own document, never the repository's
+    if e.source is not None:
+        from .runs import member_runs
+
+        used = {
+            int((r.get("config") or {}).get("seed", -1))
+            for key in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
+            for r in member_runs(inp["source"], key)
+        }
+        if not used <= {int(x) for x in allowed}:
+            raise ConfirmError(f"{e.id}: its document holds seeds {sorted(used)[:3]}, not only the round's")
+    return {c["id"]: c for c in e.judge(inp)}
 
 
 def judge_round(root: Path, data: Path, log: Callable[[str], None] = print, scale=None) -> dict:
