@@ -127,6 +127,17 @@ def test_record_keeps_the_looks_and_the_decision_that_crossed():
     assert worse["seq"] == "PASS" and worse["verdict"] != "PASS"
 
 
+def test_a_look_under_another_specification_is_not_kept():
+    """An amended claim starts its looks again: a PASS its old rule crossed at 3 seeds does not make the
+    new rule's sequential verdict PASS."""
+    crossed = Q.record([judged([0.9, 1.1, 1.0])], None)[0]
+    assert crossed["seq"] == "PASS"
+    amended = Q.record([judged([0.9, 1.1, 1.0, -3.0, -2.0], sesoi=0.5)], [crossed])[0]
+    assert [x["n"] for x in amended["looks"]] == [5] and amended["seq"] != "PASS"
+    same = Q.record([judged([0.9, 1.1, 1.0, -3.0, -2.0])], [crossed])[0]
+    assert [x["n"] for x in same["looks"]] == [3, 5] and same["seq"] == "PASS"
+
+
 def test_a_pass_at_the_first_look_may_be_undecided_sequentially_and_decide_asks_for_it():
     xs = [0.30, 0.10, 0.35]  # p ~ 0.03: INCONCLUSIVE either way
     c = Q.record([judged([0.30, 0.25, 0.33])], None)[0]  # p < 2.5%: a fixed PASS

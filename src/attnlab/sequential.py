@@ -162,7 +162,10 @@ def record(claims: Sequence[dict], previous: Sequence[Mapping] | None) -> list[d
         if c.get("p") is None or j is None or j.level is None or not c.get("n") or c["n"] < MIN_LOOK:
             continue
         n, level = int(c["n"]), float(j.level)
-        old = [dict(x) for x in (before.get(c["id"], {}).get("looks") or []) if int(x.get("n", 0)) < n]
+        prev = before.get(c["id"], {})
+        # a look taken under another specification (before an amendment) is not a look of this rule
+        same_rule = _rule_of(prev.get("spec")) == _rule_of(c.get("spec"))
+        old = [dict(x) for x in (prev.get("looks") or []) if int(x.get("n", 0)) < n] if same_rule else []
         old = [x for x in old if int(x["n"]) >= MIN_LOOK]
         ns = [int(x["n"]) for x in old] + [n]
         lv = nominal(ns, level)
@@ -179,6 +182,15 @@ def record(claims: Sequence[dict], previous: Sequence[Mapping] | None) -> list[d
         else:
             c["seq"], c["seq_n_needed"] = verdict, (need if verdict == INCONCLUSIVE else None)
     return list(claims)
+
+
+def _rule_of(spec):
+    """A specification without the numbers it judged: its rule, parameters, inputs and parts."""
+    if isinstance(spec, Mapping):
+        return {k: _rule_of(v) for k, v in spec.items() if k != "values"}
+    if isinstance(spec, list):
+        return [_rule_of(v) for v in spec]
+    return spec
 
 
 def _r(x: float) -> float:

@@ -12,7 +12,7 @@
 // the forward pass multiplies without transposing. A column sum (a bias's gradient) is a matMul
 // by a row of ones: the backend's sum over the first axis transposes first and is slower.
 //
-// The attention itself, softmax(q kᵀ·scale + M) v and its backward, runs in onnxruntime-web
+// The attention itself, softmax(q k^T·scale + M) v and its backward, runs in onnxruntime-web
 // (vendored for the playground already): the wasm backend of TensorFlow.js has no fast batched
 // matMul (every (batch, head) product runs in a plain scalar loop, several times slower than
 // onnxruntime's kernels on these shapes; scripts/profile_browser_train.py shows the share). The
@@ -214,7 +214,7 @@ const HEADS = [
   onnxNode("Gather", ["t", "i2"], ["v"], { axis: 0 }),
 ];
 const INDICES = [onnxInt64("i0", [0], []), onnxInt64("i1", [1], []), onnxInt64("i2", [2], [])];
-// forward: s = q kᵀ·scale, p = softmax(s + M), y = p v as (B, T, H, hs)
+// forward: s = q k^T·scale, p = softmax(s + M), y = p v as (B, T, H, hs)
 const ATTN_FORWARD = onnxModel([
   ...HEADS,
   onnxNode("Transpose", ["k"], ["kT"], { perm: [0, 1, 3, 2] }),
