@@ -494,7 +494,8 @@ def rewrites(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _git(root: Path, *args: str) -> str:
+def git_output(root: Path, *args: str) -> str:
+    """The standard output of ``git -C root args``; CalledProcessError when git fails."""
     import subprocess
 
     return subprocess.run(
@@ -511,16 +512,16 @@ def history_problems(path: Path) -> tuple[list[str], str]:
 
     path = Path(path).resolve()
     try:
-        root = Path(_git(path.parent, "rev-parse", "--show-toplevel").strip())
+        root = Path(git_output(path.parent, "rev-parse", "--show-toplevel").strip())
         rel = path.relative_to(root).as_posix()
-        log = _git(root, "log", "--reverse", "--format=%H", "--", rel).split()
-        shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == "true"
+        log = git_output(root, "log", "--reverse", "--format=%H", "--", rel).split()
+        shallow = git_output(root, "rev-parse", "--is-shallow-repository").strip() == "true"
     except (OSError, subprocess.SubprocessError, ValueError):
         return [], "历史未核对：这里没有 git 历史 / history not checked: no git history here"
     versions = []
     for commit in log:
         try:
-            versions.append((commit[:10], json.loads(_git(root, "show", f"{commit}:{rel}"))))
+            versions.append((commit[:10], json.loads(git_output(root, "show", f"{commit}:{rel}"))))
         except (subprocess.SubprocessError, ValueError, RecursionError):
             continue  # the file was deleted in that commit, or is not JSON there: nothing registered
     try:

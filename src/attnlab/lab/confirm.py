@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import verdicts as V
-from ..claims_registry import effective_kind, effective_spec, spec_key
+from ..claims_registry import effective_kind, effective_spec, git_output, spec_key
 from ..errors import AttnlabError
 from ..sequential import N_MAX
 from ..stats import MIN_SEEDS, PASS, POWER, judge_spec, param_value
@@ -457,12 +457,14 @@ RUNS_DIR = "confirm/runs"  # the confirmatory runs (not committed: their numbers
 
 
 def git(root: Path, *args: str) -> str:
+    """``git -C root args`` (attnlab.claims_registry.git_output), a failure as one ConfirmError line."""
     import subprocess
 
-    out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise ConfirmError(f"git {' '.join(args[:2])}: {out.stderr.strip() or 'failed'}")
-    return out.stdout
+    try:
+        return git_output(root, *args)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
+        why = (getattr(e, "stderr", None) or "").strip() or str(e)
+        raise ConfirmError(f"git {' '.join(args[:2])}: {why}") from None
 
 
 def register(plan: ConfirmPlan, data: Path) -> Path:
@@ -551,22 +553,22 @@ def ledger_line(exp: str, finished) -> dict:
     """What the ledger keeps of one finished confirmatory run: enough to see it was trained as planned
     (its config's hash, steps, end losses, the sha256 of its summary) — the numbers the claims read are
     measured from the run folders when the round is judged."""
-    import hashlib as _h
-
     from ..io import read_json
 
-    d = Path(finished.run_dir)
-    summary = read_json(d / "summary.json", max_bytes=10**7) if (d / "summary.json").is_file() else {}
-    raw = (d / "summary.json").read_bytes() if (d / "summary.json").is_file() else b""
+    path = Path(finished.run_dir) / "summary.json"
+    summary = read_json(path, max_bytes=10**7) if path.is_file() else {}  # finite numbers only
+    raw = path.read_bytes() if path.is_file() else b""
     return {
         "experiment": exp,
         "seed": int(finished.run.cfg.seed),
-        "config_sha256": _h.sha256(json.dumps(finished.run.cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
+        "config_sha256": hashlib.sha256(json.dumps(finished.run.cfg.to_dict(), sort_keys=True).encode()).hexdigest()[
+            :16
+        ],
         "steps": summary.get("steps"),
         "val_loss_end": summary.get("val_loss_end"),
         "train_loss_end": summary.get("loss_end"),
         "seconds": round(float(getattr(finished, "seconds", 0.0) or 0.0), 1),
-        "summary_sha256": _h.sha256(raw).hexdigest(),
+        "summary_sha256": hashlib.sha256(raw).hexdigest(),
     }
 
 
@@ -598,8 +600,9 @@ def train(
     ledger["plan_commit"] = plan["registered_commit"]
     done = ledger.setdefault("runs", {})
     text = load_corpus(None, min_chars=200)
-    todo = [(seed, items) for seed, items in batches(runs) if any(r.name not in done for _, r in items)]
-    total = len({r.name for _, items in batches(runs) for _, r in items})  # a run two entries share counts once
+    every = batches(runs)
+    todo = [(seed, items) for seed, items in every if any(r.name not in done for _, r in items)]
+    total = len({r.name for _, items in every for _, r in items})  # a run two entries share counts once
     for seed, items in todo[: max_batches or None]:
         by_name: dict[str, tuple] = {}
         for exp, r in items:  # a run two entries share (the case's) is trained once
