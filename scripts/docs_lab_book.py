@@ -64,12 +64,15 @@ def legacy_records(book: dict) -> dict[str, dict]:
     return {k: t for k, t in per_exp.items() if "per_run" not in t and t.get("compute_s")}
 
 
-def confirmatory_lines() -> list[str]:
-    """The confirmatory round's registration, from data/confirmatory_plan.json (nothing when none)."""
-    path = ROOT / "data" / "confirmatory_plan.json"
-    if not path.is_file():
+def confirmatory_lines(book: dict) -> list[str]:
+    """The confirmatory round's registration, from data/confirmatory_plan.json, and where it stands
+    (attnlab.lab.confirm.headline); nothing when no round is registered."""
+    from attnlab.lab.confirm import standing
+
+    stand = standing(ROOT / "data")
+    if stand is None:
         return []
-    plan = json.loads(path.read_text(encoding="utf-8"))
+    plan = json.loads((ROOT / "data" / "confirmatory_plan.json").read_text(encoding="utf-8"))
     bought = [c for c in plan["claims"].values() if c["bought"] and c["seeds"]]
     return [
         f"验证性一轮 / the confirmatory round：书中论断的规格冻结于 {plan['frozen'][:7]}，在任何新运行之前登记了计划"
@@ -79,7 +82,17 @@ def confirmatory_lines() -> list[str]:
         f"registered before any new run: {len(bought)} claims on fresh seeds within "
         f"{plan['budget_core_s'] / 3600:g} core-hours.*",
         "",
+        f"**{confirm_headline(book, stand)}**",
+        "",
     ]
+
+
+def confirm_headline(book: dict, stand: dict, short: bool = False) -> str:
+    """The round's headline: its confirmatory verdicts beside the book's exploratory ones."""
+    from attnlab.lab.confirm import headline
+
+    seen = {c["id"]: V.verdict_of(c) for sec in book["sections"] for c in sec.get("claims", [])}
+    return headline(stand, seen, short=short)
 
 
 def registration(book: dict) -> str:
@@ -105,7 +118,7 @@ def summary_block(book: dict) -> str:
         f"{registration(book)}（data/claims_registry.json，`attnlab claims --check`；事后登记或修订过的论断，报告中并列"
         "给出按登记规格的判定 / post hoc and amended claims show the verdict of their registered specification beside).",
         "",
-        *confirmatory_lines(),
+        *confirmatory_lines(book),
         "训练时间来自每个运行目录自己的计时记录（单线程核时；和案例共用的运行在每个用到它的实验里都算，合计里只算一次；"
         "“有计时”少于运行数的，是计时功能出现之前训练的运行）。"
         "*Training time from each run's own timing record (one-thread core-hours; a run shared with the case counts in "
@@ -182,10 +195,20 @@ def readme_block(book: dict) -> str:
             f"{n['distinct']} distinct findings), {v['INCONCLUSIVE']} "
             f"INCONCLUSIVE, {v['REPORTED'] + v['NA']} reported or not testable here.*",
             "",
-            f"{registration(book)}。",
+            *readme_confirm(book),
             README_END,
         ]
     )
+
+
+def readme_confirm(book: dict) -> list[str]:
+    """The README's line on the confirmatory round (registration counts: docs/lab-book.md)."""
+    from attnlab.lab.confirm import standing
+
+    stand = standing(ROOT / "data")
+    if stand is None:
+        return [f"{registration(book)}。"]
+    return [f"{confirm_headline(book, stand, short=True)}；登记与修订见 [docs/lab-book.md](docs/lab-book.md)。"]
 
 
 def _replace(page: str, start: str, end: str, block: str, where: Path) -> str:

@@ -267,3 +267,75 @@ def test_the_round_trains_and_judges_once_on_its_own_seeds(tmp_path):
     assert len(doc["claims"]["small_gap_small"]["inputs"]["val_gap"]) == 2
     assert subprocess.run(["git", "-C", str(root), "status", "--porcelain", "data/confirmatory_plan.json"],
                           capture_output=True, text=True).stdout == ""  # fmt: skip
+
+
+# ---------------------------------------------------------------- what the reports show
+
+
+def _round_copy(tmp_path, ledger_runs=0):
+    """The committed plan in a fresh data folder, with ``ledger_runs`` of its runs in the ledger."""
+    import json
+
+    from attnlab.corpus import REPO_ROOT
+
+    data = tmp_path / "data"
+    (data / "confirmatory").mkdir(parents=True)
+    plan = json.loads((REPO_ROOT / "data" / C.PLAN_FILE).read_text(encoding="utf-8"))
+    (data / C.PLAN_FILE).write_text(json.dumps(plan), encoding="utf-8")
+    names = sorted({n for ns in plan["runs"].values() for n in ns})[:ledger_runs]
+    (data / C.LEDGER_FILE).write_text(
+        json.dumps({"kind": "confirmatory_progress", "runs": {n: {} for n in names}}), encoding="utf-8"
+    )
+    return data, plan
+
+
+def test_the_reports_show_each_book_claim_in_the_round_or_why_not(tmp_path):
+    data, plan = _round_copy(tmp_path, ledger_runs=5)
+    got = C.standing(data)
+    assert got["trained"] == 5 and got["runs"] == len({n for ns in plan["runs"].values() for n in ns})
+    assert set(got["claims"]) == set(plan["claims"])
+    for cid, c in plan["claims"].items():
+        row = got["claims"][cid]
+        if c["bought"] and c["seeds"]:
+            assert row["status"] == "pending" and f"{c['seeds']} fresh seeds" in row["text"]
+        elif c["bought"]:
+            assert row["status"] == "exact"
+        else:
+            assert row["status"] in C.WHY_NOT and "not confirmed" in row["text"]
+    assert got["claims"]["lr_book_converges_fastest"]["status"] == C.BEYOND_BUDGET
+    assert got["claims"]["temp_goes_down"]["status"] == C.NO_SEEDS
+    # the texts do not move with the training: a report rebuilt mid-round is the same page
+    later, _ = _round_copy(tmp_path / "later", ledger_runs=40)
+    assert {k: r["text"] for k, r in C.standing(later)["claims"].items()} == {
+        k: r["text"] for k, r in got["claims"].items()
+    }
+    assert "is training" in C.headline(got, {}) and C.standing(tmp_path / "nowhere") is None
+
+
+def test_the_headline_counts_the_confirmatory_verdicts(tmp_path):
+    import json
+
+    data, plan = _round_copy(tmp_path)
+    bought = [cid for cid, c in plan["claims"].items() if c["bought"] and c["seeds"]]
+    verdicts = {cid: {"verdict": "PASS", "holm": "PASS"} for cid in bought}
+    verdicts[bought[0]] = {"verdict": "PASS", "holm": "INCONCLUSIVE"}  # Holm's, not the raw verdict, counts
+    verdicts[bought[1]] = {"verdict": "FAIL", "holm": "FAIL"}
+    (data / C.VERDICTS_FILE).write_text(
+        json.dumps({"kind": "confirmatory_verdicts", "claims": verdicts}), encoding="utf-8"
+    )
+    got = C.standing(data)
+    exploratory = {cid: "PASS" for cid in bought}
+    line = C.headline(got, exploratory)
+    n = len(bought)
+    assert f"{n - 2} PASS after Holm, 1 FAIL, 1 INCONCLUSIVE" in line
+    assert f"{n - 2} of the {n} exploratory PASSes confirmed" in line
+    assert f"{n - 2} of {n} PASS after Holm" in C.headline(got, exploratory, short=True)
+
+    from attnlab.report.lab_book import confirm_text
+
+    assert "differs from the exploratory verdict" in confirm_text({"id": bought[1], "verdict": "PASS"}, got)
+    assert "differs" not in confirm_text({"id": bought[2], "verdict": "PASS"}, got)
+    assert "not in the confirmatory round" in confirm_text({"id": "nowhere", "kind": "book"}, got)
+    (data / C.VERDICTS_FILE).write_text(json.dumps({"kind": "something else"}), encoding="utf-8")
+    with pytest.raises(C.ConfirmError, match="confirm-judge"):
+        C.standing(data)

@@ -286,31 +286,21 @@ def _confirm_register(data: Path, budget: str) -> int:
 
 
 def _confirm_status(data: Path) -> int:
-    """--confirm-status: the registered round beside today's exploratory verdicts."""
+    """--confirm-status: the registered round beside today's exploratory verdicts, claim by claim."""
     from ..io import read_json
-    from ..lab.confirm import LEDGER_FILE, PLAN_FILE, VERDICTS_FILE, registered
+    from ..lab.confirm import LEDGER_FILE, PLAN_FILE, headline, registered, standing
 
-    plan = registered(Path("."), data)
+    plan = registered(Path("."), data)  # the status of a plan that was rewritten is refused
+    stand = standing(data)
     ledger = read_json(data / LEDGER_FILE, max_bytes=10**7) if (data / LEDGER_FILE).is_file() else {}
-    done = set((ledger.get("runs") or {}).keys())
-    conf = read_json(data / VERDICTS_FILE, max_bytes=10**7)["claims"] if (data / VERDICTS_FILE).is_file() else {}
     now = committed_verdicts(data)
-    runs = {exp: set(names) for exp, names in (plan.get("runs") or {}).items()}
-    trained = len(done & set().union(*runs.values())) if runs else 0
     print(
         f"验证性一轮 / confirmatory round ({PLAN_FILE}, registered {plan['registered_commit'][:7]}, specifications frozen "
-        f"at {plan['frozen'][:7]}): {trained} of {len({n for v in runs.values() for n in v})} runs trained"
+        f"at {plan['frozen'][:7]}): {stand['trained']} of {stand['runs']} runs trained"
         + (f", {ledger.get('trained_core_s', 0) / 3600:.2f} core-h spent" if ledger else "")
     )
-    print("论断 / claim | 探索性 / exploratory | 种子 / seeds | 验证性 / confirmatory")
-    for cid, c in (plan.get("claims") or {}).items():
-        if not c.get("bought") or not c.get("seeds"):
-            continue
-        v = conf.get(cid) or {}
-        shown = f"{v.get('verdict')} (Holm {v.get('holm')})" if v else "尚未判定 / not judged yet"
-        print(f"{cid} | {now.get(cid, '—')} | {c['seeds']} | {shown}")
-    if conf:
-        book = [v for v in conf.values()]
-        passed = sum(v.get("holm") == "PASS" for v in book)
-        print(f"{passed} of {len(book)} planned book claims PASS after Holm in the confirmatory round")
+    print("论断 / claim | 探索性 / exploratory | 验证性 / confirmatory")
+    for cid, row in stand["claims"].items():
+        print(f"{cid} | {now.get(cid, '—')} | {row['text']}")
+    print(headline(stand, now))
     return 0

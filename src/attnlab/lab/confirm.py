@@ -749,3 +749,126 @@ def judge_round(root: Path, data: Path, log: Callable[[str], None] = print, scal
     }
     write_json(data / VERDICTS_FILE, doc)
     return doc
+
+
+# ---------------------------------------------------------------- what the reports show of the round
+
+BEYOND_BUDGET, NO_POWER, NO_SEEDS, NO_RULE = "budget", "power", "seeds", "rule"
+WHY_NOT = {  # why a book claim is not in the round, as the reports group it
+    BEYOND_BUDGET: "超出预算 / beyond the budget",
+    NO_POWER: "30 个种子内功效不足 80% / no 80 % power within 30 seeds",
+    NO_SEEDS: "条目不能加种子 / its entry trains no more seeds",
+    NO_RULE: "没有可检验的规则 / no rule that tests something",
+}
+
+
+def _why_not(c: Mapping) -> str:
+    """The group of a claim the plan did not buy, from its registered reason."""
+    if c.get("seeds"):
+        return BEYOND_BUDGET
+    why = str(c.get("why") or "")
+    if "cannot train more seeds" in why:
+        return NO_SEEDS
+    if "no rule" in why:
+        return NO_RULE
+    return NO_POWER
+
+
+def standing(data: Path) -> dict | None:
+    """The confirmatory round as the reports show it, from ``data``'s registered plan, its ledger and
+    (once judged) its verdicts; None when no plan is registered there. The claims' texts do not move
+    with the training (a report rebuilt mid-round is the same page). Reading it needs no git: the
+    trainer and the judge check the plan's commit, the reports only say where the round stands.
+
+    Returns {"plan": {registered fields}, "trained": k, "runs": m, "judged": bool, "claims": {id: {"status":
+    "judged" | "pending" | "exact" | one of :data:`WHY_NOT`, "seeds": n, "verdict": the confirmatory
+    verdict after Holm or None, "text": one line for the claim's row}}}."""
+    from ..io import read_json
+    from ..schemas import load as load_schema
+
+    data = Path(data)
+    if not (data / PLAN_FILE).is_file():
+        return None
+    plan = load_schema("confirmatory_plan", data / PLAN_FILE, error=ConfirmError)
+    ledger = read_json(data / LEDGER_FILE, max_bytes=10**7) if (data / LEDGER_FILE).is_file() else {}
+    verdicts = read_json(data / VERDICTS_FILE, max_bytes=10**7) if (data / VERDICTS_FILE).is_file() else None
+    if verdicts is not None and (
+        verdicts.get("kind") != "confirmatory_verdicts" or not isinstance(verdicts.get("claims"), dict)
+    ):
+        raise ConfirmError(
+            f"{data / VERDICTS_FILE} is not the round's verdicts; judge again (attnlab claims --confirm-judge)"
+        )
+    planned = {n for names in (plan.get("runs") or {}).values() for n in names}
+    trained = len(planned & set((ledger.get("runs") or {}).keys()))
+    judged = (verdicts or {}).get("claims") or {}
+    claims: dict[str, dict] = {}
+    for cid, c in (plan.get("claims") or {}).items():
+        n = int(c.get("seeds") or 0)
+        if c.get("bought") and n == 0:
+            row = {
+                "status": "exact",
+                "verdict": None,
+                "text": "精确算术，重算即可（无种子）/ exact arithmetic: recomputed, no seed",
+            }
+        elif c.get("bought") and cid in judged:
+            v = judged[cid]
+            shown = v.get("holm") or v.get("verdict")
+            row = {"status": "judged", "verdict": shown, "text": f"{shown}（{n} 个新种子 / {n} fresh seeds）"}
+        elif c.get("bought"):  # how far the training is, `attnlab claims --confirm-status` says
+            row = {"status": "pending", "verdict": None, "text": f"待判：{n} 个新种子 / pending: {n} fresh seeds"}
+        else:
+            group = _why_not(c)
+            h = float(c.get("core_s") or 0) / 3600
+            price = f"（{n} 个种子，{h:.2f} 核时 / {n} seeds, {h:.2f} core-h）" if group == BEYOND_BUDGET else ""
+            row = {"status": group, "verdict": None, "text": f"未验证 / not confirmed：{WHY_NOT[group]}{price}"}
+        claims[cid] = {**row, "seeds": n}
+    return {
+        "plan": {k: plan.get(k) for k in ("frozen", "seed_start", "budget_core_s", "spent_core_s")},
+        "trained": trained,
+        "runs": len(planned),
+        "judged": verdicts is not None,
+        "claims": claims,
+    }
+
+
+def headline(stand: Mapping, exploratory: Mapping[str, str], short: bool = False) -> str:
+    """One line for the headlines: the round's confirmatory verdicts of the book's claims (after Holm),
+    the exact ones recomputed, how many exploratory PASSes were confirmed, and why the rest are not
+    in it; while the round trains, that it does. ``exploratory``: {claim id: today's verdict};
+    ``short``: the confirmatory counts alone (the README)."""
+    rows = stand["claims"]
+    seed0, frozen = stand["plan"]["seed_start"], str(stand["plan"]["frozen"])[:7]
+    groups = {g: sum(r["status"] == g for r in rows.values()) for g in WHY_NOT}
+    left = sum(groups.values())
+    why = "；".join(f"{WHY_NOT[g].split(' / ')[0]}：{k}" for g, k in groups.items() if k)
+    why_en = "; ".join(f"{WHY_NOT[g].split(' / ')[1]}: {k}" for g, k in groups.items() if k)
+    exact = sum(r["status"] == "exact" for r in rows.values())
+    bought = [cid for cid, r in rows.items() if r["status"] in ("judged", "pending")]
+    if not stand["judged"]:
+        if short:
+            return (
+                f"验证性一轮 / confirmatory round：{len(bought)} 条书中论断在新种子上训练中 / {len(bought)} book claims "
+                "training on fresh seeds（`attnlab claims --confirm-status`）"
+            )
+        return (
+            f"验证性一轮（新种子 {seed0} 起）在训练：{len(bought)} 条书中论断待判（进度：attnlab claims --confirm-status）；"
+            f"{exact} 条精确算术重算；未纳入 {left} 条（{why}）/ the confirmatory round (fresh seeds from {seed0}) is "
+            f"training: {len(bought)} book claims to judge; {exact} exact, recomputed; {left} not in it ({why_en})"
+        )
+    got = {v: sum(rows[c]["verdict"] == v for c in bought) for v in (PASS, "FAIL", "INCONCLUSIVE")}
+    was = [c for c in bought if exploratory.get(c) == PASS]
+    kept = sum(rows[c]["verdict"] == PASS for c in was)
+    if short:
+        return (
+            f"验证性一轮 / confirmatory：新种子上 {len(bought)} 条书中论断经 Holm 后 {got[PASS]} PASS、{got['FAIL']} FAIL、"
+            f"{got['INCONCLUSIVE']} INCONCLUSIVE；探索性 PASS 中 {kept}/{len(was)} 条确认 / fresh seeds: {got[PASS]} of "
+            f"{len(bought)} PASS after Holm, {kept} of {len(was)} exploratory PASSes confirmed"
+        )
+    return (
+        f"验证性一轮（新种子 {seed0} 起，规格冻结于 {frozen}）：{len(bought)} 条书中论断经 Holm 后 {got[PASS]} PASS、"
+        f"{got['FAIL']} FAIL、{got['INCONCLUSIVE']} INCONCLUSIVE；探索性 PASS 的 {len(was)} 条中 {kept} 条得到确认；"
+        f"{exact} 条精确算术重算；未纳入 {left} 条（{why}）/ the confirmatory round (fresh seeds from {seed0}, "
+        f"specifications frozen at {frozen}): of {len(bought)} book claims, {got[PASS]} PASS after Holm, {got['FAIL']} "
+        f"FAIL, {got['INCONCLUSIVE']} INCONCLUSIVE; {kept} of the {len(was)} exploratory PASSes confirmed; {exact} exact, "
+        f"recomputed; {left} not in it ({why_en})"
+    )

@@ -168,14 +168,35 @@ def verdict(c: dict) -> str:
     return {"REPORTED": "REPORTED（记录 / reported）", "NA": "NA（本机无法检验 / not testable here）"}.get(v, v)
 
 
-def summary_line(book: dict, registry: dict | None = None) -> str:
+def summary_line(book: dict, registry: dict | None = None, confirm: dict | None = None) -> str:
+    """The book's counts (exploratory), the registry's, and where the confirmatory round stands."""
     s = book["summary"]
     counts = s.get("count_line") or f"{s['pass']} PASS，{s['fail']} FAIL"
     line = (
         f"{s['experiments']} 个实验 / experiments：{s['done']} 完成 done，{s['partial']} 部分 partial，"
         f"{s['not_run']} 未运行 not run；论断 / claims {s['claims']}：{counts}"
     )
-    return line + (f"；{registry_line(book, registry)}" if registry is not None else "")
+    line += f"；{registry_line(book, registry)}" if registry is not None else ""
+    return line + (f"；{confirm_line(book, confirm)}" if confirm is not None else "")
+
+
+def confirm_line(book: dict, confirm: dict) -> str:
+    """The confirmatory round's headline beside today's (exploratory) verdicts of the book."""
+    from ..lab.confirm import headline
+
+    return headline(confirm, {c["id"]: V.verdict_of(c) for c in families(book).values()})
+
+
+def confirm_text(c: dict, confirm: dict | None) -> str:
+    """A claim's confirmatory column: its verdict on fresh seeds, pending, or why it is not in the round."""
+    if confirm is None:
+        return "—"
+    row = confirm["claims"].get(c["id"])
+    if row is None:
+        return "不在验证性一轮 / not in the confirmatory round" if c.get("kind") == "book" else "—"
+    if row["status"] == "judged" and row["verdict"] != V.verdict_of(c):
+        return f"{row['text']}；与探索性不同 / differs from the exploratory verdict"
+    return row["text"]
 
 
 def registry_line(book: dict, registry: dict) -> str:
@@ -229,14 +250,20 @@ def _placeholder(book: dict, eid: str) -> dict | None:
 
 
 # -------------------------------------------------------------------------------- markdown
-def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../", registry: dict | None = None) -> str:
+def render_markdown(
+    book: dict,
+    docs: dict[str, dict],
+    fig_prefix: str = "../",
+    registry: dict | None = None,
+    confirm: dict | None = None,
+) -> str:
     out = [
         "# 实验手册 / The lab book",
         "",
         "第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：`attnlab book`。"
         "*Every experiment the chapter runs or invites, in one command.*",
         "",
-        f"**{summary_line(book, registry)}**",
+        f"**{summary_line(book, registry, confirm)}**",
         "",
         "## 目录 / Contents",
         "",
@@ -255,7 +282,7 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../", 
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
-            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index, registry)
+            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index, registry, confirm)
     env = book.get("environment", {})
     out += [
         "## 环境 / Environment",
@@ -269,7 +296,12 @@ def render_markdown(book: dict, docs: dict[str, dict], fig_prefix: str = "../", 
 
 
 def _md_experiment(
-    eid: str, doc: dict | None, fig_prefix: str, index: dict[str, dict] | None = None, registry: dict | None = None
+    eid: str,
+    doc: dict | None,
+    fig_prefix: str,
+    index: dict[str, dict] | None = None,
+    registry: dict | None = None,
+    confirm: dict | None = None,
 ) -> list[str]:
     if doc is None:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
@@ -300,14 +332,14 @@ def _md_experiment(
     if doc["claims"]:
         out += [
             "| 论断 / claim | 类型 / kind | 期望 / expected | 本次 / measured | 判定 / verdict | p "
-            "| Holm | 顺序 / sequential | 登记 / registered |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| Holm | 顺序 / sequential | 登记 / registered | 验证性 / confirmatory |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in doc["claims"]:
             out.append(
                 f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
                 f"{_fmt(c['measured'])} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
-                f"| {seq_text(c)} | {registry_text(c, registry)} |"
+                f"| {seq_text(c)} | {registry_text(c, registry)} | {confirm_text(c, confirm)} |"
             )
         out.append("")
     out += [f"- {n}" for n in doc.get("notes", [])]
@@ -329,7 +361,9 @@ code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:10
 """.replace("SANS", SANS_STACK).replace("MONO", MONO_STACK)
 
 
-def render_html(book: dict, docs: dict[str, dict], root: Path, registry: dict | None = None) -> str:
+def render_html(
+    book: dict, docs: dict[str, dict], root: Path, registry: dict | None = None, confirm: dict | None = None
+) -> str:
     parts = []
     nav = [
         "<table><tr><th>节 / section</th><th>标题 / title</th><th>状态 / status</th><th>PASS</th><th>FAIL</th>"
@@ -356,7 +390,7 @@ def render_html(book: dict, docs: dict[str, dict], root: Path, registry: dict | 
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
-            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index, registry))
+            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index, registry, confirm))
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
@@ -375,7 +409,7 @@ def render_html(book: dict, docs: dict[str, dict], root: Path, registry: dict | 
         "<h1>实验手册 / The lab book</h1>"
         "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
         "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
-        f"<p class=summary id=summary>{html.escape(summary_line(book, registry))}</p>" + "".join(parts)
+        f"<p class=summary id=summary>{html.escape(summary_line(book, registry, confirm))}</p>" + "".join(parts)
     )
     text, code = page_text(title + body)  # the fonts hold exactly what the page shows
     fonts, missing = font_css(text, code)
@@ -388,7 +422,12 @@ def render_html(book: dict, docs: dict[str, dict], root: Path, registry: dict | 
 
 
 def _html_experiment(
-    eid: str, doc: dict | None, root: Path, index: dict[str, dict] | None = None, registry: dict | None = None
+    eid: str,
+    doc: dict | None,
+    root: Path,
+    index: dict[str, dict] | None = None,
+    registry: dict | None = None,
+    confirm: dict | None = None,
 ) -> str:
     e = html.escape
     if doc is None:
@@ -434,7 +473,7 @@ def _html_experiment(
         out.append(
             "<table><tr><th>论断 / claim</th><th>类型 / kind</th><th>期望 / expected</th>"
             "<th>本次 / measured</th><th>判定（登记）/ verdict (registration)</th><th>p</th><th>Holm</th>"
-            "<th>顺序 / sequential</th></tr>"
+            "<th>顺序 / sequential</th><th>验证性 / confirmatory</th></tr>"
         )
         for c in doc["claims"]:
             v = verdict(c)
@@ -444,7 +483,8 @@ def _html_experiment(
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}<br><small>{e(registry_text(c, registry))}</small></td>"
                 f"<td>{e(p_text(c))}</td>"
-                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td></tr>"
+                f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td>"
+                f"<td>{e(confirm_text(c, confirm))}</td></tr>"
             )
         out.append("</table>")
     if doc.get("notes"):
@@ -466,14 +506,19 @@ def build_book_report(root: Path, data: Path | None = None, experiments=None) ->
     """Write reports/lab_book.md and reports/lab_book.html under ``root`` from the book in ``data``
     (default ``root``/data); returns the paths. ``experiments``: the entries that draw the figures
     (default :data:`attnlab.lab.EXPERIMENTS`); the claims registry is read from ``data``."""
+    from ..lab.confirm import standing
     from .lab_book_figures import draw_figures
 
     root = Path(root)
     book, docs = load_book(root, data)
-    registry = R.for_reports(Path(data) if data is not None else root / "data")
-    markdown = render_markdown(book, docs, registry=registry)  # before anything is written: a damaged entry fails here
+    where = Path(data) if data is not None else root / "data"
+    registry = R.for_reports(where)
+    confirm = standing(where)
+    markdown = render_markdown(
+        book, docs, registry=registry, confirm=confirm
+    )  # before anything is written: a damaged entry fails here
     for doc in docs.values():
         draw_figures(doc, root, experiments)
     md = write_text(root / "reports" / "lab_book.md", markdown)
-    page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root, registry))
+    page = write_text(root / "reports" / "lab_book.html", render_html(book, docs, root, registry, confirm))
     return [md, page]
