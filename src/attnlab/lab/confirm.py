@@ -633,13 +633,17 @@ def train(
 VERDICTS_FILE = "confirmatory/verdicts.json"
 
 
-def _case_document(root: Path, start: int, n: int, steps: int) -> Path:
+def _case_document(root: Path, start: int, n: int, steps: int, base: Path | None = None) -> Path:
     """The case's document over the first n confirmatory seeds, measured from the round's run folders
-    (nothing trained: every run is finished), in ``root``/confirm/case_n<n>/data/ch1_case.json."""
+    (nothing trained: every run is finished), in ``root``/confirm/case_n<n>/data/ch1_case.json.
+
+    ``base``: the document of fewer of the same seeds (the round's case claims ask for 3 to 18): it
+    is kept as it is and only the seeds it lacks are measured (``run_case``'s ``base``), so each seed
+    is measured once however many of the claims' seed counts include it."""
     import os
 
     from ..runner import ExecutorOptions
-    from .case.run import run_case
+    from .case.run import read_case_json, run_case
     from .case.settings import CaseSettings
 
     out = root / "confirm" / f"case_n{n}"
@@ -655,20 +659,24 @@ def _case_document(root: Path, start: int, n: int, steps: int) -> Path:
         execution=ExecutorOptions("serial", progress=False),
         **({} if steps >= 1500 else {"init_samples": 8, "init_samples_fixed": 3, "val_batches": 2}),
     )
-    run_case(settings, out, progress=False, log=lambda *a, **k: None, overwrite=True)
+    earlier = read_case_json(base / "data" / "ch1_case.json") if base is not None else None
+    run_case(settings, out, progress=False, log=lambda *a, **k: None, base=earlier, overwrite=True)
     return out
 
 
-def _claims_of(e, base, start: int, n: int, root: Path, text: str) -> dict[str, dict]:
+def _claims_of(
+    e, base, start: int, n: int, root: Path, text: str, case_base: Path | None = None
+) -> tuple[dict[str, dict], Path]:
     """Entry ``e``'s claims judged by its own measure and judge on the first n confirmatory seeds only
-    (``base``: the scale of the round's runs)."""
+    (``base``: the scale of the round's runs; ``case_base``: the case's document of fewer seeds, grown
+    by :func:`_case_document`), and the folder its numbers were read from."""
     from dataclasses import replace
 
     from .labbook import Context
 
     where = root / "confirm"
     if e.id == "case":
-        where = _case_document(root, start, n, base.steps)
+        where = _case_document(root, start, n, base.steps, case_base)
     scale = replace(base, seeds=n, first_seed=start)
     ctx = Context(scale=scale, text=text, root=where, finished={}, experiment=e, train=False, previous=None)
     outcome = e.measure(ctx)
@@ -690,7 +698,7 @@ def _claims_of(e, base, start: int, n: int, root: Path, text: str) -> dict[str, 
         }
         if not used <= {int(x) for x in allowed}:
             raise ConfirmError(f"{e.id}: its document holds seeds {sorted(used)[:3]}, not only the round's")
-    return {c["id"]: c for c in e.judge(inp)}
+    return {c["id"]: c for c in e.judge(inp)}, where
 
 
 def judge_round(root: Path, data: Path, log: Callable[[str], None] = print, scale=None) -> dict:
@@ -722,9 +730,11 @@ def judge_round(root: Path, data: Path, log: Callable[[str], None] = print, scal
             want.setdefault((c["experiment"], int(c["seeds"])), []).append(cid)
     text = load_corpus(None, min_chars=200)
     judged: list[dict] = []
-    for (exp, n), cids in sorted(want.items()):
+    grown: Path | None = None  # the case's document of the last, smaller seed count
+    for (exp, n), cids in sorted(want.items()):  # seed counts ascending within an entry
         log(f"验证性判定 / judging {exp} on {n} confirmatory seed(s): {len(cids)} claim(s)")
-        claims = _claims_of(by_id[exp], scale, start, n, root, text)
+        claims, where = _claims_of(by_id[exp], scale, start, n, root, text, grown if exp == "case" else None)
+        grown = where if exp == "case" else grown
         for cid in cids:
             c = claims.get(cid)
             frozen = plan["claims"][cid]["spec"]
