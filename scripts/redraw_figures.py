@@ -56,7 +56,7 @@ def maps_model(maps: dict, portrait: dict) -> dict:
 
 
 def attention_maps() -> list[Path]:
-    from attnlab.experiments.plots import plot_attention_maps
+    from attnlab.lab.plot import plot_attention_maps
 
     path = ROOT / "figures" / "attention_maps.json"
     maps = json.loads(path.read_text(encoding="utf-8"))
@@ -87,7 +87,7 @@ def exercise2_reference(doc: dict) -> dict:
 
 
 def sweep_critical_dimension() -> list[Path]:
-    from attnlab.experiments.plots import plot_sweep_gap
+    from attnlab.lab.plot import plot_sweep_gap
 
     sweep = _json("data/sweep_critical_dimension.json")
     ref = exercise2_reference(_json("data/lab_book/exercise2.json"))

@@ -25,6 +25,9 @@ ENGINE = (
     "plan",
     "portrait",
     "confirm",
+    "bench",
+    "debugger",
+    "reference_gpt",
 )  # lab/ modules that are no entry
 
 

@@ -8,8 +8,8 @@ import torch
 
 from attnlab import Config, TinyGPT
 from attnlab.cli import main
-from attnlab.experiments.bench import bench_attention, bench_train, explicit_attention, format_train
-from attnlab.experiments.reference_gpt import ReferenceGPT
+from attnlab.lab.bench import bench_attention, bench_train, explicit_attention, format_train
+from attnlab.lab.reference_gpt import ReferenceGPT
 from attnlab.perf import forward_flops, interleaved, matmul_rate, matmul_stepper, train_flops
 
 DEVICE = os.environ.get("ATTNLAB_TEST_DEVICE", "cpu")

@@ -5,7 +5,7 @@ import torch
 
 from attnlab import train
 from attnlab.cli import main
-from attnlab.experiments.debugger import AttentionDebugger, diagnose_nonfinite
+from attnlab.lab.debugger import AttentionDebugger, diagnose_nonfinite
 from attnlab.model import TinyGPT
 from conftest import SAMPLE_TEXT, TINY_MODEL
 

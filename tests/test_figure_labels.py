@@ -89,11 +89,11 @@ def test_dynamics_has_a_readable_step_axis_and_its_legend_off_the_data():
 
 
 def test_attention_maps_use_the_web_colours():
-    from attnlab.experiments.plots import WEB_HEAT, WEB_MASKED, WEB_UNKNOWN, web_cmap
+    from attnlab.lab.plot import WEB_HEAT, WEB_MASKED, WEB_UNKNOWN, web_cmap
 
     js = (ROOT / "src" / "attnlab" / "web" / "static" / "common.js").read_text(encoding="utf-8")
     rgb = [int(x) for x in re.findall(r"255 - t \* \(255 - (\d+)\)", js)]
-    assert len(rgb) == 3, "web heat() changed shape: update WEB_HEAT in experiments/plots.py"
+    assert len(rgb) == 3, "web heat() changed shape: update WEB_HEAT in lab/plot.py"
     assert WEB_HEAT == ("#ffffff", "#{:02x}{:02x}{:02x}".format(*rgb))
     maps_js = (ROOT / "src" / "attnlab" / "web" / "static" / "maps.js").read_text(encoding="utf-8")
     assert WEB_MASKED in maps_js and WEB_UNKNOWN in maps_js
@@ -114,7 +114,7 @@ def test_attention_maps_use_the_web_colours():
 def test_attention_maps_title_names_model_and_step(tmp_path, model, words):
     import numpy as np
 
-    from attnlab.experiments.plots import plot_attention_maps
+    from attnlab.lab.plot import plot_attention_maps
 
     p = np.tril(np.ones((5, 5)))
     p = (p / p.sum(1, keepdims=True)).tolist()
@@ -151,7 +151,7 @@ def test_the_sweep_figure_shows_every_seed_of_exercise_2(tmp_path):
         x["d_head"]: len(x["seeds"]) for x in doc["results"]["summary"]
     }
     assert missing_glyphs(ref["label"] + ref["note"]) == set()
-    from attnlab.experiments.plots import plot_sweep_gap, sweep_seed_gaps
+    from attnlab.lab.plot import plot_sweep_gap, sweep_seed_gaps
 
     sweep = json.loads((ROOT / "data" / "sweep_critical_dimension.json").read_text(encoding="utf-8"))
     gaps = sweep_seed_gaps(sweep)

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from attnlab.experiments.plots import plot_attention_maps
+from attnlab.lab.plot import plot_attention_maps
 
 SVG = "{http://www.w3.org/2000/svg}"
 

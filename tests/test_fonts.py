@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnlab"
 # the modules that draw matplotlib figures (failures writes a Markdown table, no figure)
 FIGURE_MODULES = [
     "report/figures.py",
-    "experiments/plots.py",
+    "lab/plot.py",
     "lab/sweep.py",
     "lab/heads.py",
     "lab/portrait.py",

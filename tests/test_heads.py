@@ -155,7 +155,7 @@ def test_ablation_result_on_validation_batches(trained):
 
 
 def test_attention_maps_png_with_chinese(trained, tmp_path):
-    from attnlab.experiments.plots import plot_attention_maps
+    from attnlab.lab.plot import plot_attention_maps
 
     maps = attention_maps(trained["model"], trained["tok"], "床前明月光，疑是地上霜。")
     assert maps["chars"][0] == "床" and len(maps["layers"]) == 2 and len(maps["layers"][0]) == 2

@@ -61,10 +61,9 @@ LAYERS = [
             "tools",
         ),
     ),
-    (3, ("experiments",)),
-    (4, ("lab",)),
-    (5, ("report", "web", "workbook")),
-    (6, ("cli",)),
+    (3, ("lab",)),
+    (4, ("report", "web", "workbook")),
+    (5, ("cli",)),
 ]
 
 
@@ -174,19 +173,19 @@ def test_no_module_imports_a_layer_above_its_own(module, path):
     assert not upward, f"{module} (layer {mine}) imports upward: {sorted(upward)}"
 
 
-def test_experiments_do_not_import_the_bench():
+def test_no_experiment_imports_the_bench():
     for module, path in modules():
-        if module.startswith("experiments.") and module != "experiments.bench":
-            assert not any(n.startswith("experiments.bench") for n in imported(module, path)), module
+        if module.startswith("lab.") and module != "lab.bench":
+            assert not any(n.startswith("lab.bench") for n in imported(module, path)), module
 
 
 def test_the_checker_sees_an_upward_import(tmp_path):
     """The check can fail: a model module importing the CLI is caught."""
     bad = tmp_path / "model.py"
-    bad.write_text("from .cli import main\nfrom .experiments import case\n")
+    bad.write_text("from .cli import main\nfrom .lab import case\n")
     names = imported("model", bad)
-    assert {"cli", "experiments"} <= {n.split(".")[0] for n in names}
-    assert any(layer_of(n) > layer_of("model") for n in names if n.split(".")[0] in ("cli", "experiments"))
+    assert {"cli", "lab"} <= {n.split(".")[0] for n in names}
+    assert any(layer_of(n) > layer_of("model") for n in names if n.split(".")[0] in ("cli", "lab"))
 
 
 # Arrows of a circle known and not yet mended, each with why; the check ignores them and nothing else.

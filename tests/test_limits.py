@@ -83,7 +83,7 @@ def test_every_memory_guard_asks_available_bytes(monkeypatch, capsys):
     """Training's step check, the model check, `bench attention`'s inputs and its explicit-matrix
     skip all hold their need against limits.available_bytes, and refuse on what it says."""
     from attnlab.cli import main
-    from attnlab.experiments import bench
+    from attnlab.lab import bench
     from attnlab.train import check_fits
 
     asked = []

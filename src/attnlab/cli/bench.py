@@ -246,8 +246,8 @@ def _threads(args) -> None:
 
 
 def main(args) -> int:
-    from ..experiments import bench as B
     from ..io import write_json
+    from ..lab import bench as B
 
     common.check_device(args.device)
     _threads(args)

@@ -195,7 +195,7 @@ def main(args) -> int:
     print_claims(result.get("claims", []))
     print(f"结果 / result: {out}")
     if args.maps:
-        from ..experiments.plots import plot_attention_maps
+        from ..lab.plot import plot_attention_maps
 
         model, tok, _, info = load_model(args.checkpoint, cfg=cfg, corpus=args.corpus)
         maps = attention_maps(model, tok, result["eval"]["texts"][0], source=info)  # the figure names its step

@@ -82,7 +82,7 @@ def main(args) -> int:
         )
     callbacks = []
     if args.debug:
-        from ..experiments.debugger import AttentionDebugger
+        from ..lab.debugger import AttentionDebugger
 
         callbacks.append(AttentionDebugger(print_fn=print))
     model, tok, history = train(

@@ -224,7 +224,7 @@ def aggregate(trials: list[dict], out: Path, grid: dict, extra: dict | None = No
     result = {"kind": "sweep", "grid": grid, "trials": rows, "gap": scaling_gap(rows), **(extra or {}), **provenance()}
     write_json(out / "sweep.json", result)
     if result["gap"]:
-        from ..experiments.plots import plot_sweep_gap
+        from .plot import plot_sweep_gap
 
         result["figure"] = str(plot_sweep_gap(result, out / "sweep_gap.png"))
     return result
