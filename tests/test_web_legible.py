@@ -57,3 +57,24 @@ def test_the_run_list_carries_each_run_s_shape(tmp_path):
         (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     shapes = {r["name"]: r["shape"] for r in list_runs(tmp_path)}
     assert shapes == {"a_unscaled": [1, 2, 16, 16], "a_scaled": [2, 2, 16, 16]}
+
+
+def test_one_notation_for_the_jacobian_norm_and_the_scale():
+    """The pages write ‖J‖_F and √d_k one way: with HTML subscripts in a page's text, with an underscore
+    in a chart's title or a script's string (drawn on a canvas, where there is no <sub>); never a bare
+    ‖J‖ or √d."""
+    from attnlab.web.site import STATIC
+
+    bad = []
+    for path in sorted(STATIC.glob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        bad += [
+            f"{path.name}: {m.group(0)!r}"
+            for m in re.finditer(r"‖J‖(?!<sub>F</sub>).{0,6}|√d(?!<sub>k</sub>).{0,6}", text)
+        ]
+    for path in sorted(STATIC.glob("*.js")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith("//"):
+                continue
+            bad += [f"{path.name}: {m.group(0)!r}" for m in re.finditer(r"‖J‖(?!_F).{0,6}|√d(?!_k).{0,6}", line)]
+    assert not bad, bad

@@ -29,7 +29,7 @@
     { id: "scale-d", key: "1d", label: "1/d_k", set: { scaled: true, attn_scale: "1/d" }, color: "#3d8b3d" },
   ];
   const KEYS = ["weight_entropy", "jacobian_fro", "logit_std"];
-  const TITLES = { weight_entropy: "权重熵 weight entropy", jacobian_fro: "‖J‖_F 雅可比范数", logit_std: "logit 标准差 logit std" };
+  const TITLES = { weight_entropy: "权重熵 weight entropy", jacobian_fro: "‖J‖_F 雅可比范数 Jacobian norm", logit_std: "logit 标准差 logit std" };
 
   // --------------------------------------------------------------------------- data
   async function bytes(url, opts) {
