@@ -533,3 +533,29 @@ def test_a_site_missing_a_model_file_says_so_on_the_page(site, page, tmp_path): 
         msg.filter(has_text="weights.bin").wait_for(timeout=60_000)
         assert "缺少文件" in msg.inner_text() and "attnlab site --out" in msg.inner_text()
     page.errors.clear()  # the 404 of the missing file is the point of this test
+
+
+@pytest.mark.browser
+def test_the_train_page_counts_until_it_collapses_to_the_case_s_collapse(served, page):  # noqa: F811
+    """A reader who opens the train page and clicks Start (the big pair, until it collapses) is told
+    how long to the collapse, not to step 1500: the progress bar and the time left count to the step
+    where the committed case's unscaled run of that config and seed met the page's stopping rule
+    (layer-0 entropy below 0.01 ten steps in a row)."""
+    from attnlab.web.site import CASE_JSON, shipped_file
+
+    trace = json.loads(shipped_file(*CASE_JSON).read_text(encoding="utf-8"))["pairs"]["big_unscaled"]["trace"]
+    below = [e < 0.01 for e in trace["layers"][0]["weight_entropy"]]
+    stop = next(trace["step"][i + 9] for i in range(len(below) - 9) if all(below[i : i + 10]))
+    page.goto(f"{served}train.html")
+    page.get_by_test_id("start").click()
+    page.wait_for_function(
+        "() => document.querySelector('#status').textContent.includes('ms per step')", timeout=180_000
+    )
+    got = page.evaluate(
+        "() => ({status: document.querySelector('#status').textContent, bar: document.querySelector('#progress').value,"
+        " done: attnlab.pageRuns().reduce((n, r) => n + r.records.length, 0), n: attnlab.pageRuns().length})"
+    )
+    page.get_by_test_id("stop").click()
+    page.get_by_test_id("download-unscaled").wait_for(timeout=180_000)
+    assert f"到约第 {stop} 步" in got["status"] and f"about step {stop}" in got["status"], got
+    assert got["done"] >= 1 and abs(got["bar"] - got["done"] / (got["n"] * stop)) < 1.01 / (got["n"] * stop), got

@@ -324,6 +324,19 @@
     const recs = r.records.slice(-10);
     return recs.length === 10 && recs.every((x) => x.layers && x.layers[0].weight_entropy < COLLAPSE);
   };
+  // the first step a run's layer-0 entropy fell below COLLAPSE, or null
+  const firstBelow = (r) => (r.records.find((x) => x.layers && x.layers[0].weight_entropy < COLLAPSE) || {}).step ?? null;
+  // where "until it collapses" stops by the committed case's trace of the same config and seed (the
+  // same rule as collapsed(): ten steps in a row below COLLAPSE), or null without such a trace
+  function caseStop(trace) {
+    const e = ((trace.layers || [])[0] || {}).weight_entropy || [];
+    let run = 0;
+    for (let i = 0; i < e.length; i++) {
+      run = e[i] < COLLAPSE ? run + 1 : 0;
+      if (run === 10) return trace.step[i];
+    }
+    return null;
+  }
 
   async function start() {
     message("");
@@ -334,6 +347,7 @@
     $("snap-step").replaceChildren();
     $("maps").replaceChildren();
     state.runs = []; state.total = maxSteps * specs.length; state.startedAt = performance.now();
+    state.mode = mode; state.maxSteps = maxSteps;
     status("正在载入 TensorFlow.js、onnxruntime-web、初始权重和批次… Loading TensorFlow.js, onnxruntime-web, the initial weights and the batches…");
     const unscaled = (runs) => runs.filter((r) => r.scaling === "unscaled");
     const hooks = {
@@ -360,7 +374,14 @@
       clearTimeout(timer);
       timer = null;
       draw();
-      const why = { stopped: "已停止 stopped", finished: "完成 finished" }[reason] || reason;
+      const fell = unscaled(runs).filter(collapsed);
+      let why = { stopped: "已停止 stopped", finished: "完成 finished" }[reason] || reason;
+      if (mode === "collapse" && fell.length && fell.length === unscaled(runs).length) {
+        $("progress").value = 1;
+        why = `坍缩了 collapsed：${fell.map((r) => `${r.label} 层 0 的权重熵在第 ${firstBelow(r)} 步首次低于 ${COLLAPSE}`).join("，")}，` +
+          `连续 10 步，训练停下 · layer-0 weight entropy first below ${COLLAPSE} at step ${fell.map(firstBelow).join(", ")}, ` +
+          "ten steps in a row, so the pair stopped";
+      }
       status(`${why}：${runs.map((r) => `${r.label} ${r.records.length} 步 steps`).join("，")}（${threadsText(info)}）`);
       $("downloads").replaceChildren(...runs.map((r) => el("button", {
         "data-testid": `download-${r.scaling}`, text: `下载 Download ${runName(r)}.zip`,
@@ -383,17 +404,29 @@
     timer = setTimeout(() => { timer = null; draw(); }, 400);
   }
 
+  // the step "until it collapses" is expected to stop at: where the committed case's unscaled run of
+  // the same config and seed stopped by the same rule, or null (then the bar and the ETA count to the last step)
+  function expectedStop() {
+    if (state.mode !== "collapse") return null;
+    const stops = state.runs.filter((r) => r.scaling === "unscaled").map(overlayFor).map((t) => (t ? caseStop(t) : null));
+    return stops.length && stops.every((x) => x !== null) ? Math.max(...stops) : null;
+  }
+
   function progress() {
     const done = state.runs.reduce((a, r) => a + r.records.length, 0);
-    $("progress").value = state.total ? done / state.total : 0;
+    const n = Math.max(1, state.runs.length), stop = expectedStop();
+    const total = stop !== null ? stop * n : state.total;
+    $("progress").value = total ? Math.min(1, done / total) : 0;
     const ms = state.runs.flatMap((r) => r.ms.slice(-20));
     if (!ms.length) return;
     const per = ms.reduce((a, b) => a + b, 0) / ms.length;
-    const left = (state.total - done) * per / 1000;
+    const left = Math.max(0, total - done) * per / 1000;
     const mins = (s) => (s >= 90 ? `${(s / 60).toFixed(1)} 分钟 min` : `${Math.round(s)} 秒 s`);
     const steps = state.runs.map((r) => r.records.length);
-    status(`第 ${Math.min(...steps)} 步 step · 每步 ${per.toFixed(0)} ms per step per model · 剩余约 ${mins(left)} left（按 ${state.total / Math.max(1, state.runs.length)} 步算 · at ${state.total / Math.max(1, state.runs.length)} steps）`);
-    const n = Math.max(1, state.runs.length);
+    const upTo = stop !== null
+      ? `到约第 ${stop} 步：提交的案例在同一配置与种子下于此坍缩，最多 ${state.maxSteps} 步 · to about step ${stop}, where the committed case of this config and seed collapsed; ${state.maxSteps} at most`
+      : `按 ${total / n} 步算 · at ${total / n} steps`;
+    status(`第 ${Math.min(...steps)} 步 step · 每步 ${per.toFixed(0)} ms per step per model · 剩余约 ${mins(left)} left（${upTo}）`);
     $("estimate").textContent = `这台机器上一对模型预计 · estimated for the pair here：225 步 steps ≈ ${mins(225 * n * per / 1000)}，1500 步 steps ≈ ${mins(1500 * n * per / 1000)}`;
   }
 
