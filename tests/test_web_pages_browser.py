@@ -35,6 +35,10 @@ def test_two_runs_side_by_side_with_their_final_numbers(page, url):  # noqa: F81
         assert ("1/√d_k" in row.inner_text()) == scaled
         final = [json.loads(x)["loss"] for x in open(f"{url_runs[0]}/{name}/metrics.jsonl")][-1]
         assert float(page.get_by_test_id(f"final-loss-{name}").inner_text()) == pytest.approx(final, abs=5e-4)
+        # the column names what it shows: a run of N steps ends at step N - 1 (the Every run table says N / N)
+        last = [json.loads(x)["step"] for x in open(f"{url_runs[0]}/{name}/metrics.jsonl")][-1]
+        assert page.get_by_test_id(f"final-step-{name}").inner_text() == str(last)
+    assert "最后一步 last step" in page.get_by_test_id("runs-table").inner_text()
     page.get_by_test_id("metric-val_loss").uncheck()
     page.get_by_test_id("layer").select_option("0")
     link = page.url

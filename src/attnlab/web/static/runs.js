@@ -110,7 +110,7 @@
   function table(runs) {
     const nLayers = Math.max(0, ...runs.map((d) => d.layers.length));
     const perLayer = (d, key) => d.layers.map((c) => fmt(last(c[key]))).join(" / ") || "—";
-    const head = ["运行 run", "缩放 scaling", "形状 shape（层×头, d_model, block）", "种子 seed", "步 steps",
+    const head = ["运行 run", "缩放 scaling", "形状 shape（层×头, d_model, block）", "种子 seed", "最后一步 last step",
       "loss", "val loss", `熵 entropy（层 0${nLayers > 1 ? `…${nLayers - 1}` : ""}）`, "‖J‖_F", "logit std"];
     const body = runs.map((d) => {
       const row = liveRow(d.name) || {}, sh = row.shape;
@@ -121,7 +121,7 @@
         el("td", { text: scaling || "—" }),
         el("td", { class: "mono", text: sh ? `${sh[0]}×${sh[1]}, ${sh[2]}, ${sh[3]}` : "—" }),
         el("td", { class: "mono", text: row.seed ?? "—" }),
-        el("td", { class: "num", text: d.step.length ? String(d.step[d.step.length - 1]) : "—" }),
+        el("td", { class: "num", "data-testid": `final-step-${d.name}`, text: d.step.length ? String(d.step[d.step.length - 1]) : "—" }),
         el("td", { class: "num", "data-testid": `final-loss-${d.name}`, text: fmt(d.final ? d.final.loss : last(d.loss)) }),
         el("td", { class: "num", text: fmt(d.final ? d.final.val_loss : last(d.val_loss)) }),
         el("td", { class: "num", text: perLayer(d, "weight_entropy") }),
