@@ -10,6 +10,24 @@ one, the timeline on the big pair), and drives Debian's Chromium with Playwright
 `python -m http.server` does: no attnlab behind it) and takes site-exp1-2.png (the poem, the model
 running in the browser) and site-timeline.png.
 
+--only train is a new reader on the static site's 动手训练 / Train page: it opens train.html under
+http.server, makes the one click a reader makes (Start: the page's defaults train the big pair,
+1/√d_k beside none, until it collapses), takes train-collapsing.png the moment the unscaled
+model's layer-0 entropy first falls below 0.01 (the scaled curve beside it) and train-finished.png
+when the page stops the pair (the committed case's PyTorch curves overlaid, dashed). It writes the
+reader's time from opening the page to that moment, the step times and the load average to
+--timing-out (default data/train_reader_time.json). About 10 minutes of one core.
+
+--only next takes the static site's text-to-next-character page (site-next.png) after it has
+generated a line of verse in the browser.
+
+--only student-runs takes the curves page of `attnlab serve` on two of a student's runs side by side
+(runs-student.png): train them first, e.g. exercise 1's n_head 2 and 4,
+
+    attnlab train --set n_head=2 --set max_steps=150 --out my_runs/h2
+    attnlab train --set n_head=4 --set max_steps=150 --out my_runs/h4
+    .venv/bin/python scripts/screenshots.py --only student-runs --runs-dir my_runs --student-runs h2,h4
+
 --only timeline takes just the timeline shots (timeline-before/during/after.png, the shipped
 big pair unless --run/--twin name others).
 
@@ -53,6 +71,69 @@ def slide_to(page, step: int) -> None:
             return
 
 
+# per run of the train page: records so far, the last layer-0 entropy, the first step it was below 0.01
+PAGE_RUNS = """() => window.attnlab.pageRuns().map((r) => {
+  const first = r.records.find((x) => x.layers && x.layers[0].weight_entropy < 0.01);
+  const last = r.records[r.records.length - 1];
+  return { scaling: r.scaling, steps: r.records.length, entropy: last && last.layers ? last.layers[0].weight_entropy : null,
+           first_below: first ? first.step : null, ms: r.ms.length ? r.ms.reduce((a, b) => a + b, 0) / r.ms.length : null };
+})"""
+
+
+def train_page(page, base: str, out: Path, timing_out: Path) -> list[Path]:
+    """A new reader on the static train page: open, click Start, watch for the collapse (see the docstring)."""
+    import json
+    import os
+
+    from attnlab.io import write_json
+
+    load_start = os.getloadavg()
+    t0 = time.monotonic()
+    page.goto(f"{base}/train.html")
+    page.get_by_test_id("start").click()  # the page's defaults: the big pair, until it collapses
+    clicked = time.monotonic() - t0
+    while True:
+        runs = page.evaluate(PAGE_RUNS)
+        unscaled = [r for r in runs if r["scaling"] == "unscaled"]
+        if unscaled and unscaled[0]["first_below"] is not None:
+            break
+        if time.monotonic() - t0 > 3600:
+            raise SystemExit("no collapse within an hour")
+        time.sleep(0.25)
+    seen = time.monotonic() - t0
+    load_seen = os.getloadavg()
+    page.wait_for_timeout(500)  # the page redraws its charts at most every 0.4 s
+    page.evaluate("document.fonts.ready")
+    shots = [out / "train-collapsing.png"]
+    page.screenshot(path=str(shots[0]), full_page=True)
+    page.get_by_test_id("download-unscaled").wait_for(timeout=3_600_000)  # the page stopped the pair
+    finished = time.monotonic() - t0
+    runs = page.evaluate(PAGE_RUNS)
+    page.wait_for_timeout(300)
+    page.evaluate("document.fonts.ready")
+    shots.append(out / "train-finished.png")
+    page.screenshot(path=str(shots[1]), full_page=True)
+    result = {
+        "what": "a new reader on the static site (attnlab site under python -m http.server, Chromium): seconds from "
+        "opening train.html to the page's first record of the unscaled big model's layer-0 entropy below 0.01, "
+        "the page's defaults and one click (Start)",
+        "clicks": 1,
+        "seconds_to_start_clicked": round(clicked, 1),
+        "seconds_to_collapse_seen": round(seen, 1),
+        "seconds_to_pair_stopped": round(finished, 1),
+        "runs": runs,
+        "status": page.get_by_test_id("status").inner_text(),
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_at_collapse": [round(x, 2) for x in load_seen],
+        "load_average_end": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_json(timing_out, result)
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    return shots
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="screenshots of the playground pages")
     ap.add_argument("--checkpoint", default=None)
@@ -62,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument(
         "--only",
-        choices=["pages", "timeline", "nocjk", "site"],
+        choices=["pages", "timeline", "nocjk", "site", "train", "next", "student-runs"],
         default=None,
         help="only the playground pages, only the timeline, or only experiment 1-2 without CJK fonts "
         "(default: pages and timeline)",
@@ -73,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--steps-shown", default="0,75,200", help="snapshot steps for the before/during/after shots (default 0,75,200)"
     )
+    ap.add_argument("--student-runs", default="h2,h4", help="--only student-runs: the runs (names in --runs-dir)")
+    ap.add_argument("--timing-out", default=str(ROOT / "data" / "train_reader_time.json"))
     args = ap.parse_args(argv)
 
     import uvicorn
@@ -95,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     while not server.started:
         time.sleep(0.05)
     base = f"http://127.0.0.1:{port}"
-    if args.only == "site":  # the static site, served by a plain file server instead
+    if args.only in ("site", "train", "next"):  # the static site, served by a plain file server instead
         import functools
         import http.server
 
@@ -173,6 +256,23 @@ def main(argv: list[str] | None = None) -> int:
             slide_to(page, 200)  # the collapse has happened
             page.wait_for_timeout(300)
             shot("site-timeline")
+        if args.only == "next":
+            page.goto(f"{base}/next.html")
+            page.get_by_test_id("top-0").wait_for(timeout=60_000)
+            page.get_by_test_id("generate").click()
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=verse]').dataset.generated !== undefined", timeout=120_000
+            )
+            page.wait_for_timeout(300)
+            shot("site-next")
+        if args.only == "student-runs":
+            names = args.student_runs.split(",")
+            page.goto(f"{base}/runs?" + "&".join(f"run={n}" for n in names))
+            page.get_by_test_id("chart-loss").wait_for()
+            page.wait_for_timeout(500)
+            shot("runs-student")
+        if args.only == "train":
+            shots += train_page(page, base, out, Path(args.timing_out))
         if args.only in (None, "timeline"):
             steps = [int(x) for x in args.steps_shown.split(",")]
             page.goto(f"{base}/timeline?run={args.run}&twin={args.twin}")
