@@ -510,6 +510,9 @@ def test_the_other_pages_work_without_a_server(served, page):  # noqa: F811
     assert page.get_by_test_id("out-2-0").inner_text() == "1.203"
     page.goto(f"{served}runs.html")
     page.get_by_test_id("chart-loss").wait_for()
+    # nothing of the reader's can join a static site: the page says where their own runs open
+    assert "attnlab serve" in page.get_by_test_id("static-note").inner_text()
+    assert "每 2 秒" not in page.get_by_test_id("refresh-note").inner_text()
     page.get_by_test_id("live-link-case/big_unscaled").click()
     page.get_by_test_id("twin-map-L0H0").wait_for(timeout=60_000)
     assert page.url.split("/")[-1].startswith("timeline.html?run=case")

@@ -210,6 +210,9 @@
   document.addEventListener("DOMContentLoaded", async () => {
     if (isStatic()) {
       $("refresh-note").textContent = "（静态版：生成网站时的快照 · the static edition: a snapshot taken when the site was built）";
+      $("static-note").textContent = "这个静态网站只带有生成时放进去的运行；你自己的运行和在浏览器里训练后下载的，放进 runs/ 后用 attnlab serve 打开。 " +
+        "This static site holds only the runs it was built with; put your own runs and browser downloads in runs/ and open them with attnlab serve.";
+      $("static-note").hidden = false;
     }
     const [live, cs] = await Promise.all([poll(), json("/api/case")]);
     if (!live.ok) $("runs-msg").textContent = live.detail;
