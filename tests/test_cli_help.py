@@ -207,3 +207,9 @@ def test_a_mistyped_option_or_choice_gets_the_nearest(capsys):
     err = _error(["case", "--executor", "locl"], capsys)
     assert "invalid choice: 'locl'" in err and "did you mean: local?" in err
     assert "did you mean" not in _error(["train", "--zzzzzz"], capsys)
+
+
+@pytest.mark.parametrize("module", ["attnlab", "attnlab.cli"])
+def test_python_dash_m_runs_the_command(module):
+    r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "attnlab" in r.stdout and "COMMAND" in r.stdout, r.stderr
