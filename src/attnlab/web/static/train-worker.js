@@ -9,8 +9,8 @@
 // transposed operand (the form autodiff's gradients use) is many times slower than a plain
 // matMul after an explicit transpose, the embedding's gradient is a scatter-add done here in
 // float64 rather than a one-hot matmul, and a Linear's weight is kept transposed, (in, out), so
-// the forward pass multiplies without transposing. A column sum (a bias's gradient) is a matMul
-// by a row of ones: the backend's sum over the first axis transposes first and is slower.
+// the forward pass multiplies without transposing. The parameters' gradients (X^T dY and sums
+// over rows) are left to onnxruntime (GradJobs below): TensorFlow.js computes dX only.
 //
 // The attention itself, softmax(q k^T·scale + M) v and its backward, runs in onnxruntime-web
 // (vendored for the playground already): the wasm backend of TensorFlow.js has no fast batched
@@ -164,6 +164,12 @@ function std(a) {
 }
 
 
+// A float32 tensor's data as a view of the wasm backend's memory (no copy), or a host array as it
+// is. Taken just before onnxruntime copies it in: the view lapses when the backend allocates.
+function onHost(x) {
+  return x instanceof Float32Array ? x : tf.backend().typedArrayFromHeap(x);
+}
+
 // ------------------------------------------------------------------- attention (onnxruntime)
 // A minimal ONNX writer: just the protobuf fields the two graphs below use.
 const PB = {
@@ -256,6 +262,8 @@ class Attention {
     a.fwd = await ort.InferenceSession.create(ATTN_FORWARD, opts);
     a.bwd = await ort.InferenceSession.create(ATTN_BACKWARD, opts);
     a.masks = new Map();
+    a.gradSessions = new Map();
+    a.opts = opts;
     a.ms = 0;   // time spent in the two graphs, for scripts/profile_browser_train.py
     return a;
   }
@@ -269,11 +277,11 @@ class Attention {
     return this.masks.get(T);
   }
 
-  // qkv: host (B*T, 3C); returns host {s, p: (B, H, T, T), y: (B*T, C)}
+  // qkv: (B*T, 3C), a tensor or host array; returns host {s, p: (B, H, T, T), y: (B*T, C)}
   async forward(qkv, B, T, H, hs, scale) {
     const t0 = performance.now();
     const out = await this.fwd.run({
-      qkv: new ort.Tensor("float32", qkv, [B, T, 3, H, hs]),
+      qkv: new ort.Tensor("float32", onHost(qkv), [B, T, 3, H, hs]),
       mask: this.mask(T),
       scale: new ort.Tensor("float32", Float32Array.of(scale), []),
     });
@@ -281,18 +289,68 @@ class Attention {
     return { s: out.s.data, p: out.p.data, y: out.y.data };
   }
 
-  // dy: host (B*T, C), the gradient at the attention's output; returns host dqkv (B*T, 3C)
+  // the parameter gradients of a GradJobs list: {name: host Float32Array}
+  async grads(jobs) {
+    const key = jobs.key();
+    if (!this.gradSessions.has(key)) this.gradSessions.set(key, await ort.InferenceSession.create(jobs.model(), this.opts));
+    const t0 = performance.now();
+    const feeds = {};
+    jobs.feeds.forEach((f, i) => { feeds[`i${i}`] = new ort.Tensor("float32", onHost(f.data), f.shape); });
+    const out = await this.gradSessions.get(key).run(feeds);
+    this.gradMs = (this.gradMs || 0) + performance.now() - t0;
+    const res = {};
+    jobs.jobs.forEach((j, n) => { res[j.name] = out[`o${n}`].data; });
+    return res;
+  }
+
+  // dy: (B*T, C), the gradient at the attention's output; returns host dqkv (B*T, 3C)
   async backward(qkv, p, dy, B, T, H, hs, scale) {
     const t0 = performance.now();
     const out = await this.bwd.run({
-      qkv: new ort.Tensor("float32", qkv, [B, T, 3, H, hs]),
+      qkv: new ort.Tensor("float32", onHost(qkv), [B, T, 3, H, hs]),
       p: new ort.Tensor("float32", p, [B, H, T, T]),
-      dy: new ort.Tensor("float32", dy, [B, T, H, hs]),
+      dy: new ort.Tensor("float32", onHost(dy), [B, T, H, hs]),
       scale: new ort.Tensor("float32", Float32Array.of(scale), []),
     });
     this.ms += performance.now() - t0;
     return out.dqkv.data;
   }
+}
+
+// ------------------------------------------------------------- parameter gradients (onnxruntime)
+// Every parameter's gradient in one onnxruntime run at the end of the backward pass: a weight is
+// X^T dY (a Gemm with transA: TensorFlow.js's wasm backend would transpose the (B*T, in) activation
+// first and multiply in XNNPACK; onnxruntime's MLAS kernels take the transposed operand as it lies
+// and are faster on these long (B*T = 2048) inner dimensions: scripts/bench_browser_train.py's
+// --matmul table), a bias or LayerNorm bias the sum of dY over rows, a LayerNorm gain the sum of
+// dY·x̂ over rows. TensorFlow.js keeps only what the next layer down needs (dX).
+class GradJobs {
+  constructor() { this.feeds = []; this.jobs = []; }
+  // the graph input holding a host array (one input per array, however often it is used)
+  input(data, shape) {
+    let i = this.feeds.findIndex((f) => f.data === data && f.shape[0] === shape[0]);
+    if (i < 0) { i = this.feeds.length; this.feeds.push({ data, shape }); }
+    return i;
+  }
+  // x, dy: tensors or host arrays of `rows` rows
+  in2(x, rows) { return this.input(x, [rows, (x.size || x.length) / rows]); }
+  weight(name, x, dy, rows) { this.jobs.push({ op: "gemm", name, a: this.in2(x, rows), b: this.in2(dy, rows) }); }
+  sum(name, dy, rows) { this.jobs.push({ op: "sum", name, a: this.in2(dy, rows) }); }
+  dot(name, dy, xhat, rows) { this.jobs.push({ op: "dot", name, a: this.in2(dy, rows), b: this.in2(xhat, rows) }); }
+  // the graph for this list of jobs (its structure only: any sizes)
+  model() {
+    const nodes = [];
+    this.jobs.forEach((j, n) => {
+      if (j.op === "gemm") nodes.push(onnxNode("Gemm", [`i${j.a}`, `i${j.b}`], [`o${n}`], { transA: 1 }));
+      else if (j.op === "sum") nodes.push(onnxNode("ReduceSum", [`i${j.a}`, "rows"], [`o${n}`], { keepdims: 0 }));
+      else {
+        nodes.push(onnxNode("Mul", [`i${j.a}`, `i${j.b}`], [`m${n}`]));
+        nodes.push(onnxNode("ReduceSum", [`m${n}`, "rows"], [`o${n}`], { keepdims: 0 }));
+      }
+    });
+    return onnxModel(nodes, this.feeds.map((_, i) => `i${i}`), this.jobs.map((_, n) => `o${n}`), [onnxInt64("rows", [0], [1])]);
+  }
+  key() { return JSON.stringify([this.feeds.length, this.jobs.map((j) => [j.op, j.a, j.b])]); }
 }
 
 // tf.tidy for an async function: every tensor made inside is disposed, but those in the result
@@ -339,7 +397,6 @@ class Trainer {
       }
       this.params[e.name] = { w, m: tf.zerosLike(w), v: tf.zerosLike(w), decay: e.shape.length >= 2 };
     }
-    this.ones = tf.ones([1, this.B * this.T]);   // column sums as a matMul
     this.t = 0;           // optimizer steps taken
     this.step = 0;        // next step to train
   }
@@ -348,7 +405,6 @@ class Trainer {
 
   dispose() {
     for (const p of Object.values(this.params)) { p.w.dispose(); p.m.dispose(); p.v.dispose(); }
-    this.ones.dispose();
   }
 
   batch(starts, row, offset) {
@@ -369,19 +425,11 @@ class Trainer {
     return { out: tf.add(tf.mul(xhat, g), b), xhat, rstd };
   }
 
-  // the sum over rows of (N, k): the bias gradients, (k)
-  colSum(x) {
-    const n = x.shape[0];
-    const ones = n === this.ones.shape[1] ? this.ones : tf.ones([1, n]);
-    return tf.reshape(tf.matMul(ones, x), [x.shape[1]]);
-  }
-
+  // dX of LayerNorm (its parameters' gradients are GradJobs.dot and .sum)
   lnBack(dy, c, g) {
     const dxhat = tf.mul(dy, g);
-    const dg = this.colSum(tf.mul(dy, c.xhat));
-    const db = this.colSum(dy);
     const inner = tf.sub(tf.sub(dxhat, tf.mean(dxhat, 1, true)), tf.mul(c.xhat, tf.mean(tf.mul(dxhat, c.xhat), 1, true)));
-    return { dx: tf.mul(inner, c.rstd), dg, db };
+    return tf.mul(inner, c.rstd);
   }
 
   // forward over a (B, T) batch of ids; keeps what backward needs; diag: host copies for the summary
@@ -389,7 +437,7 @@ class Trainer {
     const { C, H, hs, L } = this;
     const N = B * T;
     // the token embedding's rows gathered on the host (the backend's gather is slower than the copy)
-    const wte = this.w("tok_emb.weight").dataSync(), rows = new Float32Array(N * C);
+    const wte = onHost(this.w("tok_emb.weight")), rows = new Float32Array(N * C);
     for (let n = 0; n < N; n++) rows.set(wte.subarray(x[n] * C, x[n] * C + C), n * C);
     const tok = tf.tensor(rows, [B, T, C]);
     let h = tf.reshape(tf.add(tok, tf.slice(this.w("pos_emb.weight"), [0, 0], [T, C])), [N, C]);
@@ -398,7 +446,7 @@ class Trainer {
     for (let l = 0; l < L; l++) {
       const P = `blocks.${l}.`;
       const c1 = this.ln(h, this.w(P + "ln1.weight"), this.w(P + "ln1.bias"));
-      const qkv = tf.matMul(c1.out, this.w(P + "attn.qkv.weight")).dataSync();   // (N, 3C) on the host
+      const qkv = tf.matMul(c1.out, this.w(P + "attn.qkv.weight"));   // (N, 3C)
       const a = await this.attention.forward(qkv, B, T, H, hs, this.scale);       // s, p (B, H, T, T)
       const y = tf.tensor(a.y, [N, C]);
       const x1 = tf.add(h, tf.matMul(y, this.w(P + "attn.proj.weight")));
@@ -407,9 +455,9 @@ class Trainer {
       const erf = tf.erf(tf.mul(u, Math.SQRT1_2));
       const g = tf.mul(tf.mul(u, tf.add(erf, 1)), 0.5);                // exact GELU
       h = tf.add(x1, tf.add(tf.matMul(g, this.w(P + "mlp.2.weight")), this.w(P + "mlp.2.bias")));
-      if (keep) layers.push({ c1, qkv, p: a.p, y, c2, u, erf, g });
+      if (keep) layers.push({ c1, qkv, p: a.p, y: a.y, c2, u, erf, g });
       if (diag) {
-        stats.push(patternSummary(a.s, a.p, columns(qkv, 3 * C, 0, C), columns(qkv, 3 * C, C, C), B * H, T));
+        stats.push(patternSummary(a.s, a.p, columns(onHost(qkv), 3 * C, 0, C), columns(onHost(qkv), 3 * C, C, C), B * H, T));
         if (diag === "maps") Object.assign(stats[stats.length - 1], { maps: a.p, scores: a.s });
       }
     }
@@ -459,53 +507,54 @@ class Trainer {
       record.loss = loss.dataSync()[0];
       if (fw.stats.length) record.layers = fw.stats;
       if (!Number.isFinite(record.loss)) return null;
-      // ---- backward
-      const grads = {};
-      const tr = (t, perm) => tf.transpose(t, perm);
+      // ---- backward: dX in TensorFlow.js layer by layer, what each parameter's gradient needs
+      // copied to the host, all parameter gradients in one onnxruntime run (GradJobs)
+      const jobs = new GradJobs();
+      const tr = (t) => tf.transpose(t);
       const wte = this.w("tok_emb.weight");
       const dlogits = tf.div(tf.sub(tf.softmax(fw.logits), onehot), N);
+      jobs.weight("head", dlogits, fw.cf.out, N);                 // (V, C)
       const dhf = tf.matMul(dlogits, wte);
-      const headGrad = tr(tf.matMul(tr(fw.cf.out), dlogits));         // (V, C)
-      const bf = this.lnBack(dhf, fw.cf, this.w("ln_f.weight"));
-      grads["ln_f.weight"] = bf.dg; grads["ln_f.bias"] = bf.db;
-      let dx = bf.dx;
+      jobs.dot("ln_f.weight", dhf, fw.cf.xhat, N); jobs.sum("ln_f.bias", dhf, N);
+      let dx = this.lnBack(dhf, fw.cf, this.w("ln_f.weight"));
       for (let l = L - 1; l >= 0; l--) {
         const P = `blocks.${l}.`, c = fw.layers[l];
         // x2 = x1 + mlp(ln2(x1))
-        grads[P + "mlp.2.bias"] = this.colSum(dx);
-        grads[P + "mlp.2.weight"] = tf.matMul(tr(c.g), dx);
+        jobs.sum(P + "mlp.2.bias", dx, N); jobs.weight(P + "mlp.2.weight", c.g, dx, N);
         const dg = tf.matMul(dx, tr(this.w(P + "mlp.2.weight")));
         const pdf = tf.mul(tf.exp(tf.mul(tf.square(c.u), -0.5)), 1 / Math.sqrt(2 * Math.PI));
         const du = tf.mul(dg, tf.add(tf.mul(tf.add(c.erf, 1), 0.5), tf.mul(c.u, pdf)));
-        grads[P + "mlp.0.bias"] = this.colSum(du);
-        grads[P + "mlp.0.weight"] = tf.matMul(tr(c.c2.out), du);
-        const b2 = this.lnBack(tf.matMul(du, tr(this.w(P + "mlp.0.weight"))), c.c2, this.w(P + "ln2.weight"));
-        grads[P + "ln2.weight"] = b2.dg; grads[P + "ln2.bias"] = b2.db;
-        const dx1 = tf.add(dx, b2.dx);
+        jobs.sum(P + "mlp.0.bias", du, N); jobs.weight(P + "mlp.0.weight", c.c2.out, du, N);
+        const dln2 = tf.matMul(du, tr(this.w(P + "mlp.0.weight")));
+        jobs.dot(P + "ln2.weight", dln2, c.c2.xhat, N); jobs.sum(P + "ln2.bias", dln2, N);
+        const dx1 = tf.add(dx, this.lnBack(dln2, c.c2, this.w(P + "ln2.weight")));
         // x1 = x + proj(attention(ln1(x)))
-        grads[P + "attn.proj.weight"] = tf.matMul(tr(c.y), dx1);
-        const dy = tf.matMul(dx1, tr(this.w(P + "attn.proj.weight"))).dataSync();   // (N, C) on the host
-        const dqkv = tf.tensor(await this.attention.backward(c.qkv, c.p, dy, B, T, H, hs, this.scale), [N, 3 * C]);
-        grads[P + "attn.qkv.weight"] = tf.matMul(tr(c.c1.out), dqkv);
-        const b1 = this.lnBack(tf.matMul(dqkv, tr(this.w(P + "attn.qkv.weight"))), c.c1, this.w(P + "ln1.weight"));
-        grads[P + "ln1.weight"] = b1.dg; grads[P + "ln1.bias"] = b1.db;
-        dx = tf.add(dx1, b1.dx);
+        jobs.weight(P + "attn.proj.weight", c.y, dx1, N);
+        const dy = tf.matMul(dx1, tr(this.w(P + "attn.proj.weight")));   // (N, C)
+        const dqkvh = await this.attention.backward(c.qkv, c.p, dy, B, T, H, hs, this.scale);
+        jobs.weight(P + "attn.qkv.weight", c.c1.out, dqkvh, N);
+        const dln1 = tf.matMul(tf.tensor(dqkvh, [N, 3 * C]), tr(this.w(P + "attn.qkv.weight")));
+        jobs.dot(P + "ln1.weight", dln1, c.c1.xhat, N); jobs.sum(P + "ln1.bias", dln1, N);
+        dx = tf.add(dx1, this.lnBack(dln1, c.c1, this.w(P + "ln1.weight")));
       }
       // embeddings: positions sum over the batch; tokens a scatter-add by id (float64 on the host)
-      let dpos = tf.reshape(this.colSum(tf.reshape(dx, [B, T * C])), [T, C]);
-      if (T < this.T) dpos = tf.pad(dpos, [[0, this.T - T], [0, 0]]);
-      grads["pos_emb.weight"] = dpos;
-      const rows = dx.dataSync();
-      const acc = new Float64Array(this.V * C);
+      jobs.sum("pos_emb.weight", dx, B);
+      const grads = await this.attention.grads(jobs);
+      if (T < this.T) {
+        const full = new Float32Array(this.T * C);
+        full.set(grads["pos_emb.weight"]);
+        grads["pos_emb.weight"] = full;
+      }
+      const acc = new Float64Array(grads.head), rows = onHost(dx);
       for (let n = 0; n < N; n++) {
         const o = x[n] * C, r = n * C;
         for (let j = 0; j < C; j++) acc[o + j] += rows[r + j];
       }
-      grads["tok_emb.weight"] = tf.add(headGrad, tf.tensor(Float32Array.from(acc), [this.V, C]));
+      grads["tok_emb.weight"] = Float32Array.from(acc);
       // ---- clip (torch.nn.utils.clip_grad_norm_) and AdamW (torch.optim.AdamW, single tensor)
       const names = Object.keys(this.params);
       let sq = 0;
-      for (const name of names) sq += tf.sum(tf.square(grads[name])).dataSync()[0];
+      for (const name of names) for (const g of grads[name]) sq += g * g;
       const total = Math.fround(Math.sqrt(sq));
       record.grad_norm = total;
       const clip = cfg.grad_clip > 0 ? Math.min(1, cfg.grad_clip / (total + 1e-6)) : 1;
@@ -514,7 +563,7 @@ class Trainer {
       const out = {};
       for (const name of names) {
         const P = this.params[name];
-        const g = clip === 1 ? grads[name] : tf.mul(grads[name], clip);
+        const g0 = tf.tensor(grads[name], P.w.shape), g = clip === 1 ? g0 : tf.mul(g0, clip);
         const w0 = P.decay && cfg.weight_decay ? tf.mul(P.w, 1 - lr * cfg.weight_decay) : P.w;
         const m = tf.add(P.m, tf.mul(tf.sub(g, P.m), 1 - BETA1));
         const v = tf.add(tf.mul(P.v, BETA2), tf.mul(tf.square(g), 1 - BETA2));
