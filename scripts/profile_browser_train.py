@@ -42,7 +42,7 @@ self.onmessage = async (e) => {
     await trainer.trainStep();
     const byKernel = {}, byShape = {};
     let wall = 0, kernels = 0;
-    run.attention.ms = 0; run.attention.gradMs = 0;
+    run.attention.ms = 0; run.attention.gradMs = 0; trainer.phases = {};
     for (let i = 0; i < steps; i++) {
       const t0 = performance.now();
       const prof = await tf.profile(async () => { await trainer.trainStep(); });
@@ -55,7 +55,7 @@ self.onmessage = async (e) => {
         (byShape[key] ??= { ms: 0, calls: 0 }).ms += ms; byShape[key].calls++;
       }
     }
-    postMessage({ ok: true, info, steps, wall, kernels, attention: run.attention.ms, grads: run.attention.gradMs, byKernel, byShape });
+    postMessage({ ok: true, info, steps, wall, kernels, attention: run.attention.ms, grads: run.attention.gradMs, phases: trainer.phases, byKernel, byShape });
   } catch (err) { postMessage({ ok: false, message: String(err && err.stack || err) }); }
 };
 """
@@ -121,6 +121,7 @@ def main() -> None:
                 f"gradients in onnxruntime {grads_ms:.0f} ms "
                 f"({out['info']['threads']} thread(s), simd {out['info']['simd']})"
             )
+            print("  phases: " + ", ".join(f"{k} {v / steps:.0f} ms" for k, v in out["phases"].items()))
             for k, v in rows[: args.top]:
                 print(
                     f"  {v['ms'] / steps:8.1f} ms {100 * v['ms'] / out['wall']:5.1f} %  {v['calls'] // steps:4d}x  {k}"
@@ -135,6 +136,7 @@ def main() -> None:
                 "outside_kernels_ms": round(step_ms - kernel_ms, 1),
                 "attention_onnxruntime_ms": round(attention_ms, 1),
                 "parameter_gradients_onnxruntime_ms": round(grads_ms, 1),
+                "phases_ms": {k: round(v / steps, 1) for k, v in out["phases"].items()},
                 "kernels": {
                     k: {"ms_per_step": round(v["ms"] / steps, 1), "calls_per_step": v["calls"] // steps}
                     for k, v in rows

@@ -391,20 +391,33 @@ class Trainer {
     this.params = {};   // name -> {w, m, v, decay}
     for (const e of header.arrays) {
       if (e.name === "batch_starts" || e.name === "val_starts") continue;
-      let w = tf.tensor(arrays[e.name].data, e.shape, "float32");
-      if (LINEARS.some((l) => e.name.endsWith(`${l}.weight`))) {
-        const t = tf.transpose(w); w.dispose(); w = t;
-      }
-      this.params[e.name] = { w, m: tf.zerosLike(w), v: tf.zerosLike(w), decay: e.shape.length >= 2 };
+      let host = arrays[e.name].data, shape = e.shape;
+      if (LINEARS.some((l) => e.name.endsWith(`${l}.weight`))) {   // (out, in) -> (in, out)
+        const [o, n] = shape, t = new Float32Array(o * n);
+        for (let i = 0; i < o; i++) for (let j = 0; j < n; j++) t[j * o + i] = host[i * n + j];
+        host = t; shape = [n, o];
+      } else host = Float32Array.from(host);
+      this.params[e.name] = {
+        host, shape, w: tf.tensor(host, shape, "float32"), m: new Float32Array(host.length), v: new Float32Array(host.length),
+        decay: e.shape.length >= 2,
+      };
     }
     this.t = 0;           // optimizer steps taken
     this.step = 0;        // next step to train
+    this.phases = {};
   }
 
   w(name) { return this.params[name].w; }
 
+  // time per phase of a step, summed (scripts/profile_browser_train.py reads this.phases)
+  lap(phase) {
+    const now = performance.now();
+    if (phase) this.phases[phase] = (this.phases[phase] || 0) + now - this.t0;
+    this.t0 = now;
+  }
+
   dispose() {
-    for (const p of Object.values(this.params)) { p.w.dispose(); p.m.dispose(); p.v.dispose(); }
+    for (const p of Object.values(this.params)) p.w.dispose();
   }
 
   batch(starts, row, offset) {
@@ -457,8 +470,10 @@ class Trainer {
       h = tf.add(x1, tf.add(tf.matMul(g, this.w(P + "mlp.2.weight")), this.w(P + "mlp.2.bias")));
       if (keep) layers.push({ c1, qkv, p: a.p, y: a.y, c2, u, erf, g });
       if (diag) {
+        const t0 = performance.now();
         stats.push(patternSummary(a.s, a.p, columns(onHost(qkv), 3 * C, 0, C), columns(onHost(qkv), 3 * C, C, C), B * H, T));
         if (diag === "maps") Object.assign(stats[stats.length - 1], { maps: a.p, scores: a.s });
+        this.phases.diagnostics = (this.phases.diagnostics || 0) + performance.now() - t0;   // part of forward
       }
     }
     const cf = this.ln(h, this.w("ln_f.weight"), this.w("ln_f.bias"));
@@ -502,11 +517,14 @@ class Trainer {
     const { x, y } = this.batch(this.starts, s, 0);
     const record = { step: s, loss: NaN, lr, grad_norm: NaN };
     const kept = await scoped(async () => {
+      this.lap();
       const fw = await this.forward(x, B, T, true, cfg.record_every > 0 && s % cfg.record_every === 0);
+      this.lap("forward");
       const { loss, onehot } = this.lossOf(fw.logits, y);
       record.loss = loss.dataSync()[0];
       if (fw.stats.length) record.layers = fw.stats;
       if (!Number.isFinite(record.loss)) return null;
+      this.lap("loss");
       // ---- backward: dX in TensorFlow.js layer by layer, what each parameter's gradient needs
       // copied to the host, all parameter gradients in one onnxruntime run (GradJobs)
       const jobs = new GradJobs();
@@ -539,6 +557,7 @@ class Trainer {
       }
       // embeddings: positions sum over the batch; tokens a scatter-add by id (float64 on the host)
       jobs.sum("pos_emb.weight", dx, B);
+      this.lap("backward_dx");
       const grads = await this.attention.grads(jobs);
       if (T < this.T) {
         const full = new Float32Array(this.T * C);
@@ -551,7 +570,9 @@ class Trainer {
         for (let j = 0; j < C; j++) acc[o + j] += rows[r + j];
       }
       grads["tok_emb.weight"] = Float32Array.from(acc);
-      // ---- clip (torch.nn.utils.clip_grad_norm_) and AdamW (torch.optim.AdamW, single tensor)
+      this.lap("parameter_gradients");
+      // ---- clip (torch.nn.utils.clip_grad_norm_) and AdamW (torch.optim.AdamW, single tensor) on the
+      // host: each element's update in float64, stored as float32; the weights go back to TensorFlow.js
       const names = Object.keys(this.params);
       let sq = 0;
       for (const name of names) for (const g of grads[name]) sq += g * g;
@@ -559,24 +580,24 @@ class Trainer {
       record.grad_norm = total;
       const clip = cfg.grad_clip > 0 ? Math.min(1, cfg.grad_clip / (total + 1e-6)) : 1;
       const t = this.t + 1;
-      const bc1 = 1 - BETA1 ** t, bc2 = Math.sqrt(1 - BETA2 ** t);
-      const out = {};
+      const bc1 = 1 - BETA1 ** t, bc2 = Math.sqrt(1 - BETA2 ** t), step = lr / bc1;
       for (const name of names) {
-        const P = this.params[name];
-        const g0 = tf.tensor(grads[name], P.w.shape), g = clip === 1 ? g0 : tf.mul(g0, clip);
-        const w0 = P.decay && cfg.weight_decay ? tf.mul(P.w, 1 - lr * cfg.weight_decay) : P.w;
-        const m = tf.add(P.m, tf.mul(tf.sub(g, P.m), 1 - BETA1));
-        const v = tf.add(tf.mul(P.v, BETA2), tf.mul(tf.square(g), 1 - BETA2));
-        const w = tf.sub(w0, tf.mul(tf.div(m, tf.add(tf.div(tf.sqrt(v), bc2), ADAM_EPS)), lr / bc1));
-        out[name] = { w, m, v };
+        const P = this.params[name], g = grads[name], w = P.host, m = P.m, v = P.v;
+        const keep = P.decay && cfg.weight_decay ? Math.fround(1 - lr * cfg.weight_decay) : 1;
+        for (let i = 0; i < w.length; i++) {
+          const gi = clip === 1 ? g[i] : Math.fround(g[i] * clip);
+          m[i] += (gi - m[i]) * (1 - BETA1);
+          v[i] = v[i] * BETA2 + gi * gi * (1 - BETA2);
+          w[i] = Math.fround(w[i] * keep) - step * m[i] / (Math.sqrt(v[i]) / bc2 + ADAM_EPS);
+        }
       }
-      return out;
+      this.lap("optimizer");
+      return true;
     });
     if (kept) {
-      for (const [name, nv] of Object.entries(kept)) {
-        const P = this.params[name];
-        P.w.dispose(); P.m.dispose(); P.v.dispose();
-        Object.assign(P, nv);
+      for (const P of Object.values(this.params)) {
+        P.w.dispose();
+        P.w = tf.tensor(P.host, P.shape);
       }
       this.t += 1;
     }
