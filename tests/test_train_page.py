@@ -345,7 +345,8 @@ def test_twenty_steps_equal_pytorch_and_table(train_page):
     EQUALITY.write_text(
         json.dumps(
             {
-                "what": "attnlab.train({set, steps: 20}) in Chromium (TensorFlow.js wasm, the attention in onnxruntime-web) "
+                "what": "attnlab.train({set, steps: 20}) in Chromium (TensorFlow.js wasm; the attention and the parameter gradients "
+                "in onnxruntime-web) "
                 "against attnlab train "
                 "(PyTorch, CPU), same initial weights and batches; |loss difference| and the largest |entropy "
                 "difference| over the layers, per step",
