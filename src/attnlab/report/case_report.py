@@ -7,10 +7,8 @@ Markdown and as a self-contained HTML page. The report is a list of blocks
 
 from __future__ import annotations
 
-import html
 import math
 import os
-import re
 from pathlib import Path
 
 from .. import claims_registry as R
@@ -22,7 +20,8 @@ from ..lab.case import claims as C
 from ..lab.case import loss_id
 from ..tools import fmt
 from .figures import case_figures
-from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
+from .page import Page, to_markdown
+from .page import to_html as page_html
 
 
 # ------------------------------------------------------------------------ blocks
@@ -135,24 +134,8 @@ def _mark(claim: dict | None) -> str:
     return {stats.FAIL: "✗", stats.INCONCLUSIVE: "？"}.get(V.verdict_of(claim) if claim else "", "·")
 
 
-class _Page:
-    """The blocks of a report, appended in order: heading, paragraph, table, image."""
-
-    def __init__(self, fig_rel: str):
-        self.blocks: list[tuple] = []
-        self.fig_rel = fig_rel
-
-    def h(self, level: int, text: str) -> None:
-        self.blocks.append(("h", level, text))
-
-    def p(self, text: str) -> None:
-        self.blocks.append(("p", text))
-
-    def table(self, head: list, rows: list[list], detail: tuple[int, ...] = ()) -> None:
-        self.blocks.append(("table", head, rows, tuple(detail)))
-
-    def img(self, name: str, alt: str) -> None:
-        self.blocks.append(("img", f"{self.fig_rel}/{name}", alt))
+class _Page(Page):
+    """The report's page (:class:`attnlab.report.page.Page`) and the lines saying why claims did not pass."""
 
     def whys(self, by_id: dict, cids: tuple[str, ...]) -> None:
         """One line per claim of ``cids`` that did not pass: its mark, its id and why."""
@@ -977,99 +960,11 @@ def wd_summary(res: dict, rows: list[dict]) -> str:
     )
 
 
-# --------------------------------------------------------------------- renderers
-def to_markdown(blocks: list[tuple]) -> str:
-    out = []
-    for b in blocks:
-        if b[0] == "h":
-            out.append("#" * b[1] + " " + b[2])
-        elif b[0] == "p":
-            out.append(b[1])
-        elif b[0] == "img":
-            out.append(f"![{b[2]}]({b[1]})")
-        elif b[0] == "table":
-            cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-            out.append("| " + " | ".join(cell(c) for c in b[1]) + " |")
-            out.append("|" + "---|" * len(b[1]))
-            out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in b[2])
-        out.append("")
-    return "\n".join(out)
-
-
-def _inline(text: str) -> str:
-    s = html.escape(text)
-    s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", s)
-
-
-_VERDICT_SPAN = re.compile(r"(✓ PASS|✗ FAIL|？ INCONCLUSIVE)")
-
-
-def _cell(text: str) -> str:
-    return _VERDICT_SPAN.sub(lambda m: f'<span class="{m.group(1).split()[1]}">{m.group(1)}</span>', _inline(text))
-
-
-def _html_table(head: list, rows: list[list], detail: tuple[int, ...] = ()) -> str:
-    """A table; the ``detail`` columns (long text) go on a second line under each row, one cell
-    across the whole table, each labelled with its header: the row stays within the page."""
-    main = [i for i in range(len(head)) if i not in detail]
-    out = ["<table><thead><tr>" + "".join(f"<th>{_inline(str(head[i]))}</th>" for i in main) + "</tr></thead><tbody>"]
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{_cell(str(row[i]))}</td>" for i in main) + "</tr>")
-        if detail:
-            parts = "".join(
-                f"<div><span class=label>{_inline(str(head[i]))}：</span> {_cell(str(row[i]))}</div>"
-                for i in detail
-                if str(row[i]).strip()
-            )
-            out.append(f'<tr class=detail><td colspan="{len(main)}">{parts}</td></tr>')
-    return "".join(out) + "</tbody></table>"
-
-
-CSS = f"""
-body {{ font-family: {SANS_STACK}; max-width: 1200px; margin: 2em auto;
-       padding: 0 1em; line-height: 1.55; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.86em; max-width: 100%; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; vertical-align: top; }}
-th {{ background: #f3f3f3; }}
-tr.detail td {{ border-top: none; background: #fafafa; font-size: 0.95em; }}
-tr.detail .label {{ color: #555; }}
-.PASS {{ color: #1b7a2e; font-weight: bold; }} .FAIL {{ color: #b02a1a; font-weight: bold; }}
-.INCONCLUSIVE {{ color: #8a6d00; font-weight: bold; }}
-img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555; font-size: 0.9em; }}
-code {{ font-family: {MONO_STACK}; background: #f5f5f5; padding: 0 0.2em; }}"""
 TITLE = "第 1 章案例复现报告 / Chapter 1 case report"
 
 
 def to_html(blocks: list[tuple], fig_dir: Path | None = None) -> str:
-    """One self-contained page: the figures under ``fig_dir`` embedded as data: URIs, the fonts
-    cut to the page's own characters (see :mod:`attnlab.report.selfcontained`)."""
-    body = []
-    for b in blocks:
-        if b[0] == "h":
-            body.append(f"<h{b[1]}>{_inline(b[2])}</h{b[1]}>")
-        elif b[0] == "p":
-            body.append(f"<p>{_inline(b[1])}</p>")
-        elif b[0] == "img":
-            src = image_uri(Path(fig_dir) / Path(b[1]).name) if fig_dir is not None else None
-            body.append(
-                f'<figure><img src="{src}" alt="{html.escape(b[2])}">'
-                f"<figcaption>{html.escape(b[2])}</figcaption></figure>"
-                if src
-                else f"<p>图缺失 / figure missing: {html.escape(Path(b[1]).name)}</p>"
-            )
-        elif b[0] == "table":
-            body.append(_html_table(b[1], b[2], b[3] if len(b) > 3 else ()))
-    main = "\n".join(body)
-    text, code = page_text(f"<title>{TITLE}</title>" + main)
-    fonts, missing = font_css(text, code)
-    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
-    return (
-        '<!doctype html>\n<html lang="zh"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{TITLE}</title>\n{FONT_NOTICE}{note}\n"
-        f"<style>{fonts}{CSS}</style></head><body>\n" + main + "\n</body></html>\n"
-    )
+    return page_html(blocks, TITLE, fig_dir)
 
 
 def report_paths(out: Path, name: str = "ch1_case") -> tuple[Path, Path, Path]:
