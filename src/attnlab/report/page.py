@@ -1,10 +1,5 @@
-"""A page of blocks, rendered twice: as Markdown and as one self-contained HTML page.
-
-A page is a list of blocks appended in order (:class:`Page`): a heading, a paragraph, a table (its
-``detail`` columns, long text, go on a second line under each row in HTML) or an image. Both renderings
-are made from the same blocks, so they say the same thing. Any report built from a result JSON can use
-it; the case report (:mod:`attnlab.report.case_report`) does.
-"""
+"""A page of blocks (:class:`Page`: headings, paragraphs, tables, images) rendered twice, as Markdown and as
+one self-contained HTML page, so both say the same thing; any report built from a result JSON can use it."""
 
 from __future__ import annotations
 

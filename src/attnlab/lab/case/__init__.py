@@ -40,9 +40,10 @@ from .. import runs as R
 from ..common import column, final_val, not_trained, number_list, rnd, seed_table
 from ..common import pending as waiting_for
 from ..labbook import Context, Experiment, NotAvailable, Outcome
+from ..runs import member_runs
 from . import claims as CC
 from . import run as X
-from .run import member_runs, stored_runs
+from .run import stored_runs
 
 SOURCE = "data/ch1_case.json"
 COMMAND = "attnlab case"

@@ -39,7 +39,7 @@ from ...train import History
 from ...verdicts import count_line
 from ..common import unigram_entropy
 from ..labbook import beside, holds_less, write_unless_less
-from ..runs import BOOK_STEPS, DYNAMICS_STEPS, KEEP_WEIGHTS, member_runs, runs_by_name
+from ..runs import BOOK_STEPS, runs_by_name
 from ..runs import keep_case_weights as case_run
 from . import claims as C
 from .claims import check_claims
@@ -48,17 +48,6 @@ from .settings import BOOK_SEED, CaseSettings
 SMALL = PRESETS["small"]  # d_head 32 (the defaults)
 BIG = PRESETS["big"]  # d_head 256
 PROMPT = "秦川雄帝宅"
-# the case document's accessors and the case's settings, for the CLI and the lab book
-__all__ = [
-    "count_line",
-    "BOOK_SEED",
-    "DYNAMICS_STEPS",
-    "KEEP_WEIGHTS",
-    "CaseSettings",
-    "case_run",
-    "member_runs",
-    "runs_by_name",
-]
 
 
 class CaseError(AttnlabError):
@@ -395,16 +384,6 @@ class CaseMeasure:
             )
         return pairs, qk, samples
 
-    def seed_rows(self) -> list[dict]:
-        """The small pair's row of every seed whose two members finished."""
-        rows = []
-        for seed in self.settings.seeds:
-            nu, ns = f"small_unscaled_s{seed}", f"small_scaled_s{seed}"
-            if nu in self.results and ns in self.results:
-                w = self.settings.loss_window
-                rows.append(seed_row(seed, run_summary(self.results[nu][2], w), run_summary(self.results[ns][2], w)))
-        return rows
-
     def seed_runs(self, kept: dict[str, list], all_seeds: list[int]) -> dict[str, list]:
         """Each pair member's runs on the other seeds: ``kept`` and every finished one."""
         out = {k: list(v) for k, v in kept.items()}
@@ -464,13 +443,9 @@ class CaseMeasure:
             head = {"prompt": PROMPT, "seed": s.sample_seed, "max_new_tokens": s.sample_tokens}
             out = {"pairs": pairs, "qk_scale": qk, "samples": {**head, **samples}}
         out["seed_runs"] = self.seed_runs(base.get("seed_runs", {}) if base else {}, all_seeds)
-        if base is None:
-            out["seeds"] = seeds_summary(self.seed_rows())
-        else:
-            out["seeds"] = base["seeds"]
-            rows = seed_rows(out["pairs"], out["seed_runs"], base["seeds"]["runs"], all_seeds)
-            if len(rows) > len(base["seeds"]["runs"]):
-                out["seeds"] = {**base["seeds"], **seeds_summary(rows)}
+        kept = base["seeds"] if base else {"runs": []}  # a row per seed whose two small members are stored
+        rows = seed_rows(out["pairs"], out["seed_runs"], kept["runs"], all_seeds)
+        out["seeds"] = {**kept, **seeds_summary(rows)} if len(rows) > len(kept["runs"]) else kept
         kept_wd = list(base.get("weight_decay", {}).get("pairs", [])) if base else []
         out["wd_pairs"] = self.wd_pairs(kept_wd, wd_values, all_seeds)
         self.book_steps(book_steps, runs, root, on_disk)
@@ -995,9 +970,8 @@ def order_seed_runs(seed_runs: dict[str, list], seeds: list[int]) -> dict[str, l
 
 
 def seed_rows(pairs: dict, seed_runs: dict[str, list], rows: list[dict], seeds: list[int]) -> list[dict]:
-    """``rows`` (the stored small-pair rows of ``seeds``) and, after them in the order of ``seeds``, a
-    row for every seed without one whose two small members are stored: the same numbers the full
-    case computes, from the members' stored end losses (nothing is measured again)."""
+    """The small pair's rows: ``rows`` (those a stored result keeps) and, after them in the order of ``seeds``,
+    one for every other seed whose two small members are measured, from their end losses."""
     have = {r["seed"] for r in rows}
     member = {
         tag: {e["config"]["seed"]: e for e in [pairs[f"small_{tag}"], *seed_runs.get(f"small_{tag}", [])]}
