@@ -73,37 +73,28 @@ def add_parser(sub):
         " / train nothing: keep everything the existing data/ch1_case.json holds and add the runs "
         "of the requested seeds found finished under runs/case",
     )
-    p.add_argument(
-        "--seeds",
-        type=seed_count,
-        default=None,
-        metavar="N",
-        help="小模型对照跑 N 个种子 20261014、20261015……（默认 3；--quick 时 1）"
-        " / the small pair on N seeds 20261014, 20261015, ... (default 3; 1 with --quick)",
-    )
-    p.add_argument(
-        "--big-seeds",
-        type=seed_count,
-        default=None,
-        metavar="N",
-        help="大模型对照跑前 N 个种子（默认 3）/ the big pair on the first N seeds (default 3)",
-    )
-    p.add_argument(
-        "--big-unscaled-seeds",
-        type=seed_count,
-        default=None,
-        metavar="N",
-        help="不缩放的大模型单独跑前 N 个种子（默认：同 --big-seeds）"
-        " / the big unscaled member alone on the first N seeds (default: --big-seeds)",
-    )
-    p.add_argument(
-        "--wd-seeds",
-        type=seed_count,
-        default=None,
-        metavar="N",
-        help="权重衰减对照跑前 N 个种子（默认 1；--quick 没有）"
-        " / the weight-decay pairs on the first N seeds (default 1; --quick has none)",
-    )
+    for option, words in (  # the seed counts: each option a number of seeds (seed_count)
+        (
+            "--seeds",
+            "小模型对照跑 N 个种子 20261014、20261015……（默认 3；--quick 时 1）"
+            " / the small pair on N seeds 20261014, 20261015, ... (default 3; 1 with --quick)",
+        ),
+        (
+            "--big-seeds",
+            "大模型对照跑前 N 个种子（默认 3）/ the big pair on the first N seeds (default 3)",
+        ),
+        (
+            "--big-unscaled-seeds",
+            "不缩放的大模型单独跑前 N 个种子（默认：同 --big-seeds）"
+            " / the big unscaled member alone on the first N seeds (default: --big-seeds)",
+        ),
+        (
+            "--wd-seeds",
+            "权重衰减对照跑前 N 个种子（默认 1；--quick 没有）"
+            " / the weight-decay pairs on the first N seeds (default 1; --quick has none)",
+        ),
+    ):
+        p.add_argument(option, type=seed_count, default=None, metavar="N", help=words)
     return p
 
 
