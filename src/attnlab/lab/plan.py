@@ -36,6 +36,14 @@ first run and its report and figures after every batch, the batches trained one 
 (``case_stages``: each batch packed on its own, the next waits for the last run of the one before).
 Not counted: the setup (pip install) and the case's measurement between batches. ``--quick`` plans
 go without the factors (they price full-size runs).
+
+The calibration speaks of its machine's speed. ``book --plan`` and ``case --plan`` therefore run a
+speed probe on the reader's machine first (:func:`probe`: a few training steps of the reference
+run's model on one thread, the least CPU time of a few repeats, a few seconds) and compare it with
+the probe stored beside the calibration (data/plan_check.json "probe", recorded by
+scripts/plan_check.py); every price is multiplied by the ratio (:func:`machine_speed`,
+:func:`scaled`), and the printout says so (``--no-probe`` skips it). :func:`calibration` itself is
+never scaled: the confirmatory round's registered prices come from it.
 """
 
 from __future__ import annotations
