@@ -13,6 +13,16 @@ plan, which calibrates on these runs too). About 3 min on two idle cores; shared
 
     nice -n 10 python scripts/plan_check.py              # train, measure, write the JSON and the docs
     python scripts/plan_check.py --report                # the table again from data/plan_check.json
+    nice -n 10 python scripts/plan_check.py --probe      # only the speed probe, carried to the stored runs
+
+The speed probe (attnlab.lab.plan.probe: a few training steps of ``pc_small_300``'s model, one
+thread, the least CPU time of a few repeats) is stored beside the runs ("probe"); ``book --plan``
+and ``case --plan`` run it again on the reader's machine and scale every price by the ratio. A full
+check measures it on the calibration's machine, before and after its runs (the least of both).
+``--probe`` adds it to the stored runs without training them again: the probe and ``pc_small_300``
+alone, ``--rounds`` times interleaved, here; the probe stored is the median of probe / reference
+run CPU times here times the stored ``pc_small_300``'s CPU time ("how": "transferred": it assumes
+the two scale alike from this machine to the calibration's, as the plan does from it to yours).
 
 When: after a change to what a run costs (the training loop, the diagnostics, runner.train_cost or
 lab.plan's calibration), on idle cores, to see whether the plan still holds.
@@ -30,10 +40,12 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from attnlab.config import Config  # noqa: E402
 from attnlab.io import read_json, write_json  # noqa: E402
-from attnlab.lab.plan import PLAN_CHECK, calibrate, read_run_records, run_record  # noqa: E402
+from attnlab.lab.plan import PLAN_CHECK, PROBE_REPEATS, PROBE_STEPS, calibrate, probe, read_run_records, run_record  # noqa: E402
 from attnlab.lab.runs import BOOK_SEED, Scale  # noqa: E402
 from attnlab.runfolder import IDLE, training_conditions, training_seconds  # noqa: E402
 from attnlab.runner import Run, execute  # noqa: E402
+
+PROBE_RUN = "pc_small_300"  # the probe trains this run's model; --probe carries the probe to it
 
 OUT = ROOT / "data" / PLAN_CHECK
 TOLERANCE = 0.2  # every estimate within ±20 % of the wall time measured
@@ -72,16 +84,31 @@ def estimates(measured: list[dict]) -> list[dict]:
     return out
 
 
+def probe_doc(cfg: Config, cpu_s: float, how: str, **more) -> dict:
+    return {
+        "config": cfg.to_dict(),
+        "steps": PROBE_STEPS,
+        "repeats": PROBE_REPEATS,
+        "cpu_s": round(cpu_s, 4),
+        "how": how,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **more,
+    }
+
+
 def measure(workers: int, keep: Path | None) -> dict:
     from attnlab.corpus import load_corpus
 
     runs = check_runs()
     text = load_corpus(None)
+    ref = next(r.cfg for r in runs if r.name == PROBE_RUN)
+    probes = [probe(ref)]  # the probe on this machine, before and after the runs: the least of both
     with tempfile.TemporaryDirectory(prefix="plan_check_") as tmp:
         root = keep or Path(tmp)
         t0 = time.perf_counter()
         execute(runs, text, root, executor="local", workers=workers, progress=False, log=lambda m: None)
         wall = time.perf_counter() - t0
+        probes.append(probe(ref))
         measured = []
         for r in runs:
             c = training_conditions(r.dir(root)) or {}
@@ -102,7 +129,39 @@ def measure(workers: int, keep: Path | None) -> dict:
         "wall_s": round(wall, 1),
         "tolerance": TOLERANCE,
         "runs": estimates(measured),
+        "probe": probe_doc(ref, min(p.cpu_s for p in probes), "measured", took_s=[round(p.took_s, 2) for p in probes]),
     }
+
+
+def transfer(doc: dict, rounds: int) -> dict:
+    """The probe carried to the stored runs: ``rounds`` times, interleaved, the probe and the
+    reference run alone (one thread, a fresh folder); the stored probe is the median of their CPU
+    ratios times the stored reference run's CPU time."""
+    from statistics import median
+
+    from attnlab.corpus import load_corpus
+
+    stored = next((r for r in doc["runs"] if r["name"] == PROBE_RUN), None)
+    if stored is None or not stored.get("cpu_s"):
+        raise SystemExit(f"{OUT}: no {PROBE_RUN} with its CPU time: run `python scripts/plan_check.py` (all runs)")
+    run = Run(PROBE_RUN, Config.from_dict(stored["config"]), group="plan_check")
+    text = load_corpus(None)
+    rows = []
+    for i in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="plan_check_probe_") as tmp:
+            first = probe(run.cfg) if i % 2 == 0 else None
+            execute([run], text, Path(tmp), executor="local", workers=1, progress=False, log=lambda m: None)
+            c = training_conditions(run.dir(Path(tmp))) or {}
+            last = probe(run.cfg) if first is None else first
+            rows.append({"probe_cpu_s": round(last.cpu_s, 4), "run_cpu_s": c["cpu_s"], "load": c.get("load")})
+        print(f"round {i + 1}/{rounds}: {rows[-1]}", flush=True)
+    ratio = median(r["probe_cpu_s"] / r["run_cpu_s"] for r in rows)
+    return probe_doc(
+        run.cfg,
+        ratio * stored["cpu_s"],
+        "transferred",
+        transfer={"run": PROBE_RUN, "run_cpu_s": stored["cpu_s"], "rounds": rows, "platform": platform.platform()},
+    )
 
 
 def summary(doc: dict) -> dict:
@@ -135,6 +194,11 @@ def table(doc: dict) -> str:
             f"{r.get('load') if r.get('load') is not None else float('nan'):5.2f}  {r['state']:5}  {r['basis']}"
         )
     s = summary(doc)
+    if doc.get("probe"):
+        pr = doc["probe"]
+        lines.append(
+            f"speed probe ({pr['how']}): {pr['steps']} steps x best of {pr['repeats']}, {pr['cpu_s']:.3f} CPU s"
+        )
     lines.append(
         f"every estimate within ±{doc['tolerance']:.0%} of the wall time: {'yes' if s['within'] else 'no'} "
         f"(worst ratio {s['worst']:.2f}); of the CPU time: {'yes' if s['cpu_within'] else 'no'}; "
@@ -149,9 +213,20 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="one-thread local workers (default 2)")
     ap.add_argument("--keep", type=Path, help="train into this folder and keep it (default: a temporary one)")
     ap.add_argument("--report", action="store_true", help="print the table of data/plan_check.json; train nothing")
+    ap.add_argument(
+        "--probe", action="store_true", help=f"only the speed probe, carried to the stored runs by {PROBE_RUN}"
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="--probe: rounds of probe and reference run (default 3)")
     args = ap.parse_args(argv)
     if args.report:
         print(table(read_json(OUT)))
+        return 0
+    if args.probe:
+        doc = read_json(OUT)
+        doc["probe"] = transfer(doc, args.rounds)
+        write_json(OUT, doc)
+        print(table(doc))
+        print(f"wrote {OUT.relative_to(ROOT)}")
         return 0
     doc = measure(args.workers, args.keep)
     write_json(OUT, doc)

@@ -76,7 +76,7 @@ def test_full_book_plan_comes_from_the_committed_records(tmp_path, capsys):
     """The committed plan: what calibrate() makes of the committed records, as `book --plan` prints it."""
     from attnlab.lab.plan import PLAN_CHECK, calibrate, read_check_records, read_run_records
 
-    assert main(["book", "--plan", "--executor", "local", "--workers", "2", "--out", str(tmp_path)]) == 0
+    assert main(["book", "--plan", "--executor", "local", "--workers", "2", "--out", str(tmp_path), "--no-probe"]) == 0
     out = capsys.readouterr().out
     got = plan_numbers(out)
     runs = unique_runs(FULL)
@@ -312,7 +312,7 @@ def test_case_plan_prices_the_committed_factors_by_its_calibration(tmp_path, cap
     walls = [pack([left[n] * k + p.run_extra_s for n in b], 2) + p.batch_s for b in p.batches]
     assert p.wall_at(2) == pytest.approx(p.before_s + sum(walls))
     assert p.wall_at(2) > p.train_wall_s(2) >= pack(list(left.values()), 2)  # more than the training alone
-    assert main(["case", "--plan", "--out", str(tmp_path), "--workers", "2"]) == 0
+    assert main(["case", "--plan", "--out", str(tmp_path), "--workers", "2", "--no-probe"]) == 0
     out = capsys.readouterr().out
     assert "墙钟包含 / the wall holds: timed training" in out and "init sweeps" in out and "report and figures" in out
     assert "not counted: setup (pip install)" in out and "5 batch(es) one after another" in out
@@ -339,3 +339,136 @@ def test_damaged_factors_are_one_line(tmp_path):
     with pytest.raises(PlanError, match="bench_case_plan.json") as e:
         read_factors(path)
     assert "\n" not in str(e.value) and "scripts/bench_case_plan.py" in str(e.value)
+
+
+# ---------------------------------------------------------------------------- this machine's speed
+def with_probe(root: Path, probe: dict | None = None) -> Path:
+    """The committed records, factors and plan_check runs under ``root``/data, the plan_check with ``probe``."""
+    shutil.copytree(COMMITTED, root / "data" / "lab_book")
+    shutil.copy(COMMITTED.parent / "bench_case_plan.json", root / "data" / "bench_case_plan.json")
+    doc = json.loads((COMMITTED.parent / "plan_check.json").read_text(encoding="utf-8"))
+    doc["probe"] = probe if probe is not None else {**doc["probe"], "cpu_s": 2.0}
+    (root / "data" / "plan_check.json").write_text(json.dumps(doc), "utf-8")
+    return root / "data" / "lab_book"
+
+
+def fake_probe(cpu_s: float, wall_s: float | None = None, calls: list | None = None):
+    from attnlab.lab.plan import ProbeTime
+
+    def run(cfg, steps, repeats):
+        if calls is not None:
+            calls.append((cfg, steps, repeats))
+        return ProbeTime(cpu_s, wall_s or cpu_s, 0.1)
+
+    return run
+
+
+def test_the_probe_scales_every_price_by_this_machines_speed(tmp_path):
+    """A probe 1.3 x slower than the one stored beside the calibration: every run, the sweeps, the
+    reports and each run's process cost 1.3 x, so the wall does; the probe ran with the stored
+    probe's model, steps and repeats; the printout says the ratio and that it was measured now."""
+    from attnlab.lab.case.run import CaseSettings
+    from attnlab.lab.plan import case_plan, read_probe, render
+
+    records = with_probe(tmp_path)
+    stored = read_probe(records.parent / "plan_check.json")
+    settings = CaseSettings(execution=ExecutorOptions("local", workers=2))
+    there = case_plan(settings, tmp_path, EXPERIMENTS, records_dir=records)
+    calls: list = []
+    here = case_plan(settings, tmp_path, EXPERIMENTS, records_dir=records, speed_probe=fake_probe(2.6, calls=calls))
+    assert calls == [(stored.config, stored.steps, stored.repeats)]
+    assert here.machine.ratio == pytest.approx(1.3)
+    assert here.core_s == pytest.approx(1.3 * there.core_s)
+    assert here.wall_s == pytest.approx(1.3 * there.wall_s)
+    for part in ("run_extra_s", "before_s", "batch_s"):
+        assert getattr(here, part) == pytest.approx(1.3 * getattr(there, part)) and getattr(there, part) > 0
+    assert here.calibration.rate == there.calibration.rate  # the calibration itself is untouched
+    out = render(here)
+    assert "x1.30 the calibration machine's, measured just now" in out and "these cores are busy" not in out
+    assert "not probed" in render(there)
+    book = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, records_dir=records, speed_probe=fake_probe(1.0))
+    assert book.machine.ratio == pytest.approx(0.5)
+    plain = book_plan(EXPERIMENTS, tmp_path, FULL, EXPERIMENTS, records_dir=records)
+    assert book.core_s == pytest.approx(0.5 * plain.core_s)
+    # shared cores: the probe had half a core; the plan says what the wall stretches to
+    busy = case_plan(settings, tmp_path, EXPERIMENTS, records_dir=records, speed_probe=fake_probe(2.0, 4.0))
+    assert busy.machine.ratio == pytest.approx(1.0) and busy.wall_s == pytest.approx(there.wall_s)
+    from attnlab.lab.plan import duration
+
+    assert (
+        f"the probe had 50% of a core; while that lasts the wall stretches to about {duration(2 * there.wall_s)}"
+        in (render(busy))
+    )
+
+
+def test_the_probe_applies_only_beside_its_calibration(tmp_path):
+    """No probe stored, or a calibration that is not the stored probe's (a --quick plan, records
+    without data/plan_check.json): nothing is probed, prices unchanged, the plan says why."""
+    from attnlab.lab.plan import render
+
+    shutil.copytree(COMMITTED, tmp_path / "a" / "data" / "lab_book")
+    never = fake_probe(1.0, calls=(calls := []))
+    p = book_plan(EXPERIMENTS, tmp_path / "a", FULL, EXPERIMENTS, speed_probe=never)
+    assert p.machine.ratio is None and "is not the runs of data/plan_check.json" in render(p)
+    q = book_plan(EXPERIMENTS, tmp_path, QUICK, EXPERIMENTS, records_dir=with_probe(tmp_path / "b"), speed_probe=never)
+    assert q.machine.ratio is None
+    doc = json.loads((COMMITTED.parent / "plan_check.json").read_text(encoding="utf-8"))
+    doc.pop("probe", None)
+    (tmp_path / "b" / "data" / "plan_check.json").write_text(json.dumps(doc), "utf-8")
+    r = book_plan(EXPERIMENTS, tmp_path / "b", FULL, EXPERIMENTS, speed_probe=never)
+    assert r.machine.ratio is None and "no probe stored in data/plan_check.json" in render(r)
+    assert calls == []
+
+
+def test_a_damaged_stored_probe_is_one_line_before_anything_runs(tmp_path):
+    from attnlab.lab.plan import PlanError
+
+    good = json.loads((COMMITTED.parent / "plan_check.json").read_text(encoding="utf-8"))["probe"]
+    never = fake_probe(1.0, calls=(calls := []))
+    for i, bad in enumerate(
+        [{**good, "cpu_s": 0.0}, {**good, "cpu_s": "fast"}, {**good, "steps": -1}, {**good, "how": "guessed"}]
+        + [{**good, "config": {**good["config"], "d_model": 127}}, {k: v for k, v in good.items() if k != "cpu_s"}]
+    ):
+        records = with_probe(tmp_path / str(i), bad)
+        with pytest.raises(PlanError, match="plan_check.json") as e:
+            book_plan(EXPERIMENTS, tmp_path / str(i), FULL, EXPERIMENTS, records_dir=records, speed_probe=never)
+        assert "\n" not in str(e.value) and "scripts/plan_check.py" in str(e.value), str(e.value)
+    assert calls == []
+
+
+def test_the_probe_is_short_and_leaves_the_process_as_it_was(monkeypatch):
+    """The probe trains 2 + steps x repeats steps of the stored model: an eighth of the 300-step
+    reference run at most, a few seconds on the calibration's machine (its stored CPU time); it
+    leaves torch's threads and random state as they were."""
+    import importlib
+
+    import torch
+
+    from attnlab.lab.plan import PLAN_CHECK, PROBE_REPEATS, PROBE_STEPS, probe, read_probe
+
+    training = importlib.import_module("attnlab.train")  # the module (attnlab.train is also its function)
+
+    stored = read_probe(COMMITTED.parent / PLAN_CHECK)
+    assert (stored.steps, stored.repeats) == (PROBE_STEPS, PROBE_REPEATS)
+    assert 2 + stored.steps * stored.repeats <= 300 / 8
+    assert stored.cpu_s * stored.repeats < 5.0  # CPU seconds of the timed repeats on the calibration's machine
+    steps = []
+    real = training.train_step
+    monkeypatch.setattr(training, "train_step", lambda *a, **k: steps.append(k["step"]) or real(*a, **k))
+    torch.set_num_threads(2)
+    state = torch.get_rng_state()
+    got = probe(stored.config, steps=3, repeats=2)
+    assert len(steps) == 2 + 3 * 2 and torch.get_num_threads() == 2 and torch.equal(torch.get_rng_state(), state)
+    assert 0 < got.cpu_s <= min(got.repeats_cpu_s) + 1e-9 and len(got.repeats_cpu_s) == 2 and got.took_s > 0
+
+
+def test_plan_cli_probes_unless_told_not_to(tmp_path, capsys, monkeypatch):
+    import attnlab.lab.plan
+
+    calls: list = []
+    monkeypatch.setattr(attnlab.lab.plan, "probe", fake_probe(3.0, calls=calls))
+    stored = attnlab.lab.plan.read_probe(COMMITTED.parent / "plan_check.json")
+    assert main(["case", "--plan", "--out", str(tmp_path), "--workers", "2"]) == 0
+    assert f"x{3.0 / stored.cpu_s:.2f} the calibration machine's, measured just now" in capsys.readouterr().out
+    assert main(["book", "--plan", "--out", str(tmp_path), "--no-probe"]) == 0
+    assert "this machine's speed: not probed" in capsys.readouterr().out and len(calls) == 1

@@ -488,11 +488,23 @@ class PlanCheckRun(_Open):
     estimate_s: NonNeg | None = None
 
 
+class PlanCheckProbe(_Open):
+    """The speed probe beside the calibration: ``steps`` training steps of ``config`` on one thread,
+    the least CPU time of ``repeats`` (attnlab.lab.plan.probe); ``--plan`` runs it again and scales."""
+
+    config: dict[Str, Any]
+    steps: Annotated[int, Strict(), Field(gt=0, le=1000)]
+    repeats: Annotated[int, Strict(), Field(gt=0, le=100)]
+    cpu_s: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+    how: Literal["measured", "transferred"]
+
+
 class PlanCheck(_Open):
     """data/plan_check.json: the plan against measurement (scripts/plan_check.py)."""
 
     kind: Literal["plan_check"] = "plan_check"
     runs: list[PlanCheckRun]
+    probe: PlanCheckProbe | None = None
 
 
 class BenchReference(_Open):

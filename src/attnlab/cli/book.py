@@ -81,6 +81,7 @@ def add_parser(sub):
         help="不训练：列出要训练的运行、已完成的运行、核时与此执行方式下的墙钟时间"
         " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
+    common.add_no_probe(p)
     common.add_slurm(p)
     common.add_corpus(p)
     common.add_progress(p)
@@ -126,7 +127,9 @@ def main(args) -> int:
     if args.plan:
         from ..lab.plan import book_plan, render
 
-        print(render(book_plan(chosen, root, scale, EXPERIMENTS, options=options)))
+        print(
+            render(book_plan(chosen, root, scale, EXPERIMENTS, options=options, speed_probe=common.speed_probe(args)))
+        )
         return 0
     if args.decide:  # the stored claims it plans from, checked before anything (the lock included) is written
         from ..lab.labbook import read_entries

@@ -60,6 +60,7 @@ def add_parser(sub):
         help="不训练：列出要训练的运行、已完成的运行、核时与此执行方式下的墙钟时间"
         " / train nothing: print the runs to train, those finished, core-hours and wall time for this executor",
     )
+    common.add_no_probe(p)
     p.add_argument(
         "--tensorboard",
         action="store_true",
@@ -166,7 +167,7 @@ def main(args) -> int:
         from ..lab import EXPERIMENTS
         from ..lab.plan import case_plan, render
 
-        print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick)))
+        print(render(case_plan(settings, out, EXPERIMENTS, quick=args.quick, speed_probe=common.speed_probe(args))))
         return 0
     with OutputLock(out, "attnlab case"):  # a second case or book into this root is refused up front
         base = read_case_json(out / "data" / "ch1_case.json") if args.reuse_json else None

@@ -255,6 +255,16 @@ def _confirm_plan(data: Path, budget: str) -> int:
         print(f"{mark} {c.claim} [{c.experiment}] seeds {c.seeds if c.seeds is not None else '—'}: {c.why}")
     bought = sum(c.bought for c in plan.claims)
     print(f"{bought} of {len(plan.claims)} book claims within the budget")
+    from ..lab import EXPERIMENTS
+    from ..lab.plan import book_speed, default_records_dir
+
+    here = book_speed(EXPERIMENTS, default_records_dir(data.resolve().parent))  # a few seconds; prices stay
+    if here.ratio:
+        print(
+            f"本机速度 / this machine's speed: x{here.ratio:.2f} the calibration machine's, measured just now: "
+            f"the {plan.spent_core_s / 3600:.2f} core-h bought take about {plan.spent_core_s * here.ratio / 3600:.2f} "
+            "core-h here (the prices above are the calibration's)"
+        )
     return 0
 
 

@@ -394,6 +394,22 @@ def add_progress(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="不显示进度条 / no progress bar")
 
 
+def add_no_probe(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="配合 --plan：不测本机速度（约几秒），按校准机器的速度估计"
+        " / with --plan: skip the few seconds' speed probe of this machine; price at the calibration machine's speed",
+    )
+
+
+def speed_probe(args):
+    """The speed probe ``--plan`` runs (attnlab.lab.plan.probe), or None with --no-probe."""
+    from ..lab.plan import probe
+
+    return None if getattr(args, "no_probe", False) else probe
+
+
 def slurm_options(args):
     """The SlurmOptions the command line asks for (None unless --executor slurm)."""
     from ..slurm_executor import make_options

@@ -36,6 +36,14 @@ first run and its report and figures after every batch, the batches trained one 
 (``case_stages``: each batch packed on its own, the next waits for the last run of the one before).
 Not counted: the setup (pip install) and the case's measurement between batches. ``--quick`` plans
 go without the factors (they price full-size runs).
+
+The calibration speaks of its machine's speed. ``book --plan`` and ``case --plan`` therefore run a
+speed probe on the reader's machine first (:func:`probe`: a few training steps of the reference
+run's model on one thread, the least CPU time of a few repeats, a few seconds) and compare it with
+the probe stored beside the calibration (data/plan_check.json "probe", recorded by
+scripts/plan_check.py); every price is multiplied by the ratio (:func:`machine_speed`,
+:func:`scaled`), and the printout says so (``--no-probe`` skips it). :func:`calibration` itself is
+never scaled: the confirmatory round's registered prices come from it.
 """
 
 from __future__ import annotations
@@ -43,8 +51,9 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Config
@@ -64,6 +73,8 @@ class PlanError(AttnlabError):
 MIN_RECORDS = 3  # idle runs (else runs with CPU time) needed to calibrate on them
 PLAN_CHECK = "plan_check.json"  # scripts/plan_check.py's runs, in data/ beside data/lab_book/
 FACTORS = "bench_case_plan.json"  # scripts/bench_case_plan.py's factors, in data/ beside data/lab_book/
+PROBE_STEPS = 10  # training steps of one repeat of the speed probe (the reference run has 300)
+PROBE_REPEATS = 3  # the probe's CPU time: the least of these repeats (other work on the cores only adds)
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,13 @@ class Plan:
     concurrency: float = 1.0  # a run's timed seconds two (or more) at once over alone
     calibrated_at: int = 1  # runs at once when the calibration's records were timed
     factors_from: str = ""
+    machine: Speed | None = None  # this machine's speed against the calibration's (None: not probed)
+
+    @property
+    def pricing(self) -> Calibration:
+        """The calibration the plan prices by: this machine's speed applied where it was probed."""
+        cal = self.calibration or Calibration("default", self.rate)
+        return scaled(cal, self.machine.ratio) if self.machine and self.machine.ratio else cal
 
     @property
     def todo(self) -> list[RunCost]:
@@ -452,6 +470,125 @@ def ray_cpus(address: str | None) -> tuple[int, str]:
         ray.shutdown()
 
 
+# ---------------------------------------------------------------------------- this machine's speed
+@dataclass(frozen=True)
+class ProbeTime:
+    """One run of the speed probe: the least CPU seconds of its repeats and that repeat's wall."""
+
+    cpu_s: float
+    wall_s: float
+    took_s: float  # the whole probe's wall, its model and optimizer included
+    repeats_cpu_s: tuple[float, ...] = ()
+
+    @property
+    def share(self) -> float:
+        """The share of a core the best repeat had: its CPU over its wall time."""
+        return min(1.0, self.cpu_s / self.wall_s) if self.wall_s > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class StoredProbe:
+    """The probe recorded beside the calibration (data/plan_check.json "probe")."""
+
+    config: Config
+    steps: int
+    repeats: int
+    cpu_s: float
+    how: str  # measured (with the calibration's runs) | transferred (scripts/plan_check.py --probe)
+    measured_at: str = ""
+
+
+@dataclass(frozen=True)
+class Speed:
+    """This machine against the calibration's: the probe run now over the one stored beside it."""
+
+    ratio: float | None  # seconds here per second there; None: not applied, ``why``
+    why: str = ""
+    now: ProbeTime | None = None
+    stored: StoredProbe | None = None
+
+
+def probe(cfg: Config, steps: int = PROBE_STEPS, repeats: int = PROBE_REPEATS) -> ProbeTime:
+    """The speed probe: ``repeats`` times ``steps`` training steps of ``cfg`` (train.train_step, its
+    diagnostics included, on random tokens) on one thread, after two untimed steps; the least CPU
+    time of the repeats (the calling thread's: other work on the cores only adds to it) and its wall.
+    The caller's torch threads and random state are left as they were."""
+    import torch
+
+    from ..model import TinyGPT
+    from ..train import make_optimizer, train_step
+
+    started = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            gen = torch.Generator().manual_seed(cfg.seed)
+            data = torch.randint(cfg.vocab_size, (cfg.block_size * cfg.batch_size * 4 + 1,), generator=gen)
+            model = TinyGPT(cfg)
+            opt = make_optimizer(model, cfg)
+            cpu = torch.device("cpu")
+            step = lambda i: train_step(model, opt, data=data, gen=gen, cfg=cfg, step=i, device=cpu)  # noqa: E731
+            for i in range(2):
+                step(i)
+            timed = []
+            for _ in range(repeats):
+                c0, w0 = time.thread_time(), time.perf_counter()
+                for i in range(steps):
+                    step(2 + i)
+                timed.append((time.thread_time() - c0, time.perf_counter() - w0))
+    finally:
+        torch.set_num_threads(threads)
+    best = min(timed)
+    return ProbeTime(best[0], best[1], time.perf_counter() - started, tuple(c for c, _ in timed))
+
+
+def read_probe(path: Path) -> StoredProbe | None:
+    """The probe stored beside the calibration in ``path`` (data/plan_check.json); None without one."""
+    from ..schemas import load
+
+    if not (path.exists() or path.is_symlink()):
+        return None
+    doc = load("plan_check", path, error=PlanError).get("probe")
+    if not doc:
+        return None
+    try:
+        cfg = Config.from_dict(doc["config"])
+    except AttnlabError as e:
+        raise PlanError(f"{path}: probe.config: {e}; run `python scripts/plan_check.py --probe` again") from None
+    return StoredProbe(cfg, doc["steps"], doc["repeats"], doc["cpu_s"], doc["how"], doc.get("measured_at") or "")
+
+
+def machine_speed(cal: Calibration, path: Path, run: Callable[..., ProbeTime] = probe) -> Speed:
+    """This machine's speed against the calibration's: ``run`` (the probe) now, with the stored probe's
+    config, steps and repeats, over the stored CPU time. Applied only where the calibration is the
+    runs the probe was stored beside (data/plan_check.json's)."""
+    if not any(r.source == "plan_check" for r in cal.used):
+        return Speed(None, f"the calibration is not the runs of data/{path.name}, beside which the probe is stored")
+    stored = read_probe(path)
+    if stored is None:
+        return Speed(None, f"no probe stored in data/{path.name} (`python scripts/plan_check.py --probe` records one)")
+    now = run(stored.config, stored.steps, stored.repeats)
+    return Speed(now.cpu_s / stored.cpu_s, now=now, stored=stored)
+
+
+def book_speed(registry: Sequence, records_dir: Path, run: Callable[..., ProbeTime] = probe) -> Speed:
+    """This machine's speed against the full book's calibration (what every full-size price uses)."""
+    cal = calibration(registry, records_dir, Scale.make(False))
+    return machine_speed(cal, Path(records_dir).parent / PLAN_CHECK, run)
+
+
+def scaled(cal: Calibration, ratio: float) -> Calibration:
+    """``cal`` with every rate and every run's own seconds times ``ratio`` (this machine's speed)."""
+    return replace(
+        cal,
+        rate=cal.rate * ratio,
+        shape_rates={k: v * ratio for k, v in cal.shape_rates.items()},
+        own={k: v * ratio for k, v in cal.own.items()},
+    )
+
+
 # ---------------------------------------------------------------------------- plans
 def calibration(registry: Sequence, records_dir: Path, scale: Scale) -> Calibration:
     """The cost calibration of ``registry``'s committed timing records (and data/plan_check.json beside
@@ -471,13 +608,17 @@ def make_plan(
     records_dir: Path,
     scale: Scale,
     options: ExecutorOptions = SERIAL,
+    speed_probe: Callable[..., ProbeTime] | None = None,
 ) -> Plan:
     """The plan of training ``runs`` under ``runs_root``, their costs from the records of ``registry``
     (and data/plan_check.json beside them, at full scale) that were taken on idle cores, executed as
-    ``options`` say (attnlab.runner.ExecutorOptions)."""
+    ``options`` say (attnlab.runner.ExecutorOptions). With ``speed_probe`` (:func:`probe`) it is run
+    now and every price scaled by this machine's speed against the calibration's (:func:`machine_speed`)."""
     records = read_records(registry, records_dir)
     cal = calibration(registry, records_dir, scale)
-    costs = cost_runs(runs, cal, Path(runs_root), cal.own if not scale.quick else {})
+    speed = machine_speed(cal, Path(records_dir).parent / PLAN_CHECK, speed_probe) if speed_probe else None
+    priced = scaled(cal, speed.ratio) if speed and speed.ratio else cal  # this machine's seconds
+    costs = cost_runs(runs, priced, Path(runs_root), priced.own if not scale.quick else {})
     slots, cpus, where = slots_for(options, sum(not c.finished for c in costs))
     owner: dict[str, str] = {}
     for e in registry:
@@ -497,10 +638,11 @@ def make_plan(
         rate=cal.rate,
         calibration=cal,
         owner=owner,
-        run_extra_s=f.seconds(cal, f.outside_timed),
+        run_extra_s=f.seconds(priced, f.outside_timed),
         concurrency=f.concurrency,
         calibrated_at=calibrated_at(cal, records_dir),
         factors_from=f.source,
+        machine=speed,
     )
 
 
@@ -539,8 +681,8 @@ def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw
     plan.batches = [[r.name for r in batch] for _, batch in case_stages(settings)]  # the report after each
     if not quick:
         f = read_factors(Path(records_dir).parent / FACTORS)
-        plan.before_s = f.seconds(plan.calibration, f.sweeps)
-        plan.batch_s = f.seconds(plan.calibration, f.report)
+        plan.before_s = f.seconds(plan.pricing, f.sweeps)
+        plan.batch_s = f.seconds(plan.pricing, f.report)
     return plan
 
 
@@ -571,6 +713,7 @@ def render(p: Plan) -> str:
         + (f", {sum(1 for w in p.batch_walls() if w)} batch(es) one after another" if p.batches else "")
         + ")",
         *wall_lines(p),
+        *speed_lines(p),
     ]
     per: dict[str, list[float]] = {}
     for c in todo:
@@ -609,6 +752,30 @@ def wall_lines(p: Plan) -> list[str]:
     if not p.factors_from:
         left += ", each run's process beside its timed training (no factors measured: scripts/bench_case_plan.py)"
     return [f"  墙钟包含 / the wall holds: {', '.join(parts)}{where}; 不含 / not counted: {left}"]
+
+
+def speed_lines(p: Plan) -> list[str]:
+    """This machine's speed as the plan applied it: the ratio measured now, or why none was."""
+    s = p.machine
+    if s is None:
+        if p.calibration is None or not any(r.source == "plan_check" for r in p.calibration.used):
+            return []
+        return ["  本机速度 / this machine's speed: not probed; the prices are the calibration machine's"]
+    if s.ratio is None:
+        return [f"  本机速度 / this machine's speed: not applied: {s.why}"]
+    now, stored = s.now, s.stored
+    lines = [
+        f"  本机速度 / this machine's speed: x{s.ratio:.2f} the calibration machine's, measured just now "
+        f"({stored.steps} training steps of the reference run's model, one thread, best of {stored.repeats}: "
+        f"{now.cpu_s:.2f} CPU s against {stored.cpu_s:.2f} s {'beside' if stored.how == 'measured' else 'carried to'} "
+        f"the calibration; the probe took {now.took_s:.1f} s); every price above includes it (--no-probe: not probed)"
+    ]
+    if now.share < IDLE_CPU_SHARE and p.todo:
+        lines.append(
+            f"  这些核正忙 / these cores are busy now: the probe had {now.share:.0%} of a core; while that lasts "
+            f"the wall stretches to about {duration(p.wall_s / now.share)}"
+        )
+    return lines
 
 
 def _sources(used: Sequence[RunRecord]) -> str:
