@@ -21,7 +21,7 @@ from .. import claims_registry as R
 from .. import verdicts as V
 from ..io import write_text
 from ..stats import METHOD
-from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
+from .selfcontained import MONO_STACK, SANS_STACK, document, image_uri
 
 NOT_RUN = "未运行 / not run yet"
 
@@ -404,21 +404,13 @@ def render_html(
         )
         + "</p>"
     )
-    title = "<title>实验手册 / The lab book</title>"
     body = (
         "<h1>实验手册 / The lab book</h1>"
         "<p>第 1 章中每个实验（书中跑过的和书中邀请读者做的），一条命令重跑：<code>attnlab book</code>。"
         "<i>Every experiment the chapter runs or invites, in one command.</i></p>"
         f"<p class=summary id=summary>{html.escape(summary_line(book, registry, confirm))}</p>" + "".join(parts)
     )
-    text, code = page_text(title + body)  # the fonts hold exactly what the page shows
-    fonts, missing = font_css(text, code)
-    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
-    return (
-        "<!DOCTYPE html><html lang=zh><head><meta charset=utf-8>"
-        "<meta name=viewport content='width=device-width,initial-scale=1'>"
-        f"{title}\n{FONT_NOTICE}{note}\n<style>{fonts}{CSS}</style></head><body>{body}</body></html>\n"
-    )
+    return document("实验手册 / The lab book", body, CSS)  # the fonts hold exactly what the page shows
 
 
 def _html_experiment(

@@ -7,7 +7,7 @@ import html
 import re
 from pathlib import Path
 
-from .selfcontained import FONT_NOTICE, MONO_STACK, SANS_STACK, font_css, image_uri, page_text
+from .selfcontained import MONO_STACK, SANS_STACK, document, image_uri
 
 
 class Page:
@@ -111,13 +111,4 @@ def to_html(blocks: list[tuple], title: str, fig_dir: Path | None = None) -> str
             )
         elif b[0] == "table":
             body.append(_html_table(b[1], b[2], b[3] if len(b) > 3 else ()))
-    main = "\n".join(body)
-    text, code = page_text(f"<title>{title}</title>" + main)
-    fonts, missing = font_css(text, code)
-    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
-    return (
-        '<!doctype html>\n<html lang="zh"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{title}</title>\n{FONT_NOTICE}{note}\n"
-        f"<style>{fonts}{CSS}</style></head><body>\n" + main + "\n</body></html>\n"
-    )
+    return document(title, "\n".join(body), CSS)

@@ -22,6 +22,7 @@ file. Two helpers do it:
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
 from functools import lru_cache
@@ -106,6 +107,20 @@ def page_text(page: str) -> tuple[str, str]:
     p.feed(page)
     p.close()
     return "".join(p.text), "".join(p.code)
+
+
+def document(title: str, body: str, css: str) -> str:
+    """A whole self-contained page: ``body`` under ``title``, styled by ``css``, with the fonts cut to
+    exactly the characters it shows (a comment names any no embedded font draws)."""
+    text, code = page_text(f"<title>{title}</title>" + body)
+    fonts, missing = font_css(text, code)
+    note = f"<!-- no embedded font draws: {html.escape(''.join(sorted(missing)))} -->" if missing else ""
+    return (
+        '<!doctype html>\n<html lang="zh"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{title}</title>\n{FONT_NOTICE}{note}\n"
+        f"<style>{fonts}{css}</style></head><body>\n" + body + "\n</body></html>\n"
+    )
 
 
 def drawn_chars(text: str) -> set[str]:
