@@ -5,8 +5,10 @@ batches; serve answers the train routes with cross-origin isolation; a browser r
 listed only when intact. In Chromium under ``python -m http.server`` (a minimal static folder
 written with the site's own functions): the first steps of the small and the big model equal
 PyTorch's loss and per-layer entropies within 1e-4; a downloaded run is read by serve, a tampered
-one refused. Slow (``-m slow``): the first 20 steps (the table goes to
-tests/data/browser_train_equality.json) and the big unscaled model's collapse by step 150.
+one refused; without a WebGPU adapter the page trains on WebAssembly and says why. Slow (``-m slow``):
+the first 20 steps (the table goes to tests/data/browser_train_equality.json), the big unscaled
+model's collapse by step 150, and the WebGPU gate where Chromium offers an adapter (SwiftShader
+here; its outcome goes to tests/data/webgpu_gate.json) with its forced fallback.
 """
 
 from __future__ import annotations
@@ -32,16 +34,18 @@ from attnlab.web import trainexport as te
 from attnlab.web import trainsite
 
 VENDOR = Path(te.__file__).parent / "vendor"
-TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core and -backend-wasm 4.22.0, fflate 0.8.3, js-sha256 1.0.0; web/vendor/README.md
+TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core, -backend-wasm and -backend-webgpu 4.22.0, fflate 0.8.3, js-sha256 1.0.0; web/vendor/README.md
     "tfjs/tf-core.min.js": "0924438788ff7da57b14d0f7c45a05d81611a5a4b52653da6d065e86d348757c",
     "tfjs/tf-backend-wasm.min.js": "691bbec0ef8b5a7f17f212e9c5d85832030f90d030b46e99acb4dea1fb16f009",
     "tfjs/tfjs-backend-wasm.wasm": "70a5d516060464e5269f01c74bac1772d6b8ab6cb612acf16b5cdaf61f78d892",
     "tfjs/tfjs-backend-wasm-simd.wasm": "77ebb28a6d34f371dbbf2086b7f2de8994acd8ea5a3cf1fa24d2c26c840cac7b",
     "tfjs/tfjs-backend-wasm-threaded-simd.wasm": "c052228d4bef185c27bbe59a9e029570c78bbb9f08b3cb46b597851650373de2",
+    "tfjs/tf-backend-webgpu.min.js": "c02ae6ef5e7fff6dc9cec8b14b45e36e8894614f3ef006973e98f7568b590f3f",
     "fflate/fflate.min.js": "462ef8041fc970e3615a20a9dd2b2e3047a073b2da729ef4f02b634bba8b7b83",
     "js-sha256/sha256.min.js": "a050d794e170699bd1a69d33908d0942c68901cb88347016064b60b240f0067e",
 }
 EQUALITY = Path(__file__).parent / "data" / "browser_train_equality.json"
+WEBGPU_GATE = Path(__file__).parent / "data" / "webgpu_gate.json"
 TOL = 1e-4
 TINY = dict(n_layer=1, n_head=2, d_model=16, block_size=16, batch_size=4, max_steps=20, warmup=5, device="cpu")
 
@@ -194,11 +198,13 @@ def train_page(static_site):
         browser.close()
 
 
-def compare(page, name: str, scaled: bool, steps: int) -> list[dict]:
-    """Rows (step, |Δloss|, max |Δentropy| over layers) of the browser against attnlab train."""
+def compare(page, name: str, scaled: bool, steps: int, **options) -> list[dict]:
+    """Rows (step, |Δloss|, max |Δentropy| over layers) of the browser against attnlab train.
+    options: more of attnlab.train's arguments (backend, gate_perturb)."""
     cfg = preset(name, scaled=scaled, device="cpu")
     ref = te.reference_records(cfg, steps)
-    got = page.evaluate("(a) => attnlab.train(a)", {"set": {**PRESETS[name], "scaled": scaled}, "steps": steps})
+    arg = {"set": {**PRESETS[name], "scaled": scaled}, "steps": steps, **options}
+    got = page.evaluate("(a) => attnlab.train(a)", arg)
     assert [r["step"] for r in got] == list(range(steps))
     assert set(got[0]) == set(ref[0]) - {"_batch"} and len(got[0]["layers"]) == cfg.n_layer
     assert set(got[0]["layers"][0]) == set(ref[0]["layers"][0])
@@ -331,7 +337,86 @@ def test_checksums_without_crypto_subtle(train_page):
     assert not train_page.errors
 
 
+@pytest.mark.browser
+def test_without_a_webgpu_adapter_the_page_trains_on_wasm_and_says_why(train_page):
+    """The tests' Chromium (--disable-gpu) offers no WebGPU adapter: asked for WebGPU, the page
+    trains on WebAssembly and says why, Chinese first; a backend it does not know is refused."""
+    if train_page.evaluate("(async () => Boolean(navigator.gpu && await navigator.gpu.requestAdapter()))()"):
+        pytest.skip("this Chromium offers a WebGPU adapter: the slow gate test covers it")
+    train_page.evaluate("attnlab.train({set: {d_model: 256, n_head: 1}, steps: 1, backend: 'webgpu'})")
+    last = train_page.evaluate("({backend: attnlab.last.backend, gate: attnlab.last.gate})")
+    assert last == {"backend": "wasm", "gate": {"backend": "wasm", "reason": "no-adapter"}}
+    text = train_page.inner_text("[data-testid=backend]")
+    assert text.index("没有 WebGPU 适配器") < text.index("no WebGPU adapter")
+    with pytest.raises(Exception, match="must be auto, webgpu or wasm"):
+        train_page.evaluate("attnlab.train({set: {d_model: 256, n_head: 1}, steps: 1, backend: 'cuda'})")
+    assert not train_page.errors
+
+
+@pytest.fixture(scope="module")
+def webgpu_page(static_site):
+    """The train page in a Chromium that offers WebGPU (SwiftShader's software adapter here)."""
+    from tests.test_web_browser import CHROMIUM_ARGS, find_chromium, unavailable
+
+    exe = find_chromium()
+    if exe is None:
+        unavailable("no Chromium found")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+        page = browser.new_page()
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.goto(f"{static_site}/train.html")
+        if not page.evaluate("(async () => Boolean(navigator.gpu && await navigator.gpu.requestAdapter()))()"):
+            pytest.skip("this Chromium offers no WebGPU adapter, even with --enable-unsafe-webgpu")
+        yield page
+        browser.close()
+
+
 # ------------------------------------------------------------------------------------- slow
+@pytest.mark.slow
+@pytest.mark.browser
+def test_webgpu_gate_and_its_forced_fallback(webgpu_page):
+    """Where the browser has an adapter the gate's comparison runs (its outcome goes to
+    tests/data/webgpu_gate.json, whichever it is); with WebGPU's losses perturbed by 1 (the test
+    hook) the gate refuses and the page says so. Either way the run equals PyTorch's first steps."""
+    page, outcome = webgpu_page, {}
+    for case, perturb in (("as_is", 0), ("perturbed", 1.0)):
+        rows = compare(page, "small", False, 2, backend="webgpu", gate_perturb=perturb)
+        assert all(r["d_loss"] < TOL and r["d_entropy"] < TOL for r in rows), (case, rows)
+        last = page.evaluate("({backend: attnlab.last.backend, gate: attnlab.last.gate})")
+        gate = last["gate"]
+        assert gate["reason"] in {"passed", "slower", "differs", "nan", "error", "no-start"}, gate
+        assert last["backend"] == ("webgpu" if gate["reason"] == "passed" else "wasm")
+        outcome[case] = {
+            **{k: v for k, v in gate.items() if k != "type"},
+            "page": page.inner_text("[data-testid=backend]"),
+        }
+    bad = outcome["perturbed"]
+    assert bad["backend"] == "wasm" and bad["reason"] in {"differs", "nan"}, bad
+    if bad["reason"] == "differs":
+        assert bad["d_loss"] > 0.5 and bad["page"].index("WebGPU 的结果不对") < bad["page"].index("result is wrong")
+    assert not page.errors
+    WEBGPU_GATE.write_text(
+        json.dumps(
+            {
+                "what": "the train page's WebGPU gate in headless Chromium (--enable-unsafe-webgpu), small unscaled "
+                "config: its first 3 steps on TensorFlow.js WebGPU against WebAssembly (loss and per-layer weight "
+                "entropy, largest difference; median ms per step after the first), as is and with WebGPU's losses "
+                "perturbed by 1",
+                "created": time.strftime("%Y-%m-%d"),
+                "outcome": outcome,
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
+
+
+# ------------------------------------------------------------------------------------- slow (PyTorch equality)
 @pytest.mark.slow
 @pytest.mark.browser
 def test_twenty_steps_equal_pytorch_and_table(train_page):

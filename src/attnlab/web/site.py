@@ -108,6 +108,7 @@ VENDORED = {  # vendor folder -> the files a site needs from it (the rest is lic
         "tfjs-backend-wasm.wasm",
         "tfjs-backend-wasm-simd.wasm",
         "tfjs-backend-wasm-threaded-simd.wasm",
+        "tf-backend-webgpu.min.js",
     ),
     "fflate": ("fflate.min.js", "LICENSE"),
     "js-sha256": ("sha256.min.js", "LICENSE"),

@@ -21,7 +21,8 @@
 // Initial weights and every batch come from attnlab itself (attnlab.web.trainexport), so a run
 // here is the PyTorch run step for step as far as float32 allows.
 //
-// Messages in:  {type: "load", base, threads}            load the runtime
+// Messages in:  {type: "load", base, threads, webgpu}    load the runtime (webgpu: also TensorFlow.js's WebGPU backend)
+//               {type: "gate", runs, corpus, steps, perturb}   the WebGPU gate (gate() below); answers {type: "gate", ...}
 //               {type: "start", runs: [{id, init, corpus}], steps, snapshots: [steps], probe: [ids]}
 //               {type: "pause"} {type: "resume"} {type: "stop"}
 // Messages out: {type: "ready", backend, threads, simd} {type: "record", id, record, ms}
@@ -166,8 +167,12 @@ function std(a) {
 
 // A float32 tensor's data as a view of the wasm backend's memory (no copy), or a host array as it
 // is. Taken just before onnxruntime copies it in: the view lapses when the backend allocates.
+// On WebGPU (the gate below) a promise of the data read back from the GPU instead: its synchronous
+// read (dataSync) gives zeros in a worker on SwiftShader. Callers await either.
 function onHost(x) {
-  return x instanceof Float32Array ? x : tf.backend().typedArrayFromHeap(x);
+  if (x instanceof Float32Array) return x;
+  const backend = tf.backend();
+  return backend.typedArrayFromHeap ? backend.typedArrayFromHeap(x) : x.data();
 }
 
 // ------------------------------------------------------------------- attention (onnxruntime)
@@ -281,7 +286,7 @@ class Attention {
   async forward(qkv, B, T, H, hs, scale) {
     const t0 = performance.now();
     const out = await this.fwd.run({
-      qkv: new ort.Tensor("float32", onHost(qkv), [B, T, 3, H, hs]),
+      qkv: new ort.Tensor("float32", await onHost(qkv), [B, T, 3, H, hs]),
       mask: this.mask(T),
       scale: new ort.Tensor("float32", Float32Array.of(scale), []),
     });
@@ -295,7 +300,7 @@ class Attention {
     if (!this.gradSessions.has(key)) this.gradSessions.set(key, await ort.InferenceSession.create(jobs.model(), this.opts));
     const t0 = performance.now();
     const feeds = {};
-    jobs.feeds.forEach((f, i) => { feeds[`i${i}`] = new ort.Tensor("float32", onHost(f.data), f.shape); });
+    for (const [i, f] of jobs.feeds.entries()) feeds[`i${i}`] = new ort.Tensor("float32", await onHost(f.data), f.shape);
     const out = await this.gradSessions.get(key).run(feeds);
     this.gradMs = (this.gradMs || 0) + performance.now() - t0;
     const res = {};
@@ -307,9 +312,9 @@ class Attention {
   async backward(qkv, p, dy, B, T, H, hs, scale) {
     const t0 = performance.now();
     const out = await this.bwd.run({
-      qkv: new ort.Tensor("float32", onHost(qkv), [B, T, 3, H, hs]),
+      qkv: new ort.Tensor("float32", await onHost(qkv), [B, T, 3, H, hs]),
       p: new ort.Tensor("float32", p, [B, H, T, T]),
-      dy: new ort.Tensor("float32", onHost(dy), [B, T, H, hs]),
+      dy: new ort.Tensor("float32", await onHost(dy), [B, T, H, hs]),
       scale: new ort.Tensor("float32", Float32Array.of(scale), []),
     });
     this.ms += performance.now() - t0;
@@ -450,7 +455,7 @@ class Trainer {
     const { C, H, hs, L } = this;
     const N = B * T;
     // the token embedding's rows gathered on the host (the backend's gather is slower than the copy)
-    const wte = onHost(this.w("tok_emb.weight")), rows = new Float32Array(N * C);
+    const wte = await onHost(this.w("tok_emb.weight")), rows = new Float32Array(N * C);
     for (let n = 0; n < N; n++) rows.set(wte.subarray(x[n] * C, x[n] * C + C), n * C);
     const tok = tf.tensor(rows, [B, T, C]);
     let h = tf.reshape(tf.add(tok, tf.slice(this.w("pos_emb.weight"), [0, 0], [T, C])), [N, C]);
@@ -471,7 +476,8 @@ class Trainer {
       if (keep) layers.push({ c1, qkv, p: a.p, y: a.y, c2, u, erf, g });
       if (diag) {
         const t0 = performance.now();
-        stats.push(patternSummary(a.s, a.p, columns(onHost(qkv), 3 * C, 0, C), columns(onHost(qkv), 3 * C, C, C), B * H, T));
+        const q = columns(await onHost(qkv), 3 * C, 0, C), k = columns(await onHost(qkv), 3 * C, C, C);
+        stats.push(patternSummary(a.s, a.p, q, k, B * H, T));
         if (diag === "maps") Object.assign(stats[stats.length - 1], { maps: a.p, scores: a.s });
         this.phases.diagnostics = (this.phases.diagnostics || 0) + performance.now() - t0;   // part of forward
       }
@@ -493,7 +499,7 @@ class Trainer {
     const nVal = this.valStarts.shape[0];
     for (let i = 0; i < nVal; i++) {
       const { x, y } = this.batch(this.valStarts, i, this.header.val_start);
-      total += await scoped(async () => this.lossOf((await this.forward(x, this.B, this.T, false, false)).logits, y).loss.dataSync()[0]);
+      total += await scoped(async () => (await this.lossOf((await this.forward(x, this.B, this.T, false, false)).logits, y).loss.data())[0]);
     }
     return total / nVal;
   }
@@ -521,7 +527,7 @@ class Trainer {
       const fw = await this.forward(x, B, T, true, cfg.record_every > 0 && s % cfg.record_every === 0);
       this.lap("forward");
       const { loss, onehot } = this.lossOf(fw.logits, y);
-      record.loss = loss.dataSync()[0];
+      record.loss = (await loss.data())[0];
       if (fw.stats.length) record.layers = fw.stats;
       if (!Number.isFinite(record.loss)) return null;
       this.lap("loss");
@@ -564,7 +570,7 @@ class Trainer {
         full.set(grads["pos_emb.weight"]);
         grads["pos_emb.weight"] = full;
       }
-      const acc = new Float64Array(grads.head), rows = onHost(dx);
+      const acc = new Float64Array(grads.head), rows = await onHost(dx);
       for (let n = 0; n < N; n++) {
         const o = x[n] * C, r = n * C;
         for (let j = 0; j < C; j++) acc[o + j] += rows[r + j];
@@ -616,8 +622,9 @@ const run = { trainers: [], paused: false, stopped: false, resume: null, attenti
 // TensorFlow.js always runs on one: its multi-threaded build gains nothing here (its matMul calls
 // XNNPACK without a thread pool) and starts its threads from blob: scripts, which serve's
 // Content-Security-Policy (script-src 'self') refuses.
-async function load(base, threads) {
+async function load(base, threads, webgpu) {
   importScripts(base + "tfjs/tf-core.min.js", base + "tfjs/tf-backend-wasm.min.js", base + "onnxruntime-web/ort.wasm.min.js");
+  if (webgpu && self.navigator.gpu) importScripts(base + "tfjs/tf-backend-webgpu.min.js");   // only for the gate below
   tf = self.tf;
   tf.wasm.setWasmPaths(base + "tfjs/");
   tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
@@ -633,6 +640,78 @@ async function load(base, threads) {
     backend: tf.getBackend(), threads: tf.wasm.getThreadsCount(), simd, threaded, isolated: self.crossOriginIsolated,
     attention: "onnxruntime-web " + ort.env.versions.web, attention_threads: ortThreads,
   };
+}
+
+// ------------------------------------------------------------------------ the WebGPU gate
+// TensorFlow.js's WebGPU backend (the forward pass and dX; onnxruntime's part, the attention and the
+// parameter gradients, stays on WebAssembly) trains only where it reproduces the WebAssembly
+// result: the first `steps` steps of every run are trained twice from the same initial weights and
+// batches, on WebGPU and on WebAssembly, and WebGPU is kept only if every loss and every per-layer
+// weight entropy agree within GATE_TOL and its steps are faster. Anything else (no adapter, a
+// backend that does not start, an error, a NaN, a difference, slower steps) leaves the run on
+// WebAssembly, and the answer says which and by how much.
+// GATE_TOL is the page's promise against PyTorch (1e-4 in loss and entropy, tests/test_train_page.py):
+// WebAssembly keeps within ~2e-5 of PyTorch over the first steps, float32 summed in another order
+// moves the first steps by ~1e-6, while a wrong kernel moves them by far more than 1e-4 (or to NaN).
+const GATE_TOL = 1e-4;
+
+// msg: {runs: [{init, cfg}], corpus, steps, perturb}; perturb (a test hook, normally absent) is added
+// to WebGPU's losses so that the fallback can be seen to work
+async function gate(msg) {
+  const out = { backend: "wasm", reason: "", tol: GATE_TOL, steps: msg.steps, d_loss: null, d_entropy: null, ms: {} };
+  const corpus = { ids: unpack(msg.corpus).arrays.ids.data };
+  const got = {};
+  try {
+    const adapter = self.navigator.gpu ? await navigator.gpu.requestAdapter() : null;
+    if (!adapter || !tf.findBackendFactory("webgpu")) { out.reason = "no-adapter"; return out; }
+    out.adapter = adapter.info ? [adapter.info.vendor, adapter.info.architecture].filter(Boolean).join(" ") : "";
+    for (const backend of ["webgpu", "wasm"]) {
+      if (!(await tf.setBackend(backend))) { out.reason = "no-start"; return out; }
+      await tf.ready();
+      got[backend] = { records: [], ms: [] };
+      for (const r of msg.runs) {
+        const trainer = new Trainer(r.init, corpus, r.cfg, run.attention);
+        try {
+          for (let s = 0; s < msg.steps; s++) {
+            const t0 = performance.now();
+            const record = await trainer.trainStep();
+            if (s > 0) got[backend].ms.push(performance.now() - t0);   // the first step compiles WebGPU's shaders
+            if (backend === "webgpu" && msg.perturb) record.loss += msg.perturb;
+            got[backend].records.push(record);
+          }
+        } finally {
+          trainer.dispose();
+        }
+      }
+    }
+    const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+    out.ms = { webgpu: median(got.webgpu.ms), wasm: median(got.wasm.ms) };
+    out.losses = { webgpu: got.webgpu.records.map((r) => r.loss), wasm: got.wasm.records.map((r) => r.loss) };
+    let dLoss = 0, dEnt = 0, finite = true;
+    got.webgpu.records.forEach((g, i) => {
+      const w = got.wasm.records[i];
+      finite = finite && Number.isFinite(g.loss) && Number.isFinite(g.grad_norm);
+      dLoss = Math.max(dLoss, Math.abs(g.loss - w.loss));
+      (g.layers || []).forEach((l, j) => {
+        finite = finite && Number.isFinite(l.weight_entropy);
+        dEnt = Math.max(dEnt, Math.abs(l.weight_entropy - w.layers[j].weight_entropy));
+      });
+    });
+    out.d_loss = finite ? dLoss : NaN;
+    out.d_entropy = finite ? dEnt : NaN;
+    if (!finite) out.reason = "nan";
+    else if (!(dLoss <= GATE_TOL && dEnt <= GATE_TOL)) out.reason = "differs";
+    else if (!(out.ms.webgpu < out.ms.wasm)) out.reason = "slower";
+    else { out.reason = "passed"; out.backend = "webgpu"; }
+    return out;
+  } catch (err) {
+    out.reason = "error";
+    out.error = String((err && err.message) || err);
+    return out;
+  } finally {
+    if (!(await tf.setBackend(out.backend))) throw new Error(`the ${out.backend} backend could not start again`);
+    await tf.ready();
+  }
 }
 
 const tick = () => new Promise((ok) => setTimeout(ok, 0));
@@ -670,7 +749,8 @@ async function start(msg) {
 self.onmessage = async (e) => {
   const msg = e.data;
   try {
-    if (msg.type === "load") postMessage({ type: "ready", ...(await load(msg.base, msg.threads)) });
+    if (msg.type === "load") postMessage({ type: "ready", ...(await load(msg.base, msg.threads, msg.webgpu)) });
+    else if (msg.type === "gate") postMessage({ type: "gate", ...(await gate(msg)) });
     else if (msg.type === "start") await start(msg);
     else if (msg.type === "pause") run.paused = true;
     else if (msg.type === "resume") { run.paused = false; if (run.resume) run.resume(); }

@@ -2,8 +2,9 @@
 // Where the numbers come from: under `attnlab serve`, GET /api/train/corpus and POST /api/train/init
 // {set} (any config and seed, built by attnlab.web.trainexport from attnlab train's own code); on the
 // static site, the files `attnlab site` wrote into train/ (the case's two shapes at its seed).
-// window.attnlab.train({set: {...Config fields}, steps}) resolves to the per-step records, in the
-// shape of metrics.jsonl; window.attnlab.last holds the step times and the backend of that run.
+// window.attnlab.train({set: {...Config fields}, steps, backend}) resolves to the per-step records, in the
+// shape of metrics.jsonl; window.attnlab.last holds the step times, the backend of that run and its
+// gate (why WebGPU was or was not used).
 "use strict";
 
 (() => {
@@ -82,6 +83,10 @@
 
   // ------------------------------------------------------------------------- worker
   let worker = null, readyP = null, busy = false;
+  // whether this browser offers a WebGPU adapter at all (only then is the worker's gate tried)
+  const adapterP = (async () => {
+    try { return Boolean(navigator.gpu && (await navigator.gpu.requestAdapter())); } catch (e) { return false; }
+  })();
   function ready() {
     if (readyP) return readyP;
     worker = new Worker(new URL("train-worker.js", HERE));
@@ -94,7 +99,7 @@
     });
     const asked = Number(params.get("threads"));
     const threads = asked > 0 ? asked : (self.crossOriginIsolated ? 0 : 1);   // 0: the backend's own choice
-    worker.postMessage({ type: "load", base: new URL("vendor/", HERE).href, threads });
+    adapterP.then((webgpu) => worker.postMessage({ type: "load", base: new URL("vendor/", HERE).href, threads, webgpu }));
     return readyP;
   }
 
@@ -103,13 +108,61 @@
     return [...cfg.probe].slice(0, cfg.block_size).map((c) => stoi.get(c) ?? 1);
   }
 
+  // The backend: "auto" (the default; ?backend= in the URL or train({backend})) and "webgpu" try
+  // WebGPU through the worker's gate (its first GATE_STEPS steps against WebAssembly's, see
+  // train-worker.js) wherever the browser offers an adapter; "wasm" does not try. The gate's answer
+  // for a set of configs is kept for the page's life. gatePerturb: a test hook (added to WebGPU's
+  // losses in the gate, so that the fallback can be forced).
+  const GATE_STEPS = 3;
+  const gates = new Map();
+  async function chooseBackend(backend, cp, inits, gatePerturb) {
+    if (!["auto", "webgpu", "wasm"].includes(backend)) throw new Error(`backend 只能是 must be auto, webgpu or wasm, not ${backend}`);
+    if (backend === "wasm") return { backend: "wasm", reason: "asked" };
+    if (!(await adapterP)) return { backend: "wasm", reason: "no-adapter" };
+    const key = JSON.stringify([inits.map((i) => [i.init_sha256, i.cfg]), gatePerturb || 0]);
+    if (!gates.has(key)) {
+      gates.set(key, new Promise((ok, bad) => {
+        worker.onmessage = (e) => {
+          if (e.data.type === "gate") ok(e.data);
+          else if (e.data.type === "error") bad(new Error(e.data.message));
+        };
+        worker.postMessage({
+          type: "gate", corpus: cp.buf.slice(0), steps: GATE_STEPS, perturb: gatePerturb || 0,
+          runs: inits.map((i) => ({ init: i.buf.slice(0), cfg: i.cfg })),
+        });
+      }));
+    }
+    try { return await gates.get(key); } catch (e) { gates.delete(key); throw e; }
+  }
+
+  // which backend trains and why, Chinese first (the page's line under the progress bar)
+  function gateText(g) {
+    const n = (x) => (x === null || Number.isNaN(x) ? "NaN" : x.toExponential(1));
+    const diff = () => `loss 相差 ${n(g.d_loss)}、权重熵相差 ${n(g.d_entropy)}（容差 ${g.tol}）· differ by ${n(g.d_loss)} in loss, ${n(g.d_entropy)} in weight entropy (tolerance ${g.tol})`;
+    const ms = () => `每步 ${g.ms.webgpu.toFixed(0)} ms 对 ${g.ms.wasm.toFixed(0)} ms · ${g.ms.webgpu.toFixed(0)} vs ${g.ms.wasm.toFixed(0)} ms per step`;
+    const head = `WebGPU 与 WebAssembly 的前 ${g.steps} 步 · the first ${g.steps} steps on WebGPU and WebAssembly: `;
+    return {
+      asked: () => "用 WebAssembly 训练（按设置，没有试 WebGPU）· Training on WebAssembly (as asked; WebGPU not tried)",
+      "no-adapter": () => "用 WebAssembly 训练：这个浏览器没有 WebGPU 适配器 · Training on WebAssembly: this browser offers no WebGPU adapter",
+      "no-start": () => "用 WebAssembly 训练：WebGPU 没有启动 · Training on WebAssembly: WebGPU did not start",
+      error: () => `用 WebAssembly 训练：WebGPU 出错 · Training on WebAssembly: WebGPU failed (${g.error})`,
+      nan: () => `用 WebAssembly 训练：WebGPU 算出了 NaN · Training on WebAssembly: WebGPU gave NaN. ${head}${diff()}`,
+      differs: () => `用 WebAssembly 训练：WebGPU 的结果不对 · Training on WebAssembly: WebGPU's result is wrong. ${head}${diff()}`,
+      slower: () => `用 WebAssembly 训练：WebGPU 结果一致但更慢 · Training on WebAssembly: WebGPU agrees but is slower. ${head}${diff()}；${ms()}`,
+      passed: () => `用 WebGPU 训练：结果一致且更快 · Training on WebGPU: it agrees and is faster. ${head}${diff()}；${ms()}`,
+    }[g.reason]();
+  }
+
   // train runs ([{set, ...}]) interleaved; hooks: onRecord(run, record), onSnapshot(run, step), stopWhen(runs)
-  async function trainRuns(specs, { steps, snapshots = [], hooks = {} }) {
+  async function trainRuns(specs, { steps, snapshots = [], hooks = {}, backend, gatePerturb }) {
     if (busy) throw new Error("已经在训练 a run is already training");
     busy = true;
     try {
-      const info = await ready();
+      const loaded = await ready();
       const [cp, ...inits] = await Promise.all([corpus(), ...specs.map((s) => initFor(s.set))]);
+      const gate = await chooseBackend(backend || params.get("backend") || "auto", cp, inits, gatePerturb);
+      const info = { ...loaded, backend: gate.backend, gate, gate_text: gateText(gate) };
+      $("backend").textContent = info.gate_text;
       const runs = specs.map((s, i) => ({
         id: i, ...s, cfg: inits[i].cfg, init_sha256: inits[i].init_sha256, params: inits[i].params, records: [], ms: [], snaps: {}, snapMetrics: {}, itos: cp.header.itos,
         tokenizer: cp.header.tokenizer, fingerprint: cp.header.fingerprint, info,
@@ -504,9 +557,9 @@
   }
 
   // ------------------------------------------------------------------ scripting API
-  async function train({ set = {}, steps } = {}) {
+  async function train({ set = {}, steps, backend, gate_perturb: gatePerturb } = {}) {
     const t0 = performance.now();
-    const { runs, info } = await trainRuns([{ shape: "api", scaling: "api", set }], { steps });
+    const { runs, info } = await trainRuns([{ shape: "api", scaling: "api", set }], { steps, backend, gatePerturb });
     const r = runs[0];
     window.attnlab.last = { ms: r.ms, ...info, seconds: (performance.now() - t0) / 1000, config: r.cfg };
     window.attnlab.lastRun = r;
