@@ -448,7 +448,7 @@
   function status(text) { $("status").textContent = text; }
 
   // which runtimes trained, on how many threads, and why only one where the page is not isolated
-  const threadsText = (info) => `TensorFlow.js ${info.backend} ${info.threads} 线程 thread(s)，注意力 attention: ${info.attention} ` +
+  const threadsText = (info) => `TensorFlow.js ${info.backend === "webgpu" ? "WebGPU" : `${info.backend} ${info.threads} 线程 thread(s)`}，注意力 attention: ${info.attention} ` +
     `${info.attention_threads} 线程 thread(s)` + (info.isolated ? "" : "；页面未跨源隔离，只用一个线程 the page is not cross-origin isolated: one thread");
 
   let timer = null;
