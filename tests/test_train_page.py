@@ -354,17 +354,14 @@ def test_without_a_webgpu_adapter_the_page_trains_on_wasm_and_says_why(train_pag
 
 
 @pytest.fixture(scope="module")
-def webgpu_page(static_site):
-    """The train page in a Chromium that offers WebGPU (SwiftShader's software adapter here)."""
-    from tests.test_web_browser import CHROMIUM_ARGS, find_chromium, unavailable
+def webgpu_page(train_page, static_site):
+    """The train page in a second Chromium, one that offers WebGPU (SwiftShader's software adapter here)."""
+    from tests.test_web_browser import CHROMIUM_ARGS, find_chromium
 
-    exe = find_chromium()
-    if exe is None:
-        unavailable("no Chromium found")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+    browser = train_page.context.browser.browser_type.launch(
+        executable_path=find_chromium(), args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"]
+    )
+    try:
         page = browser.new_page()
         page.errors = []
         page.on("pageerror", lambda e: page.errors.append(str(e)))
@@ -372,7 +369,23 @@ def webgpu_page(static_site):
         if not page.evaluate("(async () => Boolean(navigator.gpu && await navigator.gpu.requestAdapter()))()"):
             pytest.skip("this Chromium offers no WebGPU adapter, even with --enable-unsafe-webgpu")
         yield page
+    finally:
         browser.close()
+
+
+@pytest.mark.browser
+def test_a_software_webgpu_adapter_is_not_tried_unless_asked(webgpu_page):
+    """SwiftShader's adapter is a fallback (tens of times slower than WebAssembly, the gate alone
+    minutes): by default the page trains on WebAssembly without trying it, and says so."""
+    if not webgpu_page.evaluate("(async () => (await navigator.gpu.requestAdapter()).info.isFallbackAdapter)()"):
+        pytest.skip("this Chromium's WebGPU adapter is not a software fallback")
+    records = webgpu_page.evaluate("attnlab.train({set: {d_model: 256, n_head: 1}, steps: 1})")
+    assert len(records) == 1 and math.isfinite(records[0]["loss"])
+    last = webgpu_page.evaluate("({backend: attnlab.last.backend, gate: attnlab.last.gate})")
+    assert last == {"backend": "wasm", "gate": {"backend": "wasm", "reason": "software"}}
+    text = webgpu_page.inner_text("[data-testid=backend]")
+    assert text.index("软件模拟") < text.index("software fallback")
+    assert not webgpu_page.errors
 
 
 # ------------------------------------------------------------------------------------- slow

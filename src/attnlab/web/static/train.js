@@ -83,9 +83,13 @@
 
   // ------------------------------------------------------------------------- worker
   let worker = null, readyP = null, busy = false;
-  // whether this browser offers a WebGPU adapter at all (only then is the worker's gate tried)
+  // whether this browser offers a WebGPU adapter at all (only then is the worker's gate tried), and
+  // whether it is a software fallback (SwiftShader: 30-55x slower than WebAssembly, tests/data/webgpu_gate.json)
   const adapterP = (async () => {
-    try { return Boolean(navigator.gpu && (await navigator.gpu.requestAdapter())); } catch (e) { return false; }
+    try {
+      const a = navigator.gpu && (await navigator.gpu.requestAdapter());
+      return { present: Boolean(a), fallback: Boolean(a && ((a.info && a.info.isFallbackAdapter) || a.isFallbackAdapter)) };
+    } catch (e) { return { present: false, fallback: false }; }
   })();
   function ready() {
     if (readyP) return readyP;
@@ -99,7 +103,7 @@
     });
     const asked = Number(params.get("threads"));
     const threads = asked > 0 ? asked : (self.crossOriginIsolated ? 0 : 1);   // 0: the backend's own choice
-    adapterP.then((webgpu) => worker.postMessage({ type: "load", base: new URL("vendor/", HERE).href, threads, webgpu }));
+    adapterP.then((a) => worker.postMessage({ type: "load", base: new URL("vendor/", HERE).href, threads, webgpu: a.present }));
     return readyP;
   }
 
@@ -110,7 +114,8 @@
 
   // The backend: "auto" (the default; ?backend= in the URL or train({backend})) and "webgpu" try
   // WebGPU through the worker's gate (its first GATE_STEPS steps against WebAssembly's, see
-  // train-worker.js) wherever the browser offers an adapter; "wasm" does not try. The gate's answer
+  // train-worker.js) wherever the browser offers an adapter ("auto" not where that adapter is a
+  // software fallback: its gate alone would take minutes); "wasm" does not try. The gate's answer
   // for a set of configs is kept for the page's life. gatePerturb: a test hook (added to WebGPU's
   // losses in the gate, so that the fallback can be forced).
   const GATE_STEPS = 3;
@@ -118,7 +123,9 @@
   async function chooseBackend(backend, cp, inits, gatePerturb) {
     if (!["auto", "webgpu", "wasm"].includes(backend)) throw new Error(`backend 只能是 must be auto, webgpu or wasm, not ${backend}`);
     if (backend === "wasm") return { backend: "wasm", reason: "asked" };
-    if (!(await adapterP)) return { backend: "wasm", reason: "no-adapter" };
+    const adapter = await adapterP;
+    if (!adapter.present) return { backend: "wasm", reason: "no-adapter" };
+    if (backend === "auto" && adapter.fallback) return { backend: "wasm", reason: "software" };
     const key = JSON.stringify([inits.map((i) => [i.init_sha256, i.cfg]), gatePerturb || 0]);
     if (!gates.has(key)) {
       gates.set(key, new Promise((ok, bad) => {
@@ -144,6 +151,8 @@
     return {
       asked: () => "用 WebAssembly 训练（按设置，没有试 WebGPU）· Training on WebAssembly (as asked; WebGPU not tried)",
       "no-adapter": () => "用 WebAssembly 训练：这个浏览器没有 WebGPU 适配器 · Training on WebAssembly: this browser offers no WebGPU adapter",
+      software: () => "用 WebAssembly 训练：这个浏览器的 WebGPU 只是软件模拟，比 WebAssembly 慢几十倍，没有试 · " +
+        "Training on WebAssembly: this browser's WebGPU is a software fallback, tens of times slower than WebAssembly, not tried",
       "no-start": () => "用 WebAssembly 训练：WebGPU 没有启动 · Training on WebAssembly: WebGPU did not start",
       error: () => `用 WebAssembly 训练：WebGPU 出错 · Training on WebAssembly: WebGPU failed (${g.error})`,
       nan: () => `用 WebAssembly 训练：WebGPU 算出了 NaN · Training on WebAssembly: WebGPU gave NaN. ${head}${diff()}`,
