@@ -128,6 +128,8 @@
     if (backend === "auto" && adapter.fallback) return { backend: "wasm", reason: "software" };
     const key = JSON.stringify([inits.map((i) => [i.init_sha256, i.cfg]), gatePerturb || 0]);
     if (!gates.has(key)) {
+      $("backend").textContent = `正在检查 WebGPU：先在 WebGPU 和 WebAssembly 上各训练前 ${GATE_STEPS} 步，比较结果… · ` +
+        `Checking WebGPU: training the first ${GATE_STEPS} steps on WebGPU and on WebAssembly to compare…`;
       gates.set(key, new Promise((ok, bad) => {
         worker.onmessage = (e) => {
           if (e.data.type === "gate") ok(e.data);
