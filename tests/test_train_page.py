@@ -39,7 +39,6 @@ TRAIN_VENDOR_SHA256 = {  # @tensorflow/tfjs-core, -backend-wasm and -backend-web
     "tfjs/tf-backend-wasm.min.js": "691bbec0ef8b5a7f17f212e9c5d85832030f90d030b46e99acb4dea1fb16f009",
     "tfjs/tfjs-backend-wasm.wasm": "70a5d516060464e5269f01c74bac1772d6b8ab6cb612acf16b5cdaf61f78d892",
     "tfjs/tfjs-backend-wasm-simd.wasm": "77ebb28a6d34f371dbbf2086b7f2de8994acd8ea5a3cf1fa24d2c26c840cac7b",
-    "tfjs/tfjs-backend-wasm-threaded-simd.wasm": "c052228d4bef185c27bbe59a9e029570c78bbb9f08b3cb46b597851650373de2",
     "tfjs/tf-backend-webgpu.min.js": "c02ae6ef5e7fff6dc9cec8b14b45e36e8894614f3ef006973e98f7568b590f3f",
     "fflate/fflate.min.js": "462ef8041fc970e3615a20a9dd2b2e3047a073b2da729ef4f02b634bba8b7b83",
     "js-sha256/sha256.min.js": "a050d794e170699bd1a69d33908d0942c68901cb88347016064b60b240f0067e",

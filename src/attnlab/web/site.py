@@ -107,7 +107,6 @@ VENDORED = {  # vendor folder -> the files a site needs from it (the rest is lic
         "tf-backend-wasm.min.js",
         "tfjs-backend-wasm.wasm",
         "tfjs-backend-wasm-simd.wasm",
-        "tfjs-backend-wasm-threaded-simd.wasm",
         "tf-backend-webgpu.min.js",
     ),
     "fflate": ("fflate.min.js", "LICENSE"),
