@@ -504,6 +504,11 @@ def test_the_timeline_shows_the_big_pair(served, page):  # noqa: F811
     assert not page.get_by_test_id("timeline-msg").inner_text()
 
 
+def test_the_static_runs_page_promises_no_refresh(site):
+    """The refresh note is the script's to say (serve only): the shipped page does not say it before the script runs."""
+    assert "每 2 秒" not in (Path(site[0]) / "runs.html").read_text(encoding="utf-8")
+
+
 @pytest.mark.browser
 def test_the_other_pages_work_without_a_server(served, page):  # noqa: F811
     page.goto(f"{served}lookup.html")

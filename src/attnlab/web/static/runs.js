@@ -213,6 +213,8 @@
       $("static-note").textContent = "这个静态网站只带有生成时放进去的运行；你自己的运行和在浏览器里训练后下载的，放进 runs/ 后用 attnlab serve 打开。 " +
         "This static site holds only the runs it was built with; put your own runs and browser downloads in runs/ and open them with attnlab serve.";
       $("static-note").hidden = false;
+    } else {   // said by the script that refreshes, so a static copy never shows it
+      $("refresh-note").textContent = "（每 2 秒刷新 · refreshed every 2 s）";
     }
     const [live, cs] = await Promise.all([poll(), json("/api/case")]);
     if (!live.ok) $("runs-msg").textContent = live.detail;
