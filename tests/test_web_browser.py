@@ -291,6 +291,19 @@ def test_runs_page(page, base):
         assert page.get_by_role("link", name=name).first.is_visible()
 
 
+def test_norm_bars_are_drawn_narrow(page, base):
+    """‖J‖: the page's fonts draw ‖ from a Latin face, not as the CJK font's full-width glyph (a CJK character's width)."""
+    page.goto(f"{base}/runs")
+    page.get_by_test_id("chart-loss").wait_for()
+    widths = page.evaluate(
+        """async () => { await document.fonts.ready;
+        const w = (t) => { const s = document.createElement("span"); s.textContent = t; document.body.append(s);
+                           const x = s.getBoundingClientRect().width; s.remove(); return x; };
+        return [w("‖‖‖‖"), w("熵熵熵熵")]; }"""
+    )
+    assert widths[0] < 0.7 * widths[1], widths
+
+
 # ------------------------------------------------------- JS math against Python
 def test_browser_math_matches_python(page, base):
     """attn.js (what the pages compute) equals NumPy attention and attnlab.diagnostics."""
