@@ -281,7 +281,8 @@ def test_runs_page(page, base):
     page.goto(f"{base}/runs")
     page.get_by_test_id("chart-loss").wait_for()
     assert page.get_by_test_id("chart-loss").locator("path").count() == 4  # the case's 4 variants
-    expect(page.get_by_test_id("refresh-note")).to_contain_text("每 2 秒刷新")  # serve refreshes; a static copy never says so
+    # serve refreshes the list and says so; a static copy never does
+    expect(page.get_by_test_id("refresh-note")).to_contain_text("每 2 秒刷新")
     page.get_by_test_id("pick-tiny").check()  # beside the case's four
     expect(page.get_by_test_id("runs-summary")).to_contain_text("tiny:")
     assert page.get_by_test_id("chart-loss").locator("path").count() == 5
