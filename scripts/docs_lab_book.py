@@ -208,7 +208,7 @@ def readme_confirm(book: dict) -> list[str]:
     stand = standing(ROOT / "data")
     if stand is None:
         return [f"{registration(book)}。"]
-    return [f"{confirm_headline(book, stand, short=True)}；登记与修订见 [docs/lab-book.md](docs/lab-book.md)。"]
+    return [f"{confirm_headline(book, stand, short=True)}（`attnlab claims --confirm-status`）。"]
 
 
 def _replace(page: str, start: str, end: str, block: str, where: Path) -> str:

@@ -317,19 +317,28 @@ def test_the_headline_counts_the_confirmatory_verdicts(tmp_path):
 
     data, plan = _round_copy(tmp_path)
     bought = [cid for cid, c in plan["claims"].items() if c["bought"] and c["seeds"]]
-    verdicts = {cid: {"verdict": "PASS", "holm": "PASS"} for cid in bought}
-    verdicts[bought[0]] = {"verdict": "PASS", "holm": "INCONCLUSIVE"}  # Holm's, not the raw verdict, counts
-    verdicts[bought[1]] = {"verdict": "FAIL", "holm": "FAIL"}
-    (data / C.VERDICTS_FILE).write_text(
-        json.dumps({"kind": "confirmatory_verdicts", "claims": verdicts}), encoding="utf-8"
-    )
-    got = C.standing(data)
+    verdicts = {cid: {"verdict": "PASS", "holm": "PASS", "p": 0.001} for cid in bought}
+    verdicts[bought[0]] = {"verdict": "PASS", "holm": "INCONCLUSIVE", "p": 0.03}  # Holm's, not the raw verdict, counts
+    verdicts[bought[1]] = {"verdict": "FAIL", "holm": "FAIL", "p": 0.9}
+
+    def judged(claims: dict) -> dict:
+        (data / C.VERDICTS_FILE).write_text(
+            json.dumps({"kind": "confirmatory_verdicts", "claims": claims}), encoding="utf-8"
+        )
+        return C.standing(data)
+
+    got = judged(verdicts)
     exploratory = {cid: "PASS" for cid in bought}
     line = C.headline(got, exploratory)
     n = len(bought)
     assert f"{n - 2} PASS after Holm, 1 FAIL, 1 INCONCLUSIVE" in line
     assert f"{n - 2} of the {n} exploratory PASSes confirmed" in line
     assert f"{n - 2} of {n} PASS after Holm" in C.headline(got, exploratory, short=True)
+    # an every-seed check has no p and never faced Holm: it is counted apart, not as surviving Holm
+    verdicts[bought[2]] = {"verdict": "PASS", "holm": "PASS", "p": None}
+    got = judged(verdicts)
+    assert f"{n - 2} PASS ({n - 3} after Holm, 1 every-seed), 1 FAIL" in C.headline(got, exploratory)
+    assert f"{n - 2} of {n} PASS ({n - 3} after Holm, 1 every-seed)" in C.headline(got, exploratory, short=True)
 
     from attnlab.report.lab_book import confirm_text
 
