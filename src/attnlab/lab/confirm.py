@@ -875,22 +875,21 @@ def headline(stand: Mapping, exploratory: Mapping[str, str], short: bool = False
     was = [c for c in bought if exploratory.get(c) == PASS]
     kept = sum(rows[c]["verdict"] == PASS for c in was)
     # "after Holm" counts only the tested PASSes; every-seed checks (no p) are their own count
-    passes = f"经 Holm 后 {got[PASS]} PASS"
-    passes_en = f"{got[PASS]} PASS after Holm"
+    passes, holm_en = f"经 Holm 后 {got[PASS]} PASS", " after Holm"
     if untested:
         passes = f" {got[PASS]} PASS（Holm 后检验过的 {got[PASS] - untested}，逐种子 {untested}）"
-        passes_en = f"{got[PASS]} PASS ({got[PASS] - untested} after Holm, {untested} every-seed)"
+        holm_en = f" ({got[PASS] - untested} after Holm, {untested} every-seed)"
     if short:
         return (
             f"验证性一轮 / confirmatory：新种子上 {len(bought)} 条书中论断{passes}、{got['FAIL']} FAIL、"
             f"{got['INCONCLUSIVE']} INCONCLUSIVE；探索性 PASS 中 {kept}/{len(was)} 条确认 / fresh seeds: "
-            f"{passes_en.replace(' PASS', f' of {len(bought)} PASS', 1)}, {kept} of {len(was)} exploratory PASSes confirmed"
+            f"{got[PASS]} of {len(bought)} PASS{holm_en}, {kept} of {len(was)} exploratory PASSes confirmed"
         )
     return (
         f"验证性一轮（新种子 {seed0} 起，规格冻结于 {frozen}）：{len(bought)} 条书中论断{passes}、"
         f"{got['FAIL']} FAIL、{got['INCONCLUSIVE']} INCONCLUSIVE；探索性 PASS 的 {len(was)} 条中 {kept} 条得到确认；"
         f"{exact} 条精确算术重算；未纳入 {left} 条（{why}）/ the confirmatory round (fresh seeds from {seed0}, "
-        f"specifications frozen at {frozen}): of {len(bought)} book claims, {passes_en}, {got['FAIL']} "
+        f"specifications frozen at {frozen}): of {len(bought)} book claims, {got[PASS]} PASS{holm_en}, {got['FAIL']} "
         f"FAIL, {got['INCONCLUSIVE']} INCONCLUSIVE; {kept} of the {len(was)} exploratory PASSes confirmed; {exact} exact, "
         f"recomputed; {left} not in it ({why_en})"
     )
