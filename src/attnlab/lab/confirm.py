@@ -827,7 +827,7 @@ def standing(data: Path) -> dict | None:
                 "status": "judged",
                 "verdict": shown,
                 "tested": isinstance(v.get("p"), (int, float)),  # an every-seed check has no p: Holm does not touch it
-                "text": f"{shown}（{n} 个新种子 / {n} fresh seeds）",
+                "text": f"{shown} · {n} 个新种子 / {n} fresh seeds",  # the verdict breaks apart from its count
             }
         elif c.get("bought"):  # how far the training is, `attnlab claims --confirm-status` says
             row = {"status": "pending", "verdict": None, "text": f"待判：{n} 个新种子 / pending: {n} fresh seeds"}

@@ -350,7 +350,7 @@ def _md_experiment(
 CSS = """
 body{font-family:SANS;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.55;color:#222}
 h2{border-bottom:2px solid #2463a6;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em;width:100%} td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em;width:100%} td,th{border:1px solid #ccc;padding:.25em .4em;vertical-align:top}
 th{background:#eef3f9} .PASS{color:#1b7a2e;font-weight:bold} .FAIL{color:#b02a1a;font-weight:bold}
 blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background:#f6f7fb}
 code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:100%}
