@@ -45,6 +45,7 @@ import numpy as np
 from scipy import stats as _st
 from scipy.special import ndtr
 
+from .claims_registry import spec_key
 from .stats import FAIL, INCONCLUSIVE, PASS
 
 N_MAX = 30  # the information of a whole design, in seeds (decide plans no claim beyond it)
@@ -164,7 +165,7 @@ def record(claims: Sequence[dict], previous: Sequence[Mapping] | None) -> list[d
         n, level = int(c["n"]), float(j.level)
         prev = before.get(c["id"], {})
         # a look taken under another specification (before an amendment) is not a look of this rule
-        same_rule = _rule_of(prev.get("spec")) == _rule_of(c.get("spec"))
+        same_rule = spec_key(prev.get("spec")) == spec_key(c.get("spec"))
         old = [dict(x) for x in (prev.get("looks") or []) if int(x.get("n", 0)) < n] if same_rule else []
         old = [x for x in old if int(x["n"]) >= MIN_LOOK]
         ns = [int(x["n"]) for x in old] + [n]
@@ -182,15 +183,6 @@ def record(claims: Sequence[dict], previous: Sequence[Mapping] | None) -> list[d
         else:
             c["seq"], c["seq_n_needed"] = verdict, (need if verdict == INCONCLUSIVE else None)
     return list(claims)
-
-
-def _rule_of(spec):
-    """A specification without the numbers it judged: its rule, parameters, inputs and parts."""
-    if isinstance(spec, Mapping):
-        return {k: _rule_of(v) for k, v in spec.items() if k != "values"}
-    if isinstance(spec, list):
-        return [_rule_of(v) for v in spec]
-    return spec
 
 
 def _r(x: float) -> float:
