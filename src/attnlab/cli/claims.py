@@ -297,17 +297,16 @@ def _confirm_register(data: Path, budget: str) -> int:
 
 def _confirm_status(data: Path) -> int:
     """--confirm-status: the registered round beside today's exploratory verdicts, claim by claim."""
-    from ..io import read_json
-    from ..lab.confirm import LEDGER_FILE, PLAN_FILE, headline, registered, standing
+    from ..lab.confirm import PLAN_FILE, headline, registered, standing
 
     plan = registered(Path("."), data)  # the status of a plan that was rewritten is refused
     stand = standing(data)
-    ledger = read_json(data / LEDGER_FILE, max_bytes=10**7) if (data / LEDGER_FILE).is_file() else {}
     now = committed_verdicts(data)
+    spent = stand["trained_core_s"]
     print(
         f"验证性一轮 / confirmatory round ({PLAN_FILE}, registered {plan['registered_commit'][:7]}, specifications frozen "
         f"at {plan['frozen'][:7]}): {stand['trained']} of {stand['runs']} runs trained"
-        + (f", {ledger.get('trained_core_s', 0) / 3600:.2f} core-h spent" if ledger else "")
+        + (f", {spent / 3600:.2f} core-h spent" if spent is not None else "")
     )
     print("论断 / claim | 探索性 / exploratory | 验证性 / confirmatory")
     for cid, row in stand["claims"].items():

@@ -689,13 +689,10 @@ def _claims_of(
 
     inp = judge_input(e, where, res, data=where / "data")  # the entry's own document, never the repository's
     if e.source is not None:
+        from ..schemas import PAIRS
         from .runs import member_runs
 
-        used = {
-            int((r.get("config") or {}).get("seed", -1))
-            for key in ("small_unscaled", "small_scaled", "big_unscaled", "big_scaled")
-            for r in member_runs(inp["source"], key)
-        }
+        used = {int((r.get("config") or {}).get("seed", -1)) for key in PAIRS for r in member_runs(inp["source"], key)}
         if not used <= {int(x) for x in allowed}:
             raise ConfirmError(f"{e.id}: its document holds seeds {sorted(used)[:3]}, not only the round's")
     return {c["id"]: c for c in e.judge(inp)}, where
@@ -790,7 +787,8 @@ def standing(data: Path) -> dict | None:
     with the training (a report rebuilt mid-round is the same page). Reading it needs no git: the
     trainer and the judge check the plan's commit, the reports only say where the round stands.
 
-    Returns {"plan": {registered fields}, "trained": k, "runs": m, "judged": bool, "claims": {id: {"status":
+    Returns {"plan": {registered fields}, "trained": k, "trained_core_s": the ledger's (None without one), "runs": m,
+    "judged": bool, "claims": {id: {"status":
     "judged" | "pending" | "exact" | one of :data:`WHY_NOT`, "seeds": n, "verdict": the confirmatory
     verdict after Holm or None, "text": one line for the claim's row}}}."""
     from ..io import read_json
@@ -840,6 +838,7 @@ def standing(data: Path) -> dict | None:
     return {
         "plan": {k: plan.get(k) for k in ("frozen", "seed_start", "budget_core_s", "spent_core_s")},
         "trained": trained,
+        "trained_core_s": ledger.get("trained_core_s", 0) if ledger else None,  # the ledger's wall core-seconds
         "runs": len(planned),
         "judged": verdicts is not None,
         "claims": claims,
