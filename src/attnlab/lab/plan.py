@@ -175,13 +175,13 @@ class Plan:
     concurrency: float = 1.0  # a run's timed seconds two (or more) at once over alone
     calibrated_at: int = 1  # runs at once when the calibration's records were timed
     factors_from: str = ""
+    factors: Factors = field(default_factory=Factors)  # what the fields above were priced from
     machine: Speed | None = None  # this machine's speed against the calibration's (None: not probed)
 
     @property
     def pricing(self) -> Calibration:
         """The calibration the plan prices by: this machine's speed applied where it was probed."""
-        cal = self.calibration or Calibration("default", self.rate)
-        return scaled(cal, self.machine.ratio) if self.machine and self.machine.ratio else cal
+        return priced(self.calibration or Calibration("default", self.rate), self.machine)
 
     @property
     def todo(self) -> list[RunCost]:
@@ -354,7 +354,7 @@ def calibrated_at(cal: Calibration, records_dir: Path) -> int:
     from ..schemas import load
 
     path = Path(records_dir).parent / PLAN_CHECK
-    if not any(r.source == "plan_check" for r in cal.used) or not path.is_file():
+    if not on_plan_check(cal) or not path.is_file():
         return 1
     return max(1, int(load("plan_check", path, error=PlanError).get("workers") or 1))
 
@@ -564,7 +564,7 @@ def machine_speed(cal: Calibration, path: Path, run: Callable[..., ProbeTime] = 
     """This machine's speed against the calibration's: ``run`` (the probe) now, with the stored probe's
     config, steps and repeats, over the stored CPU time. Applied only where the calibration is the
     runs the probe was stored beside (data/plan_check.json's)."""
-    if not any(r.source == "plan_check" for r in cal.used):
+    if not on_plan_check(cal):
         return Speed(None, f"the calibration is not the runs of data/{path.name}, beside which the probe is stored")
     stored = read_probe(path)
     if stored is None:
@@ -577,6 +577,17 @@ def book_speed(registry: Sequence, records_dir: Path, run: Callable[..., ProbeTi
     """This machine's speed against the full book's calibration (what every full-size price uses)."""
     cal = calibration(registry, records_dir, Scale.make(False))
     return machine_speed(cal, Path(records_dir).parent / PLAN_CHECK, run)
+
+
+def on_plan_check(cal: Calibration) -> bool:
+    """Whether ``cal`` is calibrated on scripts/plan_check.py's runs (data/plan_check.json), beside which
+    the probe and the workers of those runs are stored."""
+    return any(r.source == "plan_check" for r in cal.used)
+
+
+def priced(cal: Calibration, speed: Speed | None) -> Calibration:
+    """``cal`` in this machine's seconds where ``speed`` was measured (:func:`scaled`), else as it is."""
+    return scaled(cal, speed.ratio) if speed and speed.ratio else cal
 
 
 def scaled(cal: Calibration, ratio: float) -> Calibration:
@@ -617,8 +628,8 @@ def make_plan(
     records = read_records(registry, records_dir)
     cal = calibration(registry, records_dir, scale)
     speed = machine_speed(cal, Path(records_dir).parent / PLAN_CHECK, speed_probe) if speed_probe else None
-    priced = scaled(cal, speed.ratio) if speed and speed.ratio else cal  # this machine's seconds
-    costs = cost_runs(runs, priced, Path(runs_root), priced.own if not scale.quick else {})
+    here = priced(cal, speed)  # this machine's seconds
+    costs = cost_runs(runs, here, Path(runs_root), here.own if not scale.quick else {})
     slots, cpus, where = slots_for(options, sum(not c.finished for c in costs))
     owner: dict[str, str] = {}
     for e in registry:
@@ -638,10 +649,11 @@ def make_plan(
         rate=cal.rate,
         calibration=cal,
         owner=owner,
-        run_extra_s=f.seconds(priced, f.outside_timed),
+        run_extra_s=f.seconds(here, f.outside_timed),
         concurrency=f.concurrency,
         calibrated_at=calibrated_at(cal, records_dir),
         factors_from=f.source,
+        factors=f,
         machine=speed,
     )
 
@@ -679,10 +691,9 @@ def case_plan(settings, out: Path, registry: Sequence, quick: bool = False, **kw
     )
     plan.owner = {}  # the breakdown by kind of run (small_scaled, big_unscaled, ...), not by experiment
     plan.batches = [[r.name for r in batch] for _, batch in case_stages(settings)]  # the report after each
-    if not quick:
-        f = read_factors(Path(records_dir).parent / FACTORS)
-        plan.before_s = f.seconds(plan.pricing, f.sweeps)
-        plan.batch_s = f.seconds(plan.pricing, f.report)
+    f = plan.factors  # none for a --quick plan (make_plan: they price full-size runs)
+    plan.before_s = f.seconds(plan.pricing, f.sweeps)
+    plan.batch_s = f.seconds(plan.pricing, f.report)
     return plan
 
 
@@ -758,7 +769,7 @@ def speed_lines(p: Plan) -> list[str]:
     """This machine's speed as the plan applied it: the ratio measured now, or why none was."""
     s = p.machine
     if s is None:
-        if p.calibration is None or not any(r.source == "plan_check" for r in p.calibration.used):
+        if p.calibration is None or not on_plan_check(p.calibration):
             return []
         return ["  本机速度 / this machine's speed: not probed; the prices are the calibration machine's"]
     if s.ratio is None:
