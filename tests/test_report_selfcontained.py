@@ -226,10 +226,13 @@ def test_the_case_report_opens_with_its_results_and_the_method_after():
     assert heads[1].startswith("结果 / results") and heads.index("判定方法 / method") == 3, heads[:5]
     tables = [i for i, b in enumerate(blocks) if b[0] == "table"]
     method = next(i for i, b in enumerate(blocks) if b[0] == "h" and b[2] == "判定方法 / method")
-    headline, every = blocks[tables[0]], blocks[tables[1]]
-    assert tables[1] < method
-    assert {row[0] for row in every[2]} == {c["id"] for c in res["claims"]}  # every claim, before the method
-    assert len(headline[2]) >= 8  # the headline claims, each with the book's number and ours
+    every = next(i for i, b in enumerate(blocks) if b[0] == "rendered")  # the lab book's claims table
+    assert tables[0] < every < method
+    rows = [line for line in blocks[every][1].splitlines() if line.startswith("| §")]
+    ids = [re.search(r"`([a-z0-9_]+)` \|", line).group(1) for line in rows]
+    assert ids == [c["id"] for c in res["claims"]]  # every claim with its id, before the method
+    assert all(f"<code class=id>{i}</code>" in blocks[every][2] for i in ids)
+    assert len(blocks[tables[0]][2]) >= 8  # the headline claims, each with the book's number and ours
 
 
 def test_every_claim_verdict_beside_a_number_names_its_claim():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from attnlab.report.lab_book import _html_experiment
+from attnlab.report.lab_book import entry_html
 from attnlab.web.timeline import list_runs
 
 
@@ -36,7 +36,7 @@ def doc(claims, rows=None) -> dict:
 
 
 def test_book_tables_show_numbers_not_json(tmp_path):
-    page = _html_experiment(
+    page = entry_html(
         "x",
         doc([claim("val_gap: 0.244, 0.0482 (mean 0.146 ± 0.14); unigram_entropy: 5.514")], rows=[["r", [2.1, 2.2]]]),
         tmp_path,
@@ -44,7 +44,7 @@ def test_book_tables_show_numbers_not_json(tmp_path):
     cells = re.findall(r"<td[^>]*>(.*?)</td>", page)
     assert "2.1, 2.2" in cells and not any(c.lstrip().startswith(("[", "{")) for c in cells)
     assert "val_gap: 0.244, 0.0482 (mean 0.146 ± 0.14)" in page and "unigram_entropy: 5.514" in page
-    page = _html_experiment("x", doc([claim({"slope": 0.5006, "d32": 1.144}, expected=[0.45, 0.55])]), tmp_path)
+    page = entry_html("x", doc([claim({"slope": 0.5006, "d32": 1.144}, expected=[0.45, 0.55])]), tmp_path)
     assert "slope: 0.5006" in page and "0.45, 0.55" in page and '{"slope"' not in page
 
 

@@ -101,7 +101,9 @@ def main(args) -> int:
             held.enter_context(OutputLock(root, "attnlab report"))
         if result is not None:
             write_json_if_changed(path, result)  # unchanged data leaves the file (and the checkout) as it was
-            for p in build_report(result, out):
+            from ..report.lab_book import families
+
+            for p in build_report(result, out, index=families(book) if book else None):
                 print(p)
             print("case:", V.count_line(result["claims"]))
         else:

@@ -354,7 +354,7 @@ def run_book(
             _refuse_older_shape(e, old, kept)
             kept = rejudge(e, kept, root) if e.judge else kept
             kept["notes"] = [n for n in kept.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
-            kept["notes"] += fail_notes(e, kept["claims"], kept.get("results"))
+            kept["notes"] += fail_notes(kept["claims"], kept.get("results"), e.why)
             write_json(old, kept)
             continue
         previous = _read(old) if old.is_file() and _same_scale(old, scale) else None
@@ -784,21 +784,21 @@ def rejudge(e: Experiment, doc: dict, root: Path | None = None, data: Path | Non
         return doc  # a book judged without its source beside it (a quick book's data): kept as stored
     claims = record_looks(e.judge(judged), doc.get("claims"))
     notes = [n for n in doc.get("notes", []) if not n.startswith(("FAIL ", "INCONCLUSIVE "))]
-    return {**doc, "claims": claims, "notes": notes + fail_notes(e, claims, doc["results"])}
+    return {**doc, "claims": claims, "notes": notes + fail_notes(claims, doc["results"], e.why)}
 
 
-def fail_notes(e: Experiment, claims: list[dict], results: dict | None = None) -> list[str]:
-    """One note per FAIL (why it fails: the module's why, else the reason the claim carries) and per
+def fail_notes(claims: list[dict], results: dict | None = None, why: dict | None = None) -> list[str]:
+    """One note per FAIL (why it fails: the entry's ``why``, else the reason the claim carries) and per
     INCONCLUSIVE (the seeds it needs)."""
     out = []
     for c in claims:
         v = V.verdict_of(c)
         if v == "FAIL":
-            why = e.why.get(c["id"])
-            if callable(why):
-                why = why(results or {})
+            text = (why or {}).get(c["id"])
+            if callable(text):
+                text = text(results or {})
             out.append(
-                f"FAIL {c['id']}: {why or _carried_reason(c) or '原因未查明 / not explained yet'} "
+                f"FAIL {c['id']}: {text or _carried_reason(c) or '原因未查明 / not explained yet'} "
                 f"(measured {c['measured']}; expected {c['expected']})"
             )
         elif v == "INCONCLUSIVE":
@@ -825,7 +825,7 @@ def envelope(e: Experiment, scale: Scale, *, status: str, runs: list[Run], finis
     """The common result envelope of every lab-book experiment."""
     import torch
 
-    notes = list(outcome.notes) + fail_notes(e, outcome.claims, outcome.results)
+    notes = list(outcome.notes) + fail_notes(outcome.claims, outcome.results, e.why)
     return {
         "kind": KIND,
         "id": e.id,

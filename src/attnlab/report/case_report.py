@@ -15,10 +15,14 @@ from .. import claims_registry as R
 from .. import stats
 from .. import verdicts as V
 from ..book import book_values
+from ..corpus import REPO_ROOT
 from ..io import write_text
 from ..lab.case import claims as C
 from ..lab.case import loss_id
+from ..lab.confirm import standing
+from ..lab.labbook import fail_notes
 from ..tools import fmt
+from . import lab_book as LB
 from .figures import case_figures
 from .page import Page, to_markdown
 from .page import to_html as page_html
@@ -156,43 +160,8 @@ def _lab_claim(cid: str) -> str:
     return f"论断 / claim `{cid}`（实验手册 §1.2，判定见 lab_book / judged in the lab book's case entry）"
 
 
-# ---------------------------------------------------------------------- claim table
-CLAIM_HEAD = [
-    "id",
-    "类 / kind",
-    "节 / section",
-    "书中原话 / the book's words",
-    "书中数字 / book",
-    "实测（每个种子；均值 ± sd；区间）/ measured",
-    "判定规则 / rule",
-    "结果 / verdict",
-    "n / 所需 / needed",
-    "原因 / why",
-    "登记 / registered",
-]
-CLAIM_DETAIL = (5, 6, 9, 10)  # in the HTML, the long columns go on a second line under the claim's row
-
-
-def claim_row(c: dict, registered: dict | None = None) -> list:
-    """One claim as a row of the claims table (CLAIM_HEAD); ``registered``: the claims registry's
-    entries by id (attnlab.claims_registry), for the 事前 / 事后 mark."""
-    return [
-        c["id"],
-        c["kind"],
-        c["section"],
-        c["statement"],
-        fmt(c.get("book")),
-        c["measured"] if isinstance(c.get("measured"), str) else fmt(c.get("measured")),
-        _rule_text(c),
-        verdict_label(c),
-        f"{c.get('n', '')}" + (f" / {c['n_needed']}" if c.get("n_needed") else ""),
-        reason_text(c) or c.get("detail", ""),
-        R.mark((registered or {}).get(c["id"]), c),  # 事前 / 事后 and the registered spec's verdict
-    ]
-
-
 # ------------------------------------------------------------------------ sections
-def _opening(pg: _Page, res: dict, by_id: dict) -> None:
+def _opening(pg: _Page, res: dict, by_id: dict, index: dict) -> None:
     S, claims = res["config"]["settings"], res["claims"]
     big_n = len(C.runs(res, "big_scaled"))
     pg.h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
@@ -224,14 +193,17 @@ def _opening(pg: _Page, res: dict, by_id: dict) -> None:
         headline_rows(res, by_id),
     )
     pg.h(3, "全部论断 / every claim")
-    registered = R.for_reports().get("claims", {})  # data/claims_registry.json (attnlab.claims_registry)
     pg.p(
-        "每个 FAIL 都写了原因：书的问题（附证据）、协议差异（附实验）、我们的判定、规模差异或未解释；"
-        "每个 INCONCLUSIVE 都写了需要多少个种子。判定规则见下文“判定方法”。 / Each FAIL says why (a finding about "
-        "the book with evidence, a protocol difference with the experiment, our specification, scale, or "
-        "unexplained); each INCONCLUSIVE names the seeds it needs; the rules are under 'method' below."
+        "与实验手册同一张表：每个 FAIL 的原因、每个 INCONCLUSIVE 所需的种子写在表下。判定规则见下文“判定方法”。 / The lab "
+        "book's table: why each FAIL fails and the seeds each INCONCLUSIVE needs are listed under it; the rules are "
+        "under 'method' below."
     )
-    pg.table(CLAIM_HEAD, [claim_row(c, registered) for c in claims], detail=CLAIM_DETAIL)
+    doc = {"results": {}, "claims": res["claims"], "notes": fail_notes(res["claims"])}
+    registry, confirm = R.for_reports(), standing(REPO_ROOT / "data")
+    pg.rendered(
+        "\n".join(LB.entry_body_markdown(doc, "", index, registry, confirm, ids=True)),
+        LB.entry_body_html(doc, REPO_ROOT, index, registry, confirm, ids=True),
+    )
 
 
 def _method(pg: _Page, res: dict) -> None:
@@ -817,10 +789,12 @@ def _samples_and_timings(pg: _Page, res: dict, B: dict) -> None:
     )
 
 
-def build_blocks(res: dict, fig_rel: str) -> list[tuple]:
-    """The case report as blocks: results first, the method, then the chapter's sections in order."""
+def build_blocks(res: dict, fig_rel: str, index: dict | None = None) -> list[tuple]:
+    """The case report as blocks: results first, the method, then the chapter's sections in order.
+    ``index``: the lab book's claims by id (:func:`attnlab.report.lab_book.families`), for their Holm
+    verdicts when the report stands beside the book that judged them."""
     B, by_id, pg = book_values(), {c["id"]: c for c in res["claims"]}, _Page(fig_rel)
-    _opening(pg, res, by_id)
+    _opening(pg, res, by_id, index or {})
     _method(pg, res)
     _losses(pg, res, by_id, B)
     _init_sweep(pg, res, by_id, B)
@@ -924,11 +898,6 @@ def timing_lines(t: dict) -> list[str]:
     return lines
 
 
-def _rule_text(c: dict) -> str:
-    rule, expected = c.get("rule", ""), c.get("expected", "")
-    return expected if not rule or expected.startswith(rule) else f"{rule}: {expected}"
-
-
 def wd_summary(res: dict, rows: list[dict]) -> str:
     """Which weight decay brings each quantity closest to the book (computed, not written)."""
     targets = {key: target for key, _, _, target, _ in wd_columns() if target is not None}
@@ -964,7 +933,7 @@ TITLE = "第 1 章案例复现报告 / Chapter 1 case report"
 
 
 def to_html(blocks: list[tuple], fig_dir: Path | None = None) -> str:
-    return page_html(blocks, TITLE, fig_dir)
+    return page_html(blocks, TITLE, fig_dir, LB.CLAIMS_CSS)
 
 
 def report_paths(out: Path, name: str = "ch1_case") -> tuple[Path, Path, Path]:
@@ -987,15 +956,15 @@ def drop_partial_report(out: Path) -> None:
         shutil.rmtree(fig_dir)
 
 
-def build_report(res: dict, out: Path, name: str = "ch1_case") -> list[Path]:
+def build_report(res: dict, out: Path, name: str = "ch1_case", index: dict | None = None) -> list[Path]:
     """Write figures/ and reports/ch1_case.{md,html} under ``out`` (another ``name``: see
-    :func:`report_paths`); return their paths."""
+    :func:`report_paths`; ``index``: see :func:`build_blocks`); return their paths."""
     fig_dir, md_path, page_path = report_paths(out, name)
     figs = case_figures(res, fig_dir)
     reports = md_path.parent
     reports.mkdir(parents=True, exist_ok=True)
     fig_rel = os.path.relpath(fig_dir, reports)
-    blocks = build_blocks(res, fig_rel)
+    blocks = build_blocks(res, fig_rel, index)
     md = write_text(md_path, to_markdown(blocks))
     page = write_text(page_path, to_html(blocks, fig_dir))
     return [*figs, md, page]

@@ -130,6 +130,13 @@ def _measured_html(v: Any) -> str:
     return "; ".join(f"<span class=q>{html.escape(p)}</span>" for p in parts)
 
 
+def detail_text(c: dict, sep: str) -> str:
+    """What the judge said of the numbers (e.g. "one-run 95% PI 0.94 ± 0.25 over 6 seeds: inside"), after
+    ``sep``; "" when it says nothing the measured text does not."""
+    d = c.get("detail")
+    return f"{sep}{d}" if isinstance(d, str) and d and d != c.get("measured") else ""
+
+
 def families(book: dict) -> dict[str, dict]:
     """Each claim of the book's index by id: it carries the verdict after Holm's correction (``holm``)."""
     return {c["id"]: c for s in book.get("sections", []) for c in s.get("claims", []) if isinstance(c, dict)}
@@ -282,7 +289,7 @@ def render_markdown(
     for s in book["sections"]:
         out += [f'<a id="{anchor(s["section"])}"></a>', "", f"## {s['section']} {s['title']}", ""]
         for eid in s["experiments"]:
-            out += _md_experiment(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index, registry, confirm)
+            out += entry_markdown(eid, docs.get(eid) or _placeholder(book, eid), fig_prefix, index, registry, confirm)
     env = book.get("environment", {})
     out += [
         "## 环境 / Environment",
@@ -295,7 +302,7 @@ def render_markdown(
     return "\n".join(out) + "\n"
 
 
-def _md_experiment(
+def entry_markdown(
     eid: str,
     doc: dict | None,
     fig_prefix: str,
@@ -303,6 +310,7 @@ def _md_experiment(
     registry: dict | None = None,
     confirm: dict | None = None,
 ) -> list[str]:
+    """One entry of the book: its title, the book's words, its command and status, then its body."""
     if doc is None:
         return [f"### {eid}", "", f"**{NOT_RUN}**", ""]
     out = [
@@ -320,6 +328,15 @@ def _md_experiment(
         out += [f"**{NOT_RUN}** — 运行上面的命令 / run the command above.", ""]
         out += [f"- {n}" for n in doc.get("notes", [])] + [""]
         return out
+    return out + entry_body_markdown(doc, fig_prefix, index, registry, confirm)
+
+
+def entry_body_markdown(
+    doc: dict, fig_prefix: str, index: dict[str, dict] | None = None, registry=None, confirm=None, ids: bool = False
+) -> list[str]:
+    """An entry's tables, figures, claims and notes: what the case report shows too, there with each
+    claim's id (``ids``: the page's other tables name the claims they show by id)."""
+    out: list[str] = []
     res = doc["results"]
     if res.get("headers") and res.get("rows"):
         out += ["| " + " | ".join(res["headers"]) + " |", "|" + "---|" * len(res["headers"])]
@@ -336,9 +353,10 @@ def _md_experiment(
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in doc["claims"]:
+            cid = f" `{c['id']}`" if ids else ""
             out.append(
-                f"| {c['section']} {c['statement']} | {c['kind']} | {c['expected']} | "
-                f"{_fmt(c['measured'])} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
+                f"| {c['section']} {c['statement']}{cid} | {c['kind']} | {c['expected']} | "
+                f"{_fmt(c['measured'])}{detail_text(c, ' — ')} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
                 f"| {seq_text(c)} | {registry_text(c, registry)} | {confirm_text(c, confirm)} |"
             )
         out.append("")
@@ -356,9 +374,15 @@ blockquote{border-left:4px solid #aac;margin:.5em 0;padding:.3em .8em;background
 code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:100%}
 .badge{display:inline-block;padding:.05em .5em;border-radius:.6em;background:#ddd;font-size:.85em}
 .done{background:#cfe9d4} .partial{background:#f6e3b5} .not_run{background:#f3c7c1}
-.INCONCLUSIVE{color:#8a6d00;font-weight:bold} .NA,.REPORTED{color:#555}
-.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em} td.m{min-width:16em;font-variant-numeric:tabular-nums;font-size:.92em}
+.INCONCLUSIVE{color:#8a6d00;font-weight:bold}
+.summary{font-size:1.1em;font-weight:bold;background:#eef3f9;padding:.5em .8em}
 """.replace("SANS", SANS_STACK).replace("MONO", MONO_STACK)
+# the claims table's own classes (the case report shows the same table)
+CLAIMS_CSS = """
+td.m{min-width:16em;font-variant-numeric:tabular-nums;font-size:.92em} .NA,.REPORTED{color:#555}
+code.id{font-size:.8em;color:#555}
+"""
+CSS += CLAIMS_CSS
 
 
 def render_html(
@@ -390,7 +414,7 @@ def render_html(
     for s in book["sections"]:
         body = [f'<section id="{anchor(s["section"])}"><h2>{html.escape(s["section"] + " " + s["title"])}</h2>']
         for eid in s["experiments"]:
-            body.append(_html_experiment(eid, docs.get(eid) or _placeholder(book, eid), root, index, registry, confirm))
+            body.append(entry_html(eid, docs.get(eid) or _placeholder(book, eid), root, index, registry, confirm))
         body.append("</section>")
         parts.append("".join(body))
     env = book.get("environment", {})
@@ -413,7 +437,7 @@ def render_html(
     return document("实验手册 / The lab book", body, CSS)  # the fonts hold exactly what the page shows
 
 
-def _html_experiment(
+def entry_html(
     eid: str,
     doc: dict | None,
     root: Path,
@@ -421,6 +445,7 @@ def _html_experiment(
     registry: dict | None = None,
     confirm: dict | None = None,
 ) -> str:
+    """:func:`entry_markdown` as HTML."""
     e = html.escape
     if doc is None:
         return f"<h3>{e(eid)}</h3><p><span class='badge not_run'>{NOT_RUN}</span></p>"
@@ -437,6 +462,15 @@ def _html_experiment(
         out.append(f"<p><b>{NOT_RUN}</b> — 运行上面的命令 / run the command above.</p>")
         out += [f"<p>{e(n)}</p>" for n in doc.get("notes", [])]
         return "".join(out)
+    return "".join(out) + entry_body_html(doc, root, index, registry, confirm)
+
+
+def entry_body_html(
+    doc: dict, root: Path, index: dict[str, dict] | None = None, registry=None, confirm=None, ids: bool = False
+) -> str:
+    """:func:`entry_body_markdown` as HTML."""
+    e = html.escape
+    out = []
     res = doc["results"]
     if res.get("headers") and res.get("rows"):
         out.append(
@@ -471,8 +505,12 @@ def _html_experiment(
             v = verdict(c)
             h = holm_text(c, index or {})
             out.append(
-                f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
-                f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}</td>"
+                f"<tr><td>{e(c['section'])} {e(c['statement'])}"
+                + (f"<br><code class=id>{e(c['id'])}</code>" if ids else "")
+                + "</td>"
+                f"<td>{e(c['kind'])}</td>"
+                f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}"
+                f"{'<br><small>' + e(c['detail']) + '</small>' if detail_text(c, '') else ''}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}<br><small>{e(registry_text(c, registry))}</small></td>"
                 f"<td>{e(p_text(c))}</td>"
                 f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td>"

@@ -11,7 +11,8 @@ from .selfcontained import MONO_STACK, SANS_STACK, document, image_uri
 
 
 class Page:
-    """The blocks of a page, appended in order: heading, paragraph, table, image (under ``fig_rel``)."""
+    """The blocks of a page, appended in order: heading, paragraph, table, image (under ``fig_rel``),
+    and parts already rendered."""
 
     def __init__(self, fig_rel: str):
         self.blocks: list[tuple] = []
@@ -29,6 +30,10 @@ class Page:
     def img(self, name: str, alt: str) -> None:
         self.blocks.append(("img", f"{self.fig_rel}/{name}", alt))
 
+    def rendered(self, markdown: str, page: str) -> None:
+        """A part another renderer wrote twice (the lab book's claims): its Markdown and its HTML."""
+        self.blocks.append(("rendered", markdown, page))
+
 
 def to_markdown(blocks: list[tuple]) -> str:
     out = []
@@ -39,6 +44,8 @@ def to_markdown(blocks: list[tuple]) -> str:
             out.append(b[1])
         elif b[0] == "img":
             out.append(f"![{b[2]}]({b[1]})")
+        elif b[0] == "rendered":
+            out.append(b[1])
         elif b[0] == "table":
             cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
             out.append("| " + " | ".join(cell(c) for c in b[1]) + " |")
@@ -92,7 +99,7 @@ img {{ max-width: 100%; }} figure {{ margin: 1em 0; }} figcaption {{ color: #555
 code {{ font-family: {MONO_STACK}; background: #f5f5f5; padding: 0 0.2em; }}"""
 
 
-def to_html(blocks: list[tuple], title: str, fig_dir: Path | None = None) -> str:
+def to_html(blocks: list[tuple], title: str, fig_dir: Path | None = None, css: str = "") -> str:
     """One self-contained page titled ``title``: the figures under ``fig_dir`` embedded as data: URIs,
     the fonts cut to the page's own characters (see :mod:`attnlab.report.selfcontained`)."""
     body = []
@@ -111,4 +118,6 @@ def to_html(blocks: list[tuple], title: str, fig_dir: Path | None = None) -> str
             )
         elif b[0] == "table":
             body.append(_html_table(b[1], b[2], b[3] if len(b) > 3 else ()))
-    return document(title, "\n".join(body), CSS)
+        elif b[0] == "rendered":
+            body.append(b[2])
+    return document(title, "\n".join(body), CSS + css)
