@@ -256,3 +256,17 @@ def test_every_claim_verdict_beside_a_number_names_its_claim():
     ratio = [row for b in blocks if b[0] == "table" for row in b[2] if "ratio" in str(row[0])]
     assert ratio and all(str(row[-1]) not in ("—", "") for row in ratio)  # every ratio row says whose verdict
     assert any("reported, not judged" in str(row[-1]) for row in ratio)
+
+
+def test_the_norm_bars_come_from_the_latin_face_not_the_cjk_one():
+    """‖ in ‖J‖_F is drawn by DejaVu Sans: Noto Sans CJK's ‖ is full-width and pushes the J away."""
+    from attnlab.report.selfcontained import LATIN_DRAWN, TEXT_FAMILIES, font_css
+
+    css, missing = font_css("‖J‖ 熵 ✓")
+    embedded = faces(css)
+    assert not missing and LATIN_DRAWN == {"‖"}
+    assert ord("‖") in embedded[TEXT_FAMILIES[2]]  # ReportSymbols (DejaVu Sans)
+    assert ord("‖") not in embedded[TEXT_FAMILIES[0]] and ord("熵") in embedded[TEXT_FAMILIES[0]]
+    page = Page((ROOT / "reports" / "ch1_case.html").read_text(encoding="utf-8"))
+    committed = faces("".join(page.styles))
+    assert ord("‖") in committed[TEXT_FAMILIES[2]] and ord("‖") not in committed[TEXT_FAMILIES[0]]

@@ -37,6 +37,9 @@ MONO_FAMILY = "ReportMono"
 SANS_STACK = ", ".join(f'"{f}"' for f in TEXT_FAMILIES) + ", sans-serif"
 MONO_STACK = f'"{MONO_FAMILY}", ' + ", ".join(f'"{f}"' for f in TEXT_FAMILIES) + ", monospace"
 _NAME_IDS = [0, 1, 2, 3, 4, 5, 6, 13, 14]  # copyright, names, licence text and URL
+# characters Noto Sans CJK draws full-width where the text means a Latin symbol: ‖ (a norm's bars, ‖J‖_F)
+# is cut into the DejaVu face instead, so the CJK face lacks it and the stack falls through to that one
+LATIN_DRAWN = frozenset("\u2016")
 FONT_NOTICE = (
     "<!-- Embedded fonts, each cut to this page's characters: ReportCJK from Noto Sans CJK TC and "
     "ReportCJKExtB from HanaMinB (renamed Attnlab CJK ExtB), both SIL Open Font License 1.1; ReportSymbols "
@@ -164,14 +167,18 @@ def _face(family: str, data: bytes) -> str:
 
 def font_css(text: str, code_text: str = "") -> tuple[str, set[str]]:
     """@font-face rules holding exactly the characters of ``text`` (each from the first font of
-    :func:`text_fonts` that has it) and a monospace face for ``code_text``; also returns the
+    :func:`text_fonts` that has it, but :data:`LATIN_DRAWN` from the last, DejaVu Sans, where it has them) and a monospace face for ``code_text``; also returns the
     characters no embedded face has (empty for every page attnlab writes; the tests check)."""
     wanted = drawn_chars(text)
     css, left = [], set(wanted)
-    for family, path in text_fonts():
+    fonts = text_fonts()
+    latin = fonts[-1][1]
+    for family, path in fonts:
         if not path.is_file():
             continue
         take = {c for c in left if ord(c) in _cmap(path)}
+        if path != latin and latin.is_file():
+            take -= {c for c in LATIN_DRAWN if ord(c) in _cmap(latin)}
         if take:
             css.append(_face(family, _woff(path, take)))
             left -= take
