@@ -270,3 +270,15 @@ def test_the_norm_bars_come_from_the_latin_face_not_the_cjk_one():
     page = Page((ROOT / "reports" / "ch1_case.html").read_text(encoding="utf-8"))
     committed = faces("".join(page.styles))
     assert ord("‖") in committed[TEXT_FAMILIES[2]] and ord("‖") not in committed[TEXT_FAMILIES[0]]
+
+
+def test_a_case_of_ones_own_shows_no_verdicts_judged_on_other_numbers():
+    """Holm and the confirmatory round judge the committed book's numbers: the committed case report,
+    written beside that book, shows them; a case report built from a result alone leaves them empty."""
+    res, blocks = _case_blocks()
+    own = next(b for b in blocks if b[0] == "rendered")
+    committed = (ROOT / "reports" / "ch1_case.md").read_text(encoding="utf-8")
+    assert "fresh seeds" in committed and "differs from the exploratory verdict" in committed
+    assert "fresh seeds" not in own[1] and "fresh seeds" not in own[2]
+    rows = [line.split(" | ") for line in own[1].splitlines() if line.startswith("| §")]
+    assert rows and all(cells[6] == "—" for cells in rows)  # the Holm column

@@ -101,9 +101,11 @@ def main(args) -> int:
             held.enter_context(OutputLock(root, "attnlab report"))
         if result is not None:
             write_json_if_changed(path, result)  # unchanged data leaves the file (and the checkout) as it was
+            from ..lab.confirm import standing
             from ..report.lab_book import families
 
-            for p in build_report(result, out, index=families(book) if book else None):
+            beside = {"index": families(book), "confirm": standing(data)} if book else None
+            for p in build_report(result, out, book=beside):
                 print(p)
             print("case:", V.count_line(result["claims"]))
         else:
