@@ -141,8 +141,9 @@ def _report_verdicts(md: str) -> dict[str, str]:
     out = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        if len(cells) >= 9 and cells[1] in ("book", "sanity", "beyond"):
-            out[cells[0]] = cells[7].split()[-1]
+        named = re.search(r"`([a-z0-9_]+)`$", cells[0])
+        if named and len(cells) >= 10 and cells[1] in ("book", "sanity", "beyond"):
+            out[named.group(1)] = cells[4].strip("*").split("（")[0]
     return out
 
 
