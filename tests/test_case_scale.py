@@ -147,7 +147,7 @@ def _chinese_first(line: str) -> bool:
     return bool(re.search(r"[\u4e00-\u9fff]", head))
 
 
-def test_the_quick_summary_is_short_chinese_first_and_says_what_make_case_adds(committed):
+def test_the_quick_summary_is_short_chinese_first_and_says_what_the_full_case_adds(committed):
     res = shortened(committed, QUICK.steps)
     lines = summary_lines(res, PHASES, quick=True, full_plan=PLAN)
     text = "\n".join(lines)
@@ -156,7 +156,8 @@ def test_the_quick_summary_is_short_chinese_first_and_says_what_make_case_adds(c
     assert lines[0].startswith("快速试跑 / quick run") and "1 min 58 s" in lines[0]
     assert "训练 / training 1 min 32 s" in lines[0] and "报告 / report 7 s" in lines[0]
     assert "冒烟测试" in text and "smoke run, not evidence" in text and "1 seed(s), 225 steps" in text
-    make = next(line for line in lines if "make case" in line)
+    make = next(line for line in lines if "the full case（attnlab case）" in line)
+    assert "make " not in text  # an installed wheel has no Makefile
     full = CaseSettings()
     assert f"{len(full.seeds)} 个种子" in make and f"{full.steps} 步" in make and "权重衰减 / weight decay" in make
     assert "16 次训练" in make and "55 min" in make and "case --plan" in make
@@ -170,7 +171,7 @@ def test_the_quick_summary_is_short_chinese_first_and_says_what_make_case_adds(c
 def test_a_full_case_summary_names_no_quick_verdicts(committed):
     lines = summary_lines(copy.deepcopy(committed), PHASES, quick=False)
     text = "\n".join(lines)
-    assert "make case" not in text and "冒烟" not in text and REASON_LABELS["scale"] not in text
+    assert "full case" not in text and "冒烟" not in text and REASON_LABELS["scale"] not in text
     assert lines[0].startswith("本章案例 / the case")
 
 
@@ -205,5 +206,6 @@ def test_a_shortened_report_says_it_is_a_smoke_run_before_any_verdict(committed)
     )
     assert smoke < first_verdict, md[:2000]
     scale = sum(1 for c in res["claims"] if (c.get("reason") or {}).get("category") == "scale")
-    assert scale and f"{scale} 个 FAIL" in md[:first_verdict] and "make case" in md[:first_verdict]
+    assert scale and f"{scale} 个 FAIL" in md[:first_verdict] and "attnlab case" in md[:first_verdict]
+    assert "make " not in md  # an installed wheel has no Makefile (tests/test_install.py)
     assert "冒烟" not in to_markdown(build_blocks(copy.deepcopy(committed), "figures"))

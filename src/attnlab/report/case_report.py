@@ -250,12 +250,12 @@ def _smoke(pg: _Page, res: dict) -> None:
     pg.p(
         f"**冒烟测试，不是证据 / a smoke run, not evidence。** 这是缩短的运行（--quick 或 --steps，{S['steps']} 步、"
         f"{len(S['seeds'])} 个种子），书中的数字来自 {C.BOOK_RUN_STEPS} 步：它只说明每一部分都能跑通。下面 {scale} 个 FAIL "
-        f"归为{C.REASON_LABELS['scale'].split(' / ')[0]}：这么短的运行检验不了它们（原因一栏写明本次与书中的步数），"
-        f"不是书错了；完整案例（make case：attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。"
+        f"归为{C.REASON_LABELS['scale'].split(' / ')[0]}：这么短的运行检验不了它们（论断表下的原因写明本次与书中的步数），"
+        f"不是书错了；完整案例（attnlab case，{full.steps} 步、{len(full.seeds)} 个种子）才检验它们。"
         f" / A shortened run ({S['steps']} steps, {len(S['seeds'])} seed(s)); the book's numbers are from "
         f"{C.BOOK_RUN_STEPS} steps: it shows that every part runs. {scale} FAIL(s) below are put down to the scale: "
-        "a run this short cannot test them (the reason names this run's steps against the book's), they say "
-        "nothing against the book; the full case (make case) tests them."
+        "a run this short cannot test them (the reason under the claims table names this run's steps against the "
+        "book's), they say nothing against the book; the full case (attnlab case) tests them."
     )
 
 

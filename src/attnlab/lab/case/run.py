@@ -1113,7 +1113,7 @@ def summary_lines(res: dict, phases: dict[str, float], quick: bool, full_plan: d
             full = CaseSettings()
             wd = "、".join(f"{v:g}" for v in full.wd_values)
             lines.append(
-                f"  make case 补上 / adds: {len(full.seeds)} 个种子 / seeds（大模型 / big {full.big_seeds}）、"
+                f"  完整案例 / the full case（attnlab case）补上 / adds: {len(full.seeds)} 个种子 / seeds（大模型 / big {full.big_seeds}）、"
                 f"{full.steps} 步 / steps、权重衰减 / weight decay {wd} 对照：{full_plan['runs']} 次训练 / runs，"
                 f"约 / about {full_plan['wall']}（{full_plan['core']}；attnlab case --plan 的估计 / its estimate）"
             )
