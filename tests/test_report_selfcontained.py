@@ -282,3 +282,20 @@ def test_a_case_of_ones_own_shows_no_verdicts_judged_on_other_numbers():
     assert "fresh seeds" not in own[1] and "fresh seeds" not in own[2]
     rows = [line.split(" | ") for line in own[1].splitlines() if line.startswith("| §")]
     assert rows and all(cells[6] == "—" for cells in rows)  # the Holm column
+
+
+@pytest.mark.parametrize("name", ["lab_book.md", "ch1_case.md"])
+def test_every_markdown_table_row_has_its_headers_cells(name):
+    """A | inside a cell (|Δ|, a judge's detail) is escaped: every row keeps its table's columns
+    (at the lab book of be46134, 111 rows did not)."""
+    lines = (ROOT / "reports" / name).read_text(encoding="utf-8").split("\n")
+    width, broken = None, []
+    for line in lines:
+        if not line.startswith("|"):
+            width = None
+            continue
+        n = len(re.split(r"(?<!\\)\|", line)) - 2
+        width = n if width is None else width
+        if n != width:
+            broken.append(line[:80])
+    assert not broken, broken[:5]

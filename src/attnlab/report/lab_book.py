@@ -331,6 +331,11 @@ def entry_markdown(
     return out + entry_body_markdown(doc, fig_prefix, index, registry, confirm)
 
 
+def _row(cells) -> str:
+    """A Markdown table row: a | inside a cell (|Δ|, ‖q‖) escaped, so it stays one cell."""
+    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
 def entry_body_markdown(
     doc: dict, fig_prefix: str, index: dict[str, dict] | None = None, registry=None, confirm=None, ids: bool = False
 ) -> list[str]:
@@ -339,11 +344,11 @@ def entry_body_markdown(
     out: list[str] = []
     res = doc["results"]
     if res.get("headers") and res.get("rows"):
-        out += ["| " + " | ".join(res["headers"]) + " |", "|" + "---|" * len(res["headers"])]
-        out += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in res["rows"]] + [""]
+        out += [_row(res["headers"]), "|" + "---|" * len(res["headers"])]
+        out += [_row(_fmt(v) for v in row) for row in res["rows"]] + [""]
     if res.get("table"):
         out += ["| 量 / quantity | 书中 / book | 本次 / ours |", "|---|---|---|"]
-        out += [f"| {a} | {_fmt(b)} | {_fmt(c)} |" for a, b, c in res["table"]] + [""]
+        out += [_row([a, _fmt(b), _fmt(c)]) for a, b, c in res["table"]] + [""]
     for f in doc.get("figures", []):
         out += [f"![{Path(f).name}]({fig_prefix}{f})", ""]
     if doc["claims"]:
@@ -355,9 +360,20 @@ def entry_body_markdown(
         for c in doc["claims"]:
             cid = f" `{c['id']}`" if ids else ""
             out.append(
-                f"| {c['section']} {c['statement']}{cid} | {c['kind']} | {c['expected']} | "
-                f"{_fmt(c['measured'])}{detail_text(c, ' — ')} | **{verdict(c)}** | {p_text(c)} | {holm_text(c, index or {})} "
-                f"| {seq_text(c)} | {registry_text(c, registry)} | {confirm_text(c, confirm)} |"
+                _row(
+                    [
+                        f"{c['section']} {c['statement']}{cid}",
+                        c["kind"],
+                        c["expected"],
+                        _fmt(c["measured"]) + detail_text(c, " — "),
+                        f"**{verdict(c)}**",
+                        p_text(c),
+                        holm_text(c, index or {}),
+                        seq_text(c),
+                        registry_text(c, registry),
+                        confirm_text(c, confirm),
+                    ]
+                )
             )
         out.append("")
     out += [f"- {n}" for n in doc.get("notes", [])]
