@@ -60,7 +60,7 @@ def test_quick_case_writes_the_promised_outputs(quick_case):
 
 def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     """No claim-by-claim list: a few lines, Chinese first, saying what ran, the headline, what a quick
-    verdict means and what `make case` adds, with its time as `case --plan` estimates it."""
+    verdict means and what the full case (`attnlab case`) adds, with its time as `case --plan` estimates it."""
     from attnlab.lab import EXPERIMENTS
     from attnlab.lab.plan import case_plan, duration
 
@@ -72,7 +72,7 @@ def test_quick_case_ends_with_a_short_chinese_first_summary(quick_case):
     assert not any(re.match(r"\s*(FAIL|INCONCLUSIVE|NA) \[", line) for line in printed)
     text = "\n".join(tail)
     assert "冒烟测试" in text and "not evidence" in text and "规模差异 / scale difference" in text
-    make = next(line for line in tail if "make case" in line)
+    make = next(line for line in tail if "the full case（attnlab case）" in line)
     plan = case_plan(CaseSettings(), Path("mine"), EXPERIMENTS)  # its execution: local
     assert f"约 / about {duration(plan.wall_s)}" in make and f"{len(plan.todo) + len(plan.finished)} 次训练" in make
 
