@@ -105,7 +105,7 @@ def main(args) -> int:
             from ..report.lab_book import families
 
             beside = {"index": families(book), "confirm": standing(data)} if book else None
-            for p in build_report(result, out, book=beside):
+            for p in build_report(result, out, beside=beside):
                 print(p)
             print("case:", V.count_line(result["claims"]))
         else:

@@ -160,7 +160,7 @@ def _lab_claim(cid: str) -> str:
 
 
 # ------------------------------------------------------------------------ sections
-def _opening(pg: _Page, res: dict, by_id: dict, book: dict) -> None:
+def _opening(pg: _Page, res: dict, by_id: dict, beside: dict) -> None:
     S, claims = res["config"]["settings"], res["claims"]
     big_n = len(C.runs(res, "big_scaled"))
     pg.h(1, "第 1 章案例复现报告 / Chapter 1 case study: our run beside the book")
@@ -198,7 +198,7 @@ def _opening(pg: _Page, res: dict, by_id: dict, book: dict) -> None:
         "under 'method' below."
     )
     doc = {"results": {}, "claims": res["claims"], "notes": fail_notes(res["claims"])}
-    index, registry, confirm = book.get("index") or {}, R.for_reports(), book.get("confirm")
+    index, registry, confirm = beside.get("index") or {}, R.for_reports(), beside.get("confirm")
     pg.rendered(
         "\n".join(LB.entry_body_markdown(doc, "", index, registry, confirm, ids=True)),
         LB.entry_body_html(doc, REPO_ROOT, index, registry, confirm, ids=True),
@@ -788,14 +788,14 @@ def _samples_and_timings(pg: _Page, res: dict, B: dict) -> None:
     )
 
 
-def build_blocks(res: dict, fig_rel: str, book: dict | None = None) -> list[tuple]:
+def build_blocks(res: dict, fig_rel: str, beside: dict | None = None) -> list[tuple]:
     """The case report as blocks: results first, the method, then the chapter's sections in order.
-    ``book``, when the report stands beside the lab book that judged the same claims (``attnlab
+    ``beside``, when the report stands beside the lab book that judged the same claims (``attnlab
     report``): {"index": its claims by id (:func:`attnlab.report.lab_book.families`), for their Holm
     verdicts; "confirm": the confirmatory round's standing (:func:`attnlab.lab.confirm.standing`)}.
     Without it (a case of one's own) those columns stay empty: they judge other numbers."""
     B, by_id, pg = book_values(), {c["id"]: c for c in res["claims"]}, _Page(fig_rel)
-    _opening(pg, res, by_id, book or {})
+    _opening(pg, res, by_id, beside or {})
     _method(pg, res)
     _losses(pg, res, by_id, B)
     _init_sweep(pg, res, by_id, B)
@@ -957,15 +957,15 @@ def drop_partial_report(out: Path) -> None:
         shutil.rmtree(fig_dir)
 
 
-def build_report(res: dict, out: Path, name: str = "ch1_case", book: dict | None = None) -> list[Path]:
+def build_report(res: dict, out: Path, name: str = "ch1_case", beside: dict | None = None) -> list[Path]:
     """Write figures/ and reports/ch1_case.{md,html} under ``out`` (another ``name``: see
-    :func:`report_paths`; ``book``: see :func:`build_blocks`); return their paths."""
+    :func:`report_paths`; ``beside``: see :func:`build_blocks`); return their paths."""
     fig_dir, md_path, page_path = report_paths(out, name)
     figs = case_figures(res, fig_dir)
     reports = md_path.parent
     reports.mkdir(parents=True, exist_ok=True)
     fig_rel = os.path.relpath(fig_dir, reports)
-    blocks = build_blocks(res, fig_rel, book)
+    blocks = build_blocks(res, fig_rel, beside)
     md = write_text(md_path, to_markdown(blocks))
     page = write_text(page_path, to_html(blocks, fig_dir))
     return [*figs, md, page]

@@ -21,6 +21,7 @@ from .. import claims_registry as R
 from .. import verdicts as V
 from ..io import write_text
 from ..stats import METHOD
+from .page import md_row
 from .selfcontained import MONO_STACK, SANS_STACK, document, image_uri
 
 NOT_RUN = "未运行 / not run yet"
@@ -331,11 +332,6 @@ def entry_markdown(
     return out + entry_body_markdown(doc, fig_prefix, index, registry, confirm)
 
 
-def _row(cells) -> str:
-    """A Markdown table row: a | inside a cell (|Δ|, ‖q‖) escaped, so it stays one cell."""
-    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
-
-
 def entry_body_markdown(
     doc: dict, fig_prefix: str, index: dict[str, dict] | None = None, registry=None, confirm=None, ids: bool = False
 ) -> list[str]:
@@ -344,11 +340,11 @@ def entry_body_markdown(
     out: list[str] = []
     res = doc["results"]
     if res.get("headers") and res.get("rows"):
-        out += [_row(res["headers"]), "|" + "---|" * len(res["headers"])]
-        out += [_row(_fmt(v) for v in row) for row in res["rows"]] + [""]
+        out += [md_row(res["headers"]), "|" + "---|" * len(res["headers"])]
+        out += [md_row(_fmt(v) for v in row) for row in res["rows"]] + [""]
     if res.get("table"):
         out += ["| 量 / quantity | 书中 / book | 本次 / ours |", "|---|---|---|"]
-        out += [_row([a, _fmt(b), _fmt(c)]) for a, b, c in res["table"]] + [""]
+        out += [md_row([a, _fmt(b), _fmt(c)]) for a, b, c in res["table"]] + [""]
     for f in doc.get("figures", []):
         out += [f"![{Path(f).name}]({fig_prefix}{f})", ""]
     if doc["claims"]:
@@ -360,7 +356,7 @@ def entry_body_markdown(
         for c in doc["claims"]:
             cid = f" `{c['id']}`" if ids else ""
             out.append(
-                _row(
+                md_row(
                     [
                         f"{c['section']} {c['statement']}{cid}",
                         c["kind"],
@@ -518,15 +514,14 @@ def entry_body_html(
             "<th>顺序 / sequential</th><th>验证性 / confirmatory</th></tr>"
         )
         for c in doc["claims"]:
-            v = verdict(c)
-            h = holm_text(c, index or {})
+            v, h, d = verdict(c), holm_text(c, index or {}), detail_text(c, "")
             out.append(
                 f"<tr><td>{e(c['section'])} {e(c['statement'])}"
                 + (f"<br><code class=id>{e(c['id'])}</code>" if ids else "")
                 + "</td>"
                 f"<td>{e(c['kind'])}</td>"
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}"
-                f"{'<br><small>' + e(c['detail']) + '</small>' if detail_text(c, '') else ''}</td>"
+                f"{f'<br><small>{e(d)}</small>' if d else ''}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}<br><small>{e(registry_text(c, registry))}</small></td>"
                 f"<td>{e(p_text(c))}</td>"
                 f"<td class='{e(h)}'>{e(h)}</td><td class='{e(c.get('seq') or '')}'>{e(seq_text(c))}</td>"

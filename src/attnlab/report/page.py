@@ -35,6 +35,11 @@ class Page:
         self.blocks.append(("rendered", markdown, page))
 
 
+def md_row(cells) -> str:
+    """A Markdown table row: a | inside a cell (|Δ|, ‖q‖) escaped and line breaks joined, so it stays one cell."""
+    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
 def to_markdown(blocks: list[tuple]) -> str:
     out = []
     for b in blocks:
@@ -47,10 +52,9 @@ def to_markdown(blocks: list[tuple]) -> str:
         elif b[0] == "rendered":
             out.append(b[1])
         elif b[0] == "table":
-            cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-            out.append("| " + " | ".join(cell(c) for c in b[1]) + " |")
+            out.append(md_row(b[1]))
             out.append("|" + "---|" * len(b[1]))
-            out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in b[2])
+            out.extend(md_row(row) for row in b[2])
         out.append("")
     return "\n".join(out)
 
