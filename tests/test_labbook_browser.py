@@ -114,3 +114,21 @@ def test_reports_fit_a_1280_px_screen_without_breaking_words(browser, report, so
     assert got["width"] <= 1280, f"{report} is {got['width']} px wide at a 1280 px window"
     assert not got["wide"], f"{report}: tables wider than the window: {got['wide']}"
     assert not got["broken"], f"{report}: words broken mid-word: {got['broken'][:20]}"
+
+
+def test_the_case_reports_claims_table_is_no_wider_than_the_lab_books(browser):  # noqa: F811
+    """The case page shows the lab book's claims table with each claim's id; the id, which cannot
+    break, goes on a line of its own across the table, so in a narrower window the case page is no
+    wider than the lab book (an id inside the claim cell made it 1,251 px against the book's 1,192)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    widths = {}
+    for report in ("ch1_case.html", "lab_book.html"):
+        context = browser.new_context(viewport={"width": 1100, "height": 900})
+        page = context.new_page()
+        page.set_content((root / "reports" / report).read_text(encoding="utf-8"), wait_until="load")
+        page.evaluate("document.fonts.ready.then(() => true)")
+        widths[report] = page.evaluate("document.documentElement.scrollWidth")
+        context.close()
+    assert widths["ch1_case.html"] <= widths["lab_book.html"], widths

@@ -392,7 +392,7 @@ code,pre{background:#f3f3f3;padding:.1em .3em;font-family:MONO} img{max-width:10
 # the claims table's own classes (the case report shows the same table)
 CLAIMS_CSS = """
 td.m{min-width:16em;font-variant-numeric:tabular-nums;font-size:.92em} .NA,.REPORTED{color:#555}
-code.id{font-size:.8em;color:#555}
+code.id{font-size:.8em;color:#555} tr.id td{border-bottom:none;padding-bottom:0} tr.id+tr td{border-top:none}
 """
 CSS += CLAIMS_CSS
 
@@ -515,11 +515,10 @@ def entry_body_html(
         )
         for c in doc["claims"]:
             v, h, d = verdict(c), holm_text(c, index or {}), detail_text(c, "")
+            if ids:  # a line of its own across the table: an id does not break, so in a cell it would widen it
+                out.append(f"<tr class=id><td colspan=9><code class=id>{e(c['id'])}</code></td></tr>")
             out.append(
-                f"<tr><td>{e(c['section'])} {e(c['statement'])}"
-                + (f"<br><code class=id>{e(c['id'])}</code>" if ids else "")
-                + "</td>"
-                f"<td>{e(c['kind'])}</td>"
+                f"<tr><td>{e(c['section'])} {e(c['statement'])}</td><td>{e(c['kind'])}</td>"
                 f"<td>{e(_fmt(c['expected']))}</td><td class=m>{_measured_html(c['measured'])}"
                 f"{f'<br><small>{e(d)}</small>' if d else ''}</td>"
                 f"<td class='{V.verdict_of(c)}'>{e(v)}<br><small>{e(registry_text(c, registry))}</small></td>"
